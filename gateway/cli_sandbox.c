@@ -1,0 +1,3 @@
+/* placeholder: being written */
+#include "gateway_int.h"
+int gw_cmd_sandbox(int argc, char **argv) { (void)argc; (void)argv; return EXIT_RUNTIME; }

@@ -1,0 +1,92 @@
+/*
+ * gateway/main.c: the `aagw` program: command dispatch, --help, --version.
+ *
+ *   aagw [run] [--mode MODE] [-c FILE] [...]   run the gateway
+ *   aagw config check -c FILE                  validate and print config
+ *   aagw sandbox [...]                         embedded Kafka clusters
+ */
+#include "gateway_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rocksdb/c.h>
+
+#include "aagw_build.h"
+
+void gw_errorf(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("aagw: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+static void usage(FILE *out) {
+        fprintf(out,
+                "Usage: aagw [run] [OPTIONS]             run the gateway\n"
+                "       aagw config check [-c FILE] [OPTIONS]\n"
+                "                                        validate a config, "
+                "print it normalized\n"
+                "       aagw config reference [--markdown]\n"
+                "                                        list every config "
+                "key\n"
+                "       aagw sandbox [OPTIONS]           start embedded Kafka "
+                "clusters on loopback\n"
+                "       aagw --version | --help\n"
+                "\n"
+                "aagw replicates Kafka topics between data centers in both "
+                "directions,\n"
+                "prevents loops with alias prefixes and provenance headers, "
+                "and gives\n"
+                "each site one deduplicated stream.\n"
+                "\n"
+                "Run `aagw <command> --help` for the options of a command; "
+                "`aagw run --help`\n"
+                "lists the run options, which may also be given without "
+                "`run`.\n");
+}
+
+static void version(void) {
+        printf("aagw %s\n", AAGW_VERSION);
+        printf("librdkafka %s\n", rd_kafka_version_str());
+        printf("RocksDB %s\n", AAGW_ROCKSDB_VERSION);
+}
+
+int main(int argc, char **argv) {
+        static const struct {
+                const char *name;
+                int (*fn)(int, char **);
+        } cmds[] = {
+            {"run", gw_cmd_run},
+            {"config", gw_cmd_config},
+            {"sandbox", gw_cmd_sandbox},
+        };
+
+        if (argc >= 2) {
+                if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+                    !strcmp(argv[1], "help")) {
+                        usage(stdout);
+                        return EXIT_OK;
+                }
+                if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+                        version();
+                        return EXIT_OK;
+                }
+                for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+                        if (!strcmp(argv[1], cmds[i].name))
+                                return cmds[i].fn(argc - 1, argv + 1);
+                }
+                if (argv[1][0] != '-') {
+                        gw_errorf("unknown command '%s'", argv[1]);
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        /* No command word: options belong to `run`
+         * (`aagw --mode active-active`). */
+        return gw_cmd_run(argc, argv);
+}

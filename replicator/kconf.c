@@ -1,0 +1,42 @@
+/* replicator/kconf.c: librdkafka client configurations. */
+#include "aagw_replicator.h"
+
+#include <stdio.h>
+
+aagw_err_t aagw_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
+                               const char *value, char *errstr,
+                               size_t errstr_size) {
+        char              why[512];
+        rd_kafka_conf_res_t res;
+
+        res = rd_kafka_conf_set(conf, name, value, why, sizeof(why));
+        if (res == RD_KAFKA_CONF_OK)
+                return AAGW_OK;
+        /* librdkafka quotes the value in "Invalid value" messages; do not
+         * let a password leak that way. */
+        if (aagw_key_is_secret(name) && res == RD_KAFKA_CONF_INVALID)
+                snprintf(errstr, errstr_size, "%s: invalid value", name);
+        else
+                snprintf(errstr, errstr_size, "%s: %s", name, why);
+        return AAGW_ERR_CONFIG;
+}
+
+rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
+                                     char *errstr, size_t errstr_size) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        char             client_id[128];
+
+        snprintf(client_id, sizeof(client_id), "aagw-%s", role ? role : "client");
+        /* Recover from a broker restart in about a second instead of the
+         * default 10 s backoff ceiling. */
+        if (aagw_kafka_conf_set(conf, "client.id", client_id, errstr,
+                                errstr_size) ||
+            aagw_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000",
+                                errstr, errstr_size) ||
+            aagw_kafka_conf_set(conf, "bootstrap.servers", bootstraps, errstr,
+                                errstr_size)) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
+        return conf;
+}
