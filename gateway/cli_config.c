@@ -1,3 +1,314 @@
-/* placeholder: being written */
+/*
+ * gateway/cli_config.c: command-line flags as config overrides, and the
+ * `aagw config check|reference` command.
+ */
 #include "gateway_int.h"
-int gw_cmd_config(int argc, char **argv) { (void)argc; (void)argv; return EXIT_RUNTIME; }
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Long-option codes: table rows get 1000+row, the rest below. */
+enum {
+        OPT_CONFIG = 'c',
+        OPT_HELP   = 'h',
+        OPT_CLUSTER = 900,
+        OPT_SET,
+        OPT_DURATION,
+        OPT_DUMP,
+        OPT_MARKDOWN,
+        OPT_TABLE = 1000,
+};
+
+#define MAX_FLAG_ARGS 256
+
+struct pending {
+        const char *key;   /* NULL for --cluster / --set (parsed later) */
+        const char *value;
+        const char *flag;  /* "--policy" */
+        int         opt;
+};
+
+void gw_config_flags_usage(FILE *out) {
+        fprintf(out, "  -c, --config FILE              YAML config file\n"
+                     "      --cluster ALIAS=BOOTSTRAPS\n"
+                     "                                 clusters.ALIAS."
+                     "bootstrap_servers (repeatable)\n");
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                char left[64];
+                if (!k->flag || !strcmp(k->flag, "--cluster"))
+                        continue;
+                const char *arg = k->type == CT_ENUM ? k->choices : "VALUE";
+                switch (k->type) {
+                case CT_REGEXES:
+                        arg = "REGEX";
+                        break;
+                case CT_ALIAS:
+                        arg = "ALIAS";
+                        break;
+                case CT_HOSTPORT:
+                        arg = "HOST:PORT";
+                        break;
+                case CT_IDRULE:
+                        arg = "RULE";
+                        break;
+                case CT_STR:
+                        arg = "DIR";
+                        break;
+                default:
+                        break;
+                }
+                bool is_list = k->type == CT_REGEXES || k->type == CT_LIST;
+                snprintf(left, sizeof(left), "%s %s", k->flag, arg);
+                if (strlen(left) > 25)
+                        fprintf(out, "      %s\n%33s%s%s\n", left, "", k->path,
+                                is_list ? " (repeatable)" : "");
+                else
+                        fprintf(out, "      %-27s%s%s\n", left, k->path,
+                                is_list ? " (repeatable)" : "");
+        }
+        fprintf(out, "      --set KEY=VALUE            any config key, e.g.\n"
+                     "                                 --set "
+                     "replication.multi_hop=true\n");
+}
+
+static void print_errors(const aagw_config_t *cfg) {
+        const char *e = aagw_config_errors(cfg);
+        while (*e) {
+                const char *nl = strchr(e, '\n');
+                int         n  = nl ? (int)(nl - e) : (int)strlen(e);
+                fprintf(stderr, "aagw: %.*s\n", n, e);
+                e += n + (nl ? 1 : 0);
+        }
+}
+
+int gw_config_from_args(int argc, char **argv, bool with_run_opts,
+                        void (*usage)(FILE *out), aagw_config_t **cfgp,
+                        struct gw_run_opts *ro) {
+        struct option  longopts[64];
+        struct pending pend[MAX_FLAG_ARGS];
+        size_t         nlong = 0, npend = 0;
+        aagw_config_t *cfg;
+        int            opt;
+        bool           bad = false;
+
+        memset(ro, 0, sizeof(*ro));
+        longopts[nlong++] = (struct option){"config", required_argument, NULL,
+                                            OPT_CONFIG};
+        longopts[nlong++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+        longopts[nlong++] = (struct option){"cluster", required_argument, NULL,
+                                            OPT_CLUSTER};
+        longopts[nlong++] = (struct option){"set", required_argument, NULL,
+                                            OPT_SET};
+        if (with_run_opts) {
+                longopts[nlong++] = (struct option){"duration",
+                                                    required_argument, NULL,
+                                                    OPT_DURATION};
+                longopts[nlong++] = (struct option){"dump-config", no_argument,
+                                                    NULL, OPT_DUMP};
+        }
+        for (size_t i = 0; aagw_config_keys[i].path; i++) {
+                const struct cfg_key *k = &aagw_config_keys[i];
+                if (!k->flag || !strcmp(k->flag, "--cluster"))
+                        continue;
+                longopts[nlong++] = (struct option){k->flag + 2,
+                                                    required_argument, NULL,
+                                                    OPT_TABLE + (int)i};
+        }
+        longopts[nlong] = (struct option){NULL, 0, NULL, 0};
+
+        optind = 1;
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+                if (opt == OPT_HELP) {
+                        usage(stdout);
+                        return GW_HELP_SHOWN;
+                }
+                if (opt == ':') {
+                        gw_errorf("%s requires an argument", argv[optind - 1]);
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+                if (opt == '?') {
+                        if (optopt)
+                                gw_errorf("unknown option -%c", optopt);
+                        else
+                                gw_errorf("unknown option %s",
+                                          argv[optind - 1]);
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+                if (opt == OPT_CONFIG) {
+                        ro->config_path = optarg;
+                        continue;
+                }
+                if (opt == OPT_DURATION) {
+                        char *end;
+                        long  d = strtol(optarg, &end, 10);
+                        int64_t ms;
+                        if (*end == '\0' && end != optarg && d > 0 &&
+                            d <= 86400 * 365)
+                                ro->duration_s = (int)d;
+                        else if (aagw_duration_parse(optarg, &ms) == 0 &&
+                                 ms >= 1000)
+                                ro->duration_s = (int)(ms / 1000);
+                        else {
+                                gw_errorf("--duration: expected seconds or a "
+                                          "duration such as 30s or 5m, got "
+                                          "\"%s\"",
+                                          optarg);
+                                return EXIT_USAGE;
+                        }
+                        continue;
+                }
+                if (opt == OPT_DUMP) {
+                        ro->dump_config = true;
+                        continue;
+                }
+                if (npend == MAX_FLAG_ARGS) {
+                        gw_errorf("too many options");
+                        return EXIT_USAGE;
+                }
+                pend[npend].opt   = opt;
+                pend[npend].value = optarg;
+                pend[npend].key   = opt >= OPT_TABLE
+                                        ? aagw_config_keys[opt - OPT_TABLE].path
+                                        : NULL;
+                pend[npend].flag  = opt >= OPT_TABLE
+                                        ? aagw_config_keys[opt - OPT_TABLE].flag
+                                        : opt == OPT_CLUSTER ? "--cluster"
+                                                             : "--set";
+                npend++;
+        }
+        if (optind < argc) {
+                gw_errorf("unexpected argument '%s'", argv[optind]);
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+
+        if (!(cfg = aagw_config_new())) {
+                gw_errorf("out of memory");
+                return EXIT_RUNTIME;
+        }
+        if (ro->config_path)
+                aagw_config_load_file(cfg, ro->config_path);
+
+        /* Flags after the file, so they override it. */
+        for (size_t i = 0; i < npend; i++) {
+                struct pending *p = &pend[i];
+                char            key[1024];
+                const char     *eq;
+
+                if (p->key) {
+                        aagw_config_set(cfg, p->key, p->value, p->flag);
+                        continue;
+                }
+                eq = strchr(p->value, '=');
+                if (!eq || eq == p->value) {
+                        gw_errorf("%s: expected %s, got \"%s\"", p->flag,
+                                  p->opt == OPT_CLUSTER ? "ALIAS=BOOTSTRAPS"
+                                                        : "KEY=VALUE",
+                                  p->value);
+                        bad = true;
+                        continue;
+                }
+                if (p->opt == OPT_CLUSTER)
+                        snprintf(key, sizeof(key),
+                                 "clusters.%.*s.bootstrap_servers",
+                                 (int)(eq - p->value), p->value);
+                else
+                        snprintf(key, sizeof(key), "%.*s",
+                                 (int)(eq - p->value), p->value);
+                aagw_config_set(cfg, key, eq + 1, p->flag);
+        }
+        /* Validate even after load errors: one run should list every
+         * mistake, not make the user fix them one at a time. */
+        aagw_config_validate(cfg);
+        if (*aagw_config_errors(cfg) || bad) {
+                print_errors(cfg);
+                aagw_config_destroy(cfg);
+                return EXIT_USAGE;
+        }
+        *cfgp = cfg;
+        return EXIT_OK;
+}
+
+/* ------------------------------- COMMAND ------------------------------- */
+
+static void usage_check(FILE *out) {
+        fprintf(out,
+                "Usage: aagw config check [-c FILE] [OPTIONS]\n"
+                "\n"
+                "Load the config file, apply the command-line overrides, "
+                "validate\n"
+                "everything (librdkafka properties included) and print the "
+                "effective\n"
+                "config as YAML with secrets redacted. Exit 0 when valid, 2 "
+                "with\n"
+                "FILE:LINE:COLUMN: key: reason lines on stderr when not.\n"
+                "\nOptions:\n");
+        gw_config_flags_usage(out);
+}
+
+static void usage_config(FILE *out) {
+        fprintf(out,
+                "Usage: aagw config check [-c FILE] [OPTIONS]\n"
+                "       aagw config reference [--markdown]\n"
+                "\n"
+                "check      validate a config and print it normalized\n"
+                "reference  describe every config key (--markdown: the text "
+                "of\n"
+                "           docs/configuration.md)\n");
+}
+
+static int cmd_reference(int argc, char **argv) {
+        bool markdown = false;
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--markdown"))
+                        markdown = true;
+                else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+                        usage_config(stdout);
+                        return EXIT_OK;
+                } else {
+                        gw_errorf("config reference: unknown option %s",
+                                  argv[i]);
+                        usage_config(stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        aagw_config_reference(stdout, markdown);
+        return EXIT_OK;
+}
+
+int gw_cmd_config(int argc, char **argv) {
+        struct gw_run_opts ro;
+        aagw_config_t     *cfg = NULL;
+        int                rc;
+
+        if (argc < 2) {
+                gw_errorf("config: a subcommand is required (check, "
+                          "reference)");
+                usage_config(stderr);
+                return EXIT_USAGE;
+        }
+        if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+                usage_config(stdout);
+                return EXIT_OK;
+        }
+        if (!strcmp(argv[1], "reference"))
+                return cmd_reference(argc - 1, argv + 1);
+        if (strcmp(argv[1], "check")) {
+                gw_errorf("config: unknown subcommand '%s'", argv[1]);
+                usage_config(stderr);
+                return EXIT_USAGE;
+        }
+        rc = gw_config_from_args(argc - 1, argv + 1, false, usage_check, &cfg,
+                                 &ro);
+        if (rc == GW_HELP_SHOWN)
+                return EXIT_OK;
+        if (rc != EXIT_OK)
+                return rc;
+        aagw_config_dump(cfg, stdout);
+        aagw_config_destroy(cfg);
+        return EXIT_OK;
+}

@@ -1,1 +1,137 @@
-/* placeholder: being written */
+/*
+ * gateway/config_keys.c: the one table of configuration keys.
+ *
+ * Add a setting here and the parser, `aagw config check`, `aagw config
+ * reference`, the --help text and docs/configuration.md follow (a test
+ * fails until docs/configuration.md is regenerated: scripts/gen-config-docs).
+ */
+#include "config.h"
+
+#define NOLIMIT 0, 0
+
+const struct cfg_key aagw_config_keys[] = {
+    /* ---------------------------------------------------------- gateway */
+    {"gateway.id", CT_NAME, "aagw", 1, 64, NULL, "--gateway-id", 0,
+     "Name of this gateway deployment. Consumer groups are "
+     "aagw.<id>.<source>-<target>; every process of one deployment uses "
+     "the same id."},
+    {"gateway.mode", CT_ENUM, "active-active", NOLIMIT,
+     "active-active|active-passive|aggregate", "--mode", 0,
+     "Replication topology: active-active replicates every pair of clusters "
+     "both ways; active-passive one way from the primary; aggregate every "
+     "cluster into the central one."},
+    {"gateway.site", CT_ALIAS, NULL, 1, 64, NULL, "--site", 0,
+     "Run only the work whose target is this cluster alias (one process "
+     "per data center, as MirrorMaker 2's --clusters). Unset: this process "
+     "runs every direction."},
+    {"gateway.primary", CT_ALIAS, NULL, 1, 64, NULL, "--primary", 0,
+     "active-passive: the cluster that takes writes and replicates to the "
+     "others."},
+    {"gateway.central", CT_ALIAS, NULL, 1, 64, NULL, "--central", 0,
+     "aggregate: the cluster every other cluster replicates into."},
+    {"gateway.state_dir", CT_STR, "aagw-state", 1, 4096, NULL, "--state-dir",
+     0,
+     "Directory of the RocksDB state (positions, seen ids, audit log). One "
+     "process owns it at a time."},
+    {"gateway.log_level", CT_ENUM, "info", NOLIMIT, "debug|info|warn|error",
+     "--log-level", 0, "Lowest level of log lines written to stderr."},
+
+    /* ------------------------------------------------------------ admin */
+    {"admin.listen", CT_HOSTPORT, NULL, NOLIMIT, NULL, "--admin", 0,
+     "HOST:PORT of the admin HTTP endpoint (health, status, Prometheus "
+     "metrics). Unset: no endpoint. A non-loopback address requires "
+     "admin.token."},
+    {"admin.token", CT_STR, NULL, 16, 256, NULL, NULL, CF_SECRET,
+     "Bearer token required by the admin endpoint (at least 16 "
+     "characters)."},
+
+    /* --------------------------------------------------------- clusters */
+    {"clusters.*.bootstrap_servers", CT_STR, NULL, 1, 4096, NULL,
+     "--cluster", CF_REQUIRED,
+     "Bootstrap broker list of the cluster whose alias is the mapping key "
+     "(the flag form is --cluster ALIAS=HOST:PORT,...)."},
+    {"clusters.*.properties", CT_PROPS, NULL, NOLIMIT, NULL, NULL, 0,
+     "librdkafka properties for every client of this cluster (security."
+     "protocol, sasl.*, ssl.*, ...), checked with librdkafka during "
+     "`aagw config check`. A consumer., producer. or admin. prefix applies "
+     "a property to that kind of client only (consumer.session.timeout.ms). "
+     "Values whose name contains password, secret or token are redacted in "
+     "all output."},
+
+    /* ------------------------------------------------------ replication */
+    {"replication.policy", CT_ENUM, "prefix", NOLIMIT, "prefix|identity",
+     "--policy", 0,
+     "Remote topic naming: prefix writes east's topic clicks as "
+     "east<sep>clicks at the other sites; identity keeps the name and "
+     "relies on provenance headers alone to stop loops."},
+    {"replication.separator", CT_SEP, ".", 1, 8, NULL, "--separator", 0,
+     "Separator between the source alias and the topic name under the "
+     "prefix policy (1-8 of the characters . _ -)."},
+    {"replication.topics", CT_REGEXES, ".*", NOLIMIT, NULL, "--topic", 0,
+     "Topics to replicate: POSIX extended regexes matched against the whole "
+     "topic name."},
+    {"replication.topics_exclude", CT_REGEXES, NULL, NOLIMIT, NULL, NULL, 0,
+     "Topics never replicated, in addition to the built-in exclusions "
+     "(__.*, .*[-.]internal, .*\\.replica, unified outputs, aagw's own "
+     "topics)."},
+    {"replication.groups", CT_REGEXES, ".*", NOLIMIT, NULL, NULL, 0,
+     "Consumer groups whose offsets are checkpointed."},
+    {"replication.groups_exclude", CT_REGEXES,
+     "console-consumer-.*\nconnect-.*\n__.*", NOLIMIT, NULL, NULL, 0,
+     "Consumer groups never checkpointed."},
+    {"replication.flows", CT_FLOWS, NULL, NOLIMIT, NULL, NULL, 0,
+     "Explicit directions as MirrorMaker 2 writes them (\"east->west\"). "
+     "Unset: derived from gateway.mode."},
+    {"replication.multi_hop", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+     "Re-replicate remote topics to further sites (a chain never repeats a "
+     "site). Off: only topics written locally are replicated."},
+    {"replication.refresh_topics_interval", CT_DURATION, "5s", 100,
+     3600000, NULL, NULL, 0,
+     "How often source clusters are scanned for new matching topics."},
+    {"replication.header_prefix", CT_STR, "aagw.", 1, 32, NULL, NULL, 0,
+     "Prefix of the provenance header names (origin, path, id, source "
+     "coordinates, clock)."},
+    {"replication.bad_provenance", CT_ENUM, "dead-letter", NOLIMIT,
+     "pass|dead-letter|fail", NULL, 0,
+     "What to do with a record whose provenance headers are malformed or "
+     "forged: pass (strip them, treat the record as local), dead-letter "
+     "(write it to the dead-letter topic), fail (stop the flow)."},
+    {"replication.loop_check_topics", CT_BOOL, "true", NOLIMIT, NULL, NULL,
+     0,
+     "Stop loops by topic name (never send a topic to the site its prefix "
+     "names). Only tests switch this off."},
+    {"replication.loop_check_headers", CT_BOOL, "true", NOLIMIT, NULL, NULL,
+     0,
+     "Stop loops by provenance (never send a record to a site on its "
+     "path). Only tests switch this off."},
+
+    /* ------------------------------------------------------------ unify */
+    {"unify.mode", CT_ENUM, "dedup", NOLIMIT, "dedup|lww|off", "--unify", 0,
+     "Default conflict handling of the unified stream: dedup (first "
+     "occurrence of an id wins), lww (last write wins per entity key), off "
+     "(no unified stream)."},
+    {"unify.id", CT_IDRULE, "derived", NOLIMIT, NULL, "--id", 0,
+     "Where the global message id comes from: header:NAME, key, "
+     "json:FIELD, hash (of key and value), or derived (origin alias, topic, "
+     "partition, offset)."},
+    {"unify.entity_key", CT_KEYRULE, "key", NOLIMIT, NULL, NULL, 0,
+     "lww: the entity whose latest version wins: key or json:FIELD."},
+    {"unify.window", CT_DURATION, "24h", 1000, 31536000000LL, NULL, NULL, 0,
+     "How long ids and versions are remembered. An id seen again after the "
+     "window is delivered again."},
+    {"unify.suffix", CT_STR, ".unified", 1, 64, NULL, NULL, 0,
+     "Suffix of the unified output topic (clicks -> clicks.unified)."},
+    {"unify.cache_mb", CT_INT, "64", 8, 65536, NULL, NULL, 0,
+     "RocksDB block cache and write buffers, in MiB."},
+    {"unify.topics.*.mode", CT_ENUM, NULL, NOLIMIT, "dedup|lww|off", NULL, 0,
+     "Per-topic override of unify.mode (the mapping key is the local topic "
+     "name)."},
+    {"unify.topics.*.id", CT_IDRULE, NULL, NOLIMIT, NULL, NULL, 0,
+     "Per-topic override of unify.id."},
+    {"unify.topics.*.entity_key", CT_KEYRULE, NULL, NOLIMIT, NULL, NULL, 0,
+     "Per-topic override of unify.entity_key."},
+    {"unify.topics.*.output", CT_STR, NULL, 1, 249, NULL, NULL, 0,
+     "Per-topic unified output topic name (default <topic><unify.suffix>)."},
+
+    {NULL, CT_STR, NULL, NOLIMIT, NULL, NULL, 0, NULL},
+};

@@ -14,6 +14,9 @@
  * from "the cluster or the data is broken" (1). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
+/* Returned by option parsers when --help was printed: exit 0. */
+#define GW_HELP_SHOWN (-1)
+
 /* ------------------------------- SIGNALS ------------------------------- */
 
 /* Set by SIGINT/SIGTERM handlers; never written anywhere else.  Handlers do
@@ -48,3 +51,53 @@ int gw_cmd_sandbox(int argc, char **argv);
 void gw_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
+
+/* --------------------------- CONFIG FROM FLAGS ------------------------- */
+
+#include "config.h"
+
+/* Options of `run` that are not config keys. */
+struct gw_run_opts {
+        const char *config_path; /* -c FILE, or NULL */
+        int         duration_s;  /* --duration S, 0: until a signal */
+        bool        dump_config; /* --dump-config: print and exit */
+};
+
+/*
+ * Parse the options shared by `run` and `config check`: -c FILE, the
+ * quick-start flags of the key table (--mode, --policy, ...), --cluster
+ * ALIAS=BOOTSTRAPS and --set KEY=VALUE.  Flags override the file whatever
+ * their order.  On success returns EXIT_OK with a loaded and validated
+ * config in '*cfgp' (the caller destroys it); on failure the errors are
+ * printed and the exit code returned.  'with_run_opts' also accepts the
+ * run-only options (--duration, --dump-config).  '-h' prints 'usage'.
+ */
+int gw_config_from_args(int argc, char **argv, bool with_run_opts,
+                        void (*usage)(FILE *out), aagw_config_t **cfgp,
+                        struct gw_run_opts *ro);
+
+/* The quick-start flag list for usage texts. */
+void gw_config_flags_usage(FILE *out);
+
+/* -------------------------------- PLAN --------------------------------- */
+
+#define GW_MAX_FLOWS 64
+
+/* The replication flows one process runs. */
+struct gw_plan {
+        struct {
+                char src[65], dst[65];
+        } flows[GW_MAX_FLOWS];
+        size_t nflows;
+};
+
+/* Run the flows of 'plan' until a stop signal or 'duration_s' seconds
+ * (0: no limit).  Returns an exit code. */
+struct aagw_statedir;
+int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
+                  struct aagw_statedir *sd, int duration_s);
+
+/* Derive the flows from gateway.mode / replication.flows, narrowed to
+ * gateway.site when set.  -1 with the reason when nothing is left. */
+int gw_plan_flows(const aagw_config_t *cfg, struct gw_plan *p, char *errstr,
+                  size_t errstr_size);

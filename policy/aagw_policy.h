@@ -105,6 +105,579 @@ bool aagw_key_is_secret(const char *key);
 /** The text printed instead of a secret value. */
 #define AAGW_REDACTED "[redacted]"
 
+/* ===== REPLICATION POLICY ===== */
+
+/*
+ * The decision layer of replication and of the unify stage: topic naming,
+ * topic and group filters, provenance headers, loop-prevention verdicts and
+ * global id rules.  Nothing here does I/O or reads a clock; the per-record
+ * functions never allocate.  docs/provenance.md is the user-facing account.
+ *
+ * PROVENANCE WIRE FORMAT (version 1).  This is a wire contract: every aagw
+ * that reads a topic must agree on it.  P is the header prefix (default
+ * "aagw.", conf.header_prefix).  All values are ASCII text without a
+ * terminating NUL, except the id, which is opaque bytes.
+ *
+ *   P origin  ALIAS                    site where the record was first
+ *                                      accepted, e.g. "east"
+ *   P path    ALIAS{">"ALIAS}          every site the record has been
+ *                                      written at, origin first, INCLUDING
+ *                                      the site it is stored at now, e.g.
+ *                                      "east>west" for a record east wrote
+ *                                      and aagw copied to west
+ *   P id      1..1024 bytes            the global message id
+ *   P src     TOPIC":"PART":"OFFSET    origin coordinates, e.g. "clicks:3:1234"
+ *   P hlc     MS":"COUNTER             origin hybrid logical clock, e.g.
+ *                                      "1714557600123:0"
+ *
+ *   ALIAS   = 1..64 of [A-Za-z0-9_-]
+ *   TOPIC   = 1..249 of [A-Za-z0-9._-], not "." or ".."
+ *   PART    = decimal 0..2147483647,         no sign, no leading zero
+ *   OFFSET  = decimal 0..9223372036854775807, no sign, no leading zero
+ *   MS      = decimal 0..2^48-1 (Unix ms),   no sign, no leading zero
+ *   COUNTER = decimal 0..65535,              no sign, no leading zero
+ *   path    = 1..16 aliases, no alias twice, path[0] == origin
+ *
+ * A record carries either none of the five headers (it was written by a
+ * producer at the site it is read from) or all five, each exactly once.
+ * Anything else is bad provenance (see aagw_reason_t).  Other header names
+ * under P are reserved for aagw: readers ignore them and the replicator
+ * does not copy them (aagw_prov_is_own_header()).  A later, incompatible
+ * format will use new header names rather than reinterpret these.
+ */
+
+/* ------------------------------- LIMITS -------------------------------- */
+
+#define AAGW_ALIAS_MAX     64   /**< bytes in a site alias */
+#define AAGW_SITES_MAX     64   /**< sites in one policy */
+#define AAGW_TOPIC_MAX     249  /**< bytes in a Kafka topic name */
+#define AAGW_SEP_MAX       8    /**< bytes in the topic name separator */
+#define AAGW_AFFIX_MAX     64   /**< header prefix, own prefix, suffix */
+#define AAGW_PROV_MAX_HOPS 16   /**< sites in a provenance path */
+#define AAGW_ID_MAX        1024 /**< bytes in a global message id */
+#define AAGW_ID_KEY_LEN    16   /**< bytes in the storage key of an id */
+#define AAGW_ID_ARG_MAX    255  /**< bytes in NAME / FIELD of an id rule */
+#define AAGW_PROV_HDR_CNT  5    /**< headers in an encoded provenance */
+#define AAGW_PROV_ENC_MAX  2560 /**< bytes of encoded provenance values */
+
+/* ------------------------------- RECORDS ------------------------------- */
+
+/**
+ * @brief One record header, as librdkafka's rd_kafka_header_get_all()
+ * hands it out.
+ *
+ * @p name is NUL-terminated.  @p value NULL is a null-valued header (Kafka
+ * allows it and hostile producers send it); otherwise it points at @p size
+ * bytes.  Everything is borrowed.
+ */
+struct aagw_header {
+        const char *name;
+        const void *value;
+        size_t      size;
+};
+
+/**
+ * @brief A read-only view of one consumed record.  Everything is borrowed
+ * from the caller for the duration of the call it is passed to.
+ */
+struct aagw_rec {
+        const char               *topic;        /**< topic at the source */
+        int32_t                   partition;    /**< >= 0 */
+        int64_t                   offset;       /**< >= 0 */
+        int64_t                   timestamp_ms; /**< < 0: unknown */
+        const void               *key;          /**< NULL: null key */
+        size_t                    key_len;
+        const void               *value;        /**< NULL: tombstone */
+        size_t                    value_len;
+        const struct aagw_header *hdrs;         /**< may be NULL if 0 */
+        size_t                    hdr_cnt;
+};
+
+/* -------------------------- REASONS AND CAUSES ------------------------- */
+
+/**
+ * @brief Why a record's provenance or id could not be used.
+ *
+ * Values are stable for one build only; use aagw_reason_name() in metrics
+ * labels, logs and dead-letter headers.  Callers count them (policy/ keeps
+ * no counters): an array of AAGW_REASON_COUNT counters indexed by reason.
+ */
+typedef enum {
+        AAGW_REASON_OK = 0,
+        /* header set (aagw_prov_decode) */
+        AAGW_REASON_PROV_NULL_VALUE,  /**< a provenance header is null */
+        AAGW_REASON_PROV_DUPLICATE,   /**< a provenance header repeats */
+        AAGW_REASON_PROV_INCOMPLETE,  /**< some, not all, headers present */
+        /* one field (aagw_prov_decode) */
+        AAGW_REASON_PROV_ORIGIN_INVALID,
+        AAGW_REASON_PROV_ORIGIN_TOO_LONG,
+        AAGW_REASON_PROV_PATH_INVALID,  /**< empty hop, bad alias */
+        AAGW_REASON_PROV_PATH_TOO_LONG, /**< > 16 hops */
+        AAGW_REASON_PROV_ID_EMPTY,
+        AAGW_REASON_PROV_ID_TOO_LONG,
+        AAGW_REASON_PROV_SRC_INVALID,   /**< shape or topic name */
+        AAGW_REASON_PROV_SRC_TOO_LONG,
+        AAGW_REASON_PROV_SRC_PARTITION_INVALID,
+        AAGW_REASON_PROV_SRC_OFFSET_INVALID,
+        AAGW_REASON_PROV_HLC_INVALID,
+        /* consistency (aagw_prov_validate) */
+        AAGW_REASON_PROV_ORIGIN_UNKNOWN,      /**< not a configured site */
+        AAGW_REASON_PROV_PATH_UNKNOWN_SITE,   /**< not a configured site */
+        AAGW_REASON_PROV_PATH_NOT_FROM_ORIGIN, /**< path[0] != origin */
+        AAGW_REASON_PROV_PATH_REPEATS_SITE,
+        AAGW_REASON_PROV_PATH_NOT_AT_SITE, /**< last hop != where it is read */
+        /* id rules (aagw_id_extract) */
+        AAGW_REASON_ID_NO_HEADER,     /**< header:NAME absent */
+        AAGW_REASON_ID_NULL_HEADER,   /**< header:NAME is null-valued */
+        AAGW_REASON_ID_NO_KEY,        /**< key rule, null key */
+        AAGW_REASON_ID_NO_VALUE,      /**< json rule, tombstone */
+        AAGW_REASON_ID_NOT_JSON,      /**< json rule, value is not JSON */
+        AAGW_REASON_ID_NOT_OBJECT,    /**< json rule, JSON but no object */
+        AAGW_REASON_ID_NO_FIELD,      /**< json rule, field absent */
+        AAGW_REASON_ID_DUP_FIELD,     /**< json rule, field twice */
+        AAGW_REASON_ID_FIELD_INVALID, /**< json rule, not string/integer */
+        AAGW_REASON_ID_EMPTY,         /**< the id would be empty */
+        AAGW_REASON_ID_TOO_LONG,      /**< the id would exceed 1024 bytes */
+        AAGW_REASON_COUNT
+} aagw_reason_t;
+
+/** @returns a stable snake_case token for @p r ("prov_path_repeats_site"),
+ *  static, never NULL ("unknown" when out of range). */
+const char *aagw_reason_name(aagw_reason_t r);
+/** @returns a one-line human description of @p r, static, never NULL. */
+const char *aagw_reason_str(aagw_reason_t r);
+
+/**
+ * @brief Why a topic or record is not replicated to a target.  These are
+ * the normal, expected outcomes of loop prevention and filtering, not
+ * errors.
+ */
+typedef enum {
+        AAGW_SKIP_NONE = 0,
+        AAGW_SKIP_INTERNAL,          /**< internal topic, never replicated */
+        AAGW_SKIP_FILTERED,          /**< include/exclude filters */
+        AAGW_SKIP_TOPIC_FROM_TARGET, /**< name chain contains the target */
+        AAGW_SKIP_REMOTE_TOPIC,      /**< remote topic, multi_hop off */
+        AAGW_SKIP_CHAIN_REPEATS_SITE, /**< multi_hop: chain repeats a site */
+        AAGW_SKIP_TOO_MANY_HOPS,     /**< would exceed 16 sites */
+        AAGW_SKIP_NAME_TOO_LONG,     /**< remote name > 249 bytes */
+        AAGW_SKIP_PATH_HAS_TARGET,   /**< provenance path has the target */
+        AAGW_SKIP_REMOTE_RECORD,     /**< record was replicated into the
+                                          source, multi_hop off */
+        AAGW_SKIP_COUNT
+} aagw_skip_t;
+
+/** @returns a stable snake_case token for @p s, static, never NULL. */
+const char *aagw_skip_name(aagw_skip_t s);
+/** @returns a one-line human description of @p s, static, never NULL. */
+const char *aagw_skip_str(aagw_skip_t s);
+
+/* ---------------------------- POLICY OBJECT ---------------------------- */
+
+typedef enum {
+        AAGW_NAMING_PREFIX   = 0, /**< east's clicks is east<sep>clicks */
+        AAGW_NAMING_IDENTITY = 1, /**< east's clicks is clicks everywhere */
+} aagw_naming_t;
+
+/** What to do with a record whose provenance (or id) cannot be used. */
+typedef enum {
+        AAGW_BAD_PASS        = 0, /**< strip / derive, replicate as local */
+        AAGW_BAD_DEAD_LETTER = 1, /**< REJECT: write to the dead-letter topic */
+        AAGW_BAD_FAIL        = 2, /**< REJECT: stop the flow (fail closed) */
+} aagw_bad_action_t;
+
+/**
+ * @brief Settings of a replication policy.  Fill it with
+ * aagw_repl_conf_init(), then set fields.  Pointers are borrowed only for
+ * the aagw_repl_policy_new() call, which copies what it keeps.
+ */
+struct aagw_repl_conf {
+        const char *const *sites;    /**< every site alias of the deployment */
+        size_t             site_cnt; /**< 1..AAGW_SITES_MAX */
+        aagw_naming_t      naming;
+        const char        *separator;      /**< NULL: "."; 1..8 topic chars */
+        bool               multi_hop;      /**< re-replicate remote data */
+        bool               allow_unknown_sites; /**< accept provenance
+                                                     naming other sites */
+        const char        *header_prefix;  /**< NULL: "aagw." */
+        const char        *own_prefix;     /**< NULL: "aagw."; aagw's own
+                                                topics and groups */
+        const char        *unified_suffix; /**< NULL: ".unified" */
+        /** Topics to replicate; NULL: ".*". */
+        const char *const *topics_include;
+        size_t             topics_include_cnt;
+        /** Topics never replicated, on top of the built-in exclusions. */
+        const char *const *topics_exclude;
+        size_t             topics_exclude_cnt;
+        /** Groups to checkpoint; NULL: ".*". */
+        const char *const *groups_include;
+        size_t             groups_include_cnt;
+        /** Groups never checkpointed; NULL: the MM2 defaults
+         *  console-consumer-.*, connect-.*, __.* (a list replaces them). */
+        const char *const *groups_exclude;
+        size_t             groups_exclude_cnt;
+        aagw_bad_action_t  on_bad_provenance; /**< default DEAD_LETTER */
+        aagw_bad_action_t  on_missing_id;     /**< default PASS (derive) */
+};
+
+/** Set @p conf to the defaults (no sites: the caller must add them). */
+void aagw_repl_conf_init(struct aagw_repl_conf *conf);
+
+typedef struct aagw_repl_policy aagw_repl_policy_t; /* opaque */
+
+/**
+ * @brief Check @p conf and build a policy from it (filters compiled once).
+ *
+ * @returns a policy the caller destroys with aagw_repl_policy_destroy(), or
+ * NULL with the reason in @p errstr (a bad alias, an ambiguous alias and
+ * separator pair, a bad regex with regerror()'s text, ...).
+ * A policy is immutable: any number of threads may use it at once.
+ */
+aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
+                                         char *errstr, size_t errstr_size);
+
+/** NULL is a no-op. */
+void aagw_repl_policy_destroy(aagw_repl_policy_t *pol);
+
+/* ---------------------------- TOPIC NAMING ----------------------------- */
+
+/**
+ * @brief Name of @p topic of site @p source once copied to another site:
+ * "<source><sep><topic>" (prefix) or @p topic (identity), NUL-terminated
+ * into @p buf.
+ *
+ * @returns AAGW_OK, or AAGW_ERR_INVAL if @p source is not a valid alias,
+ * the name would exceed AAGW_TOPIC_MAX, or @p buf is too small
+ * (AAGW_TOPIC_MAX + 1 always suffices).
+ */
+aagw_err_t aagw_repl_remote_topic(const aagw_repl_policy_t *pol,
+                                  const char *source, const char *topic,
+                                  char *buf, size_t size);
+
+/**
+ * @brief The site a remote topic was copied from: the alias of its leading
+ * "<alias><sep>", if that alias is a configured site (prefix policy only).
+ *
+ * @returns the alias (borrowed from @p pol), or NULL for a local topic and
+ * always under the identity policy.
+ */
+const char *aagw_repl_topic_source(const aagw_repl_policy_t *pol,
+                                   const char *topic);
+
+/** @returns @p topic without its leading "<alias><sep>" (a pointer into
+ *  @p topic: the name one hop upstream), or NULL if it is not remote. */
+const char *aagw_repl_topic_upstream(const aagw_repl_policy_t *pol,
+                                     const char *topic);
+
+/** @returns true if aagw_repl_topic_source() is not NULL. */
+bool aagw_repl_topic_is_remote(const aagw_repl_policy_t *pol,
+                               const char *topic);
+
+/**
+ * @brief The sites a (multi-hop) remote topic crossed, origin first.
+ *
+ * Each hop prepends its source alias, so "west.east.clicks" is east's
+ * clicks, copied to west (as east.clicks), then copied from west to the
+ * site that holds the name: the chain is {"east", "west"} and the base
+ * name "clicks".  Only configured site aliases are peeled off.
+ *
+ * @param chain receives up to @p max aliases (borrowed from @p pol),
+ *              origin first; may be NULL when @p max is 0.
+ * @param base  if not NULL, receives a pointer into @p topic at the base
+ *              name (@p topic itself for a local topic).
+ * @returns the number of hops, which may exceed @p max (as snprintf does);
+ *          0 for a local topic and always under the identity policy.
+ */
+size_t aagw_repl_topic_chain(const aagw_repl_policy_t *pol, const char *topic,
+                             const char **chain, size_t max,
+                             const char **base);
+
+/**
+ * @brief true for topics aagw never replicates, whatever the filters say:
+ * Kafka's ("__" or "." prefix), Connect's and MirrorMaker 2's ("-internal"
+ * or ".internal" suffix), aagw's own (own prefix, e.g. dead-letter topics)
+ * and unified outputs (unified suffix).
+ */
+bool aagw_repl_topic_is_internal(const aagw_repl_policy_t *pol,
+                                 const char *topic);
+
+/** @returns true if @p topic is not internal, matches an include regex and
+ *  matches no exclude regex (built-ins: __.*, .*[-.]internal,
+ *  .*\.replica).  Regexes match the whole name. */
+bool aagw_repl_topic_allowed(const aagw_repl_policy_t *pol, const char *topic);
+
+/** @returns true if consumer group @p group is to be checkpointed: not
+ *  under the own prefix, included and not excluded. */
+bool aagw_repl_group_allowed(const aagw_repl_policy_t *pol, const char *group);
+
+/**
+ * @brief Should topic @p topic of site @p source be replicated to site
+ * @p target?  The per-topic decision, for subscription time.
+ *
+ * Checks, in this order: internal, filters, then the name rules (under the
+ * prefix policy): the chain contains @p target (TOPIC_FROM_TARGET); the
+ * topic is remote and multi_hop is off (REMOTE_TOPIC); the chain plus
+ * @p source repeats a site (CHAIN_REPEATS_SITE); chain + source + target
+ * exceed AAGW_PROV_MAX_HOPS (TOO_MANY_HOPS); the remote name is too long
+ * (NAME_TOO_LONG).
+ *
+ * @returns AAGW_SKIP_NONE to replicate, else the cause.
+ */
+aagw_skip_t aagw_repl_topic_check(const aagw_repl_policy_t *pol,
+                                  const char *source, const char *target,
+                                  const char *topic);
+
+/**
+ * @brief Name of the dead-letter topic for records read from site
+ * @p source: "<own_prefix>dlq.<source>" ("aagw.dlq.east"), into @p buf.
+ * Being under the own prefix, it is never replicated.
+ *
+ * @returns AAGW_OK, or AAGW_ERR_INVAL for a bad alias or a short @p buf.
+ */
+aagw_err_t aagw_repl_dlq_topic(const aagw_repl_policy_t *pol,
+                               const char *source, char *buf, size_t size);
+
+/* ----------------------- HYBRID LOGICAL CLOCK -------------------------- */
+
+/*
+ * An HLC value is a uint64_t: Unix milliseconds in the high 48 bits and a
+ * logical counter in the low 16, so plain integer comparison orders them.
+ * No function here reads a clock: the wall time is always a parameter.
+ */
+
+#define AAGW_HLC_MS_MAX ((INT64_C(1) << 48) - 1)
+
+/** @returns the HLC for (@p ms, @p counter); @p ms is clamped to
+ *  0..AAGW_HLC_MS_MAX. */
+uint64_t aagw_hlc_make(int64_t ms, uint16_t counter);
+/** @returns the millisecond part of @p hlc. */
+int64_t aagw_hlc_ms(uint64_t hlc);
+/** @returns the counter part of @p hlc. */
+uint16_t aagw_hlc_counter(uint64_t hlc);
+
+/**
+ * @brief Advance @p clock for a local event at wall time @p wall_ms.
+ *
+ * The result is strictly greater than the previous @p clock even when the
+ * wall clock steps back; a counter overflow carries into the next
+ * millisecond.  It saturates at the maximum value (year 10889).
+ * @returns the new value, also stored in @p clock.
+ */
+uint64_t aagw_hlc_tick(uint64_t *clock, int64_t wall_ms);
+
+/**
+ * @brief Advance @p clock on receiving @p remote at wall time @p wall_ms
+ * (the HLC receive rule): the result exceeds both @p clock and @p remote.
+ * A remote value far in the future drags the clock along: check it first
+ * with aagw_hlc_plausible().
+ * @returns the new value, also stored in @p clock.
+ */
+uint64_t aagw_hlc_merge(uint64_t *clock, uint64_t remote, int64_t wall_ms);
+
+/** @returns false if @p hlc is more than @p max_drift_ms ahead of
+ *  @p wall_ms. */
+bool aagw_hlc_plausible(uint64_t hlc, int64_t wall_ms, int64_t max_drift_ms);
+
+/** Format @p hlc as "MS:COUNTER" (the wire text).  @returns the length
+ *  (excluding the NUL), as snprintf() does; 22 bytes always suffice. */
+size_t aagw_hlc_format(uint64_t hlc, char *buf, size_t size);
+
+/** Parse the wire text "MS:COUNTER" (@p len bytes, no NUL needed).
+ *  @returns false, leaving @p hlc untouched, unless it is canonical. */
+bool aagw_hlc_parse(const char *text, size_t len, uint64_t *hlc);
+
+/* ---------------------------- PROVENANCE ------------------------------- */
+
+/**
+ * @brief Decoded provenance, in caller storage (about 2.4 KB; fine on the
+ * stack).  path_len 0 means "the record carries no provenance".
+ * Strings are NUL-terminated; the id is @p id_len bytes (plus a NUL that
+ * is not part of it: ids may contain any byte).
+ */
+struct aagw_prov {
+        char     origin[AAGW_ALIAS_MAX + 1];
+        size_t   path_len;
+        char     path[AAGW_PROV_MAX_HOPS][AAGW_ALIAS_MAX + 1];
+        size_t   id_len;
+        char     id[AAGW_ID_MAX + 1];
+        char     src_topic[AAGW_TOPIC_MAX + 1];
+        int32_t  src_partition;
+        int64_t  src_offset;
+        uint64_t hlc;
+};
+
+/**
+ * @brief Encoded provenance: @p cnt headers ready to add to a produced
+ * record.  Names are borrowed from the policy; values point into @p buf.
+ */
+struct aagw_prov_hdrs {
+        size_t             cnt;
+        struct aagw_header hdrs[AAGW_PROV_HDR_CNT];
+        char               buf[AAGW_PROV_ENC_MAX];
+};
+
+/**
+ * @brief Find and parse the provenance headers among @p hdrs.
+ *
+ * Checks the header set (null value, duplicate, incomplete), in header
+ * order, then each field in the order origin, path, id, src, hlc, against
+ * the wire format and limits.  Never allocates; linear in @p cnt.
+ *
+ * @returns AAGW_REASON_OK with @p out->path_len 0 (no provenance headers)
+ * or > 0 (decoded), else the first problem found (@p out->path_len is
+ * then 0, the other fields unspecified).
+ */
+aagw_reason_t aagw_prov_decode(const aagw_repl_policy_t *pol,
+                               const struct aagw_header *hdrs, size_t cnt,
+                               struct aagw_prov *out);
+
+/**
+ * @brief Check provenance from aagw_prov_decode() for consistency (a
+ * path_len of 0 passes): origin and every hop are
+ * configured sites (unless allow_unknown_sites), path[0] is the origin, no
+ * hop repeats, and the last hop is @p site, where the record was read
+ * (skipped if @p site is NULL).  In that order, first failure wins.
+ */
+aagw_reason_t aagw_prov_validate(const aagw_repl_policy_t *pol,
+                                 const struct aagw_prov *p, const char *site);
+
+/**
+ * @brief Encode @p p into @p out (five headers, in the order origin, path,
+ * id, src, hlc).
+ * @returns AAGW_OK, or AAGW_ERR_INVAL if @p p breaks the wire format (aagw
+ * never writes provenance it would reject).
+ */
+aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
+                            const struct aagw_prov *p,
+                            struct aagw_prov_hdrs *out);
+
+/** @returns true if header @p name is under the header prefix: the
+ *  replicator drops such headers from the copy and adds the verdict's. */
+bool aagw_prov_is_own_header(const aagw_repl_policy_t *pol, const char *name);
+
+/* -------------------------------- IDS ---------------------------------- */
+
+typedef struct aagw_id_rule aagw_id_rule_t; /* opaque */
+
+/**
+ * @brief Compile an id rule: "header:NAME" (the last header NAME), "key",
+ * "json:FIELD" (a top-level string or integer field of a JSON object
+ * value), "hash" (XXH3-128 of key and value, 32 hex digits) or "derived"
+ * ("ORIGIN:TOPIC:PARTITION:OFFSET").  NAME and FIELD are 1..255 bytes.
+ *
+ * @returns a rule the caller destroys, or NULL with the reason in @p errstr.
+ */
+aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
+                                 size_t errstr_size);
+/** NULL is a no-op. */
+void aagw_id_rule_destroy(aagw_id_rule_t *rule);
+
+/**
+ * @brief Apply @p rule (NULL: derived) to @p rec, read at site @p origin
+ * (used by the derived rule only).
+ *
+ * Writes the id and a NUL into @p buf (@p size >= AAGW_ID_MAX + 1 always
+ * suffices), its length into @p lenp.  Never allocates.
+ * @returns AAGW_REASON_OK or an AAGW_REASON_ID_* reason.
+ */
+aagw_reason_t aagw_id_extract(const aagw_id_rule_t *rule, const char *origin,
+                              const struct aagw_rec *rec, char *buf,
+                              size_t size, size_t *lenp);
+
+/**
+ * @brief The derived id "ORIGIN:TOPIC:PARTITION:OFFSET": the same bytes at
+ * every site and after every replay, so replays dedup.
+ * @returns the length, as snprintf() does.
+ */
+size_t aagw_id_derive(const char *origin, const char *topic,
+                      int32_t partition, int64_t offset, char *buf,
+                      size_t size);
+
+/** The storage key of an id: XXH3-128 (seed 0) of its bytes, in canonical
+ *  (big-endian) byte order so keys sort the same on every host. */
+void aagw_id_key(const void *id, size_t len, uint8_t key[AAGW_ID_KEY_LEN]);
+
+/* ------------------------------ VERDICTS ------------------------------- */
+
+typedef enum {
+        AAGW_VERDICT_REPLICATE = 0, /**< produce it with v->hdrs */
+        AAGW_VERDICT_SKIP      = 1, /**< do not copy; v->skip says why */
+        AAGW_VERDICT_REJECT    = 2, /**< bad record; v->reason, v->action */
+} aagw_verdict_kind_t;
+
+/** Disable the topic-name loop rules (tests, one mechanism at a time). */
+#define AAGW_VERDICT_F_NO_TOPIC_CHECK  0x1
+/** Disable provenance entirely: incoming provenance headers are ignored
+ *  (neither trusted nor checked) and every record is stamped as local to
+ *  the source.  Tests only. */
+#define AAGW_VERDICT_F_NO_HEADER_CHECK 0x2
+
+/**
+ * @brief The outcome of aagw_repl_verdict() / aagw_prov_resolve(), in
+ * caller storage (about 5 KB; reuse one per thread).
+ */
+struct aagw_verdict {
+        aagw_verdict_kind_t kind;
+        aagw_skip_t         skip;      /**< SKIP: the cause */
+        aagw_reason_t       reason;    /**< REJECT: the cause; REPLICATE:
+                                            non-OK if bad provenance was
+                                            stripped (action pass) */
+        aagw_reason_t       id_reason; /**< non-OK if the id rule failed
+                                            (then the derived id is used,
+                                            or the record is rejected) */
+        aagw_bad_action_t   action;    /**< REJECT: DEAD_LETTER or FAIL */
+        bool                fresh;     /**< provenance stamped here: the
+                                            record originates at source */
+        struct aagw_prov    prov;      /**< REPLICATE: outgoing provenance
+                                            (resolve: as stored) */
+        struct aagw_prov_hdrs hdrs;    /**< REPLICATE: prov, encoded */
+};
+
+/**
+ * @brief Decide one record's fate on the flow @p source -> @p target.  The
+ * hot path: no allocation, no I/O, linear in the record's headers.
+ *
+ * In order:
+ *  1. unless NO_TOPIC_CHECK, the topic-name rules of
+ *     aagw_repl_topic_check() (not internal/filters: those are per topic);
+ *     NAME_TOO_LONG under the prefix policy always;
+ *  2. the record's provenance as read at @p source (aagw_prov_resolve());
+ *     bad provenance or a failed id rule gives REJECT unless the action is
+ *     pass;
+ *  3. unless NO_HEADER_CHECK, for provenance the record brought along:
+ *     the path contains @p target (PATH_HAS_TARGET); the record was
+ *     replicated into @p source and multi_hop is off (REMOTE_RECORD); the
+ *     path is full (TOO_MANY_HOPS);
+ *  4. REPLICATE: origin, id, src and hlc are kept from valid provenance,
+ *     or stamped fresh (origin @p source, id from @p id_rule, src the
+ *     record's coordinates, hlc = (timestamp, 0)); @p target is appended
+ *     to the path, since the path names every site holding the record.
+ *
+ * @param id_rule the topic's id rule; NULL: derived.
+ * @param flags   AAGW_VERDICT_F_*.
+ * @returns AAGW_OK with the outcome in @p v, or AAGW_ERR_INVAL for caller
+ * bugs: NULL arguments, @p source or @p target not a configured site (or
+ * not an alias, with allow_unknown_sites), @p source == @p target, an
+ * invalid topic name, a negative partition or offset.
+ */
+aagw_err_t aagw_repl_verdict(const aagw_repl_policy_t *pol,
+                             const char *source, const char *target,
+                             const struct aagw_rec *rec,
+                             const aagw_id_rule_t *id_rule, unsigned flags,
+                             struct aagw_verdict *v);
+
+/**
+ * @brief The provenance of a record as read at @p site, for the unify
+ * stage: step 2 of aagw_repl_verdict() alone.  v->kind is REPLICATE (the
+ * record is usable; v->prov is valid, fresh if it carried none) or REJECT.
+ * v->hdrs is not filled.  Only AAGW_VERDICT_F_NO_HEADER_CHECK applies.
+ * @returns as aagw_repl_verdict().
+ */
+aagw_err_t aagw_prov_resolve(const aagw_repl_policy_t *pol, const char *site,
+                             const struct aagw_rec *rec,
+                             const aagw_id_rule_t *id_rule, unsigned flags,
+                             struct aagw_verdict *v);
+
 #ifdef __cplusplus
 }
 #endif

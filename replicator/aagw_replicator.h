@@ -42,6 +42,153 @@ aagw_err_t aagw_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
 rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
                                      char *errstr, size_t errstr_size);
 
+/**
+ * @brief Apply user properties (name/value pairs, @p kv[2*i] a name) for a
+ * client of @p role ("consumer", "producer" or "admin").  A name without a
+ * role prefix applies to every client; "consumer.x", "producer.x" and
+ * "admin.x" apply property x to that role only (MirrorMaker 2's
+ * convention), so consumer-only settings never reach a producer.
+ * @returns AAGW_OK or AAGW_ERR_CONFIG with "NAME: reason" in @p errstr.
+ */
+aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
+                                 const char *const *kv, size_t kv_cnt,
+                                 char *errstr, size_t errstr_size);
+
+/** @returns @p name without its role prefix ("consumer.", "producer.",
+ *  "admin."), for validation; a pointer into @p name. */
+const char *aagw_kafka_prop_base(const char *name);
+
+/* -------------------------------- FLOWS -------------------------------- */
+
+/**
+ * A flow replicates the matching topics of one source cluster into one
+ * target cluster: consume (group aagw.<gateway-id>.<source>-<target>),
+ * decide per record (policy), produce with provenance, keep partition and
+ * order, and advance the stored source position only for records the
+ * target acknowledged.  One thread per flow.
+ */
+typedef struct aagw_flow aagw_flow_t;
+
+/** A position to persist: see aagw_flow_conf.pos_save. */
+struct aagw_flow_pos {
+        const char *topic;     /**< source topic */
+        int32_t     partition;
+        int64_t     next;      /**< next source offset to read */
+        int64_t     out_next;  /**< target offset after the last acked
+                                    record (-1: none yet) */
+};
+
+struct aagw_flow_conf {
+        const char *gateway_id;
+        const char *source, *target; /**< cluster aliases */
+        /** Client settings of each cluster: bootstraps and user properties
+         *  (name/value pairs as for aagw_kafka_conf_apply()); borrowed for
+         *  aagw_flow_new() only. */
+        const char        *source_bootstraps, *target_bootstraps;
+        const char *const *source_props, *const *target_props;
+        size_t             source_prop_cnt, target_prop_cnt;
+        /** Borrowed; must outlive the flow. */
+        const aagw_repl_policy_t *policy;
+        const char *header_prefix; /**< as in the policy; NULL: "aagw." */
+        unsigned                  verdict_flags; /**< AAGW_VERDICT_F_* */
+        int                       refresh_ms;    /**< topic discovery */
+        /** The id rule of a source topic (NULL: derived).  Called from the
+         *  flow thread once per newly seen topic; the rule is borrowed and
+         *  must outlive the flow. */
+        const aagw_id_rule_t *(*id_rule_for)(void *opaque, const char *topic);
+        /** Load the stored position of a source partition: return 0 and
+         *  fill next/out_next, or -1 if none is stored.  Called from the
+         *  flow thread when a partition is assigned. */
+        int (*pos_load)(void *opaque, const char *scope, const char *topic,
+                        int32_t partition, int64_t *next, int64_t *out_next);
+        /** Persist positions atomically; return 0 or -1 (logged, retried
+         *  at the next save).  Called from the flow thread. */
+        int (*pos_save)(void *opaque, const char *scope,
+                        const struct aagw_flow_pos *pos, size_t cnt);
+        void *opaque;
+};
+
+/**
+ * @brief Create a flow (clients are created, nothing is consumed yet).
+ * @returns the flow, or NULL with the reason in @p errstr.
+ */
+aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *conf, char *errstr,
+                           size_t errstr_size);
+
+/** Start the flow's thread. */
+aagw_err_t aagw_flow_start(aagw_flow_t *flow, char *errstr,
+                           size_t errstr_size);
+
+/** Ask the flow to stop (returns at once; thread-safe). */
+void aagw_flow_stop(aagw_flow_t *flow);
+
+/**
+ * @brief Stop consuming, wait for every in-flight record to be
+ * acknowledged (up to @p timeout_ms), store positions, close the clients
+ * and join the thread.  NULL is a no-op.
+ */
+void aagw_flow_destroy(aagw_flow_t *flow, int timeout_ms);
+
+/** Pause or resume consumption (thread-safe). */
+void aagw_flow_pause(aagw_flow_t *flow, bool pause);
+
+typedef enum {
+        AAGW_FLOW_STARTING = 0,
+        AAGW_FLOW_RUNNING,
+        AAGW_FLOW_PAUSED,
+        AAGW_FLOW_FAILED,  /**< failed closed; see aagw_flow_error() */
+        AAGW_FLOW_STOPPED,
+} aagw_flow_state_t;
+
+/** @returns the state; thread-safe. */
+aagw_flow_state_t aagw_flow_state(const aagw_flow_t *flow);
+/** @returns "starting", "running", ... */
+const char *aagw_flow_state_name(aagw_flow_state_t st);
+/** Copy the reason of a FAILED flow into @p buf ("" otherwise). */
+void aagw_flow_error(const aagw_flow_t *flow, char *buf, size_t size);
+/** @returns "source->target"; borrowed. */
+const char *aagw_flow_name(const aagw_flow_t *flow);
+
+/** Replication latency histogram bounds, in ms (last bucket: +Inf). */
+#define AAGW_LAT_BUCKETS 14
+extern const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1];
+
+/** Counters of a flow (all monotonic except the gauges marked). */
+struct aagw_flow_stats {
+        uint64_t records_in;   /**< consumed */
+        uint64_t records_out;  /**< acknowledged by the target */
+        uint64_t bytes_out;    /**< key + value bytes acknowledged */
+        uint64_t skipped[AAGW_SKIP_COUNT];     /**< loops prevented, ... */
+        uint64_t rejected[AAGW_REASON_COUNT];  /**< bad provenance / id */
+        uint64_t bad_passed;   /**< bad provenance stripped (pass) */
+        uint64_t dead_lettered;
+        uint64_t produce_errors; /**< permanent delivery failures */
+        uint64_t lat_count, lat_sum_ms;
+        uint64_t lat_buckets[AAGW_LAT_BUCKETS]; /**< count per bucket (not
+                                                     cumulative) */
+        int64_t  lag;           /**< gauge: records behind, all partitions */
+        int64_t  inflight;      /**< gauge */
+        int32_t  topics;        /**< gauge: topics replicated */
+        int32_t  partitions;    /**< gauge: partitions assigned */
+        int32_t  topics_refused; /**< gauge: topics refused (partitions) */
+};
+
+/** Snapshot the counters (thread-safe, relaxed). */
+void aagw_flow_stats(const aagw_flow_t *flow, struct aagw_flow_stats *st);
+
+/** One partition's figures, for aagw_flow_partitions(). */
+struct aagw_flow_part_stats {
+        char     topic[250];
+        int32_t  partition;
+        int64_t  next;      /**< position */
+        int64_t  high;      /**< source high watermark last seen */
+        uint64_t records_out;
+};
+
+/** Copy up to @p max partition figures; @returns how many there are. */
+size_t aagw_flow_partitions(const aagw_flow_t *flow,
+                            struct aagw_flow_part_stats *out, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

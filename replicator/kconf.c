@@ -2,6 +2,7 @@
 #include "aagw_replicator.h"
 
 #include <stdio.h>
+#include <string.h>
 
 aagw_err_t aagw_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                                const char *value, char *errstr,
@@ -39,4 +40,30 @@ rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
                 return NULL;
         }
         return conf;
+}
+
+static const char *const roles[] = {"consumer.", "producer.", "admin."};
+
+const char *aagw_kafka_prop_base(const char *name) {
+        for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+                if (!strncmp(name, roles[i], strlen(roles[i])))
+                        return name + strlen(roles[i]);
+        return name;
+}
+
+aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
+                                 const char *const *kv, size_t kv_cnt,
+                                 char *errstr, size_t errstr_size) {
+        size_t rlen = strlen(role);
+
+        for (size_t i = 0; i < kv_cnt; i++) {
+                const char *name = kv[2 * i], *base = aagw_kafka_prop_base(name);
+                if (base != name &&
+                    (strncmp(name, role, rlen) || name[rlen] != '.'))
+                        continue; /* another role's property */
+                if (aagw_kafka_conf_set(conf, base, kv[2 * i + 1], errstr,
+                                        errstr_size))
+                        return AAGW_ERR_CONFIG;
+        }
+        return AAGW_OK;
 }

@@ -1,0 +1,148 @@
+/*
+ * gateway/config.h: aagw's configuration (YAML file + command-line flags).
+ *
+ * Every setting is a row of one key table (config_keys.c): name, type,
+ * default, range, CLI flag and description.  That table drives the YAML
+ * parser, flag overrides, `aagw config check`, `aagw config reference` and
+ * docs/configuration.md, so they cannot drift apart.
+ *
+ * Values are kept by their concrete path ("replication.policy",
+ * "clusters.east.bootstrap_servers") together with where they came from
+ * (file:line:col or the flag), so any later check can point at the source.
+ */
+#ifndef AAGW_CONFIG_H
+#define AAGW_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "aagw_policy.h"
+
+typedef struct aagw_config aagw_config_t;
+
+/* Value types of the key table. */
+enum cfg_type {
+        CT_STR,      /* free text, length range in min/max */
+        CT_NAME,     /* [A-Za-z0-9._-]+ (gateway id) */
+        CT_ALIAS,    /* a site alias: [A-Za-z0-9_-]+, <= 64 chars */
+        CT_INT,      /* integer within min..max */
+        CT_BOOL,     /* true/false (also yes/no, on/off) */
+        CT_ENUM,     /* one of the '|'-separated words in 'choices' */
+        CT_DURATION, /* 500ms, 5s, 10m, 24h, 7d; stored in milliseconds */
+        CT_HOSTPORT, /* HOST:PORT, port 1..65535 (0 allowed if min == 0) */
+        CT_IDRULE,   /* header:NAME | key | json:FIELD | hash | derived */
+        CT_KEYRULE,  /* key | json:FIELD (last-write-wins entity key) */
+        CT_SEP,      /* topic separator: 1..8 of [._-] */
+        CT_LIST,     /* list of strings */
+        CT_REGEXES,  /* list of POSIX extended regexes */
+        CT_FLOWS,    /* list of "src->dst" */
+        CT_PROPS,    /* mapping passed through to librdkafka */
+};
+
+#define CF_SECRET   0x1 /* value never printed */
+#define CF_REQUIRED 0x2 /* must be set (per instance for clusters.*) */
+
+struct cfg_key {
+        const char   *path;    /* "replication.policy", "clusters.*.x" */
+        enum cfg_type type;
+        const char   *def;     /* default as text; lists '\n'-separated */
+        int64_t       min, max;
+        const char   *choices; /* CT_ENUM: "prefix|identity" */
+        const char   *flag;    /* equivalent command-line flag, or NULL */
+        unsigned      flags;
+        const char   *desc;
+};
+
+/* The table, terminated by a row with path == NULL. */
+extern const struct cfg_key aagw_config_keys[];
+
+/* ------------------------------ LIFECYCLE ------------------------------ */
+
+/* A config holding only defaults.  NULL on allocation failure. */
+aagw_config_t *aagw_config_new(void);
+void           aagw_config_destroy(aagw_config_t *cfg);
+
+/*
+ * Load a YAML file on top of what 'cfg' holds.  Every problem found is
+ * recorded (see aagw_config_errors()); parsing goes on after semantic
+ * errors so one run reports them all.  ${VAR} and ${VAR:-default} in scalar
+ * values are replaced from the environment.
+ * Returns AAGW_OK or AAGW_ERR_CONFIG.
+ */
+aagw_err_t aagw_config_load_file(aagw_config_t *cfg, const char *path);
+
+/* Same, from a string; 'name' stands for the file name in messages. */
+aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
+                                   const char *yaml, size_t len);
+
+/*
+ * Set one key from the command line, overriding the file.  'key' is a
+ * concrete path ("replication.policy", "clusters.east.bootstrap_servers");
+ * for list keys the value is appended, except that the first flag-set of a
+ * list replaces what the file gave.  'origin' names the flag in messages
+ * ("--policy").
+ */
+aagw_err_t aagw_config_set(aagw_config_t *cfg, const char *key,
+                           const char *value, const char *origin);
+
+/*
+ * Cross-checks that need the whole config: required keys, aliases that must
+ * name configured clusters, mode-specific keys, librdkafka properties
+ * (validated with rd_kafka_conf_set()), listen address rules.
+ */
+aagw_err_t aagw_config_validate(aagw_config_t *cfg);
+
+/* All recorded errors, one per line ("" when none); borrowed. */
+const char *aagw_config_errors(const aagw_config_t *cfg);
+
+/* ------------------------------- OUTPUT -------------------------------- */
+
+/* The effective config as normalized YAML, every key with its value or
+ * default, secrets replaced by AAGW_REDACTED.  The output loads back into
+ * the same config (secrets aside). */
+void aagw_config_dump(const aagw_config_t *cfg, FILE *out);
+
+/* The key table for humans: plain text (markdown=false) or the markdown
+ * reference embedded in docs/configuration.md. */
+void aagw_config_reference(FILE *out, bool markdown);
+
+/* ------------------------------- GETTERS ------------------------------- */
+
+/* Paths are concrete.  A key that is not set yields its default; a key with
+ * no default yields NULL / 0 / an empty list.  Returned strings are
+ * borrowed and valid until the config is destroyed or changed. */
+const char *aagw_config_str(const aagw_config_t *cfg, const char *path);
+int64_t     aagw_config_int(const aagw_config_t *cfg, const char *path);
+bool        aagw_config_bool(const aagw_config_t *cfg, const char *path);
+int64_t     aagw_config_duration_ms(const aagw_config_t *cfg,
+                                    const char *path);
+/* The items of a list key; returns the count, '*itemsp' borrowed. */
+size_t aagw_config_list(const aagw_config_t *cfg, const char *path,
+                        const char *const **itemsp);
+/* True if the key was set by the file or a flag (not a default). */
+bool aagw_config_is_set(const aagw_config_t *cfg, const char *path);
+
+/* Names of the entries of an instance mapping ("clusters",
+ * "unify.topics"), in the order they were first given. */
+size_t      aagw_config_instance_cnt(const aagw_config_t *cfg,
+                                     const char *kind);
+const char *aagw_config_instance(const aagw_config_t *cfg, const char *kind,
+                                 size_t idx);
+
+/* The librdkafka pass-through properties of cluster 'alias' as name/value
+ * pairs: (*kvp)[2*i] is a name, (*kvp)[2*i+1] its value.  Returns the
+ * number of pairs; '*kvp' is borrowed. */
+size_t aagw_config_cluster_props(const aagw_config_t *cfg, const char *alias,
+                                 const char *const **kvp);
+
+/* ------------------------------- HELPERS ------------------------------- */
+
+/* Parse "500ms", "5s", "10m", "24h", "7d" (and sums like "1h30m").
+ * Returns 0 and the milliseconds, or -1. */
+int aagw_duration_parse(const char *s, int64_t *msp);
+
+/* Format milliseconds in the largest unit that divides it exactly. */
+void aagw_duration_format(int64_t ms, char *buf, size_t size);
+
+#endif

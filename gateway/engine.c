@@ -1,0 +1,276 @@
+/*
+ * gateway/engine.c: wires config, state and replication flows together and
+ * runs them until a stop signal, --duration, or a flow failing closed.
+ */
+#include "gateway_int.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aagw_dedup.h"
+#include "aagw_replicator.h"
+
+struct engine {
+        aagw_config_t      *cfg;
+        aagw_store_t       *store;
+        aagw_repl_policy_t *policy;
+        aagw_id_rule_t     *default_rule;
+        aagw_id_rule_t    **topic_rules; /* per unify.topics.* instance */
+        size_t              ntopic_rules;
+        aagw_flow_t        *flows[GW_MAX_FLOWS];
+        size_t              nflows;
+};
+
+/* ------------------------------------------------------- FLOW CALLBACKS -- */
+
+static const aagw_id_rule_t *id_rule_for(void *opaque, const char *topic) {
+        struct engine *e = opaque;
+        for (size_t i = 0; i < e->ntopic_rules; i++)
+                if (e->topic_rules[i] &&
+                    !strcmp(aagw_config_instance(e->cfg, "unify.topics", i),
+                            topic))
+                        return e->topic_rules[i];
+        return e->default_rule;
+}
+
+static int pos_load(void *opaque, const char *scope, const char *topic,
+                    int32_t partition, int64_t *next, int64_t *out_next) {
+        struct engine  *e = opaque;
+        struct aagw_pos pos;
+        char            err[512];
+        aagw_err_t      rc = aagw_store_pos_get(e->store, scope, topic,
+                                                partition, &pos, err,
+                                                sizeof(err));
+        if (rc == AAGW_ERR_NOENT)
+                return -1;
+        if (rc) {
+                aagw_log(AAGW_LOG_ERROR, "STATE", "%s", err);
+                return -1;
+        }
+        *next     = pos.next;
+        *out_next = pos.out_next;
+        return 0;
+}
+
+static int pos_save(void *opaque, const char *scope,
+                    const struct aagw_flow_pos *p, size_t cnt) {
+        struct engine         *e = opaque;
+        struct aagw_pos_entry *ent = calloc(cnt, sizeof(*ent));
+        char                   err[512];
+        int                    rc = -1;
+
+        if (!ent)
+                return -1;
+        for (size_t i = 0; i < cnt; i++)
+                ent[i] = (struct aagw_pos_entry){
+                    scope, p[i].topic, p[i].partition,
+                    {p[i].next, p[i].out_next}};
+        if (aagw_store_pos_put(e->store, ent, cnt, err, sizeof(err)) == AAGW_OK)
+                rc = 0;
+        else
+                aagw_log(AAGW_LOG_ERROR, "STATE", "saving positions: %s", err);
+        free(ent);
+        return rc;
+}
+
+/* ---------------------------------------------------------------- SETUP -- */
+
+static aagw_repl_policy_t *make_policy(const aagw_config_t *cfg, char *err,
+                                       size_t errsize) {
+        struct aagw_repl_conf rc;
+        const char           *sites[AAGW_SITES_MAX];
+        const char *const    *items;
+        size_t                n = aagw_config_instance_cnt(cfg, "clusters");
+        const char           *bad;
+
+        aagw_repl_conf_init(&rc);
+        if (n > AAGW_SITES_MAX)
+                n = AAGW_SITES_MAX;
+        for (size_t i = 0; i < n; i++)
+                sites[i] = aagw_config_instance(cfg, "clusters", i);
+        rc.sites     = sites;
+        rc.site_cnt  = n;
+        rc.naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
+                              "identity")
+                           ? AAGW_NAMING_PREFIX
+                           : AAGW_NAMING_IDENTITY;
+        rc.separator = aagw_config_str(cfg, "replication.separator");
+        rc.multi_hop = aagw_config_bool(cfg, "replication.multi_hop");
+        rc.header_prefix  = aagw_config_str(cfg, "replication.header_prefix");
+        rc.unified_suffix = aagw_config_str(cfg, "unify.suffix");
+        rc.topics_include_cnt =
+            aagw_config_list(cfg, "replication.topics", &items);
+        rc.topics_include = items;
+        rc.topics_exclude_cnt =
+            aagw_config_list(cfg, "replication.topics_exclude", &items);
+        rc.topics_exclude = items;
+        rc.groups_include_cnt =
+            aagw_config_list(cfg, "replication.groups", &items);
+        rc.groups_include = items;
+        rc.groups_exclude_cnt =
+            aagw_config_list(cfg, "replication.groups_exclude", &items);
+        rc.groups_exclude = items;
+        bad = aagw_config_str(cfg, "replication.bad_provenance");
+        rc.on_bad_provenance = !strcmp(bad, "pass")   ? AAGW_BAD_PASS
+                               : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
+                                                      : AAGW_BAD_DEAD_LETTER;
+        return aagw_repl_policy_new(&rc, err, errsize);
+}
+
+static void engine_free(struct engine *e) {
+        for (size_t i = 0; i < e->nflows; i++)
+                aagw_flow_stop(e->flows[i]);
+        for (size_t i = 0; i < e->nflows; i++)
+                aagw_flow_destroy(e->flows[i], 10000);
+        for (size_t i = 0; i < e->ntopic_rules; i++)
+                aagw_id_rule_destroy(e->topic_rules[i]);
+        free(e->topic_rules);
+        aagw_id_rule_destroy(e->default_rule);
+        aagw_repl_policy_destroy(e->policy);
+        aagw_store_close(e->store);
+}
+
+static int add_flow(struct engine *e, const char *src, const char *dst,
+                    char *err, size_t errsize) {
+        const aagw_config_t  *cfg = e->cfg;
+        struct aagw_flow_conf fc;
+        char                  key[256];
+        unsigned              flags = 0;
+
+        if (!aagw_config_bool(cfg, "replication.loop_check_topics"))
+                flags |= AAGW_VERDICT_F_NO_TOPIC_CHECK;
+        if (!aagw_config_bool(cfg, "replication.loop_check_headers"))
+                flags |= AAGW_VERDICT_F_NO_HEADER_CHECK;
+        memset(&fc, 0, sizeof(fc));
+        fc.gateway_id = aagw_config_str(cfg, "gateway.id");
+        fc.source     = src;
+        fc.target     = dst;
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", src);
+        fc.source_bootstraps = aagw_config_str(cfg, key);
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", dst);
+        fc.target_bootstraps = aagw_config_str(cfg, key);
+        fc.source_prop_cnt =
+            aagw_config_cluster_props(cfg, src, &fc.source_props);
+        fc.target_prop_cnt =
+            aagw_config_cluster_props(cfg, dst, &fc.target_props);
+        fc.policy        = e->policy;
+        fc.header_prefix = aagw_config_str(cfg, "replication.header_prefix");
+        fc.verdict_flags = flags;
+        fc.refresh_ms    = (int)aagw_config_duration_ms(
+            cfg, "replication.refresh_topics_interval");
+        fc.id_rule_for = id_rule_for;
+        fc.pos_load    = pos_load;
+        fc.pos_save    = pos_save;
+        fc.opaque      = e;
+        aagw_flow_t *f = aagw_flow_new(&fc, err, errsize);
+        if (!f)
+                return -1;
+        e->flows[e->nflows++] = f;
+        return aagw_flow_start(f, err, errsize) == AAGW_OK ? 0 : -1;
+}
+
+static void log_stats(struct engine *e) {
+        for (size_t i = 0; i < e->nflows; i++) {
+                struct aagw_flow_stats st;
+                uint64_t               skipped = 0, rejected = 0;
+                aagw_flow_stats(e->flows[i], &st);
+                for (int k = 0; k < AAGW_SKIP_COUNT; k++)
+                        skipped += st.skipped[k];
+                for (int k = 0; k < AAGW_REASON_COUNT; k++)
+                        rejected += st.rejected[k];
+                aagw_log(AAGW_LOG_INFO, "STATS",
+                         "%s %s: topics %d partitions %d in %" PRIu64
+                         " out %" PRIu64 " skipped %" PRIu64
+                         " rejected %" PRIu64 " dead-lettered %" PRIu64
+                         " lag %" PRId64 " inflight %" PRId64,
+                         aagw_flow_name(e->flows[i]),
+                         aagw_flow_state_name(aagw_flow_state(e->flows[i])),
+                         st.topics, st.partitions, st.records_in,
+                         st.records_out, skipped, rejected, st.dead_lettered,
+                         st.lag, st.inflight);
+        }
+}
+
+int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
+                  struct aagw_statedir *sd, int duration_s) {
+        struct engine          e;
+        struct aagw_store_opts so;
+        char                   err[1024];
+        int                    rc = EXIT_RUNTIME;
+
+        memset(&e, 0, sizeof(e));
+        e.cfg       = cfg;
+        so.cache_mb = (size_t)aagw_config_int(cfg, "unify.cache_mb");
+        if (!(e.store = aagw_store_open(sd, &so, err, sizeof(err)))) {
+                gw_errorf("state store: %s", err);
+                goto out;
+        }
+        if (!(e.policy = make_policy(cfg, err, sizeof(err)))) {
+                gw_errorf("replication policy: %s", err);
+                rc = EXIT_USAGE;
+                goto out;
+        }
+        if (!(e.default_rule = aagw_id_rule_new(
+                  aagw_config_str(cfg, "unify.id"), err, sizeof(err)))) {
+                gw_errorf("unify.id: %s", err);
+                rc = EXIT_USAGE;
+                goto out;
+        }
+        e.ntopic_rules = aagw_config_instance_cnt(cfg, "unify.topics");
+        e.topic_rules  = calloc(e.ntopic_rules + 1, sizeof(*e.topic_rules));
+        for (size_t i = 0; i < e.ntopic_rules; i++) {
+                char        key[512];
+                const char *spec;
+                snprintf(key, sizeof(key), "unify.topics.%s.id",
+                         aagw_config_instance(cfg, "unify.topics", i));
+                if (!(spec = aagw_config_str(cfg, key)))
+                        continue;
+                if (!(e.topic_rules[i] =
+                          aagw_id_rule_new(spec, err, sizeof(err)))) {
+                        gw_errorf("%s: %s", key, err);
+                        rc = EXIT_USAGE;
+                        goto out;
+                }
+        }
+        for (size_t i = 0; i < plan->nflows; i++) {
+                if (add_flow(&e, plan->flows[i].src, plan->flows[i].dst, err,
+                             sizeof(err)) == -1) {
+                        gw_errorf("flow %s->%s: %s", plan->flows[i].src,
+                                  plan->flows[i].dst, err);
+                        goto out;
+                }
+        }
+        aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s; stop with "
+                                       "SIGINT or SIGTERM",
+                 e.nflows, e.nflows == 1 ? "" : "s");
+
+        time_t start = time(NULL), last_stats = start;
+        rc           = EXIT_OK;
+        while (!gw_wait_stop(200)) {
+                time_t now = time(NULL);
+                bool   failed = false;
+                for (size_t i = 0; i < e.nflows; i++)
+                        failed |= aagw_flow_state(e.flows[i]) ==
+                                  AAGW_FLOW_FAILED;
+                if (failed) {
+                        rc = EXIT_RUNTIME;
+                        break;
+                }
+                if (duration_s > 0 && now - start >= duration_s)
+                        break;
+                if (now - last_stats >= 10) {
+                        log_stats(&e);
+                        last_stats = now;
+                }
+        }
+        aagw_log(AAGW_LOG_INFO, "RUN", "stopping: finishing in-flight "
+                                       "records and storing positions");
+        log_stats(&e);
+out:
+        engine_free(&e);
+        if (rc == EXIT_OK)
+                aagw_log(AAGW_LOG_INFO, "RUN", "stopped");
+        return rc;
+}

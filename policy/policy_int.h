@@ -1,0 +1,100 @@
+/*
+ * policy/policy_int.h: what the replication-policy files of policy/ share.
+ * Nothing outside policy/ includes this.
+ */
+#ifndef AAGW_POLICY_INT_H
+#define AAGW_POLICY_INT_H
+
+#include "aagw_policy.h"
+
+#include <regex.h>
+
+/* ------------------------------- FILTERS ------------------------------- */
+
+/* A list of compiled regexes, each anchored to match a whole name.  All
+ * zeroes is the empty list. */
+struct policy_filter {
+        size_t   cnt;
+        regex_t *res;
+};
+
+/* Compile 'pats' and append them; 'what' names the list in errors. */
+int  policy_filter_add(struct policy_filter *f, const char *what,
+                       const char *const *pats, size_t cnt, char *errstr,
+                       size_t errstr_size);
+void policy_filter_deinit(struct policy_filter *f);
+bool policy_filter_match(const struct policy_filter *f, const char *name);
+
+/* ----------------------------- THE POLICY ------------------------------ */
+
+/* Provenance fields, in wire order (the order aagw_prov_encode() writes
+ * and aagw_prov_decode() checks them). */
+enum prov_field {
+        PROV_ORIGIN = 0,
+        PROV_PATH,
+        PROV_ID,
+        PROV_SRC,
+        PROV_HLC,
+        PROV_FIELD_CNT
+};
+
+struct policy_site {
+        char   name[AAGW_ALIAS_MAX + 1];
+        size_t len;
+};
+
+struct aagw_repl_policy {
+        aagw_naming_t      naming;
+        bool               multi_hop;
+        bool               allow_unknown_sites;
+        aagw_bad_action_t  on_bad_provenance;
+        aagw_bad_action_t  on_missing_id;
+        size_t             site_cnt;
+        struct policy_site sites[AAGW_SITES_MAX];
+        char               sep[AAGW_SEP_MAX + 1];
+        size_t             sep_len;
+        char               own_prefix[AAGW_AFFIX_MAX + 1];
+        size_t             own_prefix_len;
+        char               unified_suffix[AAGW_AFFIX_MAX + 1];
+        size_t             unified_suffix_len;
+        char               hprefix[AAGW_AFFIX_MAX + 1];
+        size_t             hprefix_len;
+        /* Full header names ("aagw.origin"), built once so encoding can
+         * hand out borrowed pointers. */
+        char                 hname[PROV_FIELD_CNT][AAGW_AFFIX_MAX + 8];
+        struct policy_filter topics_inc, topics_exc;
+        struct policy_filter groups_inc, groups_exc;
+};
+
+/* ------------------------------- HELPERS ------------------------------- */
+
+bool policy_alias_valid(const char *s, size_t len);
+bool policy_topic_valid(const char *s, size_t len);
+
+/* Index of the configured site named by 's' ('len' bytes), or -1. */
+int policy_site_index(const aagw_repl_policy_t *pol, const char *s, size_t len);
+
+/* Canonical unsigned decimal: digits only, no leading zero, <= 'max'. */
+bool policy_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/* Write 'v' in decimal at 'buf' (room for 20 digits); returns the length. */
+size_t policy_fmt_dec(char *buf, uint64_t v);
+
+/* The topic-name loop rules of aagw_repl_topic_check(), without internal
+ * topics and filters: what the per-record verdict runs. */
+aagw_skip_t policy_topic_cycle(const aagw_repl_policy_t *pol,
+                               const char *source, const char *target,
+                               const char *topic);
+
+/* true if the prefix-policy name of 'topic' from 'source' would exceed
+ * AAGW_TOPIC_MAX. */
+bool policy_name_too_long(const aagw_repl_policy_t *pol, const char *source,
+                          const char *topic);
+
+/* JSON: find top-level 'field' of the object in 'v' and copy its string or
+ * integer value into 'out' (room for 'cap' bytes).  See json.c. */
+aagw_reason_t policy_json_field(const void *v, size_t len, const char *field,
+                                size_t field_len, char *out, size_t cap,
+                                size_t *outlen);
+
+#endif /* AAGW_POLICY_INT_H */

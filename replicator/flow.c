@@ -1,0 +1,1423 @@
+/*
+ * replicator/flow.c: one replication direction, source -> target.
+ *
+ * The flow thread owns three clients of its own:
+ *   - the source consumer, in group aagw.<gateway-id>.<source>-<target>,
+ *     with offsets it sets itself on assignment (never auto-committed);
+ *   - the target producer: idempotent, acks=all, unlimited delivery
+ *     timeout, so a broker outage stalls the flow instead of losing data;
+ *   - a target "reader" (an assign-only consumer) used at assignment to
+ *     reconcile the stored position with what the target log holds.
+ * Topic creation goes through a fourth handle, kept apart from the data
+ * path, because the Admin API can hang or abort a handle on some brokers.
+ *
+ * Positions.  Every consumed record takes a slot in its partition's ring,
+ * in offset order.  A slot is done when the target acknowledged the copy
+ * (or the dead-letter copy), or at once when the verdict skips it.  The
+ * partition's position advances over the done prefix of the ring only, so
+ * it never passes a record the target has not acknowledged.  Positions are
+ * saved (pos_save, RocksDB in the gateway) every second and at revoke and
+ * stop; they are also committed to the group for lag tooling, but never
+ * read back from it.
+ *
+ * Exactly once into the target, without transactions: on assignment the
+ * flow reads the target partition from the stored out_next to its end and
+ * finds the last record this flow wrote (provenance path ending in
+ * source>target, source coordinates in the src or hop header).  It resumes
+ * after that record.  Records in flight at a crash are thus either in the
+ * target (found, not written again) or not (written again).  Under the
+ * prefix policy aagw is the only writer of the target partition, so the
+ * result is exact; under identity the same scan skips local records.
+ */
+#include "aagw_replicator.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
+    1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 60000};
+
+#define SAVE_INTERVAL_MS 1000
+#define ADMIN_TIMEOUT_MS 3000
+#define MAX_TOPICS 4096
+
+/* --------------------------------------------------------------- TYPES -- */
+
+struct slot {
+        int64_t src_off;
+        int64_t out_off;   /* target offset once acked, -1 if not copied */
+        int64_t origin_ms; /* for the latency histogram */
+        uint8_t done;
+};
+
+struct ptrack {
+        struct ttrack *tt;
+        int32_t        partition;
+        bool           assigned;
+        struct slot   *ring;
+        size_t         cap; /* power of two */
+        uint64_t       head, tail; /* slot sequence numbers */
+        int64_t        next;       /* position: every offset below is done */
+        int64_t        read_next;  /* after the last offset taken in */
+        int64_t        out_next;   /* target offset after last acked copy */
+        int64_t        saved_next, saved_out;
+        _Atomic int64_t  high;     /* source high watermark, last seen */
+        _Atomic int64_t  pos_pub;  /* 'next', published for stats */
+        _Atomic uint64_t records_out;
+};
+
+struct ttrack {
+        char               *topic;
+        char                remote[AAGW_TOPIC_MAX + 1];
+        rd_kafka_topic_t   *rkt; /* target topic handle */
+        const aagw_id_rule_t *id_rule;
+        int32_t             partition_cnt;
+        struct ptrack     **parts;
+        bool                active;  /* subscribed */
+        bool                refused; /* target lacks partitions */
+        bool                seen;    /* in the last discovery */
+};
+
+/* The msg_opaque of every produced record: which slot it fills. */
+struct token {
+        struct ptrack *pt;
+        uint64_t       seq;
+        bool           dlq;
+        struct token  *next_free;
+};
+
+struct aagw_flow {
+        char                      name[2 * AAGW_ALIAS_MAX + 3];
+        char                      scope[2 * AAGW_ALIAS_MAX + 8];
+        char                      source[AAGW_ALIAS_MAX + 1];
+        char                      target[AAGW_ALIAS_MAX + 1];
+        char                      dlq_topic[AAGW_TOPIC_MAX + 1];
+        char                      hop_hdr[AAGW_AFFIX_MAX + 8];
+        const aagw_repl_policy_t *pol;
+        struct aagw_flow_conf     conf;
+        rd_kafka_t               *consumer, *producer, *reader, *admin;
+        rd_kafka_topic_t         *dlq_rkt;
+        pthread_t                 thread;
+        bool                      thread_started;
+        atomic_bool               stop, paused_req;
+        bool                      paused;
+        _Atomic int               state;
+        pthread_mutex_t           lock; /* error text, topic table shape */
+        char                      error[512];
+        bool                      admin_create_unsupported;
+
+        struct ttrack **topics;
+        size_t          ntopics;
+        struct token   *free_tokens;
+        struct token  **token_chunks;
+        size_t          nchunks;
+        int64_t         last_save_ms, last_refresh_ms;
+        bool            subscription_dirty;
+
+        /* per-record scratch, reused: no allocation per record */
+        struct aagw_header *hdrs;
+        size_t              hdr_cap;
+        struct aagw_verdict verdict;
+
+        /* counters */
+        _Atomic uint64_t records_in, records_out, bytes_out, bad_passed,
+            dead_lettered, produce_errors, lat_count, lat_sum;
+        _Atomic uint64_t skipped[AAGW_SKIP_COUNT];
+        _Atomic uint64_t rejected[AAGW_REASON_COUNT];
+        _Atomic uint64_t lat_buckets[AAGW_LAT_BUCKETS];
+        _Atomic int64_t  inflight;
+        _Atomic int32_t  ntopics_active, nparts_assigned, ntopics_refused;
+};
+
+#define RELAXED memory_order_relaxed
+#define INC(x) atomic_fetch_add_explicit(&(x), 1, RELAXED)
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Fail the flow closed: it stops consuming and reports why. */
+static void flow_fail(aagw_flow_t *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void flow_fail(aagw_flow_t *f, const char *fmt, ...) {
+        va_list ap;
+        pthread_mutex_lock(&f->lock);
+        if (!f->error[0]) {
+                va_start(ap, fmt);
+                vsnprintf(f->error, sizeof(f->error), fmt, ap);
+                va_end(ap);
+                aagw_log(AAGW_LOG_ERROR, "FLOW", "%s: failed: %s", f->name,
+                         f->error);
+        }
+        pthread_mutex_unlock(&f->lock);
+        atomic_store(&f->state, AAGW_FLOW_FAILED);
+        atomic_store(&f->stop, true);
+}
+
+/* -------------------------------------------------------------- TOKENS -- */
+
+static struct token *token_get(aagw_flow_t *f) {
+        if (!f->free_tokens) {
+                enum { CHUNK = 4096 };
+                struct token  *c = calloc(CHUNK, sizeof(*c));
+                struct token **cs =
+                    realloc(f->token_chunks, (f->nchunks + 1) * sizeof(*cs));
+                if (!c || !cs) {
+                        free(c);
+                        if (cs)
+                                f->token_chunks = cs;
+                        return NULL;
+                }
+                f->token_chunks            = cs;
+                f->token_chunks[f->nchunks++] = c;
+                for (int i = 0; i < CHUNK; i++) {
+                        c[i].next_free = f->free_tokens;
+                        f->free_tokens = &c[i];
+                }
+        }
+        struct token *t = f->free_tokens;
+        f->free_tokens  = t->next_free;
+        return t;
+}
+
+static void token_put(aagw_flow_t *f, struct token *t) {
+        t->next_free   = f->free_tokens;
+        f->free_tokens = t;
+}
+
+/* ---------------------------------------------------------------- RING -- */
+
+static int ring_push(struct ptrack *pt, int64_t src_off, int64_t origin_ms,
+                     uint64_t *seqp) {
+        if (pt->tail - pt->head == pt->cap) {
+                size_t       ncap = pt->cap ? pt->cap * 2 : 1024;
+                struct slot *nr   = malloc(ncap * sizeof(*nr));
+                if (!nr)
+                        return -1;
+                for (uint64_t s = pt->head; s < pt->tail; s++)
+                        nr[s & (ncap - 1)] = pt->ring[s & (pt->cap - 1)];
+                free(pt->ring);
+                pt->ring = nr;
+                pt->cap  = ncap;
+        }
+        struct slot *sl = &pt->ring[pt->tail & (pt->cap - 1)];
+        sl->src_off     = src_off;
+        sl->out_off     = -1;
+        sl->origin_ms   = origin_ms;
+        sl->done        = 0;
+        *seqp           = pt->tail++;
+        return 0;
+}
+
+/* Move the position over the done prefix of the ring. */
+static void ring_advance(aagw_flow_t *f, struct ptrack *pt) {
+        while (pt->head < pt->tail) {
+                struct slot *sl = &pt->ring[pt->head & (pt->cap - 1)];
+                if (!sl->done)
+                        break;
+                pt->next = sl->src_off + 1;
+                if (sl->out_off >= 0)
+                        pt->out_next = sl->out_off + 1;
+                pt->head++;
+        }
+        atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
+        (void)f;
+}
+
+static void lat_observe(aagw_flow_t *f, int64_t ms) {
+        int b = 0;
+        if (ms < 0)
+                ms = 0;
+        while (b < AAGW_LAT_BUCKETS - 1 && ms > aagw_lat_bounds_ms[b])
+                b++;
+        INC(f->lat_buckets[b]);
+        INC(f->lat_count);
+        atomic_fetch_add_explicit(&f->lat_sum, (uint64_t)ms, RELAXED);
+}
+
+/* ---------------------------------------------------- DELIVERY REPORTS -- */
+
+static void produce_dlq(aagw_flow_t *f, struct token *tok,
+                        const rd_kafka_message_t *m, const char *why);
+
+/* Delivery report: runs on the flow thread (rd_kafka_poll(producer)). */
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        aagw_flow_t  *f   = opaque;
+        struct token *tok = m->_private;
+        (void)rk;
+
+        if (!tok)
+                return;
+        struct ptrack *pt = tok->pt;
+        struct slot   *sl = &pt->ring[tok->seq & (pt->cap - 1)];
+
+        if (m->err) {
+                /* Retriable errors never get here (unlimited delivery
+                 * timeout): this one is permanent.  The record goes to
+                 * the dead-letter topic with the error; if that fails
+                 * too, the flow fails closed rather than drop it. */
+                INC(f->produce_errors);
+                if (!tok->dlq) {
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64
+                                 ": delivery to %s failed: %s; dead-lettering",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, rd_kafka_topic_name(m->rkt),
+                                 rd_kafka_err2str(m->err));
+                        produce_dlq(f, tok, m, rd_kafka_err2str(m->err));
+                        return;
+                }
+                flow_fail(f,
+                          "%s [%d] offset %" PRId64
+                          ": dead-letter delivery failed: %s",
+                          pt->tt->topic, (int)pt->partition, sl->src_off,
+                          rd_kafka_err2str(m->err));
+                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                token_put(f, tok);
+                return;
+        }
+        sl->done = 1;
+        if (tok->dlq) {
+                INC(f->dead_lettered);
+        } else {
+                sl->out_off = m->offset;
+                INC(f->records_out);
+                INC(pt->records_out);
+                atomic_fetch_add_explicit(&f->bytes_out, m->len + m->key_len,
+                                          RELAXED);
+                lat_observe(f, now_ms() - sl->origin_ms);
+        }
+        atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+        token_put(f, tok);
+        ring_advance(f, pt);
+}
+
+/* ------------------------------------------------------------ PRODUCE --- */
+
+/* Produce, waiting out a full local queue (backpressure) while serving
+ * delivery reports.  Returns 0, or -1 with the error in 'errp' for
+ * anything but a full queue, or when stopping. */
+static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
+                         int32_t partition, const rd_kafka_message_t *m,
+                         rd_kafka_headers_t *hdrs, int64_t ts, void *opaque,
+                         rd_kafka_resp_err_t *errp) {
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_producev(
+                    f->producer, RD_KAFKA_V_RKT(rkt),
+                    RD_KAFKA_V_PARTITION(partition),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_KEY(m->key, m->key_len),
+                    RD_KAFKA_V_VALUE(m->payload, m->len),
+                    RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
+                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
+                    RD_KAFKA_V_END);
+                if (!err)
+                        return 0;
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
+                    atomic_load(&f->stop)) {
+                        *errp = err;
+                        return -1;
+                }
+                rd_kafka_poll(f->producer, 10);
+        }
+}
+
+/* Copy of 'm' for the dead-letter topic: original key, value, timestamp
+ * and headers, plus where it came from and why it is here. */
+static void produce_dlq(aagw_flow_t *f, struct token *tok,
+                        const rd_kafka_message_t *m, const char *why) {
+        struct ptrack      *pt = tok->pt;
+        struct slot        *sl = &pt->ring[tok->seq & (pt->cap - 1)];
+        rd_kafka_headers_t *src_hdrs = NULL, *h;
+        char                name[AAGW_AFFIX_MAX + 32], coord[AAGW_TOPIC_MAX + 48];
+        rd_kafka_resp_err_t err;
+        rd_kafka_timestamp_type_t tstype;
+        int64_t             ts = rd_kafka_message_timestamp(m, &tstype);
+        const char         *prefix = f->hop_hdr; /* "<prefix>hop" */
+        size_t              plen   = strlen(prefix) - 3;
+
+        if (rd_kafka_message_headers(m, &src_hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                h = rd_kafka_headers_copy(src_hdrs);
+        else
+                h = rd_kafka_headers_new(4);
+        snprintf(name, sizeof(name), "%.*sdlq.reason", (int)plen, prefix);
+        rd_kafka_header_add(h, name, -1, why, -1);
+        snprintf(name, sizeof(name), "%.*sdlq.source", (int)plen, prefix);
+        snprintf(coord, sizeof(coord), "%s:%s:%d:%" PRId64, f->source,
+                 pt->tt->topic, (int)pt->partition, sl->src_off);
+        rd_kafka_header_add(h, name, -1, coord, -1);
+        tok->dlq = true;
+        if (produce_retry(f, f->dlq_rkt, RD_KAFKA_PARTITION_UA, m, h, ts, tok,
+                          &err)) {
+                rd_kafka_headers_destroy(h);
+                flow_fail(f, "%s [%d] offset %" PRId64
+                             ": cannot dead-letter to %s: %s",
+                          pt->tt->topic, (int)pt->partition, sl->src_off,
+                          f->dlq_topic, rd_kafka_err2str(err));
+                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                token_put(f, tok);
+        }
+}
+
+/* ------------------------------------------------------------ TOPICS ---- */
+
+static struct ttrack *topic_find(aagw_flow_t *f, const char *topic) {
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (!strcmp(f->topics[i]->topic, topic))
+                        return f->topics[i];
+        return NULL;
+}
+
+static struct ptrack *part_get(aagw_flow_t *f, struct ttrack *tt,
+                               int32_t partition) {
+        if (partition < 0 || partition >= tt->partition_cnt)
+                return NULL;
+        if (!tt->parts[partition]) {
+                struct ptrack *pt = calloc(1, sizeof(*pt));
+                if (!pt)
+                        return NULL;
+                pt->tt            = tt;
+                pt->partition     = partition;
+                pt->next          = -1;
+                pt->out_next      = -1;
+                pt->saved_next    = -1;
+                pt->saved_out     = -1;
+                tt->parts[partition] = pt;
+        }
+        (void)f;
+        return tt->parts[partition];
+}
+
+/* Partition count of 'topic' on the cluster of 'rk', -1 if the topic does
+ * not exist, -2 on error.  Asks for all topics so that the question never
+ * auto-creates the topic. */
+static int partition_count(rd_kafka_t *rk, const struct rd_kafka_metadata *md,
+                           const char *topic) {
+        (void)rk;
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, topic))
+                        return md->topics[i].err ? -1
+                                                 : md->topics[i].partition_cnt;
+        return -1;
+}
+
+/* Try to create 'topic' with 'partitions' through the Admin API.
+ * Returns 0 if created (or it exists), -1 if the broker would not. */
+static int admin_create(aagw_flow_t *f, const char *topic, int partitions) {
+        char                     err[256];
+        rd_kafka_NewTopic_t     *nt;
+        rd_kafka_AdminOptions_t *o;
+        rd_kafka_queue_t        *q;
+        rd_kafka_event_t        *ev;
+        int                      rc = -1;
+
+        if (f->admin_create_unsupported)
+                return -1;
+        nt = rd_kafka_NewTopic_new(topic, partitions, -1, err, sizeof(err));
+        if (!nt)
+                return -1;
+        q = rd_kafka_queue_new(f->admin);
+        o = rd_kafka_AdminOptions_new(f->admin,
+                                      RD_KAFKA_ADMIN_OP_CREATETOPICS);
+        rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, err,
+                                                  sizeof(err));
+        rd_kafka_AdminOptions_set_operation_timeout(o, ADMIN_TIMEOUT_MS, err,
+                                                    sizeof(err));
+        rd_kafka_CreateTopics(f->admin, &nt, 1, o, q);
+        ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 2000);
+        if (ev && !rd_kafka_event_error(ev)) {
+                const rd_kafka_CreateTopics_result_t *r =
+                    rd_kafka_event_CreateTopics_result(ev);
+                size_t                         n;
+                const rd_kafka_topic_result_t **tr =
+                    rd_kafka_CreateTopics_result_topics(r, &n);
+                rd_kafka_resp_err_t e =
+                    n ? rd_kafka_topic_result_error(tr[0])
+                      : RD_KAFKA_RESP_ERR__FAIL;
+                if (!e || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: created topic %s with %d partitions at "
+                                 "%s",
+                                 f->name, topic, partitions, f->target);
+                        rc = 0;
+                } else
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: cannot create topic %s at %s: %s",
+                                 f->name, topic, f->target,
+                                 rd_kafka_err2str(e));
+        } else {
+                /* Timed out or unsupported: this cluster lacks the
+                 * feature.  Say so once and rely on auto-creation. */
+                f->admin_create_unsupported = true;
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: cluster %s does not create topics through the "
+                         "Admin API (%s); relying on broker auto-creation "
+                         "from now on",
+                         f->name, f->target,
+                         ev ? rd_kafka_event_error_string(ev) : "no answer");
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_NewTopic_destroy(nt);
+        return rc;
+}
+
+/* Make sure the target topic exists with at least 'want' partitions.
+ * Returns its partition count, or -1 if the topic must be refused. */
+static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err;
+        int                 have;
+
+        err = rd_kafka_metadata(f->admin, 1, NULL, &md, 5000);
+        if (err) {
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: metadata of %s failed: %s; retrying later",
+                         f->name, f->target, rd_kafka_err2str(err));
+                return -2;
+        }
+        have = partition_count(f->admin, md, tt->remote);
+        rd_kafka_metadata_destroy(md);
+        if (have < 0 && admin_create(f, tt->remote, want) == 0)
+                return want;
+        if (have < 0) {
+                /* Auto-create by asking for this topic's metadata from
+                 * the producer, which may create topics. */
+                rd_kafka_topic_t *rkt = rd_kafka_topic_new(f->producer,
+                                                           tt->remote, NULL);
+                err = rd_kafka_metadata(f->producer, 0, rkt, &md, 5000);
+                rd_kafka_topic_destroy(rkt);
+                if (err)
+                        return -2;
+                have = md->topic_cnt && !md->topics[0].err
+                           ? md->topics[0].partition_cnt
+                           : -1;
+                rd_kafka_metadata_destroy(md);
+                if (have < 0)
+                        return -2;
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: topic %s auto-created at %s with %d partitions",
+                         f->name, tt->remote, f->target, have);
+        }
+        if (have < want) {
+                if (!tt->refused)
+                        aagw_log(AAGW_LOG_ERROR, "FLOW",
+                                 "%s: refusing topic %s: %s has %d "
+                                 "partitions at %s, the source has %d; "
+                                 "partitions are never remapped: add "
+                                 "partitions to %s at %s",
+                                 f->name, tt->topic, tt->remote, have,
+                                 f->target, want, tt->remote, f->target);
+                return -1;
+        }
+        return have;
+}
+
+/* Scan the source cluster for matching topics and subscribe to them. */
+static void discover(aagw_flow_t *f) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t              err;
+        bool                             changed = false;
+
+        err = rd_kafka_metadata(f->consumer, 1, NULL, &md, 5000);
+        if (err) {
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: metadata of %s failed: %s", f->name, f->source,
+                         rd_kafka_err2str(err));
+                return;
+        }
+        for (size_t i = 0; i < f->ntopics; i++)
+                f->topics[i]->seen = false;
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *mt = &md->topics[i];
+                struct ttrack                       *tt;
+                aagw_skip_t                          skip;
+
+                if (mt->err || mt->partition_cnt <= 0)
+                        continue;
+                if (!aagw_repl_topic_allowed(f->pol, mt->topic))
+                        continue;
+                skip = (f->conf.verdict_flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)
+                           ? AAGW_SKIP_NONE
+                           : aagw_repl_topic_check(f->pol, f->source,
+                                                   f->target, mt->topic);
+                if (skip != AAGW_SKIP_NONE)
+                        continue;
+                tt = topic_find(f, mt->topic);
+                if (!tt) {
+                        if (f->ntopics == MAX_TOPICS)
+                                continue;
+                        tt = calloc(1, sizeof(*tt));
+                        if (!tt || !(tt->topic = strdup(mt->topic))) {
+                                free(tt);
+                                continue;
+                        }
+                        if (aagw_repl_remote_topic(f->pol, f->source,
+                                                   mt->topic, tt->remote,
+                                                   sizeof(tt->remote))) {
+                                free(tt->topic);
+                                free(tt);
+                                continue;
+                        }
+                        tt->id_rule = f->conf.id_rule_for
+                                          ? f->conf.id_rule_for(f->conf.opaque,
+                                                                mt->topic)
+                                          : NULL;
+                        pthread_mutex_lock(&f->lock);
+                        f->topics[f->ntopics++] = tt;
+                        pthread_mutex_unlock(&f->lock);
+                }
+                tt->seen = true;
+                if (tt->active && tt->partition_cnt >= mt->partition_cnt)
+                        continue;
+                int have = ensure_target(f, tt, mt->partition_cnt);
+                if (have == -2)
+                        continue; /* transient: try again next time */
+                if (have < 0) {
+                        if (!tt->refused) {
+                                tt->refused = true;
+                                atomic_fetch_add(&f->ntopics_refused, 1);
+                        }
+                        continue;
+                }
+                if (tt->refused) {
+                        tt->refused = false;
+                        atomic_fetch_sub(&f->ntopics_refused, 1);
+                }
+                if (mt->partition_cnt > tt->partition_cnt) {
+                        struct ptrack **np = realloc(
+                            tt->parts,
+                            (size_t)mt->partition_cnt * sizeof(*np));
+                        if (!np)
+                                continue;
+                        memset(np + tt->partition_cnt, 0,
+                               (size_t)(mt->partition_cnt - tt->partition_cnt) *
+                                   sizeof(*np));
+                        pthread_mutex_lock(&f->lock);
+                        tt->parts         = np;
+                        tt->partition_cnt = mt->partition_cnt;
+                        pthread_mutex_unlock(&f->lock);
+                }
+                if (!tt->rkt)
+                        tt->rkt = rd_kafka_topic_new(f->producer, tt->remote,
+                                                     NULL);
+                if (!tt->active) {
+                        tt->active = true;
+                        atomic_fetch_add(&f->ntopics_active, 1);
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: replicating %s (%d partitions) to %s at "
+                                 "%s",
+                                 f->name, tt->topic, mt->partition_cnt,
+                                 tt->remote, f->target);
+                }
+                changed = true;
+        }
+        rd_kafka_metadata_destroy(md);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (tt->active && !tt->seen) {
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: topic %s is gone from %s; unsubscribing",
+                                 f->name, tt->topic, f->source);
+                        tt->active = false;
+                        atomic_fetch_sub(&f->ntopics_active, 1);
+                        changed    = true;
+                }
+        }
+        if (changed || f->subscription_dirty) {
+                rd_kafka_topic_partition_list_t *sub =
+                    rd_kafka_topic_partition_list_new((int)f->ntopics);
+                for (size_t i = 0; i < f->ntopics; i++)
+                        if (f->topics[i]->active)
+                                rd_kafka_topic_partition_list_add(
+                                    sub, f->topics[i]->topic,
+                                    RD_KAFKA_PARTITION_UA);
+                if (sub->cnt == 0)
+                        err = rd_kafka_unsubscribe(f->consumer);
+                else
+                        err = rd_kafka_subscribe(f->consumer, sub);
+                f->subscription_dirty = err != 0;
+                if (err)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: subscribe failed: %s", f->name,
+                                 rd_kafka_err2str(err));
+                rd_kafka_topic_partition_list_destroy(sub);
+        }
+}
+
+/* ---------------------------------------------------------- POSITIONS --- */
+
+/* Parse "TOPIC:PART:OFFSET" (the src/hop header text). */
+static bool parse_coords(const char *v, size_t len, char *topic, size_t tsize,
+                         int32_t *part, int64_t *off) {
+        const char *c2 = NULL, *c1 = NULL;
+        for (size_t i = len; i > 0; i--) {
+                if (v[i - 1] == ':') {
+                        if (!c2)
+                                c2 = v + i - 1;
+                        else {
+                                c1 = v + i - 1;
+                                break;
+                        }
+                }
+        }
+        if (!c1 || (size_t)(c1 - v) >= tsize || c1 == v)
+                return false;
+        memcpy(topic, v, (size_t)(c1 - v));
+        topic[c1 - v] = '\0';
+        char   num[24];
+        size_t n = (size_t)(c2 - c1 - 1);
+        if (n == 0 || n >= sizeof(num))
+                return false;
+        memcpy(num, c1 + 1, n);
+        num[n] = '\0';
+        char *end;
+        long  p = strtol(num, &end, 10);
+        if (*end || p < 0 || p > INT32_MAX)
+                return false;
+        n = (size_t)(v + len - c2 - 1);
+        if (n == 0 || n >= sizeof(num))
+                return false;
+        memcpy(num, c2 + 1, n);
+        num[n]     = '\0';
+        long long o = strtoll(num, &end, 10);
+        if (*end || o < 0)
+                return false;
+        *part = (int32_t)p;
+        *off  = o;
+        return true;
+}
+
+/* Fill f->hdrs from a message's headers; returns the count. */
+static size_t collect_headers(aagw_flow_t *f, const rd_kafka_message_t *m) {
+        rd_kafka_headers_t *h = NULL;
+        size_t              n = 0;
+        const char         *name;
+        const void         *val;
+        size_t              size;
+
+        if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                return 0;
+        size_t cnt = rd_kafka_header_cnt(h);
+        if (cnt > f->hdr_cap) {
+                struct aagw_header *nh = realloc(f->hdrs, cnt * sizeof(*nh));
+                if (!nh)
+                        return 0;
+                f->hdrs    = nh;
+                f->hdr_cap = cnt;
+        }
+        while (n < cnt && !rd_kafka_header_get_all(h, n, &name, &val, &size)) {
+                f->hdrs[n].name  = name;
+                f->hdrs[n].value = val;
+                f->hdrs[n].size  = size;
+                n++;
+        }
+        return n;
+}
+
+/* If 'm' (read from the target) was written by this flow, return the
+ * source offset it copied, else -1. */
+static int64_t written_by_us(aagw_flow_t *f, const rd_kafka_message_t *m,
+                             const char *topic, int32_t partition) {
+        struct aagw_prov prov;
+        size_t           n = collect_headers(f, m);
+        char             t[AAGW_TOPIC_MAX + 1];
+        int32_t          p;
+        int64_t          o;
+
+        if (aagw_prov_decode(f->pol, f->hdrs, n, &prov) != AAGW_REASON_OK ||
+            prov.path_len < 2 ||
+            strcmp(prov.path[prov.path_len - 1], f->target) ||
+            strcmp(prov.path[prov.path_len - 2], f->source))
+                return -1;
+        for (size_t i = 0; i < n; i++) {
+                if (f->hdrs[i].value && !strcmp(f->hdrs[i].name, f->hop_hdr)) {
+                        if (!parse_coords(f->hdrs[i].value, f->hdrs[i].size, t,
+                                          sizeof(t), &p, &o))
+                                return -1;
+                        return !strcmp(t, topic) && p == partition ? o : -1;
+                }
+        }
+        /* No hop header: the record was stamped fresh by this flow, so its
+         * origin coordinates are the source coordinates. */
+        if (prov.path_len == 2 && !strcmp(prov.src_topic, topic) &&
+            prov.src_partition == partition)
+                return prov.src_offset;
+        return -1;
+}
+
+/* Where to resume source partition 'pt': the stored position, moved past
+ * every record of ours found in the target partition after the stored
+ * target offset.  Returns the offset, or RD_KAFKA_OFFSET_BEGINNING. */
+static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
+        int64_t next = -1, out_next = -1, lo, hi, found = -1, scanned = 0;
+        const char *topic = pt->tt->topic;
+
+        if (f->conf.pos_load &&
+            f->conf.pos_load(f->conf.opaque, f->scope, topic, pt->partition,
+                             &next, &out_next) == 0)
+                ;
+        else
+                next = out_next = -1;
+        if (rd_kafka_query_watermark_offsets(f->reader, pt->tt->remote,
+                                             pt->partition, &lo, &hi, 10000)) {
+                lo = hi = 0;
+        }
+        int64_t from = out_next > lo ? out_next : lo;
+        if (from < hi) {
+                rd_kafka_topic_partition_list_t *a =
+                    rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(a, pt->tt->remote,
+                                                  pt->partition)
+                    ->offset = from;
+                rd_kafka_assign(f->reader, a);
+                rd_kafka_topic_partition_list_destroy(a);
+                int64_t deadline = mono_ms() + 30000, last = from - 1;
+                while (last < hi - 1 && mono_ms() < deadline &&
+                       !atomic_load(&f->stop)) {
+                        rd_kafka_message_t *m =
+                            rd_kafka_consumer_poll(f->reader, 200);
+                        if (!m)
+                                continue;
+                        if (!m->err) {
+                                int64_t o = written_by_us(f, m, topic,
+                                                          pt->partition);
+                                if (o > found)
+                                        found = o;
+                                last = m->offset;
+                                scanned++;
+                        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                                aagw_log(AAGW_LOG_WARN, "FLOW",
+                                         "%s: reading %s [%d] at %s: %s",
+                                         f->name, pt->tt->remote,
+                                         (int)pt->partition, f->target,
+                                         rd_kafka_message_errstr(m));
+                        }
+                        rd_kafka_message_destroy(m);
+                }
+                rd_kafka_assign(f->reader, NULL);
+                if (last < hi - 1)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: reconciling %s [%d]: read to %" PRId64
+                                 " of %" PRId64 " before the deadline",
+                                 f->name, pt->tt->remote, (int)pt->partition,
+                                 last + 1, hi);
+        }
+        if (found >= 0 && found + 1 > next) {
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: %s [%d]: target holds copies up to source "
+                         "offset %" PRId64 " (stored position %" PRId64
+                         "); resuming at %" PRId64,
+                         f->name, topic, (int)pt->partition, found, next,
+                         found + 1);
+                next = found + 1;
+        }
+        pt->out_next = hi > out_next ? hi : out_next;
+        (void)scanned;
+        return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+}
+
+/* Persist the positions that moved, and commit them to the group. */
+static void save_positions(aagw_flow_t *f, bool force) {
+        struct aagw_flow_pos            *pos;
+        size_t                           n = 0, cap = 0;
+        rd_kafka_topic_partition_list_t *commit;
+
+        (void)force;
+        for (size_t i = 0; i < f->ntopics; i++)
+                cap += (size_t)f->topics[i]->partition_cnt;
+        if (!cap)
+                return;
+        pos    = calloc(cap, sizeof(*pos));
+        commit = rd_kafka_topic_partition_list_new((int)cap);
+        if (!pos)
+                goto out;
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                        struct ptrack *pt = tt->parts[p];
+                        int64_t        lo, hi;
+                        if (pt && pt->assigned &&
+                            !rd_kafka_get_watermark_offsets(
+                                f->consumer, tt->topic, p, &lo, &hi) &&
+                            hi >= 0)
+                                atomic_store_explicit(&pt->high, hi, RELAXED);
+                        if (!pt || pt->next < 0 ||
+                            (pt->next == pt->saved_next &&
+                             pt->out_next == pt->saved_out))
+                                continue;
+                        pos[n++] = (struct aagw_flow_pos){
+                            tt->topic, p, pt->next, pt->out_next};
+                        if (pt->assigned)
+                                rd_kafka_topic_partition_list_add(commit,
+                                                                  tt->topic, p)
+                                    ->offset = pt->next;
+                }
+        }
+        if (n && f->conf.pos_save &&
+            f->conf.pos_save(f->conf.opaque, f->scope, pos, n) == 0) {
+                for (size_t i = 0; i < n; i++) {
+                        struct ptrack *pt =
+                            topic_find(f, pos[i].topic)->parts[pos[i].partition];
+                        pt->saved_next = pos[i].next;
+                        pt->saved_out  = pos[i].out_next;
+                }
+        }
+        if (commit->cnt)
+                rd_kafka_commit(f->consumer, commit, 1 /* async */);
+out:
+        free(pos);
+        rd_kafka_topic_partition_list_destroy(commit);
+}
+
+/* Wait for every in-flight record (delivery reports arrive here). */
+static void drain(aagw_flow_t *f, int timeout_ms) {
+        int64_t deadline = mono_ms() + timeout_ms;
+        while (atomic_load(&f->inflight) > 0 && mono_ms() < deadline)
+                rd_kafka_poll(f->producer, 50);
+        if (atomic_load(&f->inflight) > 0)
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: %" PRId64 " records still unacknowledged after "
+                         "%d ms; their positions are not stored",
+                         f->name, atomic_load(&f->inflight), timeout_ms);
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts,
+                         void *opaque) {
+        aagw_flow_t *f = opaque;
+
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                for (int i = 0; i < parts->cnt; i++) {
+                        struct ttrack *tt = topic_find(f, parts->elems[i].topic);
+                        struct ptrack *pt =
+                            tt ? part_get(f, tt, parts->elems[i].partition)
+                               : NULL;
+                        if (!pt) {
+                                parts->elems[i].offset = RD_KAFKA_OFFSET_END;
+                                continue;
+                        }
+                        parts->elems[i].offset = reconcile(f, pt);
+                        pt->next = parts->elems[i].offset >= 0
+                                       ? parts->elems[i].offset
+                                       : -1;
+                        pt->read_next = pt->next >= 0 ? pt->next : 0;
+                        pt->saved_next = -2; /* save once after assign */
+                        pt->head = pt->tail = 0;
+                        pt->assigned        = true;
+                        atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
+                        atomic_fetch_add(&f->nparts_assigned, 1);
+                        aagw_log(AAGW_LOG_DEBUG, "FLOW",
+                                 "%s: assigned %s [%d] from offset %" PRId64,
+                                 f->name, tt->topic,
+                                 (int)parts->elems[i].partition,
+                                 parts->elems[i].offset);
+                }
+                rd_kafka_assign(rk, parts);
+                if (atomic_load(&f->state) == AAGW_FLOW_STARTING)
+                        atomic_store(&f->state, AAGW_FLOW_RUNNING);
+        } else {
+                /* Revoked: finish what is in flight, store, let go. */
+                drain(f, 10000);
+                save_positions(f, true);
+                for (int i = 0; i < parts->cnt; i++) {
+                        struct ttrack *tt = topic_find(f, parts->elems[i].topic);
+                        struct ptrack *pt =
+                            tt ? part_get(f, tt, parts->elems[i].partition)
+                               : NULL;
+                        if (pt && pt->assigned) {
+                                pt->assigned = false;
+                                atomic_fetch_sub(&f->nparts_assigned, 1);
+                        }
+                }
+                rd_kafka_assign(rk, NULL);
+        }
+}
+
+/* ------------------------------------------------------------ RECORDS --- */
+
+static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
+        struct aagw_verdict *v = &f->verdict;
+        struct ttrack       *tt;
+        struct ptrack       *pt;
+        struct aagw_rec      rec;
+        rd_kafka_timestamp_type_t tstype;
+        uint64_t             seq;
+
+        if (m->err) {
+                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                        aagw_log(AAGW_LOG_WARN, "FLOW", "%s: consume: %s",
+                                 f->name, rd_kafka_message_errstr(m));
+                return;
+        }
+        INC(f->records_in);
+        tt = topic_find(f, rd_kafka_topic_name(m->rkt));
+        pt = tt ? part_get(f, tt, m->partition) : NULL;
+        if (!pt || !pt->assigned)
+                return; /* not ours (any more): it will be re-read */
+        if (m->offset < pt->read_next)
+                return; /* already taken in (re-fetch after a seek) */
+        if (pt->next < 0)
+                pt->next = m->offset; /* from the beginning */
+        pt->read_next = m->offset + 1;
+
+        memset(&rec, 0, sizeof(rec));
+        rec.topic        = tt->topic;
+        rec.partition    = m->partition;
+        rec.offset       = m->offset;
+        rec.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+        rec.key          = m->key;
+        rec.key_len      = m->key_len;
+        rec.value        = m->payload;
+        rec.value_len    = m->len;
+        rec.hdr_cnt      = collect_headers(f, m);
+        rec.hdrs         = f->hdrs;
+
+        if (aagw_repl_verdict(f->pol, f->source, f->target, &rec, tt->id_rule,
+                              f->conf.verdict_flags, v)) {
+                flow_fail(f, "%s [%d] offset %" PRId64 ": verdict failed",
+                          tt->topic, (int)m->partition, m->offset);
+                return;
+        }
+        int64_t origin_ms = v->kind == AAGW_VERDICT_REPLICATE
+                                ? aagw_hlc_ms(v->prov.hlc)
+                                : rec.timestamp_ms;
+        if (ring_push(pt, m->offset, origin_ms, &seq)) {
+                flow_fail(f, "out of memory");
+                return;
+        }
+        struct slot *sl = &pt->ring[seq & (pt->cap - 1)];
+
+        if (v->kind == AAGW_VERDICT_SKIP) {
+                INC(f->skipped[v->skip]);
+                sl->done = 1;
+                ring_advance(f, pt);
+                return;
+        }
+        if (v->kind == AAGW_VERDICT_REJECT) {
+                INC(f->rejected[v->reason ? v->reason : v->id_reason]);
+                if (v->action == AAGW_BAD_FAIL) {
+                        flow_fail(f,
+                                  "%s [%d] offset %" PRId64
+                                  ": bad provenance (%s) and bad_provenance "
+                                  "is fail",
+                                  tt->topic, (int)m->partition, m->offset,
+                                  aagw_reason_name(v->reason ? v->reason
+                                                             : v->id_reason));
+                        return;
+                }
+                struct token *tok = token_get(f);
+                if (!tok) {
+                        flow_fail(f, "out of memory");
+                        return;
+                }
+                tok->pt  = pt;
+                tok->seq = seq;
+                atomic_fetch_add_explicit(&f->inflight, 1, RELAXED);
+                produce_dlq(f, tok, m,
+                            aagw_reason_name(v->reason ? v->reason
+                                                       : v->id_reason));
+                return;
+        }
+        if (v->reason != AAGW_REASON_OK)
+                INC(f->bad_passed);
+
+        /* The copy: the producer's headers minus any under our prefix,
+         * then the verdict's provenance (and the hop coordinates when the
+         * record was not stamped here). */
+        rd_kafka_headers_t *h = rd_kafka_headers_new(rec.hdr_cnt + 6);
+        for (size_t i = 0; i < rec.hdr_cnt; i++)
+                if (!aagw_prov_is_own_header(f->pol, rec.hdrs[i].name))
+                        rd_kafka_header_add(h, rec.hdrs[i].name, -1,
+                                            rec.hdrs[i].value,
+                                            (ssize_t)rec.hdrs[i].size);
+        for (size_t i = 0; i < v->hdrs.cnt; i++)
+                rd_kafka_header_add(h, v->hdrs.hdrs[i].name, -1,
+                                    v->hdrs.hdrs[i].value,
+                                    (ssize_t)v->hdrs.hdrs[i].size);
+        if (!v->fresh) {
+                char hop[AAGW_TOPIC_MAX + 40];
+                int  n = snprintf(hop, sizeof(hop), "%s:%d:%" PRId64,
+                                  tt->topic, (int)m->partition, m->offset);
+                rd_kafka_header_add(h, f->hop_hdr, -1, hop, n);
+        }
+        struct token *tok = token_get(f);
+        if (!tok) {
+                rd_kafka_headers_destroy(h);
+                flow_fail(f, "out of memory");
+                return;
+        }
+        tok->pt  = pt;
+        tok->seq = seq;
+        tok->dlq = false;
+        atomic_fetch_add_explicit(&f->inflight, 1, RELAXED);
+        rd_kafka_resp_err_t err;
+        if (produce_retry(f, tt->rkt, m->partition, m, h, rec.timestamp_ms,
+                          tok, &err)) {
+                rd_kafka_headers_destroy(h);
+                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                token_put(f, tok);
+                if (!atomic_load(&f->stop))
+                        flow_fail(f, "produce to %s [%d]: %s", tt->remote,
+                                  (int)m->partition, rd_kafka_err2str(err));
+        }
+}
+
+/* ------------------------------------------------------------- THREAD --- */
+
+static void set_paused(aagw_flow_t *f, bool pause) {
+        rd_kafka_topic_partition_list_t *a = NULL;
+        if (rd_kafka_assignment(f->consumer, &a) || !a)
+                return;
+        if (pause)
+                rd_kafka_pause_partitions(f->consumer, a);
+        else
+                rd_kafka_resume_partitions(f->consumer, a);
+        rd_kafka_topic_partition_list_destroy(a);
+        f->paused = pause;
+        atomic_store(&f->state, pause ? AAGW_FLOW_PAUSED : AAGW_FLOW_RUNNING);
+        aagw_log(AAGW_LOG_INFO, "FLOW", "%s: %s", f->name,
+                 pause ? "paused" : "resumed");
+}
+
+static void *flow_main(void *arg) {
+        aagw_flow_t *f = arg;
+
+        discover(f);
+        f->last_refresh_ms = f->last_save_ms = mono_ms();
+        while (!atomic_load(&f->stop)) {
+                bool want_pause = atomic_load(&f->paused_req);
+                if (want_pause != f->paused)
+                        set_paused(f, want_pause);
+                for (int i = 0; i < 10000 && !atomic_load(&f->stop); i++) {
+                        rd_kafka_message_t *m =
+                            rd_kafka_consumer_poll(f->consumer, i ? 0 : 100);
+                        if (!m)
+                                break;
+                        handle(f, m);
+                        rd_kafka_message_destroy(m);
+                }
+                rd_kafka_poll(f->producer, 0);
+                int64_t now = mono_ms();
+                if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
+                        save_positions(f, false);
+                        f->last_save_ms = now;
+                }
+                if (now - f->last_refresh_ms >= f->conf.refresh_ms) {
+                        discover(f);
+                        f->last_refresh_ms = mono_ms();
+                }
+        }
+        /* Stop: no more consuming; finish in-flight, store, leave the
+         * group (the revoke callback drains and saves once more). */
+        drain(f, 8000);
+        save_positions(f, true);
+        rd_kafka_consumer_close(f->consumer);
+        if (atomic_load(&f->state) != AAGW_FLOW_FAILED)
+                atomic_store(&f->state, AAGW_FLOW_STOPPED);
+        return NULL;
+}
+
+/* ---------------------------------------------------------- LIFECYCLE --- */
+
+static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
+                               const char *role, const char *bootstraps,
+                               const char *const *props, size_t nprops,
+                               const char *const *extra, char *errstr,
+                               size_t errstr_size) {
+        char             rolename[256];
+        rd_kafka_conf_t *conf;
+        rd_kafka_t      *rk;
+
+        snprintf(rolename, sizeof(rolename), "%s-%s", f->name, role);
+        conf = aagw_kafka_conf_new(bootstraps, rolename, errstr, errstr_size);
+        if (!conf)
+                return NULL;
+        for (size_t i = 0; extra && extra[i]; i += 2)
+                if (aagw_kafka_conf_set(conf, extra[i], extra[i + 1], errstr,
+                                        errstr_size))
+                        goto fail;
+        if (aagw_kafka_conf_apply(conf,
+                                  !strcmp(role, "reader") ? "consumer" : role,
+                                  props, nprops, errstr, errstr_size))
+                goto fail;
+        rd_kafka_conf_set_opaque(conf, f);
+        if (type == RD_KAFKA_PRODUCER && !strcmp(role, "producer"))
+                rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        if (type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer"))
+                rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+        rk = rd_kafka_new(type, conf, errstr, errstr_size);
+        if (!rk)
+                goto fail;
+        return rk;
+fail:
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+}
+
+aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
+                           size_t errstr_size) {
+        aagw_flow_t *f = calloc(1, sizeof(*f));
+        char         group[512], hp[AAGW_AFFIX_MAX + 1];
+
+        if (!f) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        f->conf = *c;
+        f->pol  = c->policy;
+        pthread_mutex_init(&f->lock, NULL);
+        snprintf(f->source, sizeof(f->source), "%s", c->source);
+        snprintf(f->target, sizeof(f->target), "%s", c->target);
+        snprintf(f->name, sizeof(f->name), "%s->%s", c->source, c->target);
+        snprintf(f->scope, sizeof(f->scope), "repl:%s->%s", c->source,
+                 c->target);
+        if (f->conf.refresh_ms <= 0)
+                f->conf.refresh_ms = 5000;
+        f->topics = calloc(MAX_TOPICS, sizeof(*f->topics));
+        if (!f->topics) {
+                snprintf(errstr, errstr_size, "out of memory");
+                goto fail;
+        }
+        /* "<prefix>hop" lives under the provenance prefix, so the copy
+         * step, which drops our own headers, drops it too. */
+        snprintf(hp, sizeof(hp), "%s",
+                 c->header_prefix ? c->header_prefix : "aagw.");
+        snprintf(f->hop_hdr, sizeof(f->hop_hdr), "%shop", hp);
+        if (aagw_repl_dlq_topic(f->pol, c->source, f->dlq_topic,
+                                sizeof(f->dlq_topic))) {
+                snprintf(errstr, errstr_size, "bad source alias %s", c->source);
+                goto fail;
+        }
+
+        snprintf(group, sizeof(group), "aagw.%s.%s-%s", c->gateway_id,
+                 c->source, c->target);
+        const char *consumer_extra[] = {
+            "group.id", group,
+            "enable.auto.commit", "false",
+            "enable.auto.offset.store", "false",
+            "auto.offset.reset", "earliest",
+            "session.timeout.ms", "10000",
+            "heartbeat.interval.ms", "1000",
+            "enable.partition.eof", "false",
+            "queued.min.messages", "100000",
+            NULL};
+        const char *producer_extra[] = {
+            "enable.idempotence", "true",
+            "acks", "all",
+            "message.timeout.ms", "0",
+            "linger.ms", "5",
+            "batch.num.messages", "10000",
+            "queue.buffering.max.messages", "500000",
+            NULL};
+        /* The reader only ever assign()s: the group id is never joined or
+         * committed to, but librdkafka's consumer wants one. */
+        char reader_group[600];
+        snprintf(reader_group, sizeof(reader_group), "%s.reader", group);
+        const char *reader_extra[] = {
+            "group.id", reader_group,
+            "enable.auto.commit", "false",
+            "enable.partition.eof", "false",
+            "auto.offset.reset", "earliest",
+            NULL};
+        f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
+                                  c->source_bootstraps, c->source_props,
+                                  c->source_prop_cnt, consumer_extra, errstr,
+                                  errstr_size);
+        if (!f->consumer)
+                goto fail;
+        rd_kafka_poll_set_consumer(f->consumer);
+        f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
+                                  c->target_bootstraps, c->target_props,
+                                  c->target_prop_cnt, producer_extra, errstr,
+                                  errstr_size);
+        if (!f->producer)
+                goto fail;
+        f->reader = make_client(f, RD_KAFKA_CONSUMER, "reader",
+                                c->target_bootstraps, c->target_props,
+                                c->target_prop_cnt, reader_extra, errstr,
+                                errstr_size);
+        if (!f->reader)
+                goto fail;
+        f->admin = make_client(f, RD_KAFKA_PRODUCER, "admin",
+                               c->target_bootstraps, c->target_props,
+                               c->target_prop_cnt, NULL, errstr, errstr_size);
+        if (!f->admin)
+                goto fail;
+        f->dlq_rkt = rd_kafka_topic_new(f->producer, f->dlq_topic, NULL);
+        atomic_store(&f->state, AAGW_FLOW_STARTING);
+        return f;
+fail:
+        aagw_flow_destroy(f, 0);
+        return NULL;
+}
+
+aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
+        int rc = pthread_create(&f->thread, NULL, flow_main, f);
+        if (rc) {
+                snprintf(errstr, errstr_size, "cannot start thread: %s",
+                         strerror(rc));
+                return AAGW_ERR_NOMEM;
+        }
+        f->thread_started = true;
+        return AAGW_OK;
+}
+
+void aagw_flow_stop(aagw_flow_t *f) {
+        atomic_store(&f->stop, true);
+}
+
+void aagw_flow_pause(aagw_flow_t *f, bool pause) {
+        atomic_store(&f->paused_req, pause);
+}
+
+void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
+        (void)timeout_ms;
+        if (!f)
+                return;
+        atomic_store(&f->stop, true);
+        if (f->thread_started)
+                pthread_join(f->thread, NULL);
+        for (size_t i = 0; f->topics && i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (tt->rkt)
+                        rd_kafka_topic_destroy(tt->rkt);
+                for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                        if (tt->parts[p])
+                                free(tt->parts[p]->ring);
+                        free(tt->parts[p]);
+                }
+                free(tt->parts);
+                free(tt->topic);
+                free(tt);
+        }
+        free(f->topics);
+        if (f->dlq_rkt)
+                rd_kafka_topic_destroy(f->dlq_rkt);
+        if (f->producer) {
+                /* Delivery reports of anything left refer to tokens we
+                 * are about to free: purge and serve them first. */
+                rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_poll(f->producer, 0);
+                rd_kafka_destroy(f->producer);
+        }
+        if (f->consumer)
+                rd_kafka_destroy(f->consumer);
+        if (f->reader)
+                rd_kafka_destroy(f->reader);
+        if (f->admin)
+                rd_kafka_destroy(f->admin);
+        for (size_t i = 0; i < f->nchunks; i++)
+                free(f->token_chunks[i]);
+        free(f->token_chunks);
+        free(f->hdrs);
+        pthread_mutex_destroy(&f->lock);
+        free(f);
+}
+
+/* ------------------------------------------------------------- STATUS --- */
+
+aagw_flow_state_t aagw_flow_state(const aagw_flow_t *f) {
+        return (aagw_flow_state_t)atomic_load(&((aagw_flow_t *)f)->state);
+}
+
+const char *aagw_flow_state_name(aagw_flow_state_t st) {
+        static const char *names[] = {"starting", "running", "paused",
+                                      "failed", "stopped"};
+        return (unsigned)st < 5 ? names[st] : "unknown";
+}
+
+void aagw_flow_error(const aagw_flow_t *fc, char *buf, size_t size) {
+        aagw_flow_t *f = (aagw_flow_t *)fc;
+        pthread_mutex_lock(&f->lock);
+        snprintf(buf, size, "%s", f->error);
+        pthread_mutex_unlock(&f->lock);
+}
+
+const char *aagw_flow_name(const aagw_flow_t *f) {
+        return f->name;
+}
+
+#define LOAD(x) atomic_load_explicit(&(x), RELAXED)
+
+void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
+        aagw_flow_t *f = (aagw_flow_t *)fc;
+
+        memset(st, 0, sizeof(*st));
+        st->records_in     = LOAD(f->records_in);
+        st->records_out    = LOAD(f->records_out);
+        st->bytes_out      = LOAD(f->bytes_out);
+        st->bad_passed     = LOAD(f->bad_passed);
+        st->dead_lettered  = LOAD(f->dead_lettered);
+        st->produce_errors = LOAD(f->produce_errors);
+        st->lat_count      = LOAD(f->lat_count);
+        st->lat_sum_ms     = LOAD(f->lat_sum);
+        for (int i = 0; i < AAGW_SKIP_COUNT; i++)
+                st->skipped[i] = LOAD(f->skipped[i]);
+        for (int i = 0; i < AAGW_REASON_COUNT; i++)
+                st->rejected[i] = LOAD(f->rejected[i]);
+        for (int i = 0; i < AAGW_LAT_BUCKETS; i++)
+                st->lat_buckets[i] = LOAD(f->lat_buckets[i]);
+        st->inflight       = LOAD(f->inflight);
+        st->topics         = LOAD(f->ntopics_active);
+        st->partitions     = LOAD(f->nparts_assigned);
+        st->topics_refused = LOAD(f->ntopics_refused);
+        pthread_mutex_lock(&f->lock);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                        struct ptrack *pt = tt->parts[p];
+                        if (!pt || !pt->assigned)
+                                continue;
+                        int64_t hi  = LOAD(pt->high);
+                        int64_t pos = LOAD(pt->pos_pub);
+                        if (hi > pos && pos >= 0)
+                                st->lag += hi - pos;
+                }
+        }
+        pthread_mutex_unlock(&f->lock);
+}
+
+size_t aagw_flow_partitions(const aagw_flow_t *fc,
+                            struct aagw_flow_part_stats *out, size_t max) {
+        aagw_flow_t *f = (aagw_flow_t *)fc;
+        size_t       n = 0;
+
+        pthread_mutex_lock(&f->lock);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                        struct ptrack *pt = tt->parts[p];
+                        if (!pt)
+                                continue;
+                        if (n < max) {
+                                snprintf(out[n].topic, sizeof(out[n].topic),
+                                         "%s", tt->topic);
+                                out[n].partition   = p;
+                                out[n].next        = LOAD(pt->pos_pub);
+                                out[n].high        = LOAD(pt->high);
+                                out[n].records_out = LOAD(pt->records_out);
+                        }
+                        n++;
+                }
+        }
+        pthread_mutex_unlock(&f->lock);
+        return n;
+}

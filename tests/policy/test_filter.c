@@ -1,0 +1,250 @@
+/* tests/policy/test_filter.c: topic and group filters, internal topics. */
+#include "policy_test.h"
+
+static const char *const two[] = {"east", "west"};
+
+static aagw_repl_policy_t *with_topics(const char *const *inc, size_t ni,
+                                       const char *const *exc, size_t ne) {
+        struct aagw_repl_conf c;
+
+        aagw_repl_conf_init(&c);
+        c.sites              = two;
+        c.site_cnt           = 2;
+        c.topics_include     = inc;
+        c.topics_include_cnt = ni;
+        c.topics_exclude     = exc;
+        c.topics_exclude_cnt = ne;
+        return must_policy(&c);
+}
+
+static void test_internal_topics(void **state) {
+        static const char *const internal[] = {"__consumer_offsets",
+                                               "__transaction_state",
+                                               ".hidden",
+                                               "mm2-offset-syncs.west.internal",
+                                               "west.checkpoints.internal",
+                                               "connect-offsets-internal",
+                                               "aagw.dlq.east",
+                                               "aagw.anything",
+                                               "clicks.unified",
+                                               "east.clicks.unified"};
+        static const char *const normal[]   = {
+              "clicks",      "east.clicks", "_single", "internal",
+              "x.internals", "aagw",        "aagw-x",  "clicks.unifiedx",
+              "unified",     "x.replica"};
+        aagw_repl_policy_t *pol = with_topics(NULL, 0, NULL, 0);
+        (void)state;
+
+        for (size_t i = 0; i < ARRAY_LEN(internal); i++)
+                if (!aagw_repl_topic_is_internal(pol, internal[i]))
+                        fail_msg("%s should be internal", internal[i]);
+        for (size_t i = 0; i < ARRAY_LEN(normal); i++)
+                if (aagw_repl_topic_is_internal(pol, normal[i]))
+                        fail_msg("%s should not be internal", normal[i]);
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_custom_suffix_and_prefix(void **state) {
+        struct aagw_repl_conf c;
+        aagw_repl_policy_t   *pol;
+        (void)state;
+
+        aagw_repl_conf_init(&c);
+        c.sites          = two;
+        c.site_cnt       = 2;
+        c.unified_suffix = "-all";
+        c.own_prefix     = "gw_";
+        pol              = must_policy(&c);
+        assert_true(aagw_repl_topic_is_internal(pol, "clicks-all"));
+        assert_false(aagw_repl_topic_is_internal(pol, "clicks.unified"));
+        assert_true(aagw_repl_topic_is_internal(pol, "gw_dlq.east"));
+        assert_false(aagw_repl_topic_is_internal(pol, "aagw.dlq.east"));
+        assert_false(aagw_repl_topic_allowed(pol, "clicks-all"));
+        assert_true(aagw_repl_topic_allowed(pol, "clicks.unified"));
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_default_topic_filter(void **state) {
+        aagw_repl_policy_t *pol = with_topics(NULL, 0, NULL, 0);
+        (void)state;
+
+        assert_true(aagw_repl_topic_allowed(pol, "clicks"));
+        assert_true(aagw_repl_topic_allowed(pol, "east.clicks"));
+        assert_true(aagw_repl_topic_allowed(pol, "a"));
+        /* MM2's default excludes */
+        assert_false(aagw_repl_topic_allowed(pol, "__x"));
+        assert_false(aagw_repl_topic_allowed(pol, "x-internal"));
+        assert_false(aagw_repl_topic_allowed(pol, "x.internal"));
+        assert_false(aagw_repl_topic_allowed(pol, "x.replica"));
+        assert_true(aagw_repl_topic_allowed(pol, "x-replica"));
+        assert_true(aagw_repl_topic_allowed(pol, "xinternal"));
+        /* aagw's own */
+        assert_false(aagw_repl_topic_allowed(pol, "clicks.unified"));
+        assert_false(aagw_repl_topic_allowed(pol, "aagw.dlq.west"));
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_whole_name_match(void **state) {
+        static const char *const inc[] = {"clicks", "profile-.*", "a|b",
+                                          "^anchored$", "v[0-9]+"};
+        aagw_repl_policy_t      *pol   = with_topics(inc, 5, NULL, 0);
+        (void)state;
+
+        assert_true(aagw_repl_topic_allowed(pol, "clicks"));
+        assert_false(aagw_repl_topic_allowed(pol, "clicks2"));
+        assert_false(aagw_repl_topic_allowed(pol, "xclicks"));
+        assert_false(aagw_repl_topic_allowed(pol, "east.clicks"));
+        assert_true(aagw_repl_topic_allowed(pol, "profile-"));
+        assert_true(aagw_repl_topic_allowed(pol, "profile-eu"));
+        assert_false(aagw_repl_topic_allowed(pol, "old-profile-eu"));
+        /* alternation is wrapped as a whole, not "^a" | "b$" */
+        assert_true(aagw_repl_topic_allowed(pol, "a"));
+        assert_true(aagw_repl_topic_allowed(pol, "b"));
+        assert_false(aagw_repl_topic_allowed(pol, "ab"));
+        assert_false(aagw_repl_topic_allowed(pol, "ax"));
+        assert_false(aagw_repl_topic_allowed(pol, "xb"));
+        assert_true(aagw_repl_topic_allowed(pol, "anchored"));
+        assert_true(aagw_repl_topic_allowed(pol, "v12"));
+        assert_false(aagw_repl_topic_allowed(pol, "v12x"));
+        assert_false(aagw_repl_topic_allowed(pol, "v"));
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_user_excludes_add_to_builtins(void **state) {
+        static const char *const exc[] = {"tmp-.*", "clicks"};
+        aagw_repl_policy_t      *pol   = with_topics(NULL, 0, exc, 2);
+        (void)state;
+
+        assert_false(aagw_repl_topic_allowed(pol, "tmp-1"));
+        assert_false(aagw_repl_topic_allowed(pol, "clicks"));
+        assert_true(aagw_repl_topic_allowed(pol, "clicks-v2"));
+        assert_false(aagw_repl_topic_allowed(pol, "x.replica"));
+        assert_false(aagw_repl_topic_allowed(pol, "__y"));
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_empty_include_list(void **state) {
+        static const char *const none[] = {"unused"};
+        aagw_repl_policy_t      *pol    = with_topics(none, 0, NULL, 0);
+        (void)state;
+
+        /* An explicit empty list includes nothing (NULL means ".*"). */
+        assert_false(aagw_repl_topic_allowed(pol, "clicks"));
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_bad_regex(void **state) {
+        static const char *const open_paren[] = {"("};
+        static const char *const bad_brace[]  = {"ok", "a{1"};
+        static const char *const bad_brack[]  = {"[a"};
+        static const char *const rparen[]     = {"a)b"};
+        static const char *const empty[]      = {"x", ""};
+        static const char *const null_pat[]   = {NULL};
+        static const char *const fine[] = {"a\\)b", "[)]x",    "[[:digit:]]+",
+                                           "[]a]",  "(x|(y))", "z[^])]"};
+        struct aagw_repl_conf    c;
+        aagw_repl_policy_t      *pol;
+        (void)state;
+
+        aagw_repl_conf_init(&c);
+        c.sites              = two;
+        c.site_cnt           = 2;
+        c.topics_include     = open_paren;
+        c.topics_include_cnt = 1;
+        expect_conf_error(&c, "topics.include[0] \"(\": Unmatched ( or \\(");
+        c.topics_include     = NULL;
+        c.topics_exclude     = bad_brace;
+        c.topics_exclude_cnt = 2;
+        expect_conf_error(&c, "topics.exclude[1] \"a{1\": Unmatched \\{");
+        c.topics_exclude     = NULL;
+        c.groups_include     = bad_brack;
+        c.groups_include_cnt = 1;
+        expect_conf_error(&c, "groups.include[0] \"[a\": Unmatched [, [^, [:, "
+                              "[., or [=");
+        c.groups_include     = NULL;
+        c.groups_exclude     = rparen;
+        c.groups_exclude_cnt = 1;
+        expect_conf_error(&c, "groups.exclude[0] \"a)b\": unmatched ) (write "
+                              "\\) for a literal parenthesis)");
+        c.groups_exclude     = empty;
+        c.groups_exclude_cnt = 2;
+        expect_conf_error(&c,
+                          "groups.exclude[1] \"\": empty regular expression");
+        c.groups_exclude     = null_pat;
+        c.groups_exclude_cnt = 1;
+        expect_conf_error(&c,
+                          "groups.exclude[0] \"\": empty regular expression");
+
+        c.groups_exclude     = fine;
+        c.groups_exclude_cnt = ARRAY_LEN(fine);
+        pol                  = must_policy(&c);
+        assert_false(aagw_repl_group_allowed(pol, "a)b"));
+        assert_false(aagw_repl_group_allowed(pol, ")x"));
+        assert_false(aagw_repl_group_allowed(pol, "123"));
+        assert_false(aagw_repl_group_allowed(pol, "]"));
+        assert_false(aagw_repl_group_allowed(pol, "a"));
+        assert_false(aagw_repl_group_allowed(pol, "x"));
+        assert_false(aagw_repl_group_allowed(pol, "y"));
+        assert_true(aagw_repl_group_allowed(pol, "ax"));
+        assert_true(aagw_repl_group_allowed(pol, "a1"));
+        assert_true(aagw_repl_group_allowed(pol, "xy"));
+        assert_false(aagw_repl_group_allowed(pol, "zq"));
+        assert_true(aagw_repl_group_allowed(pol, "z)"));
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_group_filter(void **state) {
+        static const char *const exc[] = {"app-.*"};
+        static const char *const inc[] = {"app-.*", "billing", "connect-x"};
+        struct aagw_repl_conf    c;
+        aagw_repl_policy_t      *pol;
+        (void)state;
+
+        aagw_repl_conf_init(&c);
+        c.sites    = two;
+        c.site_cnt = 2;
+        pol        = must_policy(&c);
+        /* MM2's defaults */
+        assert_true(aagw_repl_group_allowed(pol, "billing"));
+        assert_false(aagw_repl_group_allowed(pol, "console-consumer-4711"));
+        assert_false(aagw_repl_group_allowed(pol, "connect-sink"));
+        assert_false(aagw_repl_group_allowed(pol, "__share"));
+        assert_true(aagw_repl_group_allowed(pol, "my-connect-x"));
+        /* aagw's own groups */
+        assert_false(aagw_repl_group_allowed(pol, "aagw.gw.east-west"));
+        aagw_repl_policy_destroy(pol);
+
+        /* A user list replaces the default excludes. */
+        c.groups_exclude     = exc;
+        c.groups_exclude_cnt = 1;
+        pol                  = must_policy(&c);
+        assert_true(aagw_repl_group_allowed(pol, "connect-sink"));
+        assert_false(aagw_repl_group_allowed(pol, "app-1"));
+        assert_false(aagw_repl_group_allowed(pol, "aagw.gw.east-west"));
+        aagw_repl_policy_destroy(pol);
+
+        c.groups_exclude     = NULL;
+        c.groups_include     = inc;
+        c.groups_include_cnt = 3;
+        pol                  = must_policy(&c);
+        assert_true(aagw_repl_group_allowed(pol, "app-1"));
+        assert_true(aagw_repl_group_allowed(pol, "billing"));
+        assert_false(aagw_repl_group_allowed(pol, "billing2"));
+        /* included, but excluded by default: exclusion wins */
+        assert_false(aagw_repl_group_allowed(pol, "connect-x"));
+        aagw_repl_policy_destroy(pol);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_internal_topics),
+            cmocka_unit_test(test_custom_suffix_and_prefix),
+            cmocka_unit_test(test_default_topic_filter),
+            cmocka_unit_test(test_whole_name_match),
+            cmocka_unit_test(test_user_excludes_add_to_builtins),
+            cmocka_unit_test(test_empty_include_list),
+            cmocka_unit_test(test_bad_regex),
+            cmocka_unit_test(test_group_filter),
+        };
+        return cmocka_run_group_tests_name("filter", tests, NULL, NULL);
+}

@@ -1,0 +1,276 @@
+/*
+ * tests/unit/test_cli.c: the `aagw` program's exit codes and streams.
+ *
+ * 0 success, 1 runtime failure, 2 usage or config error; errors on stderr
+ * as "aagw: reason", data on stdout.  Runs the real binary (AAGW_BIN).
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char tmpdir[] = "/tmp/aagw-cli-XXXXXX";
+
+struct result {
+        int  status; /* exit code, or 128+signal */
+        char out[65536];
+        char err[65536];
+};
+
+static void slurp(const char *path, char *buf, size_t size) {
+        FILE  *f = fopen(path, "rb");
+        size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+        buf[n]   = '\0';
+        if (f)
+                fclose(f);
+}
+
+/* Run aagw with the NULL-terminated arguments, stdin from /dev/null. */
+static void run(struct result *r, ...) {
+        const char *argv[64];
+        int         argc = 0;
+        va_list     ap;
+        char        outp[512], errp[512];
+        pid_t       pid;
+        int         st;
+
+        argv[argc++] = getenv("AAGW_BIN");
+        assert_non_null(argv[0]);
+        va_start(ap, r);
+        while (argc < 63 && (argv[argc] = va_arg(ap, const char *)))
+                argc++;
+        va_end(ap);
+        argv[argc] = NULL;
+        snprintf(outp, sizeof(outp), "%s/out", tmpdir);
+        snprintf(errp, sizeof(errp), "%s/err", tmpdir);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int in  = open("/dev/null", O_RDONLY);
+                int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                dup2(in, 0);
+                dup2(out, 1);
+                dup2(err, 2);
+                execv(argv[0], (char **)argv);
+                _exit(127);
+        }
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        slurp(outp, r->out, sizeof(r->out));
+        slurp(errp, r->err, sizeof(r->err));
+}
+
+static const char *write_file(const char *name, const char *text) {
+        static char path[512];
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        return path;
+}
+
+static int group_setup(void **state) {
+        (void)state;
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+        char cmd[256];
+        (void)state;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct result r;
+
+static void test_version(void **state) {
+        (void)state;
+        run(&r, "--version", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "aagw 0.1.0\n"));
+        assert_non_null(strstr(r.out, "librdkafka 2."));
+        assert_non_null(strstr(r.out, "RocksDB "));
+        assert_string_equal(r.err, "");
+}
+
+static void test_help(void **state) {
+        (void)state;
+        run(&r, "--help", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "Usage: aagw"));
+        assert_non_null(strstr(r.out, "config check"));
+        assert_non_null(strstr(r.out, "sandbox"));
+        assert_string_equal(r.err, "");
+        run(&r, "run", "--help", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "--mode"));
+        assert_non_null(strstr(r.out, "--cluster ALIAS=BOOTSTRAPS"));
+        run(&r, "config", "check", "--help", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "Usage: aagw config check"));
+        run(&r, "sandbox", "--help", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "--bootstraps-file"));
+}
+
+static void test_usage_errors_exit_2(void **state) {
+        (void)state;
+        run(&r, "frobnicate", NULL);
+        assert_int_equal(r.status, 2);
+        assert_true(!strncmp(r.err, "aagw: unknown command 'frobnicate'\n", 35));
+        assert_string_equal(r.out, "");
+
+        run(&r, "--bogus", NULL);
+        assert_int_equal(r.status, 2);
+        assert_true(!strncmp(r.err, "aagw: unknown option --bogus\n", 29));
+
+        run(&r, "config", NULL);
+        assert_int_equal(r.status, 2);
+        assert_true(!strncmp(r.err, "aagw: config: a subcommand is required", 38));
+
+        run(&r, "config", "check", "-c", NULL);
+        assert_int_equal(r.status, 2);
+        assert_true(!strncmp(r.err, "aagw: -c requires an argument\n", 30));
+
+        run(&r, "--mode", "sideways", NULL);
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.err,
+                            "aagw: --mode: gateway.mode: expected one of "
+                            "active-active, active-passive, aggregate, got "
+                            "\"sideways\"\n");
+
+        run(&r, "--cluster", "east", NULL);
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.err, "aagw: --cluster: expected "
+                                   "ALIAS=BOOTSTRAPS, got \"east\"\n");
+}
+
+static void test_config_check_valid(void **state) {
+        const char *path;
+        (void)state;
+
+        setenv("AAGW_CLI_PW", "pa55word-xyz", 1);
+        path = write_file("ok.yaml",
+                          "clusters:\n"
+                          "  east:\n"
+                          "    bootstrap_servers: 127.0.0.1:9092\n"
+                          "    properties:\n"
+                          "      sasl.password: ${AAGW_CLI_PW}\n"
+                          "  west:\n"
+                          "    bootstrap_servers: 127.0.0.1:9093\n");
+        run(&r, "config", "check", "-c", path, "--policy", "identity", NULL);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.err, "");
+        assert_non_null(strstr(r.out, "  policy: identity\n"));
+        assert_non_null(strstr(r.out, "    bootstrap_servers: \"127.0.0.1:9093\"\n"));
+        assert_non_null(strstr(r.out, "\"sasl.password\": \"[redacted]\""));
+        assert_null(strstr(r.out, "pa55word"));
+}
+
+static void test_config_check_invalid(void **state) {
+        const char *path;
+        (void)state;
+
+        path = write_file("bad.yaml", "gateway:\n  mode: both\n  mdoe: x\n");
+        run(&r, "config", "check", "-c", path, NULL);
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.out, "");
+        char want[2048];
+        snprintf(want, sizeof(want),
+                 "aagw: %s:2:9: gateway.mode: expected one of active-active, "
+                 "active-passive, aggregate, got \"both\"\n"
+                 "aagw: %s:3:3: gateway.mdoe: unknown key (did you mean "
+                 "'mode'?)\n",
+                 path, path);
+        assert_string_equal(r.err, want);
+
+        run(&r, "config", "check", "-c", "/nonexistent/aagw.yaml", NULL);
+        assert_int_equal(r.status, 2);
+        assert_string_equal(r.err, "aagw: /nonexistent/aagw.yaml: cannot "
+                                   "open: No such file or directory\n");
+}
+
+static void test_config_reference(void **state) {
+        (void)state;
+        run(&r, "config", "reference", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "replication.policy\n"));
+        run(&r, "config", "reference", "--markdown", NULL);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "### `replication.policy`\n"));
+}
+
+static bool file_contains(const char *path, const char *needle) {
+        static char buf[65536];
+        slurp(path, buf, sizeof(buf));
+        return strstr(buf, needle) != NULL;
+}
+
+/* A second gateway on the same state dir is refused, readably, with exit
+ * 1 (a runtime failure, not a usage error), and the first one is unhurt. */
+static void test_second_instance_refused(void **state) {
+        char  dir[512], errp[512], want[1024];
+        pid_t first;
+        int   st;
+        (void)state;
+
+        snprintf(dir, sizeof(dir), "%s/state", tmpdir);
+        snprintf(errp, sizeof(errp), "%s/first.err", tmpdir);
+        first = fork();
+        assert_true(first >= 0);
+        if (first == 0) {
+                int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                int in  = open("/dev/null", O_RDONLY);
+                dup2(in, 0);
+                dup2(err, 1);
+                dup2(err, 2);
+                execl(getenv("AAGW_BIN"), "aagw", "--state-dir", dir,
+                      "--duration", "60", (char *)NULL);
+                _exit(127);
+        }
+        /* Wait (30 s deadline) until the first one runs its flows. */
+        for (int i = 0; i < 600 && !file_contains(errp, "running 2 flows");
+             i++)
+                usleep(50000);
+        assert_true(file_contains(errp, "running 2 flows"));
+
+        run(&r, "--state-dir", dir, "--duration", "5", NULL);
+        assert_int_equal(r.status, 1);
+        snprintf(want, sizeof(want),
+                 "aagw: state dir %s is in use by another aagw process (pid "
+                 "%d); stop it or choose another state_dir\n",
+                 dir, (int)first);
+        assert_string_equal(r.err, want);
+
+        kill(first, SIGTERM);
+        assert_int_equal(waitpid(first, &st, 0), first);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+        assert_true(file_contains(errp, "I [RUN] stopped"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_version),
+            cmocka_unit_test(test_help),
+            cmocka_unit_test(test_usage_errors_exit_2),
+            cmocka_unit_test(test_config_check_valid),
+            cmocka_unit_test(test_config_check_invalid),
+            cmocka_unit_test(test_config_reference),
+            cmocka_unit_test(test_second_instance_refused),
+        };
+        return cmocka_run_group_tests_name("cli", tests, group_setup,
+                                           group_teardown);
+}

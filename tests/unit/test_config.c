@@ -1,0 +1,718 @@
+/*
+ * tests/unit/test_config.c: the YAML config, flag overrides, validation,
+ * redaction, the normalized dump and the generated reference.
+ *
+ * Error messages are asserted verbatim, line and column included: they are
+ * the interface an operator reads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+struct fixture {
+        aagw_config_t *cfg;
+};
+
+static int setup(void **state) {
+        struct fixture *f = calloc(1, sizeof(*f));
+        f->cfg            = aagw_config_new();
+        assert_non_null(f->cfg);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        struct fixture *f = *state;
+        aagw_config_destroy(f->cfg);
+        free(f);
+        return 0;
+}
+
+static aagw_err_t load(struct fixture *f, const char *yaml) {
+        return aagw_config_load_string(f->cfg, "gw.yaml", yaml, strlen(yaml));
+}
+
+/* Load, validate and return the full error text. */
+static const char *errors_of(struct fixture *f, const char *yaml) {
+        load(f, yaml);
+        aagw_config_validate(f->cfg);
+        return aagw_config_errors(f->cfg);
+}
+
+static char *dump(const aagw_config_t *cfg) {
+        char  *buf = NULL;
+        size_t len = 0;
+        FILE  *m   = open_memstream(&buf, &len);
+        aagw_config_dump(cfg, m);
+        fclose(m);
+        return buf;
+}
+
+static const char two_clusters[] = "clusters:\n"
+                                   "  east:\n"
+                                   "    bootstrap_servers: 127.0.0.1:9092\n"
+                                   "  west:\n"
+                                   "    bootstrap_servers: 127.0.0.1:9093\n";
+
+/* ------------------------------- DEFAULTS ------------------------------ */
+
+static void test_defaults(void **state) {
+        struct fixture     *f = *state;
+        const char *const *items;
+
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.mode"),
+                            "active-active");
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.id"), "aagw");
+        assert_string_equal(aagw_config_str(f->cfg, "replication.policy"),
+                            "prefix");
+        assert_string_equal(aagw_config_str(f->cfg, "replication.separator"),
+                            ".");
+        assert_int_equal(aagw_config_duration_ms(f->cfg, "unify.window"),
+                         86400000);
+        assert_int_equal(aagw_config_duration_ms(
+                             f->cfg, "replication.refresh_topics_interval"),
+                         5000);
+        assert_int_equal(aagw_config_int(f->cfg, "unify.cache_mb"), 64);
+        assert_false(aagw_config_bool(f->cfg, "replication.multi_hop"));
+        assert_true(aagw_config_bool(f->cfg, "replication.loop_check_topics"));
+        assert_int_equal(aagw_config_list(f->cfg, "replication.topics", &items),
+                         1);
+        assert_string_equal(items[0], ".*");
+        assert_int_equal(
+            aagw_config_list(f->cfg, "replication.groups_exclude", &items), 3);
+        assert_string_equal(items[1], "connect-.*");
+        assert_null(aagw_config_str(f->cfg, "gateway.site"));
+        assert_false(aagw_config_is_set(f->cfg, "gateway.mode"));
+        assert_int_equal(aagw_config_instance_cnt(f->cfg, "clusters"), 0);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+}
+
+/* ----------------------------- VALID FILES ----------------------------- */
+
+static void test_valid_file(void **state) {
+        struct fixture     *f = *state;
+        const char *const *items;
+        const char *const *kv;
+
+        setenv("AAGW_TEST_PW", "s3cr3t", 1);
+        assert_int_equal(
+            load(f, "gateway:\n"
+                    "  id: clicks-gw\n"
+                    "  mode: active-passive\n"
+                    "  primary: east\n"
+                    "  site: west\n"
+                    "clusters:\n"
+                    "  east:\n"
+                    "    bootstrap_servers: \"10.0.0.1:9092,10.0.0.2:9092\"\n"
+                    "    properties:\n"
+                    "      security.protocol: SASL_SSL\n"
+                    "      sasl.mechanisms: SCRAM-SHA-512\n"
+                    "      sasl.password: ${AAGW_TEST_PW}\n"
+                    "  west:\n"
+                    "    bootstrap_servers: 10.1.0.1:9092\n"
+                    "replication:\n"
+                    "  policy: identity\n"
+                    "  topics: [clicks, 'profile-.*']\n"
+                    "  flows:\n"
+                    "    - east -> west\n"
+                    "  multi_hop: yes\n"
+                    "  refresh_topics_interval: 1m30s\n"
+                    "unify:\n"
+                    "  window: 2h\n"
+                    "  topics:\n"
+                    "    profiles:\n"
+                    "      mode: lww\n"
+                    "      entity_key: json:user_id\n"),
+            AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        assert_string_equal(aagw_config_errors(f->cfg), "");
+
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.id"), "clicks-gw");
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.site"), "west");
+        assert_true(aagw_config_is_set(f->cfg, "gateway.mode"));
+        assert_string_equal(aagw_config_str(f->cfg, "replication.policy"),
+                            "identity");
+        assert_true(aagw_config_bool(f->cfg, "replication.multi_hop"));
+        assert_int_equal(aagw_config_duration_ms(
+                             f->cfg, "replication.refresh_topics_interval"),
+                         90000);
+        assert_int_equal(aagw_config_list(f->cfg, "replication.topics", &items),
+                         2);
+        assert_string_equal(items[0], "clicks");
+        assert_string_equal(items[1], "profile-.*");
+        /* Flows are normalized: spaces around the arrow dropped. */
+        assert_int_equal(aagw_config_list(f->cfg, "replication.flows", &items),
+                         1);
+        assert_string_equal(items[0], "east->west");
+
+        assert_int_equal(aagw_config_instance_cnt(f->cfg, "clusters"), 2);
+        assert_string_equal(aagw_config_instance(f->cfg, "clusters", 0),
+                            "east");
+        assert_string_equal(aagw_config_instance(f->cfg, "clusters", 1),
+                            "west");
+        assert_null(aagw_config_instance(f->cfg, "clusters", 2));
+        assert_string_equal(
+            aagw_config_str(f->cfg, "clusters.east.bootstrap_servers"),
+            "10.0.0.1:9092,10.0.0.2:9092");
+        assert_int_equal(aagw_config_cluster_props(f->cfg, "east", &kv), 3);
+        assert_string_equal(kv[0], "security.protocol");
+        assert_string_equal(kv[1], "SASL_SSL");
+        assert_string_equal(kv[4], "sasl.password");
+        assert_string_equal(kv[5], "s3cr3t");
+        assert_int_equal(aagw_config_cluster_props(f->cfg, "west", &kv), 0);
+
+        assert_int_equal(aagw_config_instance_cnt(f->cfg, "unify.topics"), 1);
+        assert_string_equal(aagw_config_instance(f->cfg, "unify.topics", 0),
+                            "profiles");
+        assert_string_equal(aagw_config_str(f->cfg, "unify.topics.profiles.mode"),
+                            "lww");
+        assert_string_equal(
+            aagw_config_str(f->cfg, "unify.topics.profiles.entity_key"),
+            "json:user_id");
+        assert_null(aagw_config_str(f->cfg, "unify.topics.profiles.id"));
+        assert_int_equal(aagw_config_duration_ms(f->cfg, "unify.window"),
+                         7200000);
+}
+
+static void test_empty_and_null(void **state) {
+        struct fixture *f = *state;
+
+        assert_int_equal(load(f, ""), AAGW_OK);
+        assert_int_equal(load(f, "# only a comment\n"), AAGW_OK);
+        /* A null value resets a key to its default. */
+        assert_int_equal(load(f, "replication:\n  policy: identity\n"),
+                         AAGW_OK);
+        assert_int_equal(load(f, "gateway:\nreplication:\n  policy: ~\n"),
+                         AAGW_OK);
+        assert_string_equal(aagw_config_str(f->cfg, "replication.policy"),
+                            "identity");
+        assert_string_equal(aagw_config_errors(f->cfg), "");
+}
+
+/* -------------------------------- ERRORS ------------------------------- */
+
+static void test_err_syntax(void **state) {
+        struct fixture *f = *state;
+        assert_int_equal(load(f, "gateway:\n  id: [a,\n"), AAGW_ERR_CONFIG);
+        assert_string_equal(aagw_config_errors(f->cfg),
+                            "gw.yaml:3:1: did not find expected node content "
+                            "while parsing a flow node\n");
+}
+
+static void test_err_syntax_tab(void **state) {
+        struct fixture *f = *state;
+        assert_int_equal(load(f, "gateway:\n\tid: x\n"), AAGW_ERR_CONFIG);
+        assert_string_equal(aagw_config_errors(f->cfg),
+                            "gw.yaml:2:1: found character that cannot start "
+                            "any token while scanning for the next token\n");
+}
+
+static void test_err_unknown_key_suggests(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(errors_of(f, "gateway:\n  mdoe: active-active\n"
+                                         "replicaton:\n  policy: prefix\n"
+                                         "unify:\n  totally_new: 1\n"),
+                            "gw.yaml:2:3: gateway.mdoe: unknown key (did you "
+                            "mean 'mode'?)\n"
+                            "gw.yaml:3:1: replicaton: unknown key (did you "
+                            "mean 'replication'?)\n"
+                            "gw.yaml:6:3: unify.totally_new: unknown key\n");
+}
+
+static void test_err_types(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(
+            errors_of(f, "gateway:\n"
+                         "  mode: both\n"
+                         "  id: [a]\n"
+                         "  state_dir: \"\"\n"
+                         "replication: 5\n"
+                         "unify:\n"
+                         "  cache_mb: 1\n"
+                         "  window: 10ms\n"
+                         "  id: \"json:\"\n"
+                         "  entity_key: hash\n"
+                         "admin:\n"
+                         "  listen: localhost\n"),
+            "gw.yaml:2:9: gateway.mode: expected one of active-active, "
+            "active-passive, aggregate, got \"both\"\n"
+            "gw.yaml:3:7: gateway.id: expected a scalar value, got a list\n"
+            "gw.yaml:4:14: gateway.state_dir: expected a non-empty string\n"
+            "gw.yaml:5:14: replication: expected a mapping, got a scalar\n"
+            "gw.yaml:7:13: unify.cache_mb: expected an integer from 8 to "
+            "65536, got 1\n"
+            "gw.yaml:8:11: unify.window: expected a duration from 1s to 365d, "
+            "got \"10ms\"\n"
+            "gw.yaml:9:7: unify.id: expected header:NAME, key, json:FIELD, "
+            "hash or derived, got \"json:\"\n"
+            "gw.yaml:10:15: unify.entity_key: expected key or json:FIELD, got "
+            "\"hash\"\n"
+            "gw.yaml:12:11: admin.listen: expected HOST:PORT or [IPV6]:PORT, "
+            "got \"localhost\"\n");
+}
+
+static void test_err_replication_values(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(
+            errors_of(f, "replication:\n"
+                         "  topics: ['clicks(', ok]\n"
+                         "  separator: /\n"
+                         "  refresh_topics_interval: 5 seconds\n"
+                         "  multi_hop: maybe\n"
+                         "  flows: [east->east]\n"
+                         "  bad_provenance: drop\n"),
+            "gw.yaml:2:12: replication.topics: invalid regular expression "
+            "\"clicks(\": Unmatched ( or \\(\n"
+            "gw.yaml:3:14: replication.separator: expected 1 to 8 of the "
+            "characters . _ -, got \"/\"\n"
+            "gw.yaml:4:28: replication.refresh_topics_interval: expected a "
+            "duration such as 500ms, 5s, 10m, 24h or 7d, got \"5 seconds\"\n"
+            "gw.yaml:5:14: replication.multi_hop: expected true or false, got "
+            "\"maybe\"\n"
+            "gw.yaml:6:11: replication.flows: a flow needs two different "
+            "clusters, got \"east->east\"\n"
+            "gw.yaml:7:19: replication.bad_provenance: expected one of pass, "
+            "dead-letter, fail, got \"drop\"\n");
+}
+
+static void test_err_duplicate_key(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(errors_of(f, "gateway:\n  id: a\n  id: b\n"),
+                            "gw.yaml:3:3: gateway.id: duplicate key (the "
+                            "first one is kept)\n");
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.id"), "a");
+}
+
+static void test_err_two_documents(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(errors_of(f, "gateway:\n  id: a\n---\nx: 1\n"),
+                            "gw.yaml:4:1: only one YAML document is allowed\n");
+}
+
+static void test_err_clusters(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(
+            errors_of(f, "clusters:\n"
+                         "  east:\n"
+                         "    bootstrap_servers: h:1\n"
+                         "    properties:\n"
+                         "      security.protocol: SASL_SSSL\n"
+                         "      group.id: mine\n"
+                         "      no.such.prop: 1\n"
+                         "      sasl.password: a\n"
+                         "      sasl.password: b\n"
+                         "  west:\n"
+                         "    properties: {}\n"
+                         "  \"bad alias!\":\n"
+                         "    bootstrap_servers: x\n"),
+            "gw.yaml:9:7: clusters.east.properties.sasl.password: duplicate "
+            "key\n"
+            "gw.yaml:12:3: clusters.bad alias!: not a valid cluster alias (1 "
+            "to 64 of A-Z a-z 0-9 _ -)\n"
+            "gw.yaml:5:26: clusters.east.properties.security.protocol: "
+            "librdkafka: Invalid value \"SASL_SSSL\" for configuration "
+            "property \"security.protocol\"\n"
+            "gw.yaml:6:7: clusters.east.properties.group.id: managed by aagw "
+            "(aagw names its consumer groups from gateway.id)\n"
+            "gw.yaml:7:21: clusters.east.properties.no.such.prop: librdkafka: "
+            "No such configuration property: \"no.such.prop\"\n"
+            "gw.yaml:10:3: clusters.west.bootstrap_servers: required key is "
+            "missing\n");
+}
+
+static void test_err_references(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml),
+                 "%sgateway:\n  site: north\n  central: south\n"
+                 "replication:\n  flows: [east->north, west->east, "
+                 "west->east]\n",
+                 two_clusters);
+        assert_string_equal(
+            errors_of(f, yaml),
+            "gw.yaml:7:9: gateway.site: no cluster named \"north\" is "
+            "configured\n"
+            "gw.yaml:8:12: gateway.central: no cluster named \"south\" is "
+            "configured\n"
+            "gw.yaml:10:11: replication.flows: no cluster named \"north\" is "
+            "configured\n"
+            "gw.yaml:10:36: replication.flows: flow west->east is listed "
+            "twice\n");
+}
+
+static void test_err_mode_needs(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml), "%sgateway:\n  mode: active-passive\n",
+                 two_clusters);
+        assert_string_equal(errors_of(f, yaml),
+                            "gw.yaml:7:9: gateway.primary: active-passive "
+                            "needs gateway.primary (--primary) or "
+                            "replication.flows\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        snprintf(yaml, sizeof(yaml), "%sgateway:\n  mode: aggregate\n",
+                 two_clusters);
+        assert_string_equal(errors_of(f, yaml),
+                            "gw.yaml:7:9: gateway.central: aggregate needs "
+                            "gateway.central (--central) or "
+                            "replication.flows\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_string_equal(
+            errors_of(f, "clusters:\n  east:\n    bootstrap_servers: h:1\n"),
+            "gw.yaml:2:3: clusters: at least two clusters are needed to "
+            "replicate\n");
+}
+
+static void test_err_admin_needs_token(void **state) {
+        struct fixture *f = *state;
+        assert_string_equal(errors_of(f, "admin:\n  listen: 0.0.0.0:9644\n"),
+                            "gw.yaml:2:11: admin.listen: a non-loopback "
+                            "address needs admin.token\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_string_equal(
+            errors_of(f, "admin:\n  listen: 0.0.0.0:9644\n"
+                         "  token: abcdefghijklmnopqrstuvwxyz\n"),
+            "");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_string_equal(errors_of(f, "admin:\n  listen: 127.0.0.1:0\n"),
+                            "");
+}
+
+/* ---------------------------- ENVIRONMENT ------------------------------ */
+
+static void test_env_substitution(void **state) {
+        struct fixture *f = *state;
+
+        setenv("AAGW_T_ID", "from-env", 1);
+        unsetenv("AAGW_T_UNSET");
+        assert_int_equal(load(f, "gateway:\n"
+                                 "  id: ${AAGW_T_ID}\n"
+                                 "  state_dir: /x/${AAGW_T_UNSET:-def}/$${y}\n"),
+                         AAGW_OK);
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.id"), "from-env");
+        assert_string_equal(aagw_config_str(f->cfg, "gateway.state_dir"),
+                            "/x/def/${y}");
+}
+
+static void test_env_errors(void **state) {
+        struct fixture *f = *state;
+
+        unsetenv("AAGW_T_UNSET");
+        assert_string_equal(
+            errors_of(f, "gateway:\n"
+                         "  id: ${AAGW_T_UNSET}\n"
+                         "  state_dir: ${oops\n"
+                         "  log_level: ${1BAD}\n"),
+            "gw.yaml:2:7: gateway.id: environment variable AAGW_T_UNSET is "
+            "not set\n"
+            "gw.yaml:3:14: gateway.state_dir: unterminated ${ in \"${oops\"\n"
+            "gw.yaml:4:14: gateway.log_level: bad environment variable name "
+            "in \"${1BAD}\"\n");
+}
+
+/* ------------------------------- FLAGS --------------------------------- */
+
+static void test_flags_override_file(void **state) {
+        struct fixture     *f = *state;
+        const char *const *items;
+
+        assert_int_equal(load(f, "replication:\n"
+                                 "  policy: prefix\n"
+                                 "  topics: [a, b]\n"
+                                 "clusters:\n"
+                                 "  east:\n"
+                                 "    bootstrap_servers: h:1\n"),
+                         AAGW_OK);
+        assert_int_equal(aagw_config_set(f->cfg, "replication.policy",
+                                         "identity", "--policy"),
+                         AAGW_OK);
+        /* The first flag replaces the file's list, later ones add to it. */
+        assert_int_equal(
+            aagw_config_set(f->cfg, "replication.topics", "c", "--topic"),
+            AAGW_OK);
+        assert_int_equal(
+            aagw_config_set(f->cfg, "replication.topics", "d.*", "--topic"),
+            AAGW_OK);
+        assert_int_equal(aagw_config_set(f->cfg,
+                                         "clusters.east.bootstrap_servers",
+                                         "h:9", "--cluster"),
+                         AAGW_OK);
+        assert_int_equal(aagw_config_set(f->cfg,
+                                         "clusters.west.bootstrap_servers",
+                                         "h:10", "--cluster"),
+                         AAGW_OK);
+        assert_int_equal(aagw_config_set(f->cfg,
+                                         "clusters.west.properties.linger.ms",
+                                         "5", "--set"),
+                         AAGW_OK);
+        assert_int_equal(aagw_config_set(f->cfg, "replication.multi_hop", "on",
+                                         "--set"),
+                         AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+
+        assert_string_equal(aagw_config_str(f->cfg, "replication.policy"),
+                            "identity");
+        assert_int_equal(aagw_config_list(f->cfg, "replication.topics", &items),
+                         2);
+        assert_string_equal(items[0], "c");
+        assert_string_equal(items[1], "d.*");
+        assert_string_equal(
+            aagw_config_str(f->cfg, "clusters.east.bootstrap_servers"), "h:9");
+        assert_int_equal(aagw_config_instance_cnt(f->cfg, "clusters"), 2);
+        assert_string_equal(aagw_config_instance(f->cfg, "clusters", 1),
+                            "west");
+        assert_true(aagw_config_bool(f->cfg, "replication.multi_hop"));
+        const char *const *kv;
+        assert_int_equal(aagw_config_cluster_props(f->cfg, "west", &kv), 1);
+        assert_string_equal(kv[0], "linger.ms");
+        assert_string_equal(kv[1], "5");
+}
+
+static void test_flag_errors(void **state) {
+        struct fixture *f = *state;
+
+        assert_int_equal(aagw_config_set(f->cfg, "replication.policy", "idk",
+                                         "--policy"),
+                         AAGW_ERR_CONFIG);
+        assert_int_equal(
+            aagw_config_set(f->cfg, "replication.polcy", "x", "--set"),
+            AAGW_ERR_CONFIG);
+        assert_int_equal(aagw_config_set(f->cfg,
+                                         "clusters.no way.bootstrap_servers",
+                                         "h:1", "--cluster"),
+                         AAGW_ERR_CONFIG);
+        assert_int_equal(aagw_config_set(f->cfg, "admin.token", "short",
+                                         "--set"),
+                         AAGW_ERR_CONFIG);
+        assert_string_equal(
+            aagw_config_errors(f->cfg),
+            "--policy: replication.policy: expected one of prefix, identity, "
+            "got \"idk\"\n"
+            "--set: replication.polcy: unknown key (did you mean "
+            "'replication.policy'?)\n"
+            "--cluster: clusters.no way.bootstrap_servers: not a valid "
+            "cluster alias (1 to 64 of A-Z a-z 0-9 _ -)\n"
+            "--set: admin.token: invalid value\n");
+        /* The failed flags changed nothing. */
+        assert_string_equal(aagw_config_str(f->cfg, "replication.policy"),
+                            "prefix");
+}
+
+/* ------------------------------ REDACTION ------------------------------ */
+
+static void test_redaction(void **state) {
+        struct fixture *f = *state;
+        char           *out;
+
+        assert_int_equal(
+            load(f, "admin:\n"
+                    "  listen: 127.0.0.1:9644\n"
+                    "  token: TOKEN-abcdefghijklmnop\n"
+                    "clusters:\n"
+                    "  east:\n"
+                    "    bootstrap_servers: h:1\n"
+                    "    properties:\n"
+                    "      sasl.password: PW-east-123\n"
+                    "      ssl.key.password: PW-key-456\n"
+                    "      ssl.keystore.password: PW-ks-789\n"
+                    "      sasl.username: visible-user\n"
+                    "  west:\n"
+                    "    bootstrap_servers: h:2\n"),
+            AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        out = dump(f->cfg);
+        assert_null(strstr(out, "TOKEN-"));
+        assert_null(strstr(out, "PW-"));
+        assert_non_null(strstr(out, "\"sasl.password\": \"[redacted]\""));
+        assert_non_null(strstr(out, "\"ssl.key.password\": \"[redacted]\""));
+        assert_non_null(strstr(out, "token: \"[redacted]\""));
+        assert_non_null(strstr(out, "\"sasl.username\": \"visible-user\""));
+        free(out);
+        /* The getters still hand the real secret to the code that needs
+         * it. */
+        assert_string_equal(aagw_config_str(f->cfg, "admin.token"),
+                            "TOKEN-abcdefghijklmnop");
+}
+
+static void test_secret_not_echoed_in_errors(void **state) {
+        struct fixture *f = *state;
+        errors_of(f, "admin:\n  token: tiny-PW\n");
+        assert_string_equal(aagw_config_errors(f->cfg),
+                            "gw.yaml:2:10: admin.token: invalid value\n");
+        assert_true(aagw_key_is_secret("ssl.keystore.password"));
+        assert_true(aagw_key_is_secret("sasl.oauthbearer.client.SECRET"));
+        assert_true(aagw_key_is_secret("admin.token"));
+        assert_false(aagw_key_is_secret("sasl.username"));
+        assert_false(aagw_key_is_secret("bootstrap_servers"));
+}
+
+/* ------------------------------ ROUND TRIP ----------------------------- */
+
+static void test_dump_round_trip(void **state) {
+        struct fixture *f = *state;
+        char           *first, *second;
+        aagw_config_t  *again;
+
+        assert_int_equal(
+            load(f, "gateway:\n  id: rt\n  site: west\n"
+                    "clusters:\n"
+                    "  east:\n"
+                    "    bootstrap_servers: \"h:1\"\n"
+                    "    properties:\n"
+                    "      linger.ms: 5\n"
+                    "      client.rack: \"rack \\\"1\\\"\"\n"
+                    "  west:\n"
+                    "    bootstrap_servers: h:2\n"
+                    "replication:\n"
+                    "  topics: ['a|b', \"c\\\\d\"]\n"
+                    "  separator: _\n"
+                    "  refresh_topics_interval: 120s\n"
+                    "unify:\n"
+                    "  topics:\n"
+                    "    t1:\n"
+                    "      mode: lww\n"),
+            AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        first = dump(f->cfg);
+        /* Durations come out in their largest exact unit. */
+        assert_non_null(strstr(first, "refresh_topics_interval: 2m\n"));
+        again = aagw_config_new();
+        assert_int_equal(
+            aagw_config_load_string(again, "dump", first, strlen(first)),
+            AAGW_OK);
+        assert_int_equal(aagw_config_validate(again), AAGW_OK);
+        second = dump(again);
+        assert_string_equal(first, second);
+        assert_string_equal(aagw_config_str(again, "clusters.east.bootstrap_servers"),
+                            "h:1");
+        const char *const *kv;
+        assert_int_equal(aagw_config_cluster_props(again, "east", &kv), 2);
+        assert_string_equal(kv[3], "rack \"1\"");
+        free(first);
+        free(second);
+        aagw_config_destroy(again);
+}
+
+/* ------------------------------ DURATIONS ------------------------------ */
+
+static void test_durations(void **state) {
+        int64_t ms;
+        char    buf[32];
+        (void)state;
+
+        assert_int_equal(aagw_duration_parse("500ms", &ms), 0);
+        assert_int_equal(ms, 500);
+        assert_int_equal(aagw_duration_parse("1h30m", &ms), 0);
+        assert_int_equal(ms, 5400000);
+        assert_int_equal(aagw_duration_parse("7d", &ms), 0);
+        assert_int_equal(ms, 604800000);
+        assert_int_equal(aagw_duration_parse("5", &ms), -1);
+        assert_int_equal(aagw_duration_parse("5x", &ms), -1);
+        assert_int_equal(aagw_duration_parse("", &ms), -1);
+        assert_int_equal(aagw_duration_parse("-5s", &ms), -1);
+        assert_int_equal(aagw_duration_parse("99999999999999999999d", &ms), -1);
+        aagw_duration_format(90000, buf, sizeof(buf));
+        assert_string_equal(buf, "90s");
+        aagw_duration_format(86400000, buf, sizeof(buf));
+        assert_string_equal(buf, "1d");
+        aagw_duration_format(1500, buf, sizeof(buf));
+        assert_string_equal(buf, "1500ms");
+}
+
+/* --------------------------- REFERENCE / DOCS -------------------------- */
+
+static void test_reference_lists_every_key(void **state) {
+        char  *buf = NULL;
+        size_t len = 0;
+        FILE  *m   = open_memstream(&buf, &len);
+        (void)state;
+
+        aagw_config_reference(m, true);
+        fclose(m);
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                char head[256];
+                snprintf(head, sizeof(head), "### `%s`\n", k->path);
+                assert_non_null(strstr(buf, head));
+                if (!strpbrk(k->desc, "<>"))
+                        assert_non_null(strstr(buf, k->desc));
+        }
+        free(buf);
+}
+
+/* docs/configuration.md embeds the generated reference between two marker
+ * lines; it must be byte-identical to what the table produces now. */
+static void test_docs_match_key_table(void **state) {
+        const char *root = getenv("AAGW_SOURCE_ROOT");
+        char        path[4096], *doc = NULL, *gen = NULL;
+        size_t      len = 0, glen = 0;
+        (void)state;
+
+        assert_non_null(root);
+        snprintf(path, sizeof(path), "%s/docs/configuration.md", root);
+        FILE *fp = fopen(path, "rb");
+        assert_non_null(fp);
+        doc = calloc(1, 1 << 20);
+        len = fread(doc, 1, (1 << 20) - 1, fp);
+        fclose(fp);
+        assert_true(len > 0);
+        const char *begin = strstr(doc, "<!-- BEGIN GENERATED KEYS -->\n");
+        const char *end   = strstr(doc, "<!-- END GENERATED KEYS -->");
+        assert_non_null(begin);
+        assert_non_null(end);
+        begin += strlen("<!-- BEGIN GENERATED KEYS -->\n");
+
+        FILE *m = open_memstream(&gen, &glen);
+        aagw_config_reference(m, true);
+        fclose(m);
+        if ((size_t)(end - begin) != glen || memcmp(begin, gen, glen))
+                fail_msg("docs/configuration.md is out of date with the key "
+                         "table: run scripts/gen-config-docs");
+        free(gen);
+        free(doc);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+            T(test_defaults),
+            T(test_valid_file),
+            T(test_empty_and_null),
+            T(test_err_syntax),
+            T(test_err_syntax_tab),
+            T(test_err_unknown_key_suggests),
+            T(test_err_types),
+            T(test_err_replication_values),
+            T(test_err_duplicate_key),
+            T(test_err_two_documents),
+            T(test_err_clusters),
+            T(test_err_references),
+            T(test_err_mode_needs),
+            T(test_err_admin_needs_token),
+            T(test_env_substitution),
+            T(test_env_errors),
+            T(test_flags_override_file),
+            T(test_flag_errors),
+            T(test_redaction),
+            T(test_secret_not_echoed_in_errors),
+            T(test_dump_round_trip),
+            T(test_durations),
+            T(test_reference_lists_every_key),
+            T(test_docs_match_key_table),
+#undef T
+        };
+        return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
