@@ -96,6 +96,12 @@ const struct cfg_key aagw_config_keys[] = {
      "What to do with a record whose provenance headers are malformed or "
      "forged: pass (strip them, treat the record as local), dead-letter "
      "(write it to the dead-letter topic), fail (stop the flow)."},
+    {"replication.missing_id", CT_ENUM, "derive", NOLIMIT,
+     "derive|dead-letter|fail", NULL, 0,
+     "What to do when a record lacks the id its topic's id rule asks for "
+     "(no such header, not JSON, no such field): derive (use the derived "
+     "id origin:topic:partition:offset), dead-letter, or fail (stop the "
+     "flow)."},
     {"replication.loop_check_topics", CT_BOOL, "true", NOLIMIT, NULL, NULL,
      0,
      "Stop loops by topic name (never send a topic to the site its prefix "
