@@ -144,6 +144,22 @@ static int split_aliases(char *list, const char **aliases, size_t max) {
         return (int)cnt;
 }
 
+/* The option getopt_long() just refused, as the user typed it.  A long
+ * option is the whole word getopt moved past ("--bogus", "--help=x"); a
+ * short one is shown by its letter, because its word may hold several
+ * ("-xh") and getopt does not always move past it.  'prev_optind' is
+ * optind before the call; 'buf' holds at least 3 bytes. */
+static const char *bad_opt(char **argv, int prev_optind, char *buf) {
+        if (optind > prev_optind && !strncmp(argv[optind - 1], "--", 2))
+                return argv[optind - 1];
+        if (!optopt)
+                return "?";
+        buf[0] = '-';
+        buf[1] = (char)optopt;
+        buf[2] = '\0';
+        return buf;
+}
+
 /* @returns true if we may create files in the directory of 'path'. */
 static bool dir_writable(const char *path) {
         char  dir[PATH_MAX];
@@ -196,7 +212,8 @@ int gw_cmd_sandbox(int argc, char **argv) {
         char            errstr[512];
         char            what[64];
         int             alias_cnt;
-        int             opt;
+        char            oname[3];
+        int             opt, prev_optind;
         int             rc = EXIT_RUNTIME;
 
         /* Every --topic could be a topic: argc bounds the count. */
@@ -207,8 +224,9 @@ int gw_cmd_sandbox(int argc, char **argv) {
         }
         /* 0 makes glibc re-initialise getopt, in case another command
          * parsed before us in this process (tests do that). */
-        optind = 0;
-        opterr = 0;
+        optind      = 0;
+        opterr      = 0;
+        prev_optind = 1;
         while ((opt = getopt_long(argc, argv, ":c:b:p:t:f:l:h", longopts,
                                   NULL)) != -1) {
                 switch (opt) {
@@ -265,21 +283,15 @@ int gw_cmd_sandbox(int argc, char **argv) {
                         rc = EXIT_OK;
                         goto out;
                 case ':':
-                        /* argv[optind - 1] is the option as typed, long or
-                         * short. */
                         rc = misuse("option '%s' requires an argument",
-                                    argv[optind - 1]);
+                                    bad_opt(argv, prev_optind, oname));
                         goto out;
                 default:
-                        if (optopt) {
-                                char o[3] = {'-', (char)optopt, '\0'};
-                                rc        = misuse("unknown option '%s'", o);
-                        } else {
-                                rc = misuse("unknown option '%s'",
-                                            argv[optind - 1]);
-                        }
+                        rc = misuse("unknown option '%s'",
+                                    bad_opt(argv, prev_optind, oname));
                         goto out;
                 }
+                prev_optind = optind;
         }
         if (optind < argc) {
                 rc = misuse("unexpected argument '%s'", argv[optind]);
@@ -323,8 +335,8 @@ int gw_cmd_sandbox(int argc, char **argv) {
                 }
         }
 
-        /* stdout is the interface for scripts ($(aagw sandbox | head -1) or
-         * a pipe): flush now, the process will idle for hours. */
+        /* stdout is the interface for scripts (a pipe or a file they read
+         * while we run): flush now, the process may idle for hours. */
         aagw_sandbox_print(sb, stdout);
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 gw_errorf("cannot write to stdout: %s", strerror(errno));
