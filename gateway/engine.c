@@ -270,6 +270,18 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
+        /* Say plainly what this build does not do yet, rather than
+         * accept the settings silently. */
+        if (aagw_config_str(cfg, "admin.listen"))
+                aagw_log(AAGW_LOG_WARN, "RUN",
+                         "admin.listen is set, but this build has no admin "
+                         "endpoint yet; ignoring it");
+        if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
+                aagw_log(AAGW_LOG_WARN, "RUN",
+                         "unify.mode is %s, but this build has no unify "
+                         "stage yet: replicating only (set --unify off to "
+                         "silence this)",
+                         aagw_config_str(cfg, "unify.mode"));
         aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s; stop with "
                                        "SIGINT or SIGTERM",
                  e.nflows, e.nflows == 1 ? "" : "s");
