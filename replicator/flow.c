@@ -86,10 +86,13 @@ struct ttrack {
 
 /* The msg_opaque of every produced record: which slot it fills. */
 struct token {
-        struct ptrack *pt;
-        uint64_t       seq;
-        bool           dlq;
-        struct token  *next_free;
+        struct ptrack      *pt;
+        uint64_t            seq;
+        bool                dlq;
+        rd_kafka_message_t *src; /* the consumed record: its key and value
+                                    are produced without a copy, so it
+                                    lives until the final delivery report */
+        struct token       *next_free;
 };
 
 struct aagw_flow {
@@ -119,6 +122,10 @@ struct aagw_flow {
         size_t          nchunks;
         int64_t         last_save_ms, last_refresh_ms;
         bool            subscription_dirty;
+
+        int64_t now_cache; /* wall ms, refreshed around each poll */
+        rd_kafka_topic_t *last_rkt; /* topic of the previous record */
+        struct ttrack    *last_tt;
 
         /* per-record scratch, reused: no allocation per record */
         struct aagw_header *hdrs;
@@ -195,6 +202,10 @@ static struct token *token_get(aagw_flow_t *f) {
 }
 
 static void token_put(aagw_flow_t *f, struct token *t) {
+        if (t->src) {
+                rd_kafka_message_destroy(t->src);
+                t->src = NULL;
+        }
         t->next_free   = f->free_tokens;
         f->free_tokens = t;
 }
@@ -265,6 +276,15 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         struct ptrack *pt = tok->pt;
         struct slot   *sl = &pt->ring[tok->seq & (pt->cap - 1)];
 
+        if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+            m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+                /* Shutting down with records unacknowledged: they are
+                 * neither delivered nor failed; the position stays before
+                 * them and a restart sends them again. */
+                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                token_put(f, tok);
+                return;
+        }
         if (m->err) {
                 /* Retriable errors never get here (unlimited delivery
                  * timeout): this one is permanent.  The record goes to
@@ -299,7 +319,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 INC(pt->records_out);
                 atomic_fetch_add_explicit(&f->bytes_out, m->len + m->key_len,
                                           RELAXED);
-                lat_observe(f, now_ms() - sl->origin_ms);
+                lat_observe(f, f->now_cache - sl->origin_ms);
         }
         atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
         token_put(f, tok);
@@ -319,7 +339,9 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
                 rd_kafka_resp_err_t err = rd_kafka_producev(
                     f->producer, RD_KAFKA_V_RKT(rkt),
                     RD_KAFKA_V_PARTITION(partition),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    /* No copy: the consumed record outlives the
+                     * produce (token.src) until its final report. */
+                    RD_KAFKA_V_MSGFLAGS(0),
                     RD_KAFKA_V_KEY(m->key, m->key_len),
                     RD_KAFKA_V_VALUE(m->payload, m->len),
                     RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
@@ -333,6 +355,7 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
                         return -1;
                 }
                 rd_kafka_poll(f->producer, 10);
+                f->now_cache = now_ms();
         }
 }
 
@@ -889,8 +912,10 @@ out:
 /* Wait for every in-flight record (delivery reports arrive here). */
 static void drain(aagw_flow_t *f, int timeout_ms) {
         int64_t deadline = mono_ms() + timeout_ms;
-        while (atomic_load(&f->inflight) > 0 && mono_ms() < deadline)
+        while (atomic_load(&f->inflight) > 0 && mono_ms() < deadline) {
                 rd_kafka_poll(f->producer, 50);
+                f->now_cache = now_ms();
+        }
         if (atomic_load(&f->inflight) > 0)
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: %" PRId64 " records still unacknowledged after "
@@ -933,8 +958,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 if (atomic_load(&f->state) == AAGW_FLOW_STARTING)
                         atomic_store(&f->state, AAGW_FLOW_RUNNING);
         } else {
-                /* Revoked: finish what is in flight, store, let go. */
-                drain(f, 10000);
+                /* Revoked: finish what is in flight, store, let go.
+                 * When stopping, flow_main has drained already: a second
+                 * wait would only push the exit past its deadline. */
+                if (!atomic_load(&f->stop))
+                        drain(f, 10000);
                 save_positions(f, true);
                 for (int i = 0; i < parts->cnt; i++) {
                         struct ttrack *tt = topic_find(f, parts->elems[i].topic);
@@ -952,7 +980,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ------------------------------------------------------------ RECORDS --- */
 
-static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
+/* Decide and act on one consumed record.  Returns true if 'm' now belongs
+ * to an in-flight produce (destroyed with its final delivery report). */
+static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         struct aagw_verdict *v = &f->verdict;
         struct ttrack       *tt;
         struct ptrack       *pt;
@@ -964,15 +994,21 @@ static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                         aagw_log(AAGW_LOG_WARN, "FLOW", "%s: consume: %s",
                                  f->name, rd_kafka_message_errstr(m));
-                return;
+                return false;
         }
         INC(f->records_in);
-        tt = topic_find(f, rd_kafka_topic_name(m->rkt));
+        if (m->rkt == f->last_rkt) {
+                tt = f->last_tt;
+        } else {
+                tt          = topic_find(f, rd_kafka_topic_name(m->rkt));
+                f->last_rkt = m->rkt;
+                f->last_tt  = tt;
+        }
         pt = tt ? part_get(f, tt, m->partition) : NULL;
         if (!pt || !pt->assigned)
-                return; /* not ours (any more): it will be re-read */
+                return false; /* not ours (any more): it will be re-read */
         if (m->offset < pt->read_next)
-                return; /* already taken in (re-fetch after a seek) */
+                return false; /* already taken in (re-fetch after a seek) */
         if (pt->next < 0)
                 pt->next = m->offset; /* from the beginning */
         pt->read_next = m->offset + 1;
@@ -993,14 +1029,14 @@ static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                               f->conf.verdict_flags, v)) {
                 flow_fail(f, "%s [%d] offset %" PRId64 ": verdict failed",
                           tt->topic, (int)m->partition, m->offset);
-                return;
+                return false;
         }
         int64_t origin_ms = v->kind == AAGW_VERDICT_REPLICATE
                                 ? aagw_hlc_ms(v->prov.hlc)
                                 : rec.timestamp_ms;
         if (ring_push(pt, m->offset, origin_ms, &seq)) {
                 flow_fail(f, "out of memory");
-                return;
+                return false;
         }
         struct slot *sl = &pt->ring[seq & (pt->cap - 1)];
 
@@ -1008,7 +1044,7 @@ static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 INC(f->skipped[v->skip]);
                 sl->done = 1;
                 ring_advance(f, pt);
-                return;
+                return false;
         }
         if (v->kind == AAGW_VERDICT_REJECT) {
                 INC(f->rejected[v->reason ? v->reason : v->id_reason]);
@@ -1020,33 +1056,62 @@ static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                                   tt->topic, (int)m->partition, m->offset,
                                   aagw_reason_name(v->reason ? v->reason
                                                              : v->id_reason));
-                        return;
+                        return false;
                 }
                 struct token *tok = token_get(f);
                 if (!tok) {
                         flow_fail(f, "out of memory");
-                        return;
+                        return false;
                 }
                 tok->pt  = pt;
                 tok->seq = seq;
+                tok->src = m;
                 atomic_fetch_add_explicit(&f->inflight, 1, RELAXED);
                 produce_dlq(f, tok, m,
                             aagw_reason_name(v->reason ? v->reason
                                                        : v->id_reason));
-                return;
+                return true;
         }
         if (v->reason != AAGW_REASON_OK)
                 INC(f->bad_passed);
 
-        /* The copy: the producer's headers minus any under our prefix,
-         * then the verdict's provenance (and the hop coordinates when the
-         * record was not stamped here). */
-        rd_kafka_headers_t *h = rd_kafka_headers_new(rec.hdr_cnt + 6);
-        for (size_t i = 0; i < rec.hdr_cnt; i++)
-                if (!aagw_prov_is_own_header(f->pol, rec.hdrs[i].name))
-                        rd_kafka_header_add(h, rec.hdrs[i].name, -1,
-                                            rec.hdrs[i].value,
-                                            (ssize_t)rec.hdrs[i].size);
+        /* The copy: the producer's headers (taken over from the consumed
+         * record, not copied) minus any under our prefix, then the
+         * verdict's provenance, and the hop coordinates when the record
+         * was not stamped here. */
+        rd_kafka_headers_t *h = NULL;
+        if (rec.hdr_cnt) {
+                char   own[8][AAGW_AFFIX_MAX + 32];
+                size_t nown = 0;
+                /* Copy the names first: removing a header frees it, and
+                 * rec.hdrs points into the header list. */
+                for (size_t i = 0; i < rec.hdr_cnt && nown < 8; i++)
+                        if (aagw_prov_is_own_header(f->pol, rec.hdrs[i].name))
+                                snprintf(own[nown++], sizeof(own[0]), "%s",
+                                         rec.hdrs[i].name);
+                if (rd_kafka_message_detach_headers(m, &h))
+                        h = NULL;
+                for (size_t i = 0; h && i < nown; i++)
+                        rd_kafka_header_remove(h, own[i]);
+                /* More than 8 distinct own names: hostile, and rare; the
+                 * slow path strips the rest one by one. */
+                if (h && nown == 8) {
+                        const char *name;
+                        const void *val;
+                        size_t      sz;
+                        for (size_t i = 0;
+                             !rd_kafka_header_get_all(h, i, &name, &val, &sz);) {
+                                if (aagw_prov_is_own_header(f->pol, name)) {
+                                        char copy[512];
+                                        snprintf(copy, sizeof(copy), "%s", name);
+                                        rd_kafka_header_remove(h, copy);
+                                } else
+                                        i++;
+                        }
+                }
+        }
+        if (!h)
+                h = rd_kafka_headers_new(v->hdrs.cnt + 1);
         for (size_t i = 0; i < v->hdrs.cnt; i++)
                 rd_kafka_header_add(h, v->hdrs.hdrs[i].name, -1,
                                     v->hdrs.hdrs[i].value,
@@ -1061,22 +1126,26 @@ static void handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         if (!tok) {
                 rd_kafka_headers_destroy(h);
                 flow_fail(f, "out of memory");
-                return;
+                return false;
         }
         tok->pt  = pt;
         tok->seq = seq;
         tok->dlq = false;
+        tok->src = m;
         atomic_fetch_add_explicit(&f->inflight, 1, RELAXED);
         rd_kafka_resp_err_t err;
         if (produce_retry(f, tt->rkt, m->partition, m, h, rec.timestamp_ms,
                           tok, &err)) {
                 rd_kafka_headers_destroy(h);
                 atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                tok->src = NULL; /* the caller still owns 'm' */
                 token_put(f, tok);
                 if (!atomic_load(&f->stop))
                         flow_fail(f, "produce to %s [%d]: %s", tt->remote,
                                   (int)m->partition, rd_kafka_err2str(err));
+                return false;
         }
+        return true;
 }
 
 /* ------------------------------------------------------------- THREAD --- */
@@ -1099,6 +1168,7 @@ static void set_paused(aagw_flow_t *f, bool pause) {
 static void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
+        f->now_cache = now_ms();
         discover(f);
         f->last_refresh_ms = f->last_save_ms = mono_ms();
         while (!atomic_load(&f->stop)) {
@@ -1110,9 +1180,10 @@ static void *flow_main(void *arg) {
                             rd_kafka_consumer_poll(f->consumer, i ? 0 : 100);
                         if (!m)
                                 break;
-                        handle(f, m);
-                        rd_kafka_message_destroy(m);
+                        if (!handle(f, m))
+                                rd_kafka_message_destroy(m);
                 }
+                f->now_cache = now_ms();
                 rd_kafka_poll(f->producer, 0);
                 int64_t now = mono_ms();
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
@@ -1216,7 +1287,12 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             "session.timeout.ms", "10000",
             "heartbeat.interval.ms", "1000",
             "enable.partition.eof", "false",
-            "queued.min.messages", "100000",
+            /* librdkafka 2.0 stops fetching for about a second once
+             * queued.min.messages records wait in the queue (fixed by
+             * fetch.queue.backoff.ms in 2.2): a deep queue keeps the
+             * fetcher busy; the byte bound below keeps memory bounded. */
+            "queued.min.messages", "1000000",
+            "queued.max.messages.kbytes", "262144",
             NULL};
         const char *producer_extra[] = {
             "enable.idempotence", "true",
@@ -1235,6 +1311,11 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             "enable.auto.commit", "false",
             "enable.partition.eof", "false",
             "auto.offset.reset", "earliest",
+            /* reconcile() scans one partition after the other; with the
+             * default 500 ms the fetch long-poll left over from the
+             * previous partition delays the next one on the same broker
+             * by half a second, per partition, inside the rebalance. */
+            "fetch.wait.max.ms", "10",
             NULL};
         f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
                                   c->source_bootstraps, c->source_props,
@@ -1294,6 +1375,14 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         atomic_store(&f->stop, true);
         if (f->thread_started)
                 pthread_join(f->thread, NULL);
+        if (f->producer) {
+                /* Delivery reports of anything left refer to tokens and
+                 * partitions we are about to free: purge and serve them
+                 * first (dr_cb leaves purged records undone). */
+                rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_poll(f->producer, 0);
+        }
         for (size_t i = 0; f->topics && i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
                 if (tt->rkt)
@@ -1310,14 +1399,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         free(f->topics);
         if (f->dlq_rkt)
                 rd_kafka_topic_destroy(f->dlq_rkt);
-        if (f->producer) {
-                /* Delivery reports of anything left refer to tokens we
-                 * are about to free: purge and serve them first. */
-                rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_poll(f->producer, 0);
+        if (f->producer)
                 rd_kafka_destroy(f->producer);
-        }
         if (f->consumer)
                 rd_kafka_destroy(f->consumer);
         if (f->reader)
