@@ -105,6 +105,7 @@ struct aagw_flow {
         const aagw_repl_policy_t *pol;
         struct aagw_flow_conf     conf;
         rd_kafka_t               *consumer, *producer, *reader, *admin;
+        rd_kafka_queue_t         *cq; /* the consumer's queue */
         rd_kafka_topic_t         *dlq_rkt;
         pthread_t                 thread;
         bool                      thread_started;
@@ -1175,13 +1176,15 @@ static void *flow_main(void *arg) {
                 bool want_pause = atomic_load(&f->paused_req);
                 if (want_pause != f->paused)
                         set_paused(f, want_pause);
-                for (int i = 0; i < 10000 && !atomic_load(&f->stop); i++) {
-                        rd_kafka_message_t *m =
-                            rd_kafka_consumer_poll(f->consumer, i ? 0 : 100);
-                        if (!m)
-                                break;
-                        if (!handle(f, m))
-                                rd_kafka_message_destroy(m);
+                /* A batch per call: the queue lock is taken once per
+                 * batch, not per record.  Rebalance events are served
+                 * from the same queue (the callback runs in here). */
+                rd_kafka_message_t *batch[1024];
+                ssize_t             n = rd_kafka_consume_batch_queue(
+                    f->cq, 100, batch, sizeof(batch) / sizeof(batch[0]));
+                for (ssize_t i = 0; i < n; i++) {
+                        if (atomic_load(&f->stop) || !handle(f, batch[i]))
+                                rd_kafka_message_destroy(batch[i]);
                 }
                 f->now_cache = now_ms();
                 rd_kafka_poll(f->producer, 0);
@@ -1324,6 +1327,7 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         if (!f->consumer)
                 goto fail;
         rd_kafka_poll_set_consumer(f->consumer);
+        f->cq = rd_kafka_queue_get_consumer(f->consumer);
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
                                   c->target_bootstraps, c->target_props,
                                   c->target_prop_cnt, producer_extra, errstr,
@@ -1401,6 +1405,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                 rd_kafka_topic_destroy(f->dlq_rkt);
         if (f->producer)
                 rd_kafka_destroy(f->producer);
+        if (f->cq)
+                rd_kafka_queue_destroy(f->cq);
         if (f->consumer)
                 rd_kafka_destroy(f->consumer);
         if (f->reader)
