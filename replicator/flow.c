@@ -1295,7 +1295,7 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
              * fetch.queue.backoff.ms in 2.2): a deep queue keeps the
              * fetcher busy; the byte bound below keeps memory bounded. */
             "queued.min.messages", "1000000",
-            "queued.max.messages.kbytes", "262144",
+            "queued.max.messages.kbytes", "65536",
             NULL};
         const char *producer_extra[] = {
             "enable.idempotence", "true",
