@@ -311,6 +311,21 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
          * showed acknowledged records as still in flight. */
         stop_flows(&e, 15000);
         log_stats(&e);
+        /* Records the target never acknowledged (it was down at the
+         * stop) are a partial failure: exit 1.  Their positions were not
+         * stored, so the next start copies them. */
+        for (size_t i = 0; i < e.nflows; i++) {
+                struct aagw_flow_stats st;
+                aagw_flow_stats(e.flows[i], &st);
+                if (st.inflight > 0) {
+                        gw_errorf("flow %s: %" PRId64 " records not "
+                                  "acknowledged by the target before the "
+                                  "stop deadline; the next start replicates "
+                                  "them",
+                                  aagw_flow_name(e.flows[i]), st.inflight);
+                        rc = EXIT_RUNTIME;
+                }
+        }
 out:
         engine_free(&e);
         if (rc == EXIT_OK)

@@ -1,0 +1,246 @@
+/* tests/replication/test_outage.c: the target cluster goes away while
+ * records flow.
+ *
+ * Every broker of west (the target of east -> west; the mock does not
+ * move leadership, so taking all three down is what makes the partition
+ * leaders unreachable whichever broker leads) is set down with
+ * rd_kafka_mock_broker_set_down() while east keeps taking records.
+ *
+ *  - Down 5 s and back: the gateway rides it out (the producer retries
+ *    without a delivery timeout; a position never passes an
+ *    unacknowledged record) and delivers everything: nothing lost,
+ *    nothing duplicated, order kept, the reverse flow (whose SOURCE was
+ *    down) intact as well.
+ *  - SIGKILL during the outage, restart after it: records read but
+ *    undeliverable for three position saves are not lost.
+ *  - SIGTERM during the outage: exit within the stop deadline, exit 1
+ *    with the reason (undelivered records), no crash; a restart delivers
+ *    the rest exactly once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "repl.h"
+
+#define PARTS 8
+#define BROKERS 3
+#define KEYS 1000
+#define BATCH 2000
+#define DOWN_MS 5000
+#define REPL_TIMEOUT_MS 90000
+
+static const char *const sites[] = {"east", "west"};
+
+static int setup(void **state) {
+        *state = NULL;
+        return 0;
+}
+
+static int teardown(void **state) {
+        repl_destroy(*state, false);
+        return 0;
+}
+
+static void set_brokers(struct repl *r, const char *alias, bool up) {
+        rd_kafka_mock_cluster_t *mc =
+            aagw_sandbox_mock(harness_clusters_sandbox(r->hc), alias);
+
+        assert_non_null(mc);
+        for (int b = 1; b <= BROKERS; b++)
+                assert_int_equal(up ? rd_kafka_mock_broker_set_up(mc, b)
+                                    : rd_kafka_mock_broker_set_down(mc, b),
+                                 RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
+static void test_target_down_5s(void **state) {
+        struct repl    *r = repl_new(sites, 2);
+        struct rrecs    src, copy;
+        int64_t         before;
+        int64_t         t0;
+        struct timespec ts     = {DOWN_MS / 1000, (DOWN_MS % 1000) * 1000000L};
+        int             n_east = 0, n_west = 0;
+
+        *state = r;
+        if (harness_clusters_are_real(r->hc))
+                skip(); /* fault injection needs the sandbox */
+        repl_create_topic(r, NULL, "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_create_topic(r, "east", "west.clicks", PARTS);
+
+        repl_produce(r, "east", "clicks", "east", n_east, BATCH, KEYS, NULL,
+                     -1);
+        n_east += BATCH;
+        repl_produce(r, "west", "clicks", "west", n_west, BATCH, KEYS, NULL,
+                     -1);
+        n_west += BATCH;
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+
+        /* Records that arrive while the target is away: queued in flight
+         * at the gateway when west goes down, the rest read during the
+         * outage. */
+        repl_produce(r, "east", "clicks", "east", n_east, BATCH, KEYS, NULL,
+                     -1);
+        n_east += BATCH;
+        set_brokers(r, "west", false);
+        t0 = harness_now_ms();
+        repl_produce(r, "east", "clicks", "east", n_east, BATCH, KEYS, NULL,
+                     -1);
+        n_east += BATCH;
+        /* The outage itself lasts a fixed time: this sleep is the fault,
+         * not a synchronisation. */
+        while (nanosleep(&ts, &ts) == -1)
+                ;
+        assert_true(repl_gw_running(r));
+        set_brokers(r, "west", true);
+        fprintf(stderr, "# west was down for %" PRId64 " ms\n",
+                harness_now_ms() - t0);
+
+        /* More after the recovery, at both sites. */
+        repl_produce(r, "east", "clicks", "east", n_east, BATCH, KEYS, NULL,
+                     -1);
+        n_east += BATCH;
+        repl_produce(r, "west", "clicks", "west", n_west, BATCH, KEYS, NULL,
+                     -1);
+        n_west += BATCH;
+        before = repl_size(r, "west", "east.clicks");
+        fprintf(stderr,
+                "# east.clicks at west right after recovery: %" PRId64
+                " of %d\n",
+                before, n_east);
+        repl_expect_size(r, "west", "east.clicks", n_east, REPL_TIMEOUT_MS);
+        repl_expect_size(r, "east", "west.clicks", n_west, REPL_TIMEOUT_MS);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        repl_read(r, "east", "clicks", &src);
+        repl_read(r, "west", "east.clicks", &copy);
+        assert_int_equal(src.cnt, n_east);
+        repl_check_copy(&src, "clicks", "east", &copy, "east>west");
+        assert_int_equal(copy.cnt, n_east);
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+        repl_read(r, "west", "clicks", &src);
+        repl_read(r, "east", "west.clicks", &copy);
+        assert_int_equal(src.cnt, n_west);
+        repl_check_copy(&src, "clicks", "west", &copy, "west>east");
+        assert_int_equal(copy.cnt, n_west);
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+}
+
+/* The sharper form: the gateway is SIGKILLed while the target is down.
+ * It has read records it could not deliver, for seconds, across several
+ * position saves; if a stored position ever passed an unacknowledged
+ * record, the restart would skip those records and they would be lost. */
+static void test_kill_while_target_down(void **state) {
+        struct repl    *r = repl_new(sites, 2);
+        struct rrecs    src, copy;
+        struct timespec ts = {3, 0};
+
+        *state = r;
+        repl_create_topic(r, NULL, "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_create_topic(r, "east", "west.clicks", PARTS);
+        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+
+        set_brokers(r, "west", false);
+        repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
+        /* The fault: 3 s of outage (three position saves) with these
+         * records read and undeliverable, then the crash. */
+        while (nanosleep(&ts, &ts) == -1)
+                ;
+        assert_true(repl_gw_running(r));
+        assert_int_equal(repl_gw_stop(r, SIGKILL, REPL_STOP_TIMEOUT_MS),
+                         128 + SIGKILL);
+        set_brokers(r, "west", true);
+
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", 2 * BATCH, REPL_TIMEOUT_MS);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        repl_read(r, "east", "clicks", &src);
+        repl_read(r, "west", "east.clicks", &copy);
+        assert_int_equal(src.cnt, 2 * BATCH);
+        repl_check_copy(&src, "clicks", "east", &copy, "east>west");
+        assert_int_equal(copy.cnt, 2 * BATCH);
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+}
+
+/* SIGTERM while the target is down: the gateway cannot drain.  It must
+ * still exit within the stop deadline, say that it failed to deliver,
+ * keep positions behind the undelivered records, and a restart once the
+ * target is back must deliver them exactly once. */
+static void test_sigterm_while_target_down(void **state) {
+        struct repl    *r = repl_new(sites, 2);
+        struct rrecs    src, copy;
+        struct timespec ts = {2, 0};
+        int64_t         t0;
+        int             code;
+        char           *text;
+
+        *state = r;
+        repl_create_topic(r, NULL, "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_create_topic(r, "east", "west.clicks", PARTS);
+        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+
+        set_brokers(r, "west", false);
+        repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
+        while (nanosleep(&ts, &ts) == -1)
+                ;
+        t0   = harness_now_ms();
+        code = repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS);
+        fprintf(stderr,
+                "# SIGTERM with the target down: exit %d after %" PRId64
+                " ms\n",
+                code, harness_now_ms() - t0);
+        /* Undelivered records are a partial failure (exit 1), said so. */
+        if (code != 1) {
+                repl_dump_log(r, 15);
+                fail_msg("exit %d, expected 1", code);
+        }
+        text = repl_log_text(r);
+        assert_non_null(strstr(text, "aagw: flow east->west: "));
+        assert_non_null(strstr(text, "records not acknowledged by the "
+                                     "target before the stop deadline"));
+        free(text);
+        set_brokers(r, "west", true);
+
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", 2 * BATCH, REPL_TIMEOUT_MS);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        repl_read(r, "east", "clicks", &src);
+        repl_read(r, "west", "east.clicks", &copy);
+        repl_check_copy(&src, "clicks", "east", &copy, "east>west");
+        assert_int_equal(copy.cnt, 2 * BATCH);
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_sigterm_while_target_down,
+                                            setup, teardown),
+            cmocka_unit_test_setup_teardown(test_target_down_5s, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_kill_while_target_down, setup,
+                                            teardown),
+        };
+
+        return cmocka_run_group_tests_name("replication-outage", tests, NULL,
+                                           NULL);
+}
