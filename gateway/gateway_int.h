@@ -35,10 +35,6 @@ bool gw_wait_stop(int ms);
 /* Route aagw_log() lines to stderr at 'level'. */
 void gw_log_init(aagw_log_level_t level);
 
-/* librdkafka log_cb that forwards into aagw_log() under facility KAFKA. */
-void gw_rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-                       const char *buf);
-
 /* -------------------------------- CLI ---------------------------------- */
 
 /* Every command takes argv with argv[0] set to "aagw <command>" and

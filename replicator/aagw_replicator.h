@@ -43,6 +43,14 @@ rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
                                      char *errstr, size_t errstr_size);
 
 /**
+ * @brief librdkafka log callback that writes through aagw_log() (facility
+ * KAFKA), mapping syslog levels onto aagw's.  aagw_kafka_conf_new() installs
+ * it; set it on any other conf with rd_kafka_conf_set_log_cb().
+ */
+void aagw_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                       const char *buf);
+
+/**
  * @brief Apply user properties (name/value pairs, @p kv[2*i] a name) for a
  * client of @p role ("consumer", "producer" or "admin").  A name without a
  * role prefix applies to every client; "consumer.x", "producer.x" and

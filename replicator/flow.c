@@ -385,6 +385,12 @@ static void produce_dlq(aagw_flow_t *f, struct token *tok,
                  pt->tt->topic, (int)pt->partition, sl->src_off);
         rd_kafka_header_add(h, name, -1, coord, -1);
         tok->dlq = true;
+        /* Created on first use: a topic handle makes the producer ask for
+         * its metadata, which auto-creates it on many clusters, and an
+         * empty dead-letter topic at every site is noise. */
+        if (!f->dlq_rkt)
+                f->dlq_rkt = rd_kafka_topic_new(f->producer, f->dlq_topic,
+                                                NULL);
         if (produce_retry(f, f->dlq_rkt, RD_KAFKA_PARTITION_UA, m, h, ts, tok,
                           &err)) {
                 rd_kafka_headers_destroy(h);
@@ -1345,7 +1351,6 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                c->target_prop_cnt, NULL, errstr, errstr_size);
         if (!f->admin)
                 goto fail;
-        f->dlq_rkt = rd_kafka_topic_new(f->producer, f->dlq_topic, NULL);
         atomic_store(&f->state, AAGW_FLOW_STARTING);
         return f;
 fail:

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 aagw_err_t aagw_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                                const char *value, char *errstr,
@@ -22,9 +23,27 @@ aagw_err_t aagw_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
         return AAGW_ERR_CONFIG;
 }
 
+void aagw_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                       const char *buf) {
+        aagw_log_level_t l;
+
+        if (level <= LOG_ERR)
+                l = AAGW_LOG_ERROR;
+        else if (level <= LOG_WARNING)
+                l = AAGW_LOG_WARN;
+        else if (level <= LOG_INFO)
+                l = AAGW_LOG_INFO;
+        else
+                l = AAGW_LOG_DEBUG;
+        aagw_log(l, "KAFKA", "%s: %s: %s", rd_kafka_name(rk), fac, buf);
+}
+
 rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
                                      char *errstr, size_t errstr_size) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        /* librdkafka's own lines go through aagw's log format. */
+        rd_kafka_conf_set_log_cb(conf, aagw_kafka_log_cb);
         char             client_id[128];
 
         snprintf(client_id, sizeof(client_id), "aagw-%s", role ? role : "client");
