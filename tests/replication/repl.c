@@ -562,3 +562,13 @@ void repl_expect_topics(struct repl *r, const char *alias,
         harness_lines_deinit(&lines);
         harness_output_deinit(&o);
 }
+
+int repl_setup(void **state) {
+        *state = NULL;
+        return 0;
+}
+
+int repl_teardown(void **state) {
+        repl_destroy(*state, false);
+        return 0;
+}

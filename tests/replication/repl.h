@@ -50,6 +50,11 @@ struct repl *repl_new(const char *const *sites, size_t nsites);
  *  NULL is a no-op. */
 void repl_destroy(struct repl *r, bool keep);
 
+/* cmocka per-test fixture: the test stores its struct repl in *state;
+ * teardown destroys it (and its gateway and clusters). */
+int repl_setup(void **state);
+int repl_teardown(void **state);
+
 /** @returns the bootstraps of @p alias; asserts it exists. */
 const char *repl_bs(struct repl *r, const char *alias);
 

@@ -31,15 +31,6 @@
 
 static const char *const sites[] = {"east", "west"};
 
-static int setup(void **state) {
-        *state = NULL;
-        return 0;
-}
-
-static int teardown(void **state) {
-        repl_destroy(*state, false);
-        return 0;
-}
 
 /* Batch 0 and most others go where their keys hash to; batch 2 is
  * produced to one explicit partition (not where its keys hash) and
@@ -124,8 +115,8 @@ static void test_bidirectional(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_bidirectional, setup,
-                                            teardown),
+            cmocka_unit_test_setup_teardown(test_bidirectional, repl_setup,
+                                            repl_teardown),
         };
 
         return cmocka_run_group_tests_name("replication-bidir", tests, NULL,

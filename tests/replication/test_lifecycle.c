@@ -28,15 +28,6 @@
 
 static const char *const sites[] = {"east", "west"};
 
-static int setup(void **state) {
-        *state = NULL;
-        return 0;
-}
-
-static int teardown(void **state) {
-        repl_destroy(*state, false);
-        return 0;
-}
 
 static void create_pair(struct repl *r, const char *topic, int parts) {
         char remote[128];
@@ -198,10 +189,10 @@ static void test_sigterm_and_restart(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_topic_created_while_running,
-                                            setup, teardown),
-            cmocka_unit_test_setup_teardown(test_sigterm_and_restart, setup,
-                                            teardown),
+            cmocka_unit_test_setup_teardown(test_topic_created_while_running, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_sigterm_and_restart, repl_setup,
+                                            repl_teardown),
         };
 
         return cmocka_run_group_tests_name("replication-lifecycle", tests, NULL,

@@ -34,15 +34,6 @@
 
 static const char *const sites[] = {"east", "west"};
 
-static int setup(void **state) {
-        *state = NULL;
-        return 0;
-}
-
-static int teardown(void **state) {
-        repl_destroy(*state, false);
-        return 0;
-}
 
 /* The sizes of every topic of interest, at both sites. */
 struct sizes {
@@ -234,12 +225,12 @@ static void test_control_both_off_loops(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_control_both_off_loops, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_prefix_topics_only, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_identity_headers_only, setup,
-                                            teardown),
+            cmocka_unit_test_setup_teardown(test_control_both_off_loops, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_prefix_topics_only, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_identity_headers_only, repl_setup,
+                                            repl_teardown),
         };
 
         return cmocka_run_group_tests_name("replication-loops", tests, NULL,

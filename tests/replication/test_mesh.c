@@ -33,15 +33,6 @@
 
 static const char *const sites[NSITES] = {"east", "west", "central"};
 
-static int setup(void **state) {
-        *state = NULL;
-        return 0;
-}
-
-static int teardown(void **state) {
-        repl_destroy(*state, false);
-        return 0;
-}
 
 static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *)a, *(char *const *)b);
@@ -362,10 +353,10 @@ static void test_ring_multi_hop(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_mesh_active_active, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_ring_multi_hop, setup,
-                                            teardown),
+            cmocka_unit_test_setup_teardown(test_mesh_active_active, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_ring_multi_hop, repl_setup,
+                                            repl_teardown),
         };
 
         return cmocka_run_group_tests_name("replication-mesh", tests, NULL,

@@ -41,15 +41,6 @@
 
 static const char *const sites[] = {"east", "west"};
 
-static int setup(void **state) {
-        *state = NULL;
-        return 0;
-}
-
-static int teardown(void **state) {
-        repl_destroy(*state, false);
-        return 0;
-}
 
 static void set_brokers(struct repl *r, const char *alias, bool up) {
         rd_kafka_mock_cluster_t *mc =
@@ -233,12 +224,12 @@ static void test_sigterm_while_target_down(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_sigterm_while_target_down,
-                                            setup, teardown),
-            cmocka_unit_test_setup_teardown(test_target_down_5s, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_kill_while_target_down, setup,
-                                            teardown),
+            cmocka_unit_test_setup_teardown(test_sigterm_while_target_down, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_target_down_5s, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_kill_while_target_down, repl_setup,
+                                            repl_teardown),
         };
 
         return cmocka_run_group_tests_name("replication-outage", tests, NULL,
