@@ -7,7 +7,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "aagw_dedup.h"
 #include "aagw_replicator.h"
@@ -21,6 +23,8 @@ struct engine {
         size_t              ntopic_rules;
         aagw_flow_t        *flows[GW_MAX_FLOWS];
         size_t              nflows;
+        struct gw_admin    *admin;
+        char                admin_file[4096]; /* "" when not written */
 };
 
 /* ------------------------------------------------------- FLOW CALLBACKS -- */
@@ -124,6 +128,11 @@ static aagw_repl_policy_t *make_policy(const aagw_config_t *cfg, char *err,
 }
 
 static void engine_free(struct engine *e) {
+        /* The endpoint reads the flows: it goes first. */
+        gw_admin_stop(e->admin);
+        e->admin = NULL;
+        if (e->admin_file[0])
+                unlink(e->admin_file);
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_stop(e->flows[i]);
         for (size_t i = 0; i < e->nflows; i++)
@@ -175,6 +184,44 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         return aagw_flow_start(f, err, errsize) == AAGW_OK ? 0 : -1;
 }
 
+/* Start the admin endpoint and publish its address in the state dir
+ * (written to a temporary file and renamed, so readers never see half). */
+static int admin_start(struct engine *e, struct aagw_statedir *sd, char *err,
+                       size_t errsize) {
+        struct gw_admin_view v = {
+            .gateway_id = aagw_config_str(e->cfg, "gateway.id"),
+            .site       = aagw_config_str(e->cfg, "gateway.site"),
+            .mode       = aagw_config_str(e->cfg, "gateway.mode"),
+            .started    = time(NULL),
+            .flows      = e->flows,
+            .nflows     = e->nflows,
+        };
+        char  tmp[4200];
+        FILE *f;
+
+        e->admin = gw_admin_start(aagw_config_str(e->cfg, "admin.listen"),
+                                  aagw_config_str(e->cfg, "admin.token"), &v,
+                                  err, errsize);
+        if (!e->admin)
+                return -1;
+        aagw_log(AAGW_LOG_INFO, "ADMIN", "admin endpoint at http://%s/ (%s)",
+                 gw_admin_addr(e->admin),
+                 aagw_config_str(e->cfg, "admin.token") ? "bearer token "
+                                                          "required"
+                                                        : "no token");
+        snprintf(e->admin_file, sizeof(e->admin_file), "%s/%s",
+                 aagw_statedir_path(sd), GW_ADMIN_ADDR_FILE);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", e->admin_file);
+        if (!(f = fopen(tmp, "w")) ||
+            fprintf(f, "%s\n", gw_admin_addr(e->admin)) < 0 || fclose(f) ||
+            rename(tmp, e->admin_file)) {
+                aagw_log(AAGW_LOG_WARN, "ADMIN", "cannot write %s: %s",
+                         e->admin_file, strerror(errno));
+                e->admin_file[0] = '\0';
+        }
+        return 0;
+}
+
 static void log_stats(struct engine *e) {
         for (size_t i = 0; i < e->nflows; i++) {
                 struct aagw_flow_stats st;
@@ -224,7 +271,7 @@ static void stop_flows(struct engine *e, int timeout_ms) {
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s) {
         struct engine          e;
-        struct aagw_store_opts so;
+        struct aagw_store_opts so = {0};
         char                   err[1024];
         int                    rc = EXIT_RUNTIME;
 
@@ -270,12 +317,14 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
+        if (aagw_config_str(cfg, "admin.listen") &&
+            admin_start(&e, sd, err, sizeof(err)) == -1) {
+                gw_errorf("admin endpoint: %s", err);
+                rc = EXIT_RUNTIME;
+                goto out;
+        }
         /* Say plainly what this build does not do yet, rather than
-         * accept the settings silently. */
-        if (aagw_config_str(cfg, "admin.listen"))
-                aagw_log(AAGW_LOG_WARN, "RUN",
-                         "admin.listen is set, but this build has no admin "
-                         "endpoint yet; ignoring it");
+         * accept the setting silently. */
         if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
                 aagw_log(AAGW_LOG_WARN, "RUN",
                          "unify.mode is %s, but this build has no unify "

@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "aagw_gateway.h"
 
@@ -92,6 +93,36 @@ struct gw_plan {
 struct aagw_statedir;
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s);
+
+/* -------------------------------- ADMIN -------------------------------- */
+
+#include "aagw_replicator.h"
+
+/* What the admin endpoint shows; everything borrowed and stable while the
+ * endpoint runs. */
+struct gw_admin_view {
+        const char   *gateway_id, *site, *mode;
+        time_t        started;
+        aagw_flow_t **flows;
+        size_t        nflows;
+};
+
+/* Start the admin HTTP endpoint on 'listen' (HOST:PORT, port 0 picks one);
+ * 'token' NULL means no authentication.  NULL with the reason on error. */
+struct gw_admin *gw_admin_start(const char *listen, const char *token,
+                                const struct gw_admin_view *view,
+                                char *errstr, size_t errstr_size);
+/* "HOST:PORT" actually bound; borrowed. */
+const char *gw_admin_addr(const struct gw_admin *a);
+/* Stop and free; NULL is a no-op. */
+void gw_admin_stop(struct gw_admin *a);
+
+/* `aagw status`. */
+int gw_cmd_status(int argc, char **argv);
+
+/* The file in the state dir where a running gateway writes its admin
+ * address, so `aagw status --state-dir DIR` finds it. */
+#define GW_ADMIN_ADDR_FILE "admin.addr"
 
 /* Derive the flows from gateway.mode / replication.flows, narrowed to
  * gateway.site when set.  -1 with the reason when nothing is left. */

@@ -36,6 +36,8 @@ static void usage(FILE *out) {
                 "key\n"
                 "       aagw sandbox [OPTIONS]           start embedded Kafka "
                 "clusters on loopback\n"
+                "       aagw status [--admin HOST:PORT]  a running gateway's "
+                "state\n"
                 "       aagw --version | --help\n"
                 "\n"
                 "aagw replicates Kafka topics between data centers in both "
@@ -64,6 +66,7 @@ int main(int argc, char **argv) {
             {"run", gw_cmd_run},
             {"config", gw_cmd_config},
             {"sandbox", gw_cmd_sandbox},
+            {"status", gw_cmd_status},
         };
 
         if (argc >= 2) {

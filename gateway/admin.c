@@ -1,0 +1,575 @@
+/*
+ * gateway/admin.c: the admin HTTP endpoint (libmicrohttpd).
+ *
+ *   GET  /healthz                 200 "ok" while no flow has failed, else 503
+ *   GET  /status                  JSON: gateway, flows, partitions, counters
+ *   GET  /status?format=text      the same as sectioned key:value text
+ *                                 (what `aagw status` prints)
+ *   GET  /metrics                 Prometheus text format
+ *   POST /flows/SRC-DST/pause     stop consuming (in-flight records finish)
+ *   POST /flows/SRC-DST/resume
+ *
+ * libmicrohttpd runs its own thread; handlers only read flow counters
+ * (atomics) and flip pause flags, so they never block the data path.  With
+ * admin.token set every request needs "Authorization: Bearer <token>",
+ * compared in constant time.  Listening on a non-loopback address without
+ * a token is refused by config validation.
+ */
+#include "gateway_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+#include <microhttpd.h>
+
+#include "aagw_build.h"
+
+struct gw_admin {
+        struct MHD_Daemon    *mhd;
+        struct gw_admin_view  view;
+        char                 *token;
+        char                  addr[300];
+};
+
+/* ------------------------------------------------------------ BUFFERS --- */
+
+struct sbuf {
+        char  *p;
+        size_t len, cap;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...) {
+        va_list ap;
+        for (;;) {
+                size_t room = b->cap - b->len;
+                va_start(ap, fmt);
+                int n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+                va_end(ap);
+                if (n < 0)
+                        return;
+                if ((size_t)n < room) {
+                        b->len += (size_t)n;
+                        return;
+                }
+                size_t ncap = (b->cap + (size_t)n + 1) * 2;
+                char  *np   = realloc(b->p, ncap);
+                if (!np)
+                        return;
+                b->p   = np;
+                b->cap = ncap;
+        }
+}
+
+/* ------------------------------------------------------------ HELPERS --- */
+
+static const char *state_of(const aagw_flow_t *f) {
+        return aagw_flow_state_name(aagw_flow_state(f));
+}
+
+static uint64_t sum(const uint64_t *v, size_t n) {
+        uint64_t s = 0;
+        for (size_t i = 0; i < n; i++)
+                s += v[i];
+        return s;
+}
+
+/* Constant-time comparison, so the token cannot be guessed by timing. */
+static bool token_ok(const struct gw_admin *a, struct MHD_Connection *c) {
+        const char *h;
+        size_t      tl, hl;
+        unsigned    diff = 0;
+
+        if (!a->token)
+                return true;
+        h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                        MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!h || strncmp(h, "Bearer ", 7))
+                return false;
+        h += 7;
+        tl = strlen(a->token);
+        hl = strlen(h);
+        for (size_t i = 0; i < tl; i++)
+                diff |= (unsigned)(a->token[i] ^ (i < hl ? h[i] : 0));
+        return diff == 0 && hl == tl;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+                             const char *ctype, char *body, size_t len,
+                             bool take) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            len, body, take ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+        enum MHD_Result rc;
+
+        if (!r)
+                return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        if (status == MHD_HTTP_UNAUTHORIZED)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                        "Bearer");
+        rc = MHD_queue_response(c, status, r);
+        MHD_destroy_response(r);
+        return rc;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status,
+                                  const char *text) {
+        return reply(c, status, "text/plain; charset=utf-8", (char *)text,
+                     strlen(text), false);
+}
+
+/* ------------------------------------------------------------- STATUS --- */
+
+static json_object *flow_json(const aagw_flow_t *f) {
+        struct aagw_flow_stats       st;
+        json_object                 *o = json_object_new_object(), *a;
+        char                         err[512];
+        struct aagw_flow_part_stats *ps;
+        size_t                       n;
+
+        aagw_flow_stats(f, &st);
+        aagw_flow_error(f, err, sizeof(err));
+        json_object_object_add(o, "name", json_object_new_string(aagw_flow_name(f)));
+        json_object_object_add(o, "state", json_object_new_string(state_of(f)));
+        if (err[0])
+                json_object_object_add(o, "error", json_object_new_string(err));
+        json_object_object_add(o, "topics", json_object_new_int(st.topics));
+        json_object_object_add(o, "topics_refused",
+                               json_object_new_int(st.topics_refused));
+        json_object_object_add(o, "partitions",
+                               json_object_new_int(st.partitions));
+        json_object_object_add(o, "records_in",
+                               json_object_new_int64((int64_t)st.records_in));
+        json_object_object_add(o, "records_out",
+                               json_object_new_int64((int64_t)st.records_out));
+        json_object_object_add(o, "bytes_out",
+                               json_object_new_int64((int64_t)st.bytes_out));
+        json_object_object_add(o, "dead_lettered",
+                               json_object_new_int64((int64_t)st.dead_lettered));
+        json_object_object_add(o, "bad_provenance_passed",
+                               json_object_new_int64((int64_t)st.bad_passed));
+        json_object_object_add(o, "produce_errors",
+                               json_object_new_int64((int64_t)st.produce_errors));
+        json_object_object_add(o, "lag", json_object_new_int64(st.lag));
+        json_object_object_add(o, "inflight", json_object_new_int64(st.inflight));
+        json_object_object_add(
+            o, "latency_avg_ms",
+            json_object_new_int64(st.lat_count ? (int64_t)(st.lat_sum_ms /
+                                                           st.lat_count)
+                                               : 0));
+        a = json_object_new_object();
+        for (int k = 1; k < AAGW_SKIP_COUNT; k++)
+                json_object_object_add(a, aagw_skip_name((aagw_skip_t)k),
+                                       json_object_new_int64(
+                                           (int64_t)st.skipped[k]));
+        json_object_object_add(o, "skipped", a);
+        a = json_object_new_object();
+        for (int k = 1; k < AAGW_REASON_COUNT; k++)
+                if (st.rejected[k])
+                        json_object_object_add(
+                            a, aagw_reason_name((aagw_reason_t)k),
+                            json_object_new_int64((int64_t)st.rejected[k]));
+        json_object_object_add(o, "rejected", a);
+
+        n  = aagw_flow_partitions(f, NULL, 0);
+        ps = calloc(n ? n : 1, sizeof(*ps));
+        a  = json_object_new_array();
+        if (ps) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *p = json_object_new_object();
+                        json_object_object_add(
+                            p, "topic", json_object_new_string(ps[i].topic));
+                        json_object_object_add(
+                            p, "partition", json_object_new_int(ps[i].partition));
+                        json_object_object_add(p, "position",
+                                               json_object_new_int64(ps[i].next));
+                        json_object_object_add(p, "high",
+                                               json_object_new_int64(ps[i].high));
+                        json_object_object_add(
+                            p, "lag",
+                            json_object_new_int64(ps[i].high > ps[i].next &&
+                                                          ps[i].next >= 0
+                                                      ? ps[i].high - ps[i].next
+                                                      : 0));
+                        json_object_object_add(
+                            p, "records_out",
+                            json_object_new_int64((int64_t)ps[i].records_out));
+                        json_object_array_add(a, p);
+                }
+                free(ps);
+        }
+        json_object_object_add(o, "partitions_detail", a);
+        return o;
+}
+
+static char *status_json(const struct gw_admin *a) {
+        json_object *o = json_object_new_object(), *flows;
+        json_object *v = json_object_new_object();
+        char        *out;
+
+        json_object_object_add(o, "gateway_id",
+                               json_object_new_string(a->view.gateway_id));
+        json_object_object_add(o, "site",
+                               a->view.site ? json_object_new_string(a->view.site)
+                                            : NULL);
+        json_object_object_add(o, "mode", json_object_new_string(a->view.mode));
+        json_object_object_add(o, "uptime_s",
+                               json_object_new_int64(
+                                   (int64_t)(time(NULL) - a->view.started)));
+        json_object_object_add(v, "aagw", json_object_new_string(AAGW_VERSION));
+        json_object_object_add(v, "librdkafka",
+                               json_object_new_string(rd_kafka_version_str()));
+        json_object_object_add(v, "rocksdb",
+                               json_object_new_string(AAGW_ROCKSDB_VERSION));
+        json_object_object_add(o, "versions", v);
+        flows = json_object_new_array();
+        for (size_t i = 0; i < a->view.nflows; i++)
+                json_object_array_add(flows, flow_json(a->view.flows[i]));
+        json_object_object_add(o, "flows", flows);
+        out = strdup(json_object_to_json_string_ext(
+            o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return out;
+}
+
+/* The same figures as sectioned key:value text: one section per flow. */
+static char *status_text(const struct gw_admin *a) {
+        struct sbuf b = {0};
+
+        sb_printf(&b, "# Gateway\ngateway_id:%s\nsite:%s\nmode:%s\n"
+                      "uptime_s:%" PRId64 "\nversion:%s\nlibrdkafka:%s\n"
+                      "rocksdb:%s\n",
+                  a->view.gateway_id, a->view.site ? a->view.site : "(all)",
+                  a->view.mode, (int64_t)(time(NULL) - a->view.started),
+                  AAGW_VERSION, rd_kafka_version_str(), AAGW_ROCKSDB_VERSION);
+        for (size_t i = 0; i < a->view.nflows; i++) {
+                const aagw_flow_t     *f = a->view.flows[i];
+                struct aagw_flow_stats st;
+                char                   err[512];
+
+                aagw_flow_stats(f, &st);
+                aagw_flow_error(f, err, sizeof(err));
+                sb_printf(&b,
+                          "\n# Flow %s\nstate:%s\n%s%s%stopics:%d\n"
+                          "topics_refused:%d\npartitions:%d\n"
+                          "records_in:%" PRIu64 "\nrecords_out:%" PRIu64
+                          "\nbytes_out:%" PRIu64 "\nskipped:%" PRIu64
+                          "\nrejected:%" PRIu64 "\ndead_lettered:%" PRIu64
+                          "\nlag:%" PRId64 "\ninflight:%" PRId64
+                          "\nlatency_avg_ms:%" PRIu64 "\n",
+                          aagw_flow_name(f), state_of(f), err[0] ? "error:" : "",
+                          err, err[0] ? "\n" : "", st.topics, st.topics_refused,
+                          st.partitions, st.records_in, st.records_out,
+                          st.bytes_out, sum(st.skipped, AAGW_SKIP_COUNT),
+                          sum(st.rejected, AAGW_REASON_COUNT),
+                          st.dead_lettered, st.lag, st.inflight,
+                          st.lat_count ? st.lat_sum_ms / st.lat_count : 0);
+        }
+        return b.p;
+}
+
+/* ------------------------------------------------------------ METRICS --- */
+
+static char *metrics(const struct gw_admin *a) {
+        struct sbuf b = {0};
+        struct aagw_flow_stats *st =
+            calloc(a->view.nflows ? a->view.nflows : 1, sizeof(*st));
+        if (!st)
+                return NULL;
+        for (size_t i = 0; i < a->view.nflows; i++)
+                aagw_flow_stats(a->view.flows[i], &st[i]);
+
+#define FLOWS for (size_t i = 0; i < a->view.nflows; i++)
+#define NAME  aagw_flow_name(a->view.flows[i])
+#define COUNTER(metric, help, field)                                           \
+        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric            \
+                      " counter\n");                                           \
+        FLOWS sb_printf(&b, metric "{flow=\"%s\"} %" PRIu64 "\n", NAME,        \
+                        st[i].field)
+#define GAUGE(metric, help, fmt, expr)                                         \
+        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric " gauge\n");\
+        FLOWS sb_printf(&b, metric "{flow=\"%s\"} " fmt "\n", NAME, expr)
+
+        sb_printf(&b, "# HELP aagw_info Build information.\n"
+                      "# TYPE aagw_info gauge\n"
+                      "aagw_info{version=\"%s\",librdkafka=\"%s\","
+                      "rocksdb=\"%s\"} 1\n",
+                  AAGW_VERSION, rd_kafka_version_str(), AAGW_ROCKSDB_VERSION);
+        GAUGE("aagw_flow_up", "1 while the flow runs (or starts), 0 once "
+                              "failed or stopped.",
+              "%d",
+              aagw_flow_state(a->view.flows[i]) <= AAGW_FLOW_PAUSED ? 1 : 0);
+        GAUGE("aagw_flow_paused", "1 while the flow is paused.", "%d",
+              aagw_flow_state(a->view.flows[i]) == AAGW_FLOW_PAUSED);
+        COUNTER("aagw_replication_records_in_total",
+                "Records consumed from the source.", records_in);
+        COUNTER("aagw_replication_records_out_total",
+                "Records acknowledged by the target.", records_out);
+        COUNTER("aagw_replication_bytes_out_total",
+                "Key and value bytes acknowledged by the target.", bytes_out);
+        COUNTER("aagw_replication_dead_lettered_total",
+                "Records written to the dead-letter topic.", dead_lettered);
+        COUNTER("aagw_replication_bad_provenance_passed_total",
+                "Records whose bad provenance was stripped (action pass).",
+                bad_passed);
+        COUNTER("aagw_replication_produce_errors_total",
+                "Permanent delivery failures (then dead-lettered).",
+                produce_errors);
+        GAUGE("aagw_replication_lag_records",
+              "Records behind the source high watermark.", "%" PRId64,
+              st[i].lag);
+        GAUGE("aagw_replication_inflight_records",
+              "Records sent and not yet acknowledged.", "%" PRId64,
+              st[i].inflight);
+        GAUGE("aagw_replication_topics", "Topics being replicated.", "%d",
+              st[i].topics);
+        GAUGE("aagw_replication_topics_refused",
+              "Topics refused (target has fewer partitions).", "%d",
+              st[i].topics_refused);
+        GAUGE("aagw_replication_partitions", "Source partitions assigned.",
+              "%d", st[i].partitions);
+
+        sb_printf(&b, "# HELP aagw_replication_skipped_total Records not "
+                      "copied, by cause (loop prevention and filters).\n"
+                      "# TYPE aagw_replication_skipped_total counter\n");
+        FLOWS for (int k = 1; k < AAGW_SKIP_COUNT; k++) sb_printf(
+            &b,
+            "aagw_replication_skipped_total{flow=\"%s\",cause=\"%s\"} %" PRIu64
+            "\n",
+            NAME, aagw_skip_name((aagw_skip_t)k), st[i].skipped[k]);
+        sb_printf(&b, "# HELP aagw_replication_rejected_total Records with bad "
+                      "provenance or id, by reason.\n"
+                      "# TYPE aagw_replication_rejected_total counter\n");
+        FLOWS for (int k = 1; k < AAGW_REASON_COUNT; k++) sb_printf(
+            &b,
+            "aagw_replication_rejected_total{flow=\"%s\",reason=\"%s\"} "
+            "%" PRIu64 "\n",
+            NAME, aagw_reason_name((aagw_reason_t)k), st[i].rejected[k]);
+
+        sb_printf(&b, "# HELP aagw_replication_latency_ms Time from the "
+                      "origin timestamp to the target's acknowledgement.\n"
+                      "# TYPE aagw_replication_latency_ms histogram\n");
+        FLOWS {
+                uint64_t cum = 0;
+                for (int k = 0; k < AAGW_LAT_BUCKETS; k++) {
+                        cum += st[i].lat_buckets[k];
+                        if (k < AAGW_LAT_BUCKETS - 1)
+                                sb_printf(&b,
+                                          "aagw_replication_latency_ms_bucket{"
+                                          "flow=\"%s\",le=\"%" PRId64
+                                          "\"} %" PRIu64 "\n",
+                                          NAME, aagw_lat_bounds_ms[k], cum);
+                        else
+                                sb_printf(&b,
+                                          "aagw_replication_latency_ms_bucket{"
+                                          "flow=\"%s\",le=\"+Inf\"} %" PRIu64
+                                          "\n",
+                                          NAME, cum);
+                }
+                sb_printf(&b,
+                          "aagw_replication_latency_ms_sum{flow=\"%s\"} "
+                          "%" PRIu64 "\n"
+                          "aagw_replication_latency_ms_count{flow=\"%s\"} "
+                          "%" PRIu64 "\n",
+                          NAME, st[i].lat_sum_ms, NAME, st[i].lat_count);
+        }
+#undef FLOWS
+#undef NAME
+#undef COUNTER
+#undef GAUGE
+        free(st);
+        return b.p;
+}
+
+/* ------------------------------------------------------------ HANDLER --- */
+
+static aagw_flow_t *flow_by_path(const struct gw_admin *a, const char *name,
+                                 size_t len) {
+        for (size_t i = 0; i < a->view.nflows; i++) {
+                /* URL form "east-west" or the flow's own "east->west". */
+                const char *n     = aagw_flow_name(a->view.flows[i]);
+                const char *arrow = strstr(n, "->");
+                size_t      sl    = (size_t)(arrow - n);
+                if (len == strlen(n) && !strncmp(n, name, len))
+                        return a->view.flows[i];
+                if (len == strlen(n) - 1 && !strncmp(n, name, sl) &&
+                    name[sl] == '-' && !strncmp(arrow + 2, name + sl + 1,
+                                                len - sl - 1))
+                        return a->view.flows[i];
+        }
+        return NULL;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+                              const char *url, const char *method,
+                              const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls) {
+        struct gw_admin *a = cls;
+        (void)version;
+        (void)upload;
+
+        /* First call per request: headers only.  Let a POST body (none
+         * expected) stream in, then answer on the last call. */
+        if (!*con_cls) {
+                *con_cls = (void *)1;
+                return MHD_YES;
+        }
+        if (*upload_size) {
+                *upload_size = 0;
+                return MHD_YES;
+        }
+        if (!token_ok(a, c))
+                return reply_text(c, MHD_HTTP_UNAUTHORIZED,
+                                  "missing or wrong bearer token\n");
+        bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+        if (!strcmp(url, "/healthz") && get) {
+                for (size_t i = 0; i < a->view.nflows; i++) {
+                        if (aagw_flow_state(a->view.flows[i]) ==
+                            AAGW_FLOW_FAILED) {
+                                char err[600], msg[800];
+                                aagw_flow_error(a->view.flows[i], err,
+                                                sizeof(err));
+                                snprintf(msg, sizeof(msg), "flow %s failed: %s\n",
+                                         aagw_flow_name(a->view.flows[i]), err);
+                                return reply_text(
+                                    c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
+                        }
+                }
+                return reply_text(c, MHD_HTTP_OK, "ok\n");
+        }
+        if (!strcmp(url, "/status") && get) {
+                const char *fmt =
+                    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+                                                "format");
+                bool  text = fmt && !strcmp(fmt, "text");
+                char *body = text ? status_text(a) : status_json(a);
+                if (!body)
+                        return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                          "out of memory\n");
+                return reply(c, MHD_HTTP_OK,
+                             text ? "text/plain; charset=utf-8"
+                                  : "application/json",
+                             body, strlen(body), true);
+        }
+        if (!strcmp(url, "/metrics") && get) {
+                char *body = metrics(a);
+                if (!body)
+                        return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                          "out of memory\n");
+                return reply(c, MHD_HTTP_OK,
+                             "text/plain; version=0.0.4; charset=utf-8", body,
+                             strlen(body), true);
+        }
+        if (!strncmp(url, "/flows/", 7)) {
+                const char *name  = url + 7;
+                const char *slash = strrchr(name, '/');
+                if (!slash || strcmp(method, "POST"))
+                        return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                          "use POST /flows/SRC-DST/pause or "
+                                          "/resume\n");
+                aagw_flow_t *f = flow_by_path(a, name, (size_t)(slash - name));
+                bool pause = !strcmp(slash, "/pause");
+                if (!f)
+                        return reply_text(c, MHD_HTTP_NOT_FOUND,
+                                          "no such flow\n");
+                if (!pause && strcmp(slash, "/resume"))
+                        return reply_text(c, MHD_HTTP_NOT_FOUND,
+                                          "use /pause or /resume\n");
+                aagw_flow_pause(f, pause);
+                aagw_log(AAGW_LOG_INFO, "ADMIN", "%s requested for flow %s",
+                         pause ? "pause" : "resume", aagw_flow_name(f));
+                return reply_text(c, MHD_HTTP_ACCEPTED,
+                                  pause ? "pausing\n" : "resuming\n");
+        }
+        return reply_text(c, MHD_HTTP_NOT_FOUND,
+                          "not found: try /healthz, /status, /metrics\n");
+}
+
+/* ---------------------------------------------------------- LIFECYCLE --- */
+
+struct gw_admin *gw_admin_start(const char *listen, const char *token,
+                                const struct gw_admin_view *view,
+                                char *errstr, size_t errstr_size) {
+        struct gw_admin        *a = calloc(1, sizeof(*a));
+        char                    host[256];
+        const char             *colon;
+        struct addrinfo         hints, *res = NULL;
+        struct sockaddr_storage ss;
+        unsigned                flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_ERROR_LOG;
+        int                     rc;
+
+        if (!a) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        a->view = *view;
+        if (token && !(a->token = strdup(token)))
+                goto nomem;
+        /* HOST:PORT or [V6]:PORT, already checked by the config. */
+        colon = strrchr(listen, ':');
+        if (listen[0] == '[')
+                snprintf(host, sizeof(host), "%.*s", (int)(colon - listen - 2),
+                         listen + 1);
+        else
+                snprintf(host, sizeof(host), "%.*s", (int)(colon - listen),
+                         listen);
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags    = AI_PASSIVE;
+        if ((rc = getaddrinfo(host, colon + 1, &hints, &res)) || !res) {
+                snprintf(errstr, errstr_size, "admin.listen %s: %s", listen,
+                         gai_strerror(rc));
+                goto fail;
+        }
+        memcpy(&ss, res->ai_addr, res->ai_addrlen);
+        if (res->ai_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        freeaddrinfo(res);
+        a->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, a,
+                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                  MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                                  MHD_OPTION_CONNECTION_LIMIT, 64u,
+                                  MHD_OPTION_END);
+        if (!a->mhd) {
+                snprintf(errstr, errstr_size,
+                         "cannot listen on %s: %s (address in use?)", listen,
+                         strerror(errno));
+                goto fail;
+        }
+        const union MHD_DaemonInfo *di =
+            MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
+        snprintf(a->addr, sizeof(a->addr), "%s%s%s:%u",
+                 strchr(host, ':') ? "[" : "", host,
+                 strchr(host, ':') ? "]" : "", di ? di->port : 0);
+        return a;
+nomem:
+        snprintf(errstr, errstr_size, "out of memory");
+fail:
+        gw_admin_stop(a);
+        return NULL;
+}
+
+const char *gw_admin_addr(const struct gw_admin *a) {
+        return a->addr;
+}
+
+void gw_admin_stop(struct gw_admin *a) {
+        if (!a)
+                return;
+        if (a->mhd)
+                MHD_stop_daemon(a->mhd);
+        free(a->token);
+        free(a);
+}
