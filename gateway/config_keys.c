@@ -89,8 +89,8 @@ const struct cfg_key aagw_config_keys[] = {
      3600000, NULL, NULL, 0,
      "How often source clusters are scanned for new matching topics."},
     {"replication.header_prefix", CT_STR, "aagw.", 1, 32, NULL, NULL, 0,
-     "Prefix of the provenance header names (origin, path, id, source "
-     "coordinates, clock)."},
+     "Prefix of aagw's header names: the provenance header (<prefix>prov) "
+     "and the others reserved for aagw, which copies never carry over."},
     {"replication.bad_provenance", CT_ENUM, "dead-letter", NOLIMIT,
      "pass|dead-letter|fail", NULL, 0,
      "What to do with a record whose provenance headers are malformed or "

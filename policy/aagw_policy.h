@@ -115,20 +115,27 @@ bool aagw_key_is_secret(const char *key);
  *
  * PROVENANCE WIRE FORMAT (version 1).  This is a wire contract: every aagw
  * that reads a topic must agree on it.  P is the header prefix (default
- * "aagw.", conf.header_prefix).  All values are ASCII text without a
- * terminating NUL, except the id, which is opaque bytes.
+ * "aagw.", conf.header_prefix).  Provenance is ONE header, P "prov"
+ * ("aagw.prov"), whose value is ASCII text without a terminating NUL,
+ * except the id, which is opaque bytes:
  *
- *   P origin  ALIAS                    site where the record was first
- *                                      accepted, e.g. "east"
- *   P path    ALIAS{">"ALIAS}          every site the record has been
- *                                      written at, origin first, INCLUDING
- *                                      the site it is stored at now, e.g.
- *                                      "east>west" for a record east wrote
- *                                      and aagw copied to west
- *   P id      1..1024 bytes            the global message id
- *   P src     TOPIC":"PART":"OFFSET    origin coordinates, e.g. "clicks:3:1234"
- *   P hlc     MS":"COUNTER             origin hybrid logical clock, e.g.
- *                                      "1714557600123:0"
+ *   "1;" PATH ";" TOPIC ":" PART ":" OFFSET ";" MS ":" COUNTER ";" ID
+ *
+ *   1       the format version; a value not starting with "1;" is bad
+ *           provenance (AAGW_REASON_PROV_VERSION), never guessed at
+ *   PATH    ALIAS{">"ALIAS}: every site the record has been written at,
+ *           origin first, INCLUDING the site it is stored at now, e.g.
+ *           "east>west" for a record east wrote and aagw copied to west;
+ *           the origin is PATH[0]
+ *   TOPIC ":" PART ":" OFFSET   origin coordinates, e.g. "clicks:3:1234"
+ *   MS ":" COUNTER              origin hybrid logical clock, e.g.
+ *                               "1714557600123:0"
+ *   ID      the global message id: the rest of the value, 0..1024 bytes,
+ *           any bytes (';' included).  Empty means the derived id
+ *           ORIGIN ":" TOPIC ":" PART ":" OFFSET (aagw_id_derive()), which
+ *           the reader rebuilds; aagw writes an empty ID whenever the id
+ *           is the derived one.  So the common value is about 40 bytes:
+ *           "1;east>west;clicks:3:1234;1714557600123:0;"
  *
  *   ALIAS   = 1..64 of [A-Za-z0-9_-]
  *   TOPIC   = 1..249 of [A-Za-z0-9._-], not "." or ".."
@@ -136,14 +143,16 @@ bool aagw_key_is_secret(const char *key);
  *   OFFSET  = decimal 0..9223372036854775807, no sign, no leading zero
  *   MS      = decimal 0..2^48-1 (Unix ms),   no sign, no leading zero
  *   COUNTER = decimal 0..65535,              no sign, no leading zero
- *   path    = 1..16 aliases, no alias twice, path[0] == origin
+ *   PATH    = 1..16 aliases, no alias twice
  *
- * A record carries either none of the five headers (it was written by a
- * producer at the site it is read from) or all five, each exactly once.
- * Anything else is bad provenance (see aagw_reason_t).  Other header names
- * under P are reserved for aagw: readers ignore them and the replicator
- * does not copy them (aagw_prov_is_own_header()).  A later, incompatible
- * format will use new header names rather than reinterpret these.
+ * A record carries either no P "prov" header (it was written by a producer
+ * at the site it is read from) or exactly one, non-null.  Anything else is
+ * bad provenance (see aagw_reason_t).  Other header names under P are
+ * reserved for aagw: readers ignore them and the replicator does not copy
+ * them (aagw_prov_is_own_header()).  Among them are the five headers of
+ * the draft format (P origin, path, id, src, hlc: never deployed, now
+ * meaningless), P "hop" (the replicator's own) and P "dlq." (dead
+ * letters).  A later, incompatible format will use a new leading version.
  */
 
 /* ------------------------------- LIMITS -------------------------------- */
@@ -157,8 +166,8 @@ bool aagw_key_is_secret(const char *key);
 #define AAGW_ID_MAX        1024 /**< bytes in a global message id */
 #define AAGW_ID_KEY_LEN    16   /**< bytes in the storage key of an id */
 #define AAGW_ID_ARG_MAX    255  /**< bytes in NAME / FIELD of an id rule */
-#define AAGW_PROV_HDR_CNT  5    /**< headers in an encoded provenance */
-#define AAGW_PROV_ENC_MAX  2560 /**< bytes of encoded provenance values */
+#define AAGW_PROV_HDR_CNT  1    /**< headers in an encoded provenance */
+#define AAGW_PROV_ENC_MAX  2560 /**< bytes of the encoded value (+ NUL) */
 
 /* ------------------------------- RECORDS ------------------------------- */
 
@@ -204,16 +213,14 @@ struct aagw_rec {
  */
 typedef enum {
         AAGW_REASON_OK = 0,
-        /* header set (aagw_prov_decode) */
-        AAGW_REASON_PROV_NULL_VALUE,  /**< a provenance header is null */
-        AAGW_REASON_PROV_DUPLICATE,   /**< a provenance header repeats */
-        AAGW_REASON_PROV_INCOMPLETE,  /**< some, not all, headers present */
+        /* the header (aagw_prov_decode) */
+        AAGW_REASON_PROV_NULL_VALUE,  /**< the provenance header is null */
+        AAGW_REASON_PROV_DUPLICATE,   /**< the provenance header repeats */
+        AAGW_REASON_PROV_INCOMPLETE,  /**< the value ends before its ID */
+        AAGW_REASON_PROV_VERSION,     /**< the value is not "1;..." */
         /* one field (aagw_prov_decode) */
-        AAGW_REASON_PROV_ORIGIN_INVALID,
-        AAGW_REASON_PROV_ORIGIN_TOO_LONG,
         AAGW_REASON_PROV_PATH_INVALID,  /**< empty hop, bad alias */
-        AAGW_REASON_PROV_PATH_TOO_LONG, /**< > 16 hops */
-        AAGW_REASON_PROV_ID_EMPTY,
+        AAGW_REASON_PROV_PATH_TOO_LONG, /**< > 16 hops or 1039 bytes */
         AAGW_REASON_PROV_ID_TOO_LONG,
         AAGW_REASON_PROV_SRC_INVALID,   /**< shape or topic name */
         AAGW_REASON_PROV_SRC_TOO_LONG,
@@ -221,9 +228,8 @@ typedef enum {
         AAGW_REASON_PROV_SRC_OFFSET_INVALID,
         AAGW_REASON_PROV_HLC_INVALID,
         /* consistency (aagw_prov_validate) */
-        AAGW_REASON_PROV_ORIGIN_UNKNOWN,      /**< not a configured site */
-        AAGW_REASON_PROV_PATH_UNKNOWN_SITE,   /**< not a configured site */
-        AAGW_REASON_PROV_PATH_NOT_FROM_ORIGIN, /**< path[0] != origin */
+        AAGW_REASON_PROV_ORIGIN_UNKNOWN,    /**< path[0] not a site */
+        AAGW_REASON_PROV_PATH_UNKNOWN_SITE, /**< not a configured site */
         AAGW_REASON_PROV_PATH_REPEATS_SITE,
         AAGW_REASON_PROV_PATH_NOT_AT_SITE, /**< last hop != where it is read */
         /* id rules (aagw_id_extract) */
@@ -492,7 +498,9 @@ bool aagw_hlc_parse(const char *text, size_t len, uint64_t *hlc);
  * @brief Decoded provenance, in caller storage (about 2.4 KB; fine on the
  * stack).  path_len 0 means "the record carries no provenance".
  * Strings are NUL-terminated; the id is @p id_len bytes (plus a NUL that
- * is not part of it: ids may contain any byte).
+ * is not part of it: ids may contain any byte).  @p origin is always
+ * path[0]: decoding copies it, encoding refuses anything else.  @p id is
+ * always the full id (decoding rebuilds the derived id from an empty ID).
  */
 struct aagw_prov {
         char     origin[AAGW_ALIAS_MAX + 1];
@@ -507,7 +515,7 @@ struct aagw_prov {
 };
 
 /**
- * @brief Encoded provenance: @p cnt headers ready to add to a produced
+ * @brief Encoded provenance: @p cnt (1) headers ready to add to a produced
  * record.  Names are borrowed from the policy; values point into @p buf.
  */
 struct aagw_prov_hdrs {
@@ -517,13 +525,15 @@ struct aagw_prov_hdrs {
 };
 
 /**
- * @brief Find and parse the provenance headers among @p hdrs.
+ * @brief Find and parse the provenance header among @p hdrs.
  *
- * Checks the header set (null value, duplicate, incomplete), in header
- * order, then each field in the order origin, path, id, src, hlc, against
- * the wire format and limits.  Never allocates; linear in @p cnt.
+ * Checks the header set (duplicate, null value) in header order, then the
+ * value in wire order: version, path, src, hlc, id, each against the wire
+ * format and its limit (a field that ends the value early is
+ * PROV_INCOMPLETE).  Never allocates; linear in @p cnt, and reads at most
+ * about 2.4 KB of the value whatever its size.
  *
- * @returns AAGW_REASON_OK with @p out->path_len 0 (no provenance headers)
+ * @returns AAGW_REASON_OK with @p out->path_len 0 (no provenance header)
  * or > 0 (decoded), else the first problem found (@p out->path_len is
  * then 0, the other fields unspecified).
  */
@@ -533,17 +543,18 @@ aagw_reason_t aagw_prov_decode(const aagw_repl_policy_t *pol,
 
 /**
  * @brief Check provenance from aagw_prov_decode() for consistency (a
- * path_len of 0 passes): origin and every hop are
- * configured sites (unless allow_unknown_sites), path[0] is the origin, no
- * hop repeats, and the last hop is @p site, where the record was read
- * (skipped if @p site is NULL).  In that order, first failure wins.
+ * path_len of 0 passes): the origin (path[0], ORIGIN_UNKNOWN) and every
+ * hop (PATH_UNKNOWN_SITE) are configured sites (unless
+ * allow_unknown_sites), no hop repeats, and the last hop is @p site, where
+ * the record was read (skipped if @p site is NULL).  In that order, first
+ * failure wins.  @p p->origin is not consulted: it is path[0].
  */
 aagw_reason_t aagw_prov_validate(const aagw_repl_policy_t *pol,
                                  const struct aagw_prov *p, const char *site);
 
 /**
- * @brief Encode @p p into @p out (five headers, in the order origin, path,
- * id, src, hlc).
+ * @brief Encode @p p into @p out: the one P "prov" header, with an empty
+ * ID if @p p->id is the derived id.
  * @returns AAGW_OK, or AAGW_ERR_INVAL if @p p breaks the wire format (aagw
  * never writes provenance it would reject).
  */

@@ -27,17 +27,6 @@ bool policy_filter_match(const struct policy_filter *f, const char *name);
 
 /* ----------------------------- THE POLICY ------------------------------ */
 
-/* Provenance fields, in wire order (the order aagw_prov_encode() writes
- * and aagw_prov_decode() checks them). */
-enum prov_field {
-        PROV_ORIGIN = 0,
-        PROV_PATH,
-        PROV_ID,
-        PROV_SRC,
-        PROV_HLC,
-        PROV_FIELD_CNT
-};
-
 struct policy_site {
         char   name[AAGW_ALIAS_MAX + 1];
         size_t len;
@@ -59,9 +48,9 @@ struct aagw_repl_policy {
         size_t             unified_suffix_len;
         char               hprefix[AAGW_AFFIX_MAX + 1];
         size_t             hprefix_len;
-        /* Full header names ("aagw.origin"), built once so encoding can
-         * hand out borrowed pointers. */
-        char                 hname[PROV_FIELD_CNT][AAGW_AFFIX_MAX + 8];
+        /* The provenance header's full name ("aagw.prov"), built once so
+         * encoding can hand out a borrowed pointer. */
+        char                 prov_name[AAGW_AFFIX_MAX + 8];
         struct policy_filter topics_inc, topics_exc;
         struct policy_filter groups_inc, groups_exc;
 };

@@ -1,23 +1,31 @@
-/* policy/provenance.c: the provenance headers (wire format in
+/* policy/provenance.c: the provenance header (wire format in
  * aagw_policy.h), and the reason codes for provenance and ids.
  *
- * Producers' headers are untrusted: decoding never allocates, reads each
- * value only within its stated size, stops at the first problem and
- * reports it as a reason code the caller can count and act on. */
+ * Producers' headers are untrusted: decoding never allocates, reads the
+ * value only within its stated size, scans each field no further than its
+ * limit, stops at the first problem and reports it as a reason code the
+ * caller can count and act on. */
 #include "policy_int.h"
 
 #include <string.h>
 
-/* Longest valid values: 16 aliases and 15 '>'; "TOPIC:PART:OFFSET". */
+/* Longest valid fields: 16 aliases and 15 '>'; "TOPIC:PART:OFFSET";
+ * "MS:COUNTER". */
 #define PATH_TEXT_MAX (AAGW_PROV_MAX_HOPS * (AAGW_ALIAS_MAX + 1) - 1)
 #define SRC_TEXT_MAX (AAGW_TOPIC_MAX + 1 + 10 + 1 + 19)
 #define HLC_TEXT_MAX (15 + 1 + 5)
+/* "1;" PATH ";" SRC ";" HLC ";" ID */
+#define PROV_TEXT_MAX                                                          \
+        (2 + PATH_TEXT_MAX + 1 + SRC_TEXT_MAX + 1 + HLC_TEXT_MAX + 1 +          \
+         AAGW_ID_MAX)
+/* The derived id "ORIGIN:TOPIC:PART:OFFSET". */
+#define DERIVED_ID_MAX (AAGW_ALIAS_MAX + 1 + SRC_TEXT_MAX)
 
-/* The encoder writes at most these bytes, each value NUL-terminated. */
-_Static_assert((AAGW_ALIAS_MAX + 1) + (PATH_TEXT_MAX + 1) + (AAGW_ID_MAX + 1) +
-                       (SRC_TEXT_MAX + 1) + (HLC_TEXT_MAX + 1) <=
-                   AAGW_PROV_ENC_MAX,
+/* The encoder writes the value and a NUL. */
+_Static_assert(PROV_TEXT_MAX + 1 <= AAGW_PROV_ENC_MAX,
                "AAGW_PROV_ENC_MAX too small for the largest provenance");
+_Static_assert(DERIVED_ID_MAX <= AAGW_ID_MAX, "derived id exceeds the id limit");
+_Static_assert(AAGW_PROV_HDR_CNT == 1, "the wire format has one header");
 
 /* ------------------------------- REASONS ------------------------------- */
 
@@ -28,24 +36,21 @@ static const struct {
 } reasons[AAGW_REASON_COUNT] = {
     [AAGW_REASON_OK] = {"ok", "no problem"},
     [AAGW_REASON_PROV_NULL_VALUE] = {"prov_null_value",
-                                     "a provenance header has a null value"},
+                                     "the provenance header has a null "
+                                     "value"},
     [AAGW_REASON_PROV_DUPLICATE] = {"prov_duplicate",
-                                    "a provenance header appears twice"},
+                                    "the provenance header appears twice"},
     [AAGW_REASON_PROV_INCOMPLETE] = {"prov_incomplete",
-                                     "some provenance headers are missing"},
-    [AAGW_REASON_PROV_ORIGIN_INVALID] = {"prov_origin_invalid",
-                                         "provenance origin is not a site "
-                                         "alias"},
-    [AAGW_REASON_PROV_ORIGIN_TOO_LONG] = {"prov_origin_too_long",
-                                          "provenance origin is longer than "
-                                          "64 bytes"},
+                                     "the provenance header lacks fields"},
+    [AAGW_REASON_PROV_VERSION] = {"prov_version",
+                                  "the provenance header is not version 1 "
+                                  "(does not start with \"1;\")"},
     [AAGW_REASON_PROV_PATH_INVALID] = {"prov_path_invalid",
                                        "provenance path has an empty hop or "
                                        "a hop that is not a site alias"},
     [AAGW_REASON_PROV_PATH_TOO_LONG] = {"prov_path_too_long",
                                         "provenance path has more than 16 "
-                                        "hops"},
-    [AAGW_REASON_PROV_ID_EMPTY] = {"prov_id_empty", "provenance id is empty"},
+                                        "hops or 1039 bytes"},
     [AAGW_REASON_PROV_ID_TOO_LONG] = {"prov_id_too_long",
                                       "provenance id is longer than 1024 "
                                       "bytes"},
@@ -64,14 +69,11 @@ static const struct {
     [AAGW_REASON_PROV_HLC_INVALID] = {"prov_hlc_invalid",
                                       "provenance clock is not MS:COUNTER"},
     [AAGW_REASON_PROV_ORIGIN_UNKNOWN] = {"prov_origin_unknown",
-                                         "provenance origin is not a "
-                                         "configured site"},
+                                         "provenance origin (the first hop) "
+                                         "is not a configured site"},
     [AAGW_REASON_PROV_PATH_UNKNOWN_SITE] = {"prov_path_unknown_site",
                                             "provenance path names a site "
                                             "that is not configured"},
-    [AAGW_REASON_PROV_PATH_NOT_FROM_ORIGIN] = {"prov_path_not_from_origin",
-                                               "provenance path does not "
-                                               "start at the origin"},
     [AAGW_REASON_PROV_PATH_REPEATS_SITE] = {"prov_path_repeats_site",
                                             "provenance path repeats a "
                                             "site"},
@@ -120,22 +122,30 @@ const char *aagw_reason_str(aagw_reason_t r) {
 
 /* ------------------------------- DECODING ------------------------------ */
 
-/* Which provenance field header 'name' is, or -1 if it is none. */
-static int field_of(const aagw_repl_policy_t *pol, const char *name) {
-        if (!name || strncmp(name, pol->hprefix, pol->hprefix_len))
-                return -1;
-        for (int f = 0; f < PROV_FIELD_CNT; f++)
-                if (!strcmp(name, pol->hname[f]))
-                        return f;
-        return -1;
+/* true if header 'name' is the provenance header. */
+static bool is_prov(const aagw_repl_policy_t *pol, const char *name) {
+        return name && !strcmp(name, pol->prov_name);
+}
+
+/* The field that starts at 'p' and ends at the next ';', which must come
+ * within 'max' + 1 bytes and before 'end'.  Returns the ';', or NULL with
+ * the reason in '*r': 'too_long' if the field already exceeds 'max' bytes,
+ * else INCOMPLETE (the value ends inside the field).  Never looks past
+ * 'max' + 1 bytes, so a huge value costs no more than a valid one. */
+static const char *field_end(const char *p, const char *end, size_t max,
+                             aagw_reason_t too_long, aagw_reason_t *r) {
+        size_t      rem  = (size_t)(end - p);
+        const char *semi = memchr(p, ';', rem < max + 1 ? rem : max + 1);
+
+        if (!semi)
+                *r = rem > max ? too_long : AAGW_REASON_PROV_INCOMPLETE;
+        return semi;
 }
 
 static aagw_reason_t decode_path(const char *v, size_t len,
                                  struct aagw_prov *out) {
         size_t n = 0, start = 0;
 
-        if (len > PATH_TEXT_MAX)
-                return AAGW_REASON_PROV_PATH_TOO_LONG;
         for (size_t i = 0; i <= len; i++) {
                 size_t hop;
                 if (i < len && v[i] != '>')
@@ -159,8 +169,6 @@ static aagw_reason_t decode_src(const char *v, size_t len,
         const char *c1, *c2, *end = v + len;
         uint64_t    part, off;
 
-        if (len > SRC_TEXT_MAX)
-                return AAGW_REASON_PROV_SRC_TOO_LONG;
         /* Topic names cannot contain ':', so the first two colons split. */
         c1 = memchr(v, ':', len);
         if (!c1 || !policy_topic_valid(v, (size_t)(c1 - v)))
@@ -179,13 +187,71 @@ static aagw_reason_t decode_src(const char *v, size_t len,
         return AAGW_REASON_OK;
 }
 
+/* Parse one provenance value of 'len' bytes into 'out', fields in wire
+ * order; the first problem wins. */
+static aagw_reason_t decode_value(const char *v, size_t len,
+                                  struct aagw_prov *out) {
+        const char   *end = v + len, *p, *semi;
+        aagw_reason_t r;
+
+        /* The version field: exactly "1".  Anything else is a format this
+         * aagw does not know, not a broken version 1. */
+        if (!len || v[0] != '1' || (len > 1 && v[1] != ';'))
+                return AAGW_REASON_PROV_VERSION;
+        if (len == 1)
+                return AAGW_REASON_PROV_INCOMPLETE;
+        p = v + 2;
+
+        semi = field_end(p, end, PATH_TEXT_MAX, AAGW_REASON_PROV_PATH_TOO_LONG,
+                         &r);
+        if (!semi)
+                return r;
+        r = decode_path(p, (size_t)(semi - p), out);
+        if (r != AAGW_REASON_OK)
+                return r;
+        p = semi + 1;
+
+        semi = field_end(p, end, SRC_TEXT_MAX, AAGW_REASON_PROV_SRC_TOO_LONG,
+                         &r);
+        if (!semi)
+                return r;
+        r = decode_src(p, (size_t)(semi - p), out);
+        if (r != AAGW_REASON_OK)
+                return r;
+        p = semi + 1;
+
+        semi = field_end(p, end, HLC_TEXT_MAX, AAGW_REASON_PROV_HLC_INVALID,
+                         &r);
+        if (!semi)
+                return r;
+        if (!aagw_hlc_parse(p, (size_t)(semi - p), &out->hlc))
+                return AAGW_REASON_PROV_HLC_INVALID;
+        p = semi + 1;
+
+        /* The id is the rest, any bytes, ';' included.  Empty stands for
+         * the derived id, which every record without an id rule has: it
+         * is rebuilt here rather than sent, and always fits. */
+        len = (size_t)(end - p);
+        if (len > AAGW_ID_MAX)
+                return AAGW_REASON_PROV_ID_TOO_LONG;
+        memcpy(out->origin, out->path[0], strlen(out->path[0]) + 1);
+        if (len) {
+                memcpy(out->id, p, len);
+                out->id[len] = '\0';
+                out->id_len  = len;
+        } else {
+                out->id_len =
+                    aagw_id_derive(out->origin, out->src_topic,
+                                   out->src_partition, out->src_offset,
+                                   out->id, sizeof(out->id));
+        }
+        return AAGW_REASON_OK;
+}
+
 aagw_reason_t aagw_prov_decode(const aagw_repl_policy_t *pol,
                                const struct aagw_header *hdrs, size_t cnt,
                                struct aagw_prov *out) {
-        const struct aagw_header *h[PROV_FIELD_CNT] = {NULL};
-        size_t                    found             = 0;
-        const char               *v;
-        size_t                    len;
+        const struct aagw_header *h = NULL;
         aagw_reason_t             r;
 
         out->path_len = 0;
@@ -194,51 +260,17 @@ aagw_reason_t aagw_prov_decode(const aagw_repl_policy_t *pol,
          * picking one, since two readers picking differently is how
          * forged provenance would slip past one of them. */
         for (size_t i = 0; i < cnt; i++) {
-                int f = field_of(pol, hdrs[i].name);
-                if (f < 0)
+                if (!is_prov(pol, hdrs[i].name))
                         continue;
-                if (h[f])
+                if (h)
                         return AAGW_REASON_PROV_DUPLICATE;
                 if (!hdrs[i].value)
                         return AAGW_REASON_PROV_NULL_VALUE;
-                h[f] = &hdrs[i];
-                found++;
+                h = &hdrs[i];
         }
-        if (!found)
+        if (!h)
                 return AAGW_REASON_OK;
-        if (found < PROV_FIELD_CNT)
-                return AAGW_REASON_PROV_INCOMPLETE;
-
-        v   = h[PROV_ORIGIN]->value;
-        len = h[PROV_ORIGIN]->size;
-        if (len > AAGW_ALIAS_MAX)
-                return AAGW_REASON_PROV_ORIGIN_TOO_LONG;
-        if (!policy_alias_valid(v, len))
-                return AAGW_REASON_PROV_ORIGIN_INVALID;
-        memcpy(out->origin, v, len);
-        out->origin[len] = '\0';
-
-        r = decode_path(h[PROV_PATH]->value, h[PROV_PATH]->size, out);
-        if (r != AAGW_REASON_OK) {
-                out->path_len = 0;
-                return r;
-        }
-
-        len = h[PROV_ID]->size;
-        if (!len || len > AAGW_ID_MAX) {
-                out->path_len = 0;
-                return len ? AAGW_REASON_PROV_ID_TOO_LONG
-                           : AAGW_REASON_PROV_ID_EMPTY;
-        }
-        memcpy(out->id, h[PROV_ID]->value, len);
-        out->id[len] = '\0';
-        out->id_len  = len;
-
-        r = decode_src(h[PROV_SRC]->value, h[PROV_SRC]->size, out);
-        if (r == AAGW_REASON_OK &&
-            (h[PROV_HLC]->size > HLC_TEXT_MAX ||
-             !aagw_hlc_parse(h[PROV_HLC]->value, h[PROV_HLC]->size, &out->hlc)))
-                r = AAGW_REASON_PROV_HLC_INVALID;
+        r = decode_value(h->value, h->size, out);
         if (r != AAGW_REASON_OK)
                 out->path_len = 0;
         return r;
@@ -257,10 +289,9 @@ aagw_reason_t aagw_prov_validate(const aagw_repl_policy_t *pol,
                 return AAGW_REASON_OK;
         if (p->path_len > AAGW_PROV_MAX_HOPS)
                 return AAGW_REASON_PROV_PATH_TOO_LONG;
-        if (!site_known(pol, p->origin))
+        /* The origin is the first hop (decoding sets p->origin to it). */
+        if (!site_known(pol, p->path[0]))
                 return AAGW_REASON_PROV_ORIGIN_UNKNOWN;
-        if (strcmp(p->path[0], p->origin))
-                return AAGW_REASON_PROV_PATH_NOT_FROM_ORIGIN;
         for (size_t i = 0; i < p->path_len; i++) {
                 if (!site_known(pol, p->path[i]))
                         return AAGW_REASON_PROV_PATH_UNKNOWN_SITE;
@@ -279,27 +310,12 @@ aagw_reason_t aagw_prov_validate(const aagw_repl_policy_t *pol,
 
 /* ------------------------------- ENCODING ------------------------------ */
 
-/* Append 'len' bytes of 'v' as header field 'f'; 'pos' is the write
- * position in out->buf.  The NUL keeps the value printable in a debugger
- * and is not part of the header. */
-static void put(const aagw_repl_policy_t *pol, struct aagw_prov_hdrs *out,
-                size_t *pos, int f, const char *v, size_t len) {
-        char *dst = out->buf + *pos;
-
-        memmove(dst, v, len);
-        dst[len]                  = '\0';
-        out->hdrs[out->cnt].name  = pol->hname[f];
-        out->hdrs[out->cnt].value = dst;
-        out->hdrs[out->cnt].size  = len;
-        out->cnt++;
-        *pos += len + 1;
-}
-
 aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
                             const struct aagw_prov *p,
                             struct aagw_prov_hdrs *out) {
-        char   tmp[PATH_TEXT_MAX + 1];
-        size_t pos = 0, n = 0;
+        char   derived[DERIVED_ID_MAX + 1];
+        size_t n = 0, dlen;
+        char  *b;
 
         if (!pol || !p || !out || p->path_len < 1 ||
             p->path_len > AAGW_PROV_MAX_HOPS ||
@@ -321,26 +337,42 @@ aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
         if (strcmp(p->path[0], p->origin))
                 return AAGW_ERR_INVAL;
 
-        out->cnt = 0;
-        put(pol, out, &pos, PROV_ORIGIN, p->origin, strlen(p->origin));
+        /* Everything is validated: the value fits by the static assert. */
+        b      = out->buf;
+        b[n++] = '1';
+        b[n++] = ';';
         for (size_t i = 0; i < p->path_len; i++) {
                 size_t len = strlen(p->path[i]);
                 if (i)
-                        tmp[n++] = '>';
-                memcpy(tmp + n, p->path[i], len);
+                        b[n++] = '>';
+                memcpy(b + n, p->path[i], len);
                 n += len;
         }
-        put(pol, out, &pos, PROV_PATH, tmp, n);
-        put(pol, out, &pos, PROV_ID, p->id, p->id_len);
-        n = strlen(p->src_topic);
-        memcpy(tmp, p->src_topic, n);
-        tmp[n++] = ':';
-        n += policy_fmt_dec(tmp + n, (uint64_t)p->src_partition);
-        tmp[n++] = ':';
-        n += policy_fmt_dec(tmp + n, (uint64_t)p->src_offset);
-        put(pol, out, &pos, PROV_SRC, tmp, n);
-        n = aagw_hlc_format(p->hlc, tmp, sizeof(tmp));
-        put(pol, out, &pos, PROV_HLC, tmp, n);
+        b[n++] = ';';
+        dlen   = strlen(p->src_topic);
+        memcpy(b + n, p->src_topic, dlen);
+        n += dlen;
+        b[n++] = ':';
+        n += policy_fmt_dec(b + n, (uint64_t)p->src_partition);
+        b[n++] = ':';
+        n += policy_fmt_dec(b + n, (uint64_t)p->src_offset);
+        b[n++] = ';';
+        n += aagw_hlc_format(p->hlc, b + n, AAGW_PROV_ENC_MAX - n);
+        b[n++] = ';';
+        /* The derived id is left out: the reader rebuilds it. */
+        dlen = aagw_id_derive(p->origin, p->src_topic, p->src_partition,
+                              p->src_offset, derived, sizeof(derived));
+        if (p->id_len != dlen || memcmp(p->id, derived, dlen)) {
+                memcpy(b + n, p->id, p->id_len);
+                n += p->id_len;
+        }
+        /* The NUL keeps the value printable in a debugger and is not part
+         * of the header. */
+        b[n]                = '\0';
+        out->cnt            = 1;
+        out->hdrs[0].name   = pol->prov_name;
+        out->hdrs[0].value  = b;
+        out->hdrs[0].size   = n;
         return AAGW_OK;
 }
 

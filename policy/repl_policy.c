@@ -214,9 +214,7 @@ aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
          * user's list adds to it (see docs/provenance.md). */
         static const char *const builtin_topics_exc[] = {
             "__.*", ".*[-.]internal", ".*\\.replica"};
-        static const char *const match_all[]                 = {".*"};
-        static const char *const field_names[PROV_FIELD_CNT] = {
-            "origin", "path", "id", "src", "hlc"};
+        static const char *const match_all[] = {".*"};
         const char *const  *pats;
         size_t              cnt;
         aagw_repl_policy_t *pol;
@@ -270,9 +268,8 @@ aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
         if (pol->naming == AAGW_NAMING_PREFIX &&
             !check_alias_sep(pol, errstr, errstr_size))
                 goto fail;
-        for (int f = 0; f < PROV_FIELD_CNT; f++)
-                snprintf(pol->hname[f], sizeof(pol->hname[f]), "%s%s",
-                         pol->hprefix, field_names[f]);
+        snprintf(pol->prov_name, sizeof(pol->prov_name), "%sprov",
+                 pol->hprefix);
 
         /* Filters are lists the policy compiles once; calloc() left them
          * empty.  The built-in topic exclusions come first and the user's

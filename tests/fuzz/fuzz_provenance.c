@@ -10,14 +10,17 @@
  *   byte 2   source (mod 3) and target (/3 mod 3) among east, west, north
  *   byte 3   topic: index into a table, or 7 = "len byte + bytes" follow
  *   then chunks until the end:
- *            selector byte (mod 10): 0-4 the five provenance headers,
- *            5 "event-id", 6 "aagw.other", 7 an arbitrary name ("len byte
- *            + bytes"), 8 the record value, 9 the record key;
+ *            selector byte (mod 10): 0-1 the provenance header
+ *            "aagw.prov", 2-4 reserved names ("aagw.origin", "aagw.path":
+ *            the draft format's, "aagw.hop"), 5 "event-id", 6
+ *            "aagw.other", 7 an arbitrary name ("len byte + bytes"), 8 the
+ *            record value, 9 the record key;
  *            a 2-byte little-endian length, 0xffff meaning null;
  *            that many bytes (fewer if the input ends)
  *
  * Beyond "no crash, no sanitizer report", it checks invariants that would
- * show a real bug: what decodes and validates re-encodes to the same bytes,
+ * show a real bug: what decodes and validates re-encodes to the same bytes
+ * (but for an id spelled out that is the derived one: it is left out),
  * every REPLICATE verdict carries provenance that decodes and validates at
  * the target, every reason is in range. */
 #include <stdint.h>
@@ -40,8 +43,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const sites[]  = {"east", "west", "north"};
-static const char *const names[]  = {"aagw.origin", "aagw.path", "aagw.id",
-                                     "aagw.src",    "aagw.hlc",  "event-id",
+static const char *const names[]  = {"aagw.prov", "aagw.prov", "aagw.origin",
+                                     "aagw.path", "aagw.hop",  "event-id",
                                      "aagw.other"};
 static const char *const topics[] = {
     "clicks",        "east.clicks", "west.east.clicks", "north.west.clicks",
@@ -103,11 +106,13 @@ static const uint8_t *take(struct in *in, size_t want, size_t *got) {
 }
 
 /* Decode -> validate -> encode -> decode: the same provenance, and the
- * same bytes as the input headers. */
+ * same bytes as the input header (less a spelled-out derived id). */
 static void check_decode(const aagw_repl_policy_t *pol,
                          const struct aagw_header *h, size_t n) {
         struct aagw_prov      p, q;
         struct aagw_prov_hdrs out;
+        char                  derived[AAGW_ID_MAX + 1];
+        size_t                dlen;
         aagw_reason_t         r = aagw_prov_decode(pol, h, n, &p);
 
         CHECK((unsigned)r < AAGW_REASON_COUNT);
@@ -115,6 +120,7 @@ static void check_decode(const aagw_repl_policy_t *pol,
                 return;
         CHECK(p.path_len <= AAGW_PROV_MAX_HOPS);
         CHECK(p.id_len >= 1 && p.id_len <= AAGW_ID_MAX);
+        CHECK(!strcmp(p.origin, p.path[0]));
         for (int s = 0; s < 4; s++) {
                 r = aagw_prov_validate(pol, &p, s < 3 ? sites[s] : NULL);
                 CHECK((unsigned)r < AAGW_REASON_COUNT);
@@ -122,21 +128,28 @@ static void check_decode(const aagw_repl_policy_t *pol,
         if (aagw_prov_validate(pol, &p, NULL) != AAGW_REASON_OK)
                 return;
         CHECK(aagw_prov_encode(pol, &p, &out) == AAGW_OK);
-        CHECK(out.cnt == 5);
+        CHECK(out.cnt == 1);
         CHECK(aagw_prov_decode(pol, out.hdrs, out.cnt, &q) == AAGW_REASON_OK);
         CHECK(!strcmp(p.origin, q.origin) && p.path_len == q.path_len &&
               p.id_len == q.id_len && !memcmp(p.id, q.id, p.id_len) &&
               !strcmp(p.src_topic, q.src_topic) &&
               p.src_partition == q.src_partition &&
               p.src_offset == q.src_offset && p.hlc == q.hlc);
-        /* Canonical wire format: each input header reappears verbatim. */
+        /* Canonical wire format: the input header reappears verbatim,
+         * except that a spelled-out derived id is left out. */
+        dlen = aagw_id_derive(p.origin, p.src_topic, p.src_partition,
+                              p.src_offset, derived, sizeof(derived));
         for (size_t i = 0; i < n; i++) {
-                for (size_t k = 0; k < out.cnt; k++) {
-                        if (!h[i].name || strcmp(h[i].name, out.hdrs[k].name))
-                                continue;
-                        CHECK(
-                            h[i].size == out.hdrs[k].size &&
-                            !memcmp(h[i].value, out.hdrs[k].value, h[i].size));
+                const struct aagw_header *o = &out.hdrs[0];
+                if (!h[i].name || strcmp(h[i].name, o->name))
+                        continue;
+                CHECK(!memcmp(h[i].value, o->value, o->size));
+                if (h[i].size != o->size) {
+                        CHECK(h[i].size == o->size + dlen);
+                        CHECK(p.id_len == dlen &&
+                              !memcmp(p.id, derived, dlen));
+                } else if (p.id_len == dlen && !memcmp(p.id, derived, dlen)) {
+                        CHECK(((const char *)o->value)[o->size - 1] == ';');
                 }
         }
 }
@@ -157,7 +170,7 @@ static void check_verdict(const aagw_repl_policy_t *pol, const char *src,
         switch (v.kind) {
         case AAGW_VERDICT_REPLICATE:
                 CHECK(v.skip == AAGW_SKIP_NONE);
-                CHECK(v.hdrs.cnt == 5);
+                CHECK(v.hdrs.cnt == 1);
                 CHECK(aagw_prov_decode(pol, v.hdrs.hdrs, v.hdrs.cnt, &p) ==
                       AAGW_REASON_OK);
                 CHECK(aagw_prov_validate(pol, &p, dst) == AAGW_REASON_OK);

@@ -48,35 +48,31 @@ static struct aagw_rec mkrec(const char *topic, const struct aagw_header *h,
         return r;
 }
 
-/* Valid provenance of a record 'origin' wrote, now at the end of 'path'. */
-static void prov_set(struct aagw_header h[5], const char *origin,
-                     const char *path) {
-        h[0] = hdr("aagw.origin", origin);
-        h[1] = hdr("aagw.path", path);
-        h[2] = hdr("aagw.id", "id-1");
-        h[3] = hdr("aagw.src", "clicks:3:1234");
-        h[4] = hdr("aagw.hlc", "1714557600123:7");
+/* Valid provenance of a record path[0] wrote, now at the end of 'path',
+ * with the explicit id "id-1".  The value lives until the next call. */
+static void prov_set(struct aagw_header *h, const char *path) {
+        static char v[512];
+
+        snprintf(v, sizeof(v), "1;%s;clicks:3:1234;1714557600123:7;id-1",
+                 path);
+        h[0] = hdr("aagw.prov", v);
 }
 
-/* The outgoing headers are exactly these, and decode and validate at the
- * target. */
+/* The outgoing provenance is exactly the one header aagw.prov = 'want',
+ * and it decodes and validates at the target. */
 static void expect_out(const aagw_repl_policy_t  *pol,
                        const struct aagw_verdict *v, const char *target,
-                       const char *origin, const char *path, const char *id,
-                       const char *src, const char *hlc) {
-        const char *const want[5] = {origin, path, id, src, hlc};
-        struct aagw_prov  p;
+                       const char *want) {
+        struct aagw_prov p;
 
         assert_int_equal(v->kind, AAGW_VERDICT_REPLICATE);
-        assert_int_equal(v->hdrs.cnt, 5);
-        for (int i = 0; i < 5; i++) {
-                if (v->hdrs.hdrs[i].size != strlen(want[i]) ||
-                    memcmp(v->hdrs.hdrs[i].value, want[i], strlen(want[i])))
-                        fail_msg("%s: got \"%.*s\", want \"%s\"",
-                                 v->hdrs.hdrs[i].name,
-                                 (int)v->hdrs.hdrs[i].size,
-                                 (const char *)v->hdrs.hdrs[i].value, want[i]);
-        }
+        assert_int_equal(v->hdrs.cnt, 1);
+        assert_string_equal(v->hdrs.hdrs[0].name, "aagw.prov");
+        if (v->hdrs.hdrs[0].size != strlen(want) ||
+            memcmp(v->hdrs.hdrs[0].value, want, strlen(want)))
+                fail_msg("aagw.prov: got \"%.*s\", want \"%s\"",
+                         (int)v->hdrs.hdrs[0].size,
+                         (const char *)v->hdrs.hdrs[0].value, want);
         assert_int_equal(aagw_prov_decode(pol, v->hdrs.hdrs, v->hdrs.cnt, &p),
                          AAGW_REASON_OK);
         assert_int_equal(aagw_prov_validate(pol, &p, target), AAGW_REASON_OK);
@@ -104,26 +100,43 @@ static void test_fresh_record(void **state) {
         assert_int_equal(v.reason, AAGW_REASON_OK);
         assert_int_equal(v.id_reason, AAGW_REASON_OK);
         assert_int_equal(v.skip, AAGW_SKIP_NONE);
-        expect_out(pol, &v, "west", "east", "east>west", "east:clicks:3:1234",
-                   "clicks:3:1234", "1714557600123:0");
+        expect_out(pol, &v, "west",
+                   "1;east>west;clicks:3:1234;1714557600123:0;");
         assert_string_equal(v.prov.origin, "east");
         assert_int_equal(v.prov.path_len, 2);
         /* every flag combination stamps the same for a local record */
         for (unsigned f = 0; f < 4; f++) {
                 verdict(pol, "east", "west", &r, NULL, f, &v);
-                expect_out(pol, &v, "west", "east", "east>west",
-                           "east:clicks:3:1234", "clicks:3:1234",
-                           "1714557600123:0");
+                expect_out(pol, &v, "west",
+                   "1;east>west;clicks:3:1234;1714557600123:0;");
+        }
+        /* the draft format's five names are reserved, not provenance: a
+         * producer's copies of them make no difference */
+        {
+                struct aagw_header d[6] = {
+                    {"aagw.origin", "west", 4},
+                    {"aagw.path", "west>east", 9},
+                    {"aagw.id", "forged", 6},
+                    {"aagw.src", "x:0:0", 5},
+                    {"aagw.hlc", "1:1", 3},
+                    {"event-id", "e-1", 3},
+                };
+                struct aagw_rec rd = mkrec("clicks", d, 6);
+                verdict(pol, "east", "west", &rd, NULL, 0, &v);
+                assert_true(v.fresh);
+                assert_int_equal(v.reason, AAGW_REASON_OK);
+                expect_out(pol, &v, "west",
+                           "1;east>west;clicks:3:1234;1714557600123:0;");
         }
         /* no timestamp: the clock starts at zero; a huge one clamps */
         r.timestamp_ms = -1;
         verdict(pol, "east", "west", &r, NULL, 0, &v);
-        expect_out(pol, &v, "west", "east", "east>west", "east:clicks:3:1234",
-                   "clicks:3:1234", "0:0");
+        expect_out(pol, &v, "west",
+                   "1;east>west;clicks:3:1234;0:0;");
         r.timestamp_ms = INT64_MAX;
         verdict(pol, "east", "west", &r, NULL, 0, &v);
-        expect_out(pol, &v, "west", "east", "east>west", "east:clicks:3:1234",
-                   "clicks:3:1234", "281474976710655:0");
+        expect_out(pol, &v, "west",
+                   "1;east>west;clicks:3:1234;281474976710655:0;");
         aagw_repl_policy_destroy(pol);
 }
 
@@ -133,11 +146,13 @@ static void test_fresh_id_rules(void **state) {
         struct aagw_rec     r    = mkrec("clicks", h, 1);
         struct aagw_verdict v;
         static const struct {
-                const char *spec, *id;
-        } cases[] = {{"header:event-id", "e-1"},
-                     {"key", "k"},
-                     {"json:id", "j-1"},
-                     {"derived", "east:clicks:3:1234"}};
+                const char *spec, *prov;
+        } cases[] = {
+            {"header:event-id", "1;east>west;clicks:3:1234;1714557600123:0;e-1"},
+            {"key", "1;east>west;clicks:3:1234;1714557600123:0;k"},
+            {"json:id", "1;east>west;clicks:3:1234;1714557600123:0;j-1"},
+            /* the derived id is not spelled out */
+            {"derived", "1;east>west;clicks:3:1234;1714557600123:0;"}};
         (void)state;
 
         for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
@@ -146,8 +161,7 @@ static void test_fresh_id_rules(void **state) {
                     aagw_id_rule_new(cases[i].spec, err, sizeof(err));
                 assert_non_null(rule);
                 verdict(pol, "east", "west", &r, rule, 0, &v);
-                expect_out(pol, &v, "west", "east", "east>west", cases[i].id,
-                           "clicks:3:1234", "1714557600123:0");
+                expect_out(pol, &v, "west", cases[i].prov);
                 aagw_id_rule_destroy(rule);
         }
         aagw_repl_policy_destroy(pol);
@@ -163,13 +177,13 @@ static void test_keeps_provenance(void **state) {
         aagw_id_rule_t     *rule = aagw_id_rule_new("key", err, sizeof(err));
         (void)state;
 
-        prov_set(h, "east", "east>west");
-        h[5] = hdr("event-id", "e-1");
-        r    = mkrec("clicks", h, 6);
+        prov_set(h, "east>west");
+        h[1] = hdr("event-id", "e-1");
+        r    = mkrec("clicks", h, 2);
         verdict(pol, "west", "north", &r, rule, 0, &v);
         assert_false(v.fresh);
-        expect_out(pol, &v, "north", "east", "east>west>north", "id-1",
-                   "clicks:3:1234", "1714557600123:7");
+        expect_out(pol, &v, "north",
+                   "1;east>west>north;clicks:3:1234;1714557600123:7;id-1");
         aagw_id_rule_destroy(rule);
         aagw_repl_policy_destroy(pol);
 }
@@ -185,7 +199,7 @@ struct vcase {
         bool                multi_hop;
         const char         *source, *target, *topic;
         enum hdrs_kind      hk;
-        const char         *origin, *path; /* VALID */
+        const char         *origin, *path; /* VALID; origin = path[0] */
         aagw_verdict_kind_t kind;
         aagw_skip_t         skip;
         const char         *out_origin, *out_path; /* REPLICATE */
@@ -201,18 +215,21 @@ static void run_cases(const struct vcase *cases, size_t n, unsigned flags) {
                 const struct vcase *c = &cases[i];
                 aagw_repl_policy_t *pol =
                     pol_of(c->sites, c->nsites, c->naming, c->multi_hop);
-                struct aagw_header  h[5];
+                struct aagw_header  h[1];
                 size_t              nh = 0;
+                char                want[128];
                 struct aagw_rec     r;
                 struct aagw_verdict v;
 
                 if (c->hk == VALID) {
-                        prov_set(h, c->origin, c->path);
-                        nh = 5;
+                        assert_int_equal(strncmp(c->path, c->origin,
+                                                 strlen(c->origin)),
+                                         0);
+                        prov_set(h, c->path);
+                        nh = 1;
                 } else if (c->hk == HOSTILE) {
-                        prov_set(h, "east", "east>west");
-                        h[1] = hdr("aagw.path", "east>>west");
-                        nh   = 5;
+                        prov_set(h, "east>>west");
+                        nh = 1;
                 }
                 r = mkrec(c->topic, h, nh);
                 verdict(pol, c->source, c->target, &r, NULL, flags, &v);
@@ -224,11 +241,11 @@ static void run_cases(const struct vcase *cases, size_t n, unsigned flags) {
                                  aagw_skip_name(c->skip));
                 if (c->kind == REP) {
                         assert_string_equal(v.prov.origin, c->out_origin);
-                        assert_int_equal(v.hdrs.cnt, 5);
-                        assert_int_equal(v.hdrs.hdrs[1].size,
-                                         strlen(c->out_path));
-                        assert_memory_equal(v.hdrs.hdrs[1].value, c->out_path,
-                                            strlen(c->out_path));
+                        assert_int_equal(v.hdrs.cnt, 1);
+                        snprintf(want, sizeof(want), "1;%s;", c->out_path);
+                        assert_true(v.hdrs.hdrs[0].size > strlen(want));
+                        assert_memory_equal(v.hdrs.hdrs[0].value, want,
+                                            strlen(want));
                 } else {
                         assert_int_equal(v.hdrs.cnt, 0);
                 }
@@ -348,14 +365,14 @@ static void test_path_hop_limit(void **state) {
         for (int i = 0; i < 15; i++)
                 k += (size_t)snprintf(path + k, sizeof(path) - k, "%ss%d",
                                       i ? ">" : "", i);
-        prov_set(h, "s0", path);
-        r = mkrec("clicks", h, 5);
+        prov_set(h, path);
+        r = mkrec("clicks", h, 1);
         verdict(pol, "s14", "s15", &r, NULL, 0, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_REPLICATE);
         assert_int_equal(v.prov.path_len, 16);
         /* sixteen: full */
         strcat(path, ">s15");
-        prov_set(h, "s0", path);
+        prov_set(h, path);
         verdict(pol, "s15", "s16", &r, NULL, 0, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_SKIP);
         assert_int_equal(v.skip, AAGW_SKIP_TOO_MANY_HOPS);
@@ -389,19 +406,31 @@ static void test_name_too_long(void **state) {
 /* ----------------------------- BAD RECORDS ----------------------------- */
 
 /* West reads these; each is bad in its own way. */
+#define GOOD "1;east>west;clicks:3:1234;1714557600123:7;id-1"
 static const struct {
-        const char   *origin, *path, *extra_name, *extra_value;
+        const char   *prov, *extra_name, *extra_value;
         aagw_reason_t want;
 } bad_sets[] = {
-    {"east", "east>west", "aagw.origin", "east", AAGW_REASON_PROV_DUPLICATE},
-    {"east", "east>west", "aagw.id", NULL, AAGW_REASON_PROV_DUPLICATE},
-    {"east", "east>>west", NULL, NULL, AAGW_REASON_PROV_PATH_INVALID},
-    {"east", "west", NULL, NULL, AAGW_REASON_PROV_PATH_NOT_FROM_ORIGIN},
-    {"east", "east>mars>west", NULL, NULL, AAGW_REASON_PROV_PATH_UNKNOWN_SITE},
-    {"east", "east>north", NULL, NULL, AAGW_REASON_PROV_PATH_NOT_AT_SITE},
-    {"east", "east>west>north>west", NULL, NULL,
+    {GOOD, "aagw.prov", GOOD, AAGW_REASON_PROV_DUPLICATE},
+    {GOOD, "aagw.prov", NULL, AAGW_REASON_PROV_DUPLICATE},
+    {NULL, NULL, NULL, AAGW_REASON_PROV_NULL_VALUE},
+    {"2;east>west;clicks:3:1234;1714557600123:7;id-1", NULL, NULL,
+     AAGW_REASON_PROV_VERSION},
+    {"1;east>west;clicks:3:1234;1714557600123:7", NULL, NULL,
+     AAGW_REASON_PROV_INCOMPLETE},
+    {"1;east>>west;clicks:3:1234;1714557600123:7;id-1", NULL, NULL,
+     AAGW_REASON_PROV_PATH_INVALID},
+    {"1;mars>west;clicks:3:1234;1714557600123:7;id-1", NULL, NULL,
+     AAGW_REASON_PROV_ORIGIN_UNKNOWN},
+    {"1;east>mars>west;clicks:3:1234;1714557600123:7;id-1", NULL, NULL,
+     AAGW_REASON_PROV_PATH_UNKNOWN_SITE},
+    {"1;east>north;clicks:3:1234;1714557600123:7;id-1", NULL, NULL,
+     AAGW_REASON_PROV_PATH_NOT_AT_SITE},
+    {"1;east>west>north>west;clicks:3:1234;1714557600123:7;id-1", NULL, NULL,
      AAGW_REASON_PROV_PATH_REPEATS_SITE},
-    {"e ast", "east>west", NULL, NULL, AAGW_REASON_PROV_ORIGIN_INVALID},
+    /* the draft format's names are reserved, not provenance */
+    {"1;east>north;clicks:3:1234;1714557600123:7;id-1", "aagw.path",
+     "east>west", AAGW_REASON_PROV_PATH_NOT_AT_SITE},
 };
 
 static void test_bad_provenance_actions(void **state) {
@@ -414,12 +443,12 @@ static void test_bad_provenance_actions(void **state) {
                     pol_ex(three, 3, AAGW_NAMING_IDENTITY, false, actions[a],
                            AAGW_BAD_PASS);
                 for (size_t i = 0; i < ARRAY_LEN(bad_sets); i++) {
-                        struct aagw_header  h[6];
-                        size_t              n = 5;
+                        struct aagw_header  h[2];
+                        size_t              n = 1;
                         struct aagw_rec     r;
                         struct aagw_verdict v;
 
-                        prov_set(h, bad_sets[i].origin, bad_sets[i].path);
+                        h[0] = hdr("aagw.prov", bad_sets[i].prov);
                         if (bad_sets[i].extra_name)
                                 h[n++] = hdr(bad_sets[i].extra_name,
                                              bad_sets[i].extra_value);
@@ -432,9 +461,8 @@ static void test_bad_provenance_actions(void **state) {
                         if (actions[a] == AAGW_BAD_PASS) {
                                 /* stripped: the record is west's own now */
                                 assert_true(v.fresh);
-                                expect_out(pol, &v, "east", "west", "west>east",
-                                           "west:clicks:3:1234",
-                                           "clicks:3:1234", "1714557600123:0");
+                                expect_out(pol, &v, "east",
+                   "1;west>east;clicks:3:1234;1714557600123:0;");
                         } else {
                                 assert_int_equal(v.kind, AAGW_VERDICT_REJECT);
                                 assert_int_equal(v.action, actions[a]);
@@ -453,16 +481,16 @@ static void test_bad_provenance_ignored_without_header_check(void **state) {
         struct aagw_verdict v;
         (void)state;
 
-        prov_set(h, "east", "east>west");
-        h[5] = hdr("aagw.origin", NULL);
-        r    = mkrec("clicks", h, 6);
+        prov_set(h, "east>west");
+        h[1] = hdr("aagw.prov", NULL);
+        r    = mkrec("clicks", h, 2);
         verdict(pol, "west", "east", &r, NULL, 0, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_REJECT);
         assert_int_equal(v.reason, AAGW_REASON_PROV_DUPLICATE);
         verdict(pol, "west", "east", &r, NULL, NO_HEADER, &v);
         assert_int_equal(v.reason, AAGW_REASON_OK);
-        expect_out(pol, &v, "east", "west", "west>east", "west:clicks:3:1234",
-                   "clicks:3:1234", "1714557600123:0");
+        expect_out(pol, &v, "east",
+                   "1;west>east;clicks:3:1234;1714557600123:0;");
         aagw_repl_policy_destroy(pol);
 }
 
@@ -485,8 +513,8 @@ static void test_missing_id_actions(void **state) {
         verdict(pass, "east", "west", &r, rule, 0, &v);
         assert_int_equal(v.id_reason, AAGW_REASON_ID_NO_HEADER);
         assert_int_equal(v.reason, AAGW_REASON_OK);
-        expect_out(pass, &v, "west", "east", "east>west", "east:clicks:3:1234",
-                   "clicks:3:1234", "1714557600123:0");
+        expect_out(pass, &v, "west",
+                   "1;east>west;clicks:3:1234;1714557600123:0;");
         verdict(dlq, "east", "west", &r, rule, 0, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_REJECT);
         assert_int_equal(v.action, AAGW_BAD_DEAD_LETTER);
@@ -497,26 +525,26 @@ static void test_missing_id_actions(void **state) {
         assert_int_equal(v.action, AAGW_BAD_FAIL);
 
         /* valid provenance carries its id: the rule is not consulted */
-        prov_set(h, "west", "west>east");
-        r = mkrec("west.clicks", h, 5);
+        prov_set(h, "west>east");
+        r = mkrec("west.clicks", h, 1);
         verdict(dlq, "east", "west", &r, rule, NO_TOPIC, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_SKIP);
-        prov_set(h, "east", "east");
-        r = mkrec("clicks", h, 5);
+        prov_set(h, "east");
+        r = mkrec("clicks", h, 1);
         verdict(dlq, "east", "west", &r, rule, 0, &v);
         assert_int_equal(v.id_reason, AAGW_REASON_OK);
-        expect_out(dlq, &v, "west", "east", "east>west", "id-1",
-                   "clicks:3:1234", "1714557600123:7");
+        expect_out(dlq, &v, "west",
+                   "1;east>west;clicks:3:1234;1714557600123:7;id-1");
 
         /* stripped provenance and a missing id: both reported */
-        prov_set(h, "east", "east");
-        h[5] = hdr("aagw.hlc", "1:1");
-        r    = mkrec("clicks", h, 6);
+        prov_set(h, "east");
+        h[1] = hdr("aagw.prov", "1;east;clicks:3:1234;1:1;");
+        r    = mkrec("clicks", h, 2);
         verdict(pass, "east", "west", &r, rule, 0, &v);
         assert_int_equal(v.reason, AAGW_REASON_PROV_DUPLICATE);
         assert_int_equal(v.id_reason, AAGW_REASON_ID_NO_HEADER);
-        expect_out(pass, &v, "west", "east", "east>west", "east:clicks:3:1234",
-                   "clicks:3:1234", "1714557600123:0");
+        expect_out(pass, &v, "west",
+                   "1;east>west;clicks:3:1234;1714557600123:0;");
 
         aagw_id_rule_destroy(rule);
         aagw_repl_policy_destroy(pass);
@@ -605,14 +633,14 @@ static void test_reuse(void **state) {
         assert_int_equal(v.skip, AAGW_SKIP_NONE);
         assert_int_equal(v.reason, AAGW_REASON_OK);
         assert_int_equal(v.id_reason, AAGW_REASON_OK);
-        prov_set(h, "east", "east>west");
-        r = mkrec("clicks", h, 5);
+        prov_set(h, "east>west");
+        r = mkrec("clicks", h, 1);
         verdict(pol, "west", "east", &r, NULL, 0, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_SKIP);
         assert_int_equal(v.hdrs.cnt, 0);
         assert_false(v.fresh);
-        h[5] = hdr("aagw.src", "x");
-        r    = mkrec("clicks", h, 6);
+        h[1] = hdr("aagw.prov", "x");
+        r    = mkrec("clicks", h, 2);
         verdict(pol, "west", "east", &r, NULL, 0, &v);
         assert_int_equal(v.kind, AAGW_VERDICT_REJECT);
         assert_int_equal(v.skip, AAGW_SKIP_NONE);
@@ -649,8 +677,8 @@ static void test_resolve(void **state) {
         assert_int_equal(v.hdrs.cnt, 0);
 
         /* west's copy, read at west: provenance as stored */
-        prov_set(h, "east", "east>west");
-        r = mkrec("east.clicks", h, 5);
+        prov_set(h, "east>west");
+        r = mkrec("east.clicks", h, 1);
         assert_int_equal(aagw_prov_resolve(pol, "west", &r, NULL, 0, &v),
                          AAGW_OK);
         assert_int_equal(v.kind, AAGW_VERDICT_REPLICATE);

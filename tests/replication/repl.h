@@ -163,6 +163,23 @@ void rrecs_deinit(struct rrecs *rs);
  */
 int rrec_hdr(const struct rrec *rec, const char *name, char *buf, size_t size);
 
+/** The aagw.prov header of a record, split into its fields. */
+struct rprov {
+        char path[1100];   /* "east>west" */
+        char origin[80];   /* path[0] */
+        char src[300];     /* "clicks:3:1234" */
+        char hlc[32];      /* "1714557600123:0" */
+        char id_raw[1100]; /* as sent: "" for the derived id */
+        char id[1100];     /* the id: id_raw, or the derived id */
+};
+
+/**
+ * @returns how many aagw.prov headers @p rec has.  When it has one, its
+ * value is split into @p out (all "" if it is not "1;PATH;SRC;HLC;ID");
+ * otherwise @p out is all "".
+ */
+int rrec_prov(const struct rrec *rec, struct rprov *out);
+
 /** Copy into @p buf the header string of @p rec without the headers whose
  *  name starts with @p prefix ("aagw."). */
 void rrec_hdrs_without(const struct rrec *rec, const char *prefix, char *buf,
@@ -172,12 +189,12 @@ void rrec_hdrs_without(const struct rrec *rec, const char *prefix, char *buf,
  * @brief Assert that the records of @p src (a local topic @p src_topic
  * read at site @p origin) are in @p dst exactly once each, in the same
  * partition and the same order, with key, value, timestamp and original
- * headers intact, and fresh provenance: aagw.origin @p origin, aagw.path
- * @p path, aagw.src "<src_topic>:<p>:<o>" of the source record, aagw.id
- * the derived "<origin>:<src_topic>:<p>:<o>", aagw.hlc "<ts>:0", and no
- * aagw.hop (the record was stamped by the first hop).
+ * headers intact, and fresh provenance: the one header aagw.prov =
+ * "1;<path>;<src_topic>:<p>:<o>;<ts>:0;" (coordinates and timestamp of the
+ * source record; the empty id is the derived one), no other aagw.* header
+ * (in particular no aagw.hop: the record was stamped by the first hop).
  *
- * Records of @p dst whose aagw.origin is not @p origin are ignored (the
+ * Records of @p dst whose origin is not @p origin are ignored (the
  * identity policy mixes local records and copies in one topic); every
  * record of @p dst with that origin must be a copy of one in @p src.
  */

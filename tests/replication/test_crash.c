@@ -254,7 +254,7 @@ static void local_only(const struct rrecs *rs, struct rrecs *out) {
         out->v = calloc(rs->cnt + 1, sizeof(*out->v));
         assert_non_null(out->v);
         for (size_t i = 0; i < rs->cnt; i++)
-                if (rrec_hdr(&rs->v[i], "aagw.origin", NULL, 0) == 0)
+                if (rrec_hdr(&rs->v[i], "aagw.prov", NULL, 0) == 0)
                         out->v[out->cnt++] = rs->v[i];
 }
 

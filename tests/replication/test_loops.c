@@ -141,7 +141,7 @@ static void split_local(const struct rrecs *rs, struct rrecs *local) {
         local->v = calloc(rs->cnt + 1, sizeof(*local->v));
         assert_non_null(local->v);
         for (size_t i = 0; i < rs->cnt; i++)
-                if (rrec_hdr(&rs->v[i], "aagw.origin", NULL, 0) == 0)
+                if (rrec_hdr(&rs->v[i], "aagw.prov", NULL, 0) == 0)
                         local->v[n++] = rs->v[i];
         local->cnt = n;
 }
@@ -186,14 +186,14 @@ static void test_identity_headers_only(void **state) {
         repl_check_copy(&east_local, "clicks", "east", &west, "east>west");
         repl_check_copy(&west_local, "clicks", "west", &east, "west>east");
         for (size_t i = 0; i < east.cnt; i++) {
-                char o[64];
-                rrec_hdr(&east.v[i], "aagw.origin", o, sizeof(o));
-                assert_string_not_equal(o, "east");
+                struct rprov pv;
+                rrec_prov(&east.v[i], &pv);
+                assert_string_not_equal(pv.origin, "east");
         }
         for (size_t i = 0; i < west.cnt; i++) {
-                char o[64];
-                rrec_hdr(&west.v[i], "aagw.origin", o, sizeof(o));
-                assert_string_not_equal(o, "west");
+                struct rprov pv;
+                rrec_prov(&west.v[i], &pv);
+                assert_string_not_equal(pv.origin, "west");
         }
         free(east_local.v);
         free(west_local.v);

@@ -9,7 +9,8 @@
  *      across a SIGKILL and a restart without state in the middle.
  *
  * "Exactly once" is counted by global id over every topic of a site: the
- * derived id of a local record, the aagw.id header of a copy. */
+ * derived id of a local record, the id in the aagw.prov header of a copy
+ * (the derived id again when it is left empty). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,7 +64,8 @@ static void expect_ids_once(struct repl *r, const char *site,
                                              local[s].v[i].o) > 0);
         for (size_t t = 0; t < ntopics; t++) {
                 struct rrecs rs;
-                char         id[1100], origin[80];
+                char         id[1100];
+                struct rprov pv;
 
                 repl_read(r, site, topics[t], &rs);
                 for (size_t i = 0; i < rs.cnt; i++) {
@@ -71,8 +73,7 @@ static void expect_ids_once(struct repl *r, const char *site,
                                 fail_msg("%s holds more records than were "
                                          "produced (%s)",
                                          site, topics[t]);
-                        if (rrec_hdr(&rs.v[i], "aagw.id", id, sizeof(id)) ==
-                            0) {
+                        if (rrec_prov(&rs.v[i], &pv) == 0) {
                                 /* A local record: its derived id. */
                                 assert_string_equal(topics[t], "clicks");
                                 snprintf(id, sizeof(id),
@@ -80,9 +81,9 @@ static void expect_ids_once(struct repl *r, const char *site,
                                          (int)rs.v[i].p, rs.v[i].o);
                         } else {
                                 /* A copy never comes back to its origin. */
-                                rrec_hdr(&rs.v[i], "aagw.origin", origin,
-                                         sizeof(origin));
-                                assert_string_not_equal(origin, site);
+                                assert_true(pv.id[0] != '\0');
+                                snprintf(id, sizeof(id), "%s", pv.id);
+                                assert_string_not_equal(pv.origin, site);
                         }
                         got[got_cnt] = strdup(id);
                         assert_non_null(got[got_cnt]);
@@ -219,19 +220,18 @@ static void check_second_hop(const struct rrecs *mid, const char *mid_topic,
                         rrec_hdrs_without(x, "aagw.", a, sizeof(a));
                         rrec_hdrs_without(y, "aagw.", b, sizeof(b));
                         assert_string_equal(a, b);
-                        static const char *const same[] = {
-                            "aagw.origin", "aagw.id", "aagw.src", "aagw.hlc"};
-                        for (size_t k = 0; k < 4; k++) {
-                                assert_int_equal(
-                                    rrec_hdr(x, same[k], want, sizeof(want)),
-                                    1);
-                                assert_int_equal(
-                                    rrec_hdr(y, same[k], got, sizeof(got)), 1);
-                                assert_string_equal(got, want);
-                        }
-                        assert_int_equal(
-                            rrec_hdr(y, "aagw.path", got, sizeof(got)), 1);
-                        assert_string_equal(got, path);
+                        /* Origin, id, coordinates and clock travel
+                         * unchanged (the derived id stays left out); the
+                         * path grows by the hop. */
+                        struct rprov px, py;
+                        assert_int_equal(rrec_prov(x, &px), 1);
+                        assert_int_equal(rrec_prov(y, &py), 1);
+                        assert_string_equal(py.origin, px.origin);
+                        assert_string_equal(py.id_raw, px.id_raw);
+                        assert_string_equal(py.id_raw, "");
+                        assert_string_equal(py.src, px.src);
+                        assert_string_equal(py.hlc, px.hlc);
+                        assert_string_equal(py.path, path);
                         assert_int_equal(
                             rrec_hdr(y, "aagw.hop", got, sizeof(got)), 1);
                         snprintf(want, sizeof(want), "%s:%d:%" PRId64,
@@ -278,7 +278,8 @@ static void test_ring_multi_hop(void **state) {
         repl_gw_start(r, extra);
         /* A crash once second hops are under way, and a restart without
          * state: reconciling a second-hop copy finds this flow's records
-         * by their aagw.hop coordinates, not by aagw.src. */
+         * by their aagw.hop coordinates, not by the origin coordinates in
+         * aagw.prov. */
         repl_expect_size(r, "central", "west.east.clicks", 1, REPL_TIMEOUT_MS);
         assert_int_equal(repl_gw_stop(r, SIGKILL, REPL_STOP_TIMEOUT_MS),
                          128 + SIGKILL);
