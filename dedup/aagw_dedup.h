@@ -10,7 +10,9 @@
 #ifndef AAGW_DEDUP_H
 #define AAGW_DEDUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "aagw_policy.h"
@@ -58,23 +60,60 @@ pid_t aagw_statedir_owner(const char *dir);
  * without fsync: a killed process (kill -9) loses nothing that was
  * written, a machine crash may lose the last moments, which the start-up
  * reconciliation from the output topics' tails recovers.
+ *
+ * Thread safety: every function may be called from any thread; a batch
+ * (aagw_store_batch_t) is used by one thread at a time.  The store runs
+ * two threads of its own (the tail indexer and, after an open, the filter
+ * rebuild), besides RocksDB's background threads.
  */
 typedef struct aagw_store aagw_store_t;
 
+/** The store's clock: wall-clock milliseconds since the Unix epoch.  It
+ *  is called from RocksDB's compaction threads too, so it must be
+ *  thread-safe.  The store never lets its own notion of "now" go back. */
+typedef int64_t(aagw_store_clock_t)(void *opaque);
+
 struct aagw_store_opts {
-        size_t cache_mb; /**< block cache + write buffers, MiB (>= 8) */
+        size_t  cache_mb;  /**< RocksDB block cache, write buffers and the
+                                not yet indexed tail, MiB (>= 8; 0: 64) */
+        int64_t window_ms; /**< unify window; 0: 24 h; > 0 */
+        size_t  filter_mb; /**< in-memory id filter, MiB; 0: 64 */
+        aagw_store_clock_t *clock; /**< NULL: CLOCK_REALTIME */
+        void               *clock_opaque;
 };
 
 /**
  * @brief Open (creating if needed) the store in @p sd's directory.
- * @p sd must stay open while the store is.
+ * @p sd must stay open while the store is.  @p opts may be NULL (all
+ * defaults).  Ids stored before are found at once; the in-memory filter
+ * is rebuilt in the background and lookups read RocksDB until it is.
  * @returns the store, or NULL with the reason in @p errstr.
  */
 aagw_store_t *aagw_store_open(const aagw_statedir_t *sd,
                               const struct aagw_store_opts *opts,
                               char *errstr, size_t errstr_size);
 
-/** Flush memtables and close.  NULL is a no-op. */
+/**
+ * @brief Open the store of @p state_dir read-only, as a RocksDB secondary
+ * instance, for queries (aagw audit) while a gateway owns the directory or
+ * after it stopped.  Takes no lock and writes nothing in @p state_dir (its
+ * scratch files go to a private directory under $TMPDIR, removed at
+ * close).  The view is the primary's state at open; call
+ * aagw_store_catch_up() to move it forward.  Batches cannot be created.
+ * @returns the store, or NULL with the reason in @p errstr (e.g. no
+ * database in @p state_dir).
+ */
+aagw_store_t *aagw_store_open_secondary(const char *state_dir,
+                                        const struct aagw_store_opts *opts,
+                                        char *errstr, size_t errstr_size);
+
+/** @brief Secondary only: catch up with what the primary has written
+ *  (a no-op on a primary).  Not concurrent with queries on @p st. */
+aagw_err_t aagw_store_catch_up(aagw_store_t *st, char *errstr,
+                               size_t errstr_size);
+
+/** Stop the store's threads and close.  The not yet indexed tail stays in
+ *  the journal and is replayed by the next open.  NULL is a no-op. */
 void aagw_store_close(aagw_store_t *st);
 
 /** A stored input position: what has been fully handled up to where. */
@@ -108,6 +147,229 @@ aagw_err_t aagw_store_pos_get(aagw_store_t *st, const char *scope,
 aagw_err_t aagw_store_pos_put(aagw_store_t *st,
                               const struct aagw_pos_entry *entries, size_t cnt,
                               char *errstr, size_t errstr_size);
+
+/* ====================== UNIFY STATE (dedup, lww, audit) ================ *
+ *
+ * What the unify stage keeps, all in the same database so that one
+ * WriteBatch can record "these ids were delivered, these versions won, this
+ * is what happened, and the inputs are consumed up to here" atomically,
+ * after the output topic acknowledged the records.
+ *
+ * Ids and entity keys are stored by their 128-bit XXH3 hash
+ * (aagw_id_key()); the original bytes are kept in the audit log.
+ * Everything older than the window (opts.window_ms, measured from when the
+ * entry was written, entry.time_ms) expires: lookups ignore it at once and
+ * compaction removes it, so disk is bounded by traffic x window.  A
+ * time_ms later than the store's clock is stored as the clock's "now" (a
+ * window must not start in the future), a negative one as 0.
+ *
+ * The layout on disk (column families, the journal and its indexer, the
+ * in-memory filter) is described at the top of dedup/dedup_int.h.
+ */
+
+/** Where and when an id was first delivered. */
+struct aagw_seen {
+        int64_t  time_ms;     /**< wall clock when delivered (window base) */
+        uint64_t hlc;         /**< origin hybrid logical clock */
+        char     site[AAGW_ALIAS_MAX + 1];   /**< site whose unify stage
+                                                  delivered it */
+        char     origin[AAGW_ALIAS_MAX + 1]; /**< site that first accepted
+                                                  the event */
+        char     topic[AAGW_TOPIC_MAX + 1];  /**< input topic it was read
+                                                  from */
+        int32_t  partition;
+        int64_t  offset;
+};
+
+/**
+ * @brief Look up @p n ids (16-byte keys).  found[i] tells whether key i is
+ * stored and inside the window; @p seen (may be NULL) receives the entries
+ * found (entries not found are left untouched).  A fast path (an in-memory
+ * filter) answers most "never seen" lookups without reading RocksDB, and
+ * never answers "absent" for a stored id; until it is rebuilt after an
+ * open, every key is read.  Keys that pass the filter go to RocksDB as
+ * one MultiGet per 256 keys.
+ * @returns AAGW_OK, or AAGW_ERR_STORE for an I/O error or a corrupt stored
+ * value (named in @p errstr); found[] is then unspecified.
+ */
+aagw_err_t aagw_store_seen_lookup(aagw_store_t *st,
+                                  const uint8_t (*keys)[16], size_t n,
+                                  bool *found, struct aagw_seen *seen,
+                                  char *errstr, size_t errstr_size);
+
+/** A last-write-wins version: (hlc, origin, id), compared in that order
+ *  (hlc numerically, origin and id bytewise, shorter first on a tie). */
+struct aagw_version {
+        uint64_t hlc;
+        char     origin[AAGW_ALIAS_MAX + 1];
+        size_t   id_len;
+        char     id[AAGW_ID_MAX + 1];
+};
+
+/** @returns <0, 0, >0 as @p a is older than, equal to, newer than @p b.
+ *  A tombstone is compared by its version like any record. */
+int aagw_version_cmp(const struct aagw_version *a,
+                     const struct aagw_version *b);
+
+/** The winning version of one entity. */
+struct aagw_lww {
+        int64_t             time_ms;   /**< when it won (window base) */
+        struct aagw_version v;
+        bool                tombstone; /**< the winner was a null value */
+};
+
+/** Look up the current winners of @p n entities (16-byte key hashes);
+ *  semantics as aagw_store_seen_lookup(), without the filter. */
+aagw_err_t aagw_store_lww_lookup(aagw_store_t *st, const uint8_t (*keys)[16],
+                                 size_t n, bool *found, struct aagw_lww *out,
+                                 char *errstr, size_t errstr_size);
+
+/** What the unify stage did with one record. */
+typedef enum {
+        AAGW_AUDIT_ACCEPTED   = 0, /**< delivered to the unified topic */
+        AAGW_AUDIT_DROPPED    = 1, /**< dedup: id seen before */
+        AAGW_AUDIT_SUPERSEDED = 2, /**< lww: older than the stored winner */
+        AAGW_AUDIT_IDENTICAL  = 3, /**< lww: same version as the winner */
+        AAGW_AUDIT_REJECTED   = 4, /**< bad provenance or id */
+        AAGW_AUDIT__CNT
+} aagw_audit_verdict_t;
+
+/** @returns "accepted", "dropped", "superseded", "identical", "rejected",
+ *  or "unknown". */
+const char *aagw_audit_verdict_name(aagw_audit_verdict_t v);
+
+/** Entity keys longer than this are kept truncated in the audit log (the
+ *  by-key index always uses the hash of the whole key). */
+#define AAGW_AUDIT_EKEY_MAX 1024
+
+/** One audit log entry.  Pointers are borrowed for the call they are
+ *  passed to (or, from a query callback, valid during the callback). */
+struct aagw_audit {
+        int64_t              time_ms;  /**< when the verdict was made */
+        aagw_audit_verdict_t verdict;
+        const char          *site;     /**< the unify stage's site */
+        const char          *origin;
+        const char          *topic;    /**< input topic */
+        int32_t              partition;
+        int64_t              offset;
+        uint64_t             hlc;
+        const void          *id;       /**< the global id, raw bytes */
+        size_t               id_len;   /**< <= AAGW_ID_MAX */
+        const void          *ekey;     /**< lww entity key, or NULL */
+        size_t               ekey_len;
+        bool                 ekey_truncated; /**< set by queries: the
+                                                  stored key is the first
+                                                  AAGW_AUDIT_EKEY_MAX bytes */
+};
+
+/* ------------------------------- BATCHES ------------------------------- */
+
+/**
+ * One atomic write: seen ids, winners, audit entries and positions.
+ * The add functions copy what they are given.  They fail only on bad
+ * input (a string too long or not NUL-terminated, an id longer than
+ * AAGW_ID_MAX, an unknown verdict) or memory; the first failure also
+ * sticks to the batch, so that its commit fails and writes nothing.
+ */
+typedef struct aagw_store_batch aagw_store_batch_t;
+
+/** @returns a new empty batch, or NULL (out of memory, or @p st is a
+ *  secondary). */
+aagw_store_batch_t *aagw_store_batch_new(aagw_store_t *st);
+void aagw_store_batch_destroy(aagw_store_batch_t *b); /**< NULL: no-op */
+aagw_err_t aagw_store_batch_seen(aagw_store_batch_t *b, const uint8_t key[16],
+                                 const struct aagw_seen *seen);
+aagw_err_t aagw_store_batch_lww(aagw_store_batch_t *b, const uint8_t key[16],
+                                const struct aagw_lww *lww);
+aagw_err_t aagw_store_batch_audit(aagw_store_batch_t *b,
+                                  const struct aagw_audit *a);
+aagw_err_t aagw_store_batch_pos(aagw_store_batch_t *b, const char *scope,
+                                const char *topic, int32_t partition,
+                                const struct aagw_pos *pos);
+/** @returns the number of entries added since the last commit. */
+size_t aagw_store_batch_size(const aagw_store_batch_t *b);
+/**
+ * @brief Write everything added since the last commit in one WriteBatch
+ * (WAL, no fsync) and empty @p b for reuse, also on failure.  Once it
+ * returns AAGW_OK, lookups from any thread see the batch.
+ * @returns AAGW_OK, the sticky error of a failed add (nothing written),
+ * or AAGW_ERR_STORE (nothing written; also when the tail indexer has been
+ * failing and the tail is full, e.g. disk full).
+ */
+aagw_err_t aagw_store_batch_commit(aagw_store_batch_t *b, char *errstr,
+                                   size_t errstr_size);
+
+/* ------------------------------- QUERIES ------------------------------- */
+
+/** Callback per audit entry, oldest first; return non-zero to stop. */
+typedef int(aagw_audit_cb_t)(const struct aagw_audit *a, void *opaque);
+
+/** Every audit entry of global id @p id (raw bytes) in the window. */
+aagw_err_t aagw_store_audit_by_id(aagw_store_t *st, const void *id,
+                                  size_t len, aagw_audit_cb_t *cb,
+                                  void *opaque, char *errstr,
+                                  size_t errstr_size);
+/** Every audit entry of lww entity key @p key in the window. */
+aagw_err_t aagw_store_audit_by_key(aagw_store_t *st, const void *key,
+                                   size_t len, aagw_audit_cb_t *cb,
+                                   void *opaque, char *errstr,
+                                   size_t errstr_size);
+/** Entries with time_ms >= @p since_ms, optionally one verdict only
+ *  (@p verdict < 0: all). */
+aagw_err_t aagw_store_audit_since(aagw_store_t *st, int64_t since_ms,
+                                  int verdict, aagw_audit_cb_t *cb,
+                                  void *opaque, char *errstr,
+                                  size_t errstr_size);
+/** Entries with @p from_ms <= time_ms < @p to_ms, optionally one verdict
+ *  only (@p verdict < 0: all).  Memory stays bounded however many match. */
+aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
+                                  int64_t to_ms, int verdict,
+                                  aagw_audit_cb_t *cb, void *opaque,
+                                  char *errstr, size_t errstr_size);
+
+/* ---------------------------- MAINTENANCE ------------------------------ */
+
+/** @returns the window in milliseconds the store was opened with. */
+int64_t aagw_store_window_ms(const aagw_store_t *st);
+
+/**
+ * @brief Index the whole tail now and flush RocksDB's memtables (waits).
+ * Not needed for durability (the journal is); for tests, tools and a
+ * quick next open.  A no-op on a secondary.
+ */
+aagw_err_t aagw_store_flush(aagw_store_t *st, char *errstr,
+                            size_t errstr_size);
+
+/**
+ * @brief aagw_store_flush(), then a manual compaction of every windowed
+ * column family, which drops what has expired.  Compaction runs by itself
+ * in the background; this is for tests and `aagw` maintenance commands.
+ */
+aagw_err_t aagw_store_compact(aagw_store_t *st, char *errstr,
+                              size_t errstr_size);
+
+/** Counters (monotonic) and gauges for metrics. */
+struct aagw_store_stats {
+        bool     filter_ready;     /**< gauge: the filter answers misses */
+        size_t   filter_bytes;     /**< gauge: configured filter size */
+        uint64_t filter_ids;       /**< gauge: ids in the live slices */
+        uint64_t seen_lookups;     /**< keys asked to seen_lookup */
+        uint64_t seen_filtered;    /**< ... answered "absent" by the filter */
+        uint64_t seen_tail_hits;   /**< ... found in the unindexed tail */
+        uint64_t seen_reads;       /**< ... read from RocksDB */
+        uint64_t seen_read_hits;   /**< ... and found there (in window) */
+        uint64_t commits;
+        uint64_t runs_indexed;     /**< tail runs written as SST files */
+        uint64_t indexer_errors;
+        uint64_t index_us;         /**< time the indexer spent on runs */
+        uint64_t tail_wait_us;     /**< time commits waited for the indexer
+                                        (the tail was full): back-pressure */
+        size_t   tail_bytes;       /**< gauge: unindexed tail in memory */
+        size_t   cache_usage;      /**< gauge: RocksDB block cache bytes */
+};
+
+/** Fill @p out with the current figures (cheap; no I/O). */
+void aagw_store_stats_get(aagw_store_t *st, struct aagw_store_stats *out);
 
 #ifdef __cplusplus
 }

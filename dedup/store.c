@@ -1,35 +1,67 @@
 /*
- * dedup/store.c: the RocksDB database of a state directory.
+ * dedup/store.c: the RocksDB database of a state directory: options,
+ * open (primary and secondary), close, positions, maintenance, stats.
  *
- * Column families:
- *   positions   (scope, topic, partition) -> (next input offset, output end)
- * Keys are scope '\0' topic '\0' partition (4 bytes, big-endian) so one
- * scope's entries sort together; values are fixed-size big-endian.
+ * The layout and the reasons for it are at the top of dedup_int.h; the
+ * unify state lives in unify.c (lookups, batches), audit.c (queries),
+ * indexer.c (journal, tail indexer, filter rebuild), filter.c, tail.c and
+ * codec.c.
+ *
+ * Positions: keys are scope '\0' topic '\0' partition (4 bytes,
+ * big-endian) so one scope's entries sort together; values are fixed-size
+ * big-endian.
  */
-#include "aagw_dedup.h"
+#include "dedup_int.h"
 
-#include <stdio.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <rocksdb/c.h>
+#define DAY_MS (24 * 3600 * INT64_C(1000))
 
-enum { CF_DEFAULT, CF_POSITIONS, CF_COUNT };
-static const char *const cf_names[CF_COUNT] = {"default", "positions"};
+const char *const dedup_cf_names[CF_COUNT] = {
+    "default", "positions", "journal",   "seen",         "lww",
+    "audit",   "audit_id",  "audit_key", "audit_verdict"};
 
-struct aagw_store {
-        rocksdb_t                          *db;
-        rocksdb_options_t                  *opts;
-        rocksdb_block_based_table_options_t *topts;
-        rocksdb_cache_t                    *cache;
-        rocksdb_writeoptions_t             *wopts;
-        rocksdb_readoptions_t              *ropts;
-        rocksdb_column_family_handle_t     *cf[CF_COUNT];
-};
+int dedup_kind_cf(int kind) {
+        switch (kind) {
+        case DK_SEEN:
+                return CF_SEEN;
+        case DK_LWW:
+                return CF_LWW;
+        case DK_AUDIT_ID:
+                return CF_AUDIT_ID;
+        case DK_AUDIT_KEY:
+                return CF_AUDIT_KEY;
+        default:
+                return -1;
+        }
+}
+
+/* Column families whose entries expire with the window. */
+static bool cf_windowed(int cf) {
+        return cf == CF_SEEN || cf == CF_LWW || cf == CF_AUDIT ||
+               cf == CF_AUDIT_ID || cf == CF_AUDIT_KEY ||
+               cf == CF_AUDIT_VERDICT;
+}
+
+/* Column families keyed by a hash: filled by the indexer (SST ingestion),
+ * Bloom filters; universal compaction except for the epoch-grouped seen
+ * ids (leveled: merges stay inside the newest epoch). */
+static bool cf_hashed(int cf) {
+        return cf == CF_SEEN || cf == CF_LWW || cf == CF_AUDIT_ID ||
+               cf == CF_AUDIT_KEY;
+}
 
 /* RocksDB hands us a malloc()ed message in 'err'; it is ours to free. */
-static int take_rocks_err(char *err, const char *op, char *errstr,
-                          size_t errstr_size) {
+int dedup_take_err(char *err, const char *op, char *errstr,
+                   size_t errstr_size) {
         if (!err)
                 return 0;
         snprintf(errstr, errstr_size, "%s: %s", op, err);
@@ -37,57 +69,534 @@ static int take_rocks_err(char *err, const char *op, char *errstr,
         return -1;
 }
 
-aagw_store_t *aagw_store_open(const aagw_statedir_t *sd,
-                              const struct aagw_store_opts *o, char *errstr,
-                              size_t errstr_size) {
-        aagw_store_t             *st = calloc(1, sizeof(*st));
-        const rocksdb_options_t *cf_opts[CF_COUNT];
-        char                      path[4096];
-        char                     *err = NULL;
-        size_t                    mb  = o && o->cache_mb >= 8 ? o->cache_mb : 64;
+static int64_t wall_ms(void *opaque) {
+        struct timespec ts;
+        (void)opaque;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t dedup_mono_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t dedup_now(aagw_store_t *st) {
+        int64_t t    = st->clock(st->clock_opaque);
+        int64_t prev = atomic_load_explicit(&st->now_max, memory_order_relaxed);
+        while (t > prev &&
+               !atomic_compare_exchange_weak(&st->now_max, &prev, t))
+                ;
+        return t > prev ? t : prev;
+}
+
+/* ------------------------- COMPACTION FILTER ------------------------- */
+
+/* Drop an entry whose time is before the window.  Entries whose time
+ * cannot be read are kept: we do not delete what we do not understand. */
+static unsigned char cfilter_filter(void *state, int level, const char *key,
+                                    size_t klen, const char *val, size_t vlen,
+                                    char **new_val, size_t *new_vlen,
+                                    unsigned char *changed) {
+        struct dedup_cfilter *cs = state;
+        int64_t               t;
+        (void)level;
+        (void)new_val;
+        (void)new_vlen;
+        *changed = 0;
+        if (dedup_entry_time(cs->cf, (const uint8_t *)key, klen,
+                             (const uint8_t *)val, vlen, &t))
+                return 0;
+        return t < dedup_now(cs->st) - cs->st->window_ms;
+}
+
+static const char *cfilter_name(void *state) {
+        (void)state;
+        return "aagw.window";
+}
+
+static void cfilter_destroy(void *state) {
+        (void)state; /* the state lives in the store */
+}
+
+/* ------------------------------ OPTIONS ------------------------------ */
+
+/* Everything RocksDB allocates is bounded by cache_mb (M): block cache
+ * 3M/8 with index and filter blocks charged to it (partitioned, so no
+ * single metadata block is too large for a cache shard), all memtables
+ * M/4 via db_write_buffer_size.  The tail takes M/4 (dedup_int.h).
+ *
+ * Compression: the hashed families are written by the indexer; their keys
+ * are random, so only the last level / sorted run (where the data stays)
+ * is compressed.  The journal is transient and not compressed. */
+static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
+        size_t M     = st->cache_mb << 20;
+        size_t cache = M / 8 * 3;
+        int    shard = 0;
+
+        /* Shards of at least 1 MiB (metadata blocks are partitioned, so
+         * none is larger than a few KiB), at most 64 of them: the lookup
+         * thread must not queue on a shard lock behind compactions. */
+        while (shard < 6 && (cache >> (shard + 1)) >= ((size_t)1 << 20))
+                shard++;
+        rocksdb_lru_cache_options_t *lo = rocksdb_lru_cache_options_create();
+        rocksdb_lru_cache_options_set_capacity(lo, cache);
+        rocksdb_lru_cache_options_set_num_shard_bits(lo, shard);
+        st->cache = rocksdb_cache_create_lru_opts(lo);
+        rocksdb_lru_cache_options_destroy(lo);
+
+        for (int b = 0; b < 2; b++) {
+                rocksdb_block_based_table_options_t *t =
+                    rocksdb_block_based_options_create();
+                rocksdb_block_based_options_set_block_cache(t, st->cache);
+                rocksdb_block_based_options_set_cache_index_and_filter_blocks(
+                    t, 1);
+                rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+                    t, 1);
+                rocksdb_block_based_options_set_pin_top_level_index_and_filter(
+                    t, 1);
+                rocksdb_block_based_options_set_index_type(
+                    t,
+                    rocksdb_block_based_table_index_type_two_level_index_search);
+                if (b == 0) {
+                        /* Point lookups: a hash index in each data block
+                         * saves the binary search's cache misses. */
+                        rocksdb_block_based_options_set_data_block_index_type(
+                            t,
+                            rocksdb_block_based_table_data_block_index_type_binary_search_and_hash);
+                        rocksdb_block_based_options_set_data_block_hash_ratio(
+                            t, 0.75);
+                        st->bloom = rocksdb_filterpolicy_create_bloom_full(10);
+                        rocksdb_block_based_options_set_filter_policy(
+                            t, st->bloom);
+                        rocksdb_block_based_options_set_partition_filters(t, 1);
+                        st->topts_bloom = t;
+                } else {
+                        st->topts_plain = t;
+                }
+        }
+
+        rocksdb_options_t *o = rocksdb_options_create();
+        st->dbopts           = o;
+        rocksdb_options_set_create_if_missing(o, !st->secondary);
+        rocksdb_options_set_create_missing_column_families(o, !st->secondary);
+        rocksdb_options_set_db_write_buffer_size(o, M / 4);
+        rocksdb_options_set_max_total_wal_size(
+            o, M / 2 > ((size_t)64 << 20) ? M / 2 : ((size_t)64 << 20));
+        rocksdb_options_set_max_background_jobs(o, 2);
+        rocksdb_options_set_info_log_level(o, 2 /* WARN */);
+        rocksdb_options_set_keep_log_file_num(o, 2);
+        rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+        rocksdb_options_set_bytes_per_sync(o, (uint64_t)1 << 20);
+        /* Obsolete files are deleted by a background thread, never by a
+         * lookup or a commit that drops the last reference (an unlink can
+         * take milliseconds on a file system mounted with discard). */
+        rocksdb_options_set_avoid_unnecessary_blocking_io(o, 1);
+        if (st->secondary)
+                rocksdb_options_set_max_open_files(o, -1);
+
+        for (int cf = 0; cf < CF_COUNT; cf++) {
+                rocksdb_options_t *c = rocksdb_options_create_copy(o);
+                size_t             wb;
+                st->cfopts[cf] = c;
+                if (cf_hashed(cf)) {
+                        /* Filled by SST ingestion: the memtable stays
+                         * empty. */
+                        wb = M / 64;
+                        rocksdb_options_set_block_based_table_factory(
+                            c, st->topts_bloom);
+                        if (cf == CF_SEEN) {
+                                rocksdb_options_set_level_compaction_dynamic_level_bytes(
+                                    c, 1);
+                                /* Only the newest epoch has L0 files and
+                                 * only its lookups probe them: let more
+                                 * runs gather before a merge (a merge
+                                 * rewrites the epoch's data). */
+                                rocksdb_options_set_level0_file_num_compaction_trigger(
+                                    c, 16);
+                                rocksdb_options_set_level0_slowdown_writes_trigger(
+                                    c, 48);
+                                rocksdb_options_set_level0_stop_writes_trigger(
+                                    c, 64);
+                        } else {
+                                rocksdb_options_set_compaction_style(
+                                    c, rocksdb_universal_compaction);
+                        }
+                        rocksdb_options_set_compression(c,
+                                                        rocksdb_no_compression);
+                        rocksdb_options_set_bottommost_compression(
+                            c, rocksdb_lz4_compression);
+                        /* The id filter sends RocksDB (nearly) only ids
+                         * that are there: the last sorted run's Bloom
+                         * filter would only take cache from data. */
+                        if (cf == CF_SEEN)
+                                rocksdb_options_set_optimize_filters_for_hits(
+                                    c, 1);
+                } else {
+                        wb = cf == CF_JOURNAL || cf == CF_AUDIT ? M / 16
+                                                                : M / 64;
+                        if (cf == CF_JOURNAL) {
+                                rocksdb_options_set_compression(
+                                    c, rocksdb_no_compression);
+                                /* Journal entries live a few seconds:
+                                 * compact L0 late (most of what it holds
+                                 * is deleted by then; files below L0 are
+                                 * dropped whole by DeleteFilesInRange), and
+                                 * never stall writes on their count. */
+                                rocksdb_options_set_level0_file_num_compaction_trigger(
+                                    c, 8);
+                                rocksdb_options_set_level0_slowdown_writes_trigger(
+                                    c, 1 << 20);
+                                rocksdb_options_set_level0_stop_writes_trigger(
+                                    c, 1 << 20);
+                        }
+                        rocksdb_options_set_block_based_table_factory(
+                            c, st->topts_plain);
+                        rocksdb_options_set_level_compaction_dynamic_level_bytes(
+                            c, 1);
+                }
+                rocksdb_options_set_write_buffer_size(
+                    c, wb < ((size_t)256 << 10) ? (size_t)256 << 10 : wb);
+                rocksdb_options_set_max_write_buffer_number(c, 2);
+                if (cf_windowed(cf) && !st->secondary) {
+                        st->cfstate[cf].st = st;
+                        st->cfstate[cf].cf = cf;
+                        st->cfilter[cf]    = rocksdb_compactionfilter_create(
+                               &st->cfstate[cf], cfilter_destroy, cfilter_filter,
+                               cfilter_name);
+                        rocksdb_options_set_compaction_filter(c,
+                                                              st->cfilter[cf]);
+                }
+        }
+        (void)errstr;
+        (void)errstr_size;
+        return 0;
+}
+
+/* Every windowed family is compacted at least once per window (at least
+ * daily), so the compaction filter sees files that nothing else would
+ * rewrite (the oldest sorted run, trivially moved audit files). */
+static void set_periodic_compaction(aagw_store_t *st) {
+        char        val[32];
+        const char *key = "periodic_compaction_seconds";
+        const char *v   = val;
+        int64_t     w   = st->window_ms < DAY_MS ? DAY_MS : st->window_ms;
+
+        snprintf(val, sizeof(val), "%" PRId64, w / 1000);
+        for (int cf = 0; cf < CF_COUNT; cf++) {
+                char *err = NULL;
+                if (!cf_windowed(cf) || !st->cf[cf])
+                        continue;
+                rocksdb_set_options_cf(st->db, st->cf[cf], 1, &key, &v, &err);
+                if (err) {
+                        aagw_log(AAGW_LOG_WARN, "DEDUP",
+                                 "%s: cannot set %s: %s", dedup_cf_names[cf],
+                                 key, err);
+                        rocksdb_free(err);
+                }
+        }
+}
+
+/* -------------------------------- OPEN --------------------------------- */
+
+static aagw_store_t *store_new(const char *dir, const struct aagw_store_opts *o,
+                               bool secondary, char *errstr,
+                               size_t errstr_size) {
+        aagw_store_t *st = calloc(1, sizeof(*st));
 
         if (!st) {
                 snprintf(errstr, errstr_size, "out of memory");
                 return NULL;
         }
-        snprintf(path, sizeof(path), "%s/db", aagw_statedir_path(sd));
-
-        /* Memory is bounded by configuration: half the budget for the block
-         * cache, the rest for write buffers (two per column family). */
-        st->cache = rocksdb_cache_create_lru(mb * 1024 * 1024 / 2);
-        st->topts = rocksdb_block_based_options_create();
-        rocksdb_block_based_options_set_block_cache(st->topts, st->cache);
-        rocksdb_block_based_options_set_cache_index_and_filter_blocks(
-            st->topts, 1);
-        st->opts = rocksdb_options_create();
-        rocksdb_options_set_block_based_table_factory(st->opts, st->topts);
-        rocksdb_options_set_create_if_missing(st->opts, 1);
-        rocksdb_options_set_create_missing_column_families(st->opts, 1);
-        rocksdb_options_set_write_buffer_size(
-            st->opts, mb * 1024 * 1024 / 2 / (2 * CF_COUNT));
-        rocksdb_options_set_max_write_buffer_number(st->opts, 2);
-        rocksdb_options_set_max_background_jobs(st->opts, 2);
-        rocksdb_options_set_info_log_level(st->opts, 2 /* WARN */);
-        rocksdb_options_set_keep_log_file_num(st->opts, 2);
-        for (int i = 0; i < CF_COUNT; i++)
-                cf_opts[i] = st->opts;
-
-        st->db = rocksdb_open_column_families(st->opts, path, CF_COUNT,
-                                              cf_names, cf_opts, st->cf, &err);
-        if (take_rocks_err(err, "rocksdb_open", errstr, errstr_size)) {
-                st->db = NULL;
+        st->secondary    = secondary;
+        st->cache_mb     = o && o->cache_mb ? o->cache_mb : 64;
+        st->filter_mb    = o && o->filter_mb ? o->filter_mb : 64;
+        st->window_ms    = o && o->window_ms ? o->window_ms : DAY_MS;
+        st->clock        = o && o->clock ? o->clock : wall_ms;
+        st->clock_opaque = o ? o->clock_opaque : NULL;
+        if (st->cache_mb < 8 || st->window_ms < 0) {
+                snprintf(errstr, errstr_size,
+                         "store options: cache_mb must be >= 8 and "
+                         "window_ms > 0 (got %zu, %" PRId64 ")",
+                         st->cache_mb, st->window_ms);
+                free(st);
+                return NULL;
+        }
+        st->run_cap = (st->cache_mb << 20) / 8;
+        if (!(st->dir = strdup(dir)) ||
+            asprintf(&st->dbpath, "%s/db", dir) < 0) {
+                st->dbpath = NULL;
+                snprintf(errstr, errstr_size, "out of memory");
                 aagw_store_close(st);
                 return NULL;
         }
-        st->wopts = rocksdb_writeoptions_create();
+        pthread_mutex_init(&st->commit_mu, NULL);
+        pthread_mutex_init(&st->mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&st->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        st->locks_init = true;
+        st->wopts      = rocksdb_writeoptions_create();
         rocksdb_writeoptions_set_sync(st->wopts, 0);
-        st->ropts = rocksdb_readoptions_create();
+        st->ropts   = rocksdb_readoptions_create();
+        st->envopts = rocksdb_envoptions_create();
+        st->ingopts = rocksdb_ingestexternalfileoptions_create();
+        rocksdb_ingestexternalfileoptions_set_move_files(st->ingopts, 1);
+        st->flushopts = rocksdb_flushoptions_create();
+        rocksdb_flushoptions_set_wait(st->flushopts, 1);
+        if (make_options(st, errstr, errstr_size)) {
+                aagw_store_close(st);
+                return NULL;
+        }
         return st;
+}
+
+/* Read meta key 'key' (BE64) into *v; 1 if found, 0 if not, -1 error. */
+static int read_meta(aagw_store_t *st, const char *key, uint64_t *v,
+                     char *errstr, size_t errstr_size) {
+        char  *err = NULL;
+        size_t vlen;
+        char  *val;
+
+        if (!st->cf[CF_DEFAULT])
+                return 0;
+        val = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_DEFAULT], key,
+                             strlen(key), &vlen, &err);
+        if (dedup_take_err(err, "rocksdb_get(meta)", errstr, errstr_size))
+                return -1;
+        if (!val)
+                return 0;
+        if (vlen != 8) {
+                rocksdb_free(val);
+                snprintf(errstr, errstr_size, "meta %s is corrupt (%zu bytes)",
+                         key, vlen);
+                return -1;
+        }
+        *v = dedup_get_be64((const uint8_t *)val);
+        rocksdb_free(val);
+        return 1;
+}
+
+/* The commit seq, and the seen keys' epoch length: fixed when the store is
+ * created (window / 7), kept across restarts whatever the window, since
+ * the stored keys depend on it.  A longer window then needs more filter
+ * slots, up to FILTER_SLOTS_MAX. */
+static int read_meta_all(aagw_store_t *st, char *errstr, size_t errstr_size) {
+        uint64_t v;
+        int      rc;
+
+        if ((rc = read_meta(st, "seq", &v, errstr, errstr_size)) < 0)
+                return -1;
+        if (rc)
+                st->seq = v;
+        if ((rc = read_meta(st, "slice", &v, errstr, errstr_size)) < 0)
+                return -1;
+        if (rc && v > 0 && v <= INT64_MAX) {
+                st->slice_ms = (int64_t)v;
+        } else {
+                st->slice_ms =
+                    (st->window_ms + FILTER_SLOTS - 2) / (FILTER_SLOTS - 1);
+                if (!st->secondary) {
+                        uint8_t b[8];
+                        char   *err = NULL;
+                        dedup_put_be64(b, (uint64_t)st->slice_ms);
+                        rocksdb_put_cf(st->db, st->wopts, st->cf[CF_DEFAULT],
+                                       "slice", 5, (const char *)b, 8, &err);
+                        if (dedup_take_err(err, "rocksdb_put(meta slice)",
+                                           errstr, errstr_size))
+                                return -1;
+                }
+        }
+        if (dedup_filter_slots(st->window_ms, st->slice_ms) < 0) {
+                snprintf(errstr, errstr_size,
+                         "window of %" PRId64 " ms is more than %d times the "
+                         "%" PRId64 " ms epochs this state dir was created "
+                         "with; use a shorter window or a new state dir",
+                         st->window_ms, FILTER_SLOTS_MAX - 1, st->slice_ms);
+                return -1;
+        }
+        return 0;
+}
+
+/* Remove files left in <dir>/ingest by a crash between writing an SST
+ * and ingesting it: the journal still holds their entries. */
+static int prepare_ingest_dir(aagw_store_t *st, char *errstr,
+                              size_t errstr_size) {
+        char path[4096];
+
+        snprintf(path, sizeof(path), "%s/ingest", st->dir);
+        if (mkdir(path, 0750) == -1 && errno != EEXIST) {
+                snprintf(errstr, errstr_size, "cannot create %s: %s", path,
+                         strerror(errno));
+                return -1;
+        }
+        /* The files are named <seq>-<kind>.sst. */
+        DIR *d = opendir(path);
+        if (!d) {
+                snprintf(errstr, errstr_size, "cannot open %s: %s", path,
+                         strerror(errno));
+                return -1;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (n > 4 && !strcmp(de->d_name + n - 4, ".sst")) {
+                        char f[4400];
+                        snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+                        (void)unlink(f);
+                }
+        }
+        closedir(d);
+        return 0;
+}
+
+aagw_store_t *aagw_store_open(const aagw_statedir_t        *sd,
+                              const struct aagw_store_opts *o, char *errstr,
+                              size_t errstr_size) {
+        const rocksdb_options_t *cf_opts[CF_COUNT];
+        char                    *err = NULL;
+        aagw_store_t            *st =
+            store_new(aagw_statedir_path(sd), o, false, errstr, errstr_size);
+        if (!st)
+                return NULL;
+        for (int i = 0; i < CF_COUNT; i++)
+                cf_opts[i] = st->cfopts[i];
+        st->db =
+            rocksdb_open_column_families(st->dbopts, st->dbpath, CF_COUNT,
+                                         dedup_cf_names, cf_opts, st->cf, &err);
+        if (dedup_take_err(err, "rocksdb_open", errstr, errstr_size)) {
+                st->db = NULL;
+                goto fail;
+        }
+        if (read_meta_all(st, errstr, errstr_size) ||
+            prepare_ingest_dir(st, errstr, errstr_size))
+                goto fail;
+        st->filter =
+            dedup_filter_new(st->filter_mb << 20, st->window_ms, st->slice_ms);
+        st->active = calloc(1, sizeof(*st->active));
+        if (!st->filter || !st->active ||
+            dedup_run_init(st->active, st->run_cap)) {
+                snprintf(errstr, errstr_size,
+                         "out of memory (filter of %zu MiB, tail run of %zu "
+                         "bytes)",
+                         st->filter_mb, st->run_cap);
+                goto fail;
+        }
+        if (dedup_replay_journal(st, errstr, errstr_size))
+                goto fail;
+        set_periodic_compaction(st);
+        if (dedup_threads_start(st, errstr, errstr_size))
+                goto fail;
+        return st;
+fail:
+        aagw_store_close(st);
+        return NULL;
+}
+
+/* nftw callback for removing the secondary's scratch directory. */
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw) {
+        (void)sb;
+        (void)flag;
+        (void)ftw;
+        (void)remove(path); /* best effort: it is a scratch dir */
+        return 0;
+}
+
+aagw_store_t *aagw_store_open_secondary(const char                   *state_dir,
+                                        const struct aagw_store_opts *o,
+                                        char *errstr, size_t errstr_size) {
+        const rocksdb_options_t        *cf_opts[CF_COUNT];
+        const char                     *names[CF_COUNT];
+        rocksdb_column_family_handle_t *handles[CF_COUNT];
+        int                             map[CF_COUNT], n = 0;
+        char                           *err   = NULL, **have;
+        size_t                          nhave = 0;
+        const char                     *tmp   = getenv("TMPDIR");
+        char                            sec[4096];
+        struct stat                     sb;
+
+        aagw_store_t *st = store_new(state_dir, o, true, errstr, errstr_size);
+        if (!st)
+                return NULL;
+        if (stat(st->dbpath, &sb) == -1) {
+                snprintf(errstr, errstr_size, "no aagw state in %s: %s",
+                         state_dir, strerror(errno));
+                goto fail;
+        }
+        /* Open the families that exist: a state dir written by an older
+         * aagw may lack some (they then read as empty). */
+        have =
+            rocksdb_list_column_families(st->dbopts, st->dbpath, &nhave, &err);
+        if (dedup_take_err(err, "rocksdb_list_column_families", errstr,
+                           errstr_size))
+                goto fail;
+        for (int cf = 0; cf < CF_COUNT; cf++)
+                for (size_t i = 0; i < nhave; i++)
+                        if (!strcmp(have[i], dedup_cf_names[cf])) {
+                                names[n]   = dedup_cf_names[cf];
+                                cf_opts[n] = st->cfopts[cf];
+                                map[n++]   = cf;
+                                break;
+                        }
+        rocksdb_list_column_families_destroy(have, nhave);
+
+        snprintf(sec, sizeof(sec), "%s/aagw-secondary-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(sec) || !(st->secdir = strdup(sec))) {
+                snprintf(errstr, errstr_size, "cannot create %s: %s", sec,
+                         strerror(errno));
+                goto fail;
+        }
+        st->db = rocksdb_open_as_secondary_column_families(
+            st->dbopts, st->dbpath, st->secdir, n, names, cf_opts, handles,
+            &err);
+        if (dedup_take_err(err, "rocksdb_open_as_secondary", errstr,
+                           errstr_size)) {
+                st->db = NULL;
+                goto fail;
+        }
+        for (int i = 0; i < n; i++)
+                st->cf[map[i]] = handles[i];
+        if (read_meta_all(st, errstr, errstr_size))
+                goto fail;
+        st->active = calloc(1, sizeof(*st->active));
+        if (!st->active || dedup_run_init(st->active, 0)) {
+                snprintf(errstr, errstr_size, "out of memory");
+                goto fail;
+        }
+        if (dedup_replay_journal(st, errstr, errstr_size))
+                goto fail;
+        return st;
+fail:
+        aagw_store_close(st);
+        return NULL;
+}
+
+aagw_err_t aagw_store_catch_up(aagw_store_t *st, char *errstr,
+                               size_t errstr_size) {
+        char *err = NULL;
+
+        if (!st->secondary)
+                return AAGW_OK;
+        rocksdb_try_catch_up_with_primary(st->db, &err);
+        if (dedup_take_err(err, "rocksdb_try_catch_up_with_primary", errstr,
+                           errstr_size))
+                return AAGW_ERR_STORE;
+        /* The tail is whatever the journal holds now. */
+        if (dedup_replay_journal(st, errstr, errstr_size))
+                return AAGW_ERR_STORE;
+        return AAGW_OK;
 }
 
 void aagw_store_close(aagw_store_t *st) {
         if (!st)
                 return;
+        if (st->locks_init)
+                dedup_threads_stop(st);
         if (st->db) {
                 rocksdb_cancel_all_background_work(st->db, 1);
                 for (int i = 0; i < CF_COUNT; i++)
@@ -95,33 +604,58 @@ void aagw_store_close(aagw_store_t *st) {
                                 rocksdb_column_family_handle_destroy(st->cf[i]);
                 rocksdb_close(st->db);
         }
+        for (int i = 0; i < CF_COUNT; i++) {
+                if (st->cfopts[i])
+                        rocksdb_options_destroy(st->cfopts[i]);
+                if (st->cfilter[i])
+                        rocksdb_compactionfilter_destroy(st->cfilter[i]);
+        }
+        if (st->dbopts)
+                rocksdb_options_destroy(st->dbopts);
+        /* The bloom policy belongs to topts_bloom. */
+        if (st->topts_bloom)
+                rocksdb_block_based_options_destroy(st->topts_bloom);
+        if (st->topts_plain)
+                rocksdb_block_based_options_destroy(st->topts_plain);
+        if (st->cache)
+                rocksdb_cache_destroy(st->cache);
         if (st->wopts)
                 rocksdb_writeoptions_destroy(st->wopts);
         if (st->ropts)
                 rocksdb_readoptions_destroy(st->ropts);
-        if (st->opts)
-                rocksdb_options_destroy(st->opts);
-        if (st->topts)
-                rocksdb_block_based_options_destroy(st->topts);
-        if (st->cache)
-                rocksdb_cache_destroy(st->cache);
+        if (st->envopts)
+                rocksdb_envoptions_destroy(st->envopts);
+        if (st->ingopts)
+                rocksdb_ingestexternalfileoptions_destroy(st->ingopts);
+        if (st->flushopts)
+                rocksdb_flushoptions_destroy(st->flushopts);
+        if (st->secdir) {
+                nftw(st->secdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+                free(st->secdir);
+        }
+        dedup_run_free(st->active);
+        free(st->active);
+        dedup_run_free(st->sealed);
+        free(st->sealed);
+        dedup_run_free(st->spare);
+        free(st->spare);
+        dedup_filter_destroy(st->filter);
+        dedup_buf_free(&st->jbuf);
+        if (st->locks_init) {
+                pthread_cond_destroy(&st->cond);
+                pthread_mutex_destroy(&st->mu);
+                pthread_mutex_destroy(&st->commit_mu);
+        }
+        free(st->dbpath);
+        free(st->dir);
         free(st);
 }
 
+int64_t aagw_store_window_ms(const aagw_store_t *st) {
+        return st->window_ms;
+}
+
 /* ------------------------------ POSITIONS ------------------------------ */
-
-static void put_be64(unsigned char *p, int64_t v) {
-        uint64_t u = (uint64_t)v;
-        for (int i = 7; i >= 0; i--, u >>= 8)
-                p[i] = (unsigned char)u;
-}
-
-static int64_t get_be64(const unsigned char *p) {
-        uint64_t u = 0;
-        for (int i = 0; i < 8; i++)
-                u = (u << 8) | p[i];
-        return (int64_t)u;
-}
 
 static size_t pos_key(char *buf, size_t size, const char *scope,
                       const char *topic, int32_t partition) {
@@ -130,13 +664,17 @@ static size_t pos_key(char *buf, size_t size, const char *scope,
                 return 0;
         memcpy(buf, scope, sl + 1);
         memcpy(buf + sl + 1, topic, tl + 1);
-        uint32_t p = (uint32_t)partition;
-        unsigned char *q = (unsigned char *)buf + sl + tl + 2;
-        q[0] = (unsigned char)(p >> 24);
-        q[1] = (unsigned char)(p >> 16);
-        q[2] = (unsigned char)(p >> 8);
-        q[3] = (unsigned char)p;
+        dedup_put_be32((uint8_t *)buf + sl + tl + 2, (uint32_t)partition);
         return sl + tl + 6;
+}
+
+size_t dedup_pos_encode(char *key, size_t size, const char *scope,
+                        const char *topic, int32_t partition,
+                        const struct aagw_pos *pos, uint8_t val[16]) {
+        size_t klen = pos_key(key, size, scope, topic, partition);
+        dedup_put_be64(val, (uint64_t)pos->next);
+        dedup_put_be64(val + 8, (uint64_t)pos->out_next);
+        return klen;
 }
 
 aagw_err_t aagw_store_pos_get(aagw_store_t *st, const char *scope,
@@ -150,9 +688,11 @@ aagw_err_t aagw_store_pos_get(aagw_store_t *st, const char *scope,
                 snprintf(errstr, errstr_size, "position key too long");
                 return AAGW_ERR_INVAL;
         }
+        if (!st->cf[CF_POSITIONS])
+                return AAGW_ERR_NOENT;
         val = rocksdb_get_cf(st->db, st->ropts, st->cf[CF_POSITIONS], key, klen,
                              &vlen, &err);
-        if (take_rocks_err(err, "rocksdb_get(positions)", errstr, errstr_size))
+        if (dedup_take_err(err, "rocksdb_get(positions)", errstr, errstr_size))
                 return AAGW_ERR_STORE;
         if (!val)
                 return AAGW_ERR_NOENT;
@@ -163,37 +703,111 @@ aagw_err_t aagw_store_pos_get(aagw_store_t *st, const char *scope,
                          topic, (int)partition, vlen);
                 return AAGW_ERR_STORE;
         }
-        pos->next     = get_be64((unsigned char *)val);
-        pos->out_next = get_be64((unsigned char *)val + 8);
+        pos->next     = (int64_t)dedup_get_be64((uint8_t *)val);
+        pos->out_next = (int64_t)dedup_get_be64((uint8_t *)val + 8);
         rocksdb_free(val);
         return AAGW_OK;
 }
 
-aagw_err_t aagw_store_pos_put(aagw_store_t *st,
-                              const struct aagw_pos_entry *e, size_t cnt,
-                              char *errstr, size_t errstr_size) {
-        rocksdb_writebatch_t *wb  = rocksdb_writebatch_create();
+aagw_err_t aagw_store_pos_put(aagw_store_t *st, const struct aagw_pos_entry *e,
+                              size_t cnt, char *errstr, size_t errstr_size) {
+        rocksdb_writebatch_t *wb;
         char                 *err = NULL;
 
+        if (st->secondary) {
+                snprintf(errstr, errstr_size, "store is read-only");
+                return AAGW_ERR_INVAL;
+        }
+        wb = rocksdb_writebatch_create();
         for (size_t i = 0; i < cnt; i++) {
-                char          key[1024];
-                unsigned char val[16];
-                size_t        klen = pos_key(key, sizeof(key), e[i].scope,
-                                             e[i].topic, e[i].partition);
+                char    key[1024];
+                uint8_t val[16];
+                size_t  klen =
+                    dedup_pos_encode(key, sizeof(key), e[i].scope, e[i].topic,
+                                     e[i].partition, &e[i].pos, val);
                 if (!klen) {
                         rocksdb_writebatch_destroy(wb);
                         snprintf(errstr, errstr_size, "position key too long");
                         return AAGW_ERR_INVAL;
                 }
-                put_be64(val, e[i].pos.next);
-                put_be64(val + 8, e[i].pos.out_next);
                 rocksdb_writebatch_put_cf(wb, st->cf[CF_POSITIONS], key, klen,
                                           (const char *)val, sizeof(val));
         }
         rocksdb_write(st->db, st->wopts, wb, &err);
         rocksdb_writebatch_destroy(wb);
-        if (take_rocks_err(err, "rocksdb_write(positions)", errstr,
+        if (dedup_take_err(err, "rocksdb_write(positions)", errstr,
                            errstr_size))
                 return AAGW_ERR_STORE;
         return AAGW_OK;
+}
+
+/* ----------------------------- MAINTENANCE ----------------------------- */
+
+aagw_err_t aagw_store_flush(aagw_store_t *st, char *errstr,
+                            size_t errstr_size) {
+        if (st->secondary)
+                return AAGW_OK;
+        pthread_mutex_lock(&st->commit_mu);
+        pthread_mutex_lock(&st->mu);
+        int rc =
+            st->active->len ? dedup_seal_locked(st, errstr, errstr_size) : 0;
+        while (!rc && st->sealed) {
+                if (st->ix_failed || st->stopping) {
+                        snprintf(errstr, errstr_size, "tail indexer: %s",
+                                 st->ix_failed ? st->ix_err : "stopping");
+                        rc = -1;
+                        break;
+                }
+                pthread_cond_wait(&st->cond, &st->mu);
+        }
+        pthread_mutex_unlock(&st->mu);
+        pthread_mutex_unlock(&st->commit_mu);
+        if (rc)
+                return AAGW_ERR_STORE;
+        for (int cf = 0; cf < CF_COUNT; cf++) {
+                char *err = NULL;
+                rocksdb_flush_cf(st->db, st->flushopts, st->cf[cf], &err);
+                if (dedup_take_err(err, "rocksdb_flush", errstr, errstr_size))
+                        return AAGW_ERR_STORE;
+        }
+        return AAGW_OK;
+}
+
+aagw_err_t aagw_store_compact(aagw_store_t *st, char *errstr,
+                              size_t errstr_size) {
+        aagw_err_t rc = aagw_store_flush(st, errstr, errstr_size);
+
+        if (rc || st->secondary)
+                return rc;
+        for (int cf = 0; cf < CF_COUNT; cf++)
+                if (cf_windowed(cf))
+                        rocksdb_compact_range_cf(st->db, st->cf[cf], NULL, 0,
+                                                 NULL, 0);
+        return AAGW_OK;
+}
+
+void aagw_store_stats_get(aagw_store_t *st, struct aagw_store_stats *out) {
+        int64_t now = dedup_now(st);
+
+        memset(out, 0, sizeof(*out));
+        out->seen_lookups   = atomic_load(&st->n_lookups);
+        out->seen_filtered  = atomic_load(&st->n_filtered);
+        out->seen_tail_hits = atomic_load(&st->n_tail_hits);
+        out->seen_reads     = atomic_load(&st->n_reads);
+        out->seen_read_hits = atomic_load(&st->n_read_hits);
+        out->commits        = atomic_load(&st->n_commits);
+        out->runs_indexed   = atomic_load(&st->n_runs);
+        out->indexer_errors = atomic_load(&st->n_ix_errors);
+        out->index_us       = atomic_load(&st->us_index);
+        out->tail_wait_us   = atomic_load(&st->us_tail_wait);
+        out->cache_usage = st->cache ? rocksdb_cache_get_usage(st->cache) : 0;
+        pthread_mutex_lock(&st->mu);
+        out->filter_ready = st->filter && st->filter_ready;
+        if (st->filter) {
+                out->filter_bytes = dedup_filter_bytes(st->filter);
+                out->filter_ids   = dedup_filter_ids(st->filter, now);
+        }
+        out->tail_bytes = (st->active ? st->active->len : 0) +
+                          (st->sealed ? st->sealed->len : 0);
+        pthread_mutex_unlock(&st->mu);
 }

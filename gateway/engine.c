@@ -277,7 +277,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
 
         memset(&e, 0, sizeof(e));
         e.cfg       = cfg;
-        so.cache_mb = (size_t)aagw_config_int(cfg, "unify.cache_mb");
+        so.cache_mb  = (size_t)aagw_config_int(cfg, "unify.cache_mb");
+        so.window_ms = aagw_config_duration_ms(cfg, "unify.window");
         if (!(e.store = aagw_store_open(sd, &so, err, sizeof(err)))) {
                 gw_errorf("state store: %s", err);
                 goto out;
