@@ -498,6 +498,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
 
+const char *gw_split_hostport(const char *addr, char *host, size_t size) {
+        const char *colon = strrchr(addr, ':');
+
+        if (!colon || colon == addr || !colon[1])
+                return NULL;
+        if (addr[0] == '[') {
+                if (colon < addr + 2 || colon[-1] != ']')
+                        return NULL;
+                snprintf(host, size, "%.*s", (int)(colon - addr - 2), addr + 1);
+        } else
+                snprintf(host, size, "%.*s", (int)(colon - addr), addr);
+        return colon;
+}
+
 struct gw_admin *gw_admin_start(const char *listen, const char *token,
                                 const struct gw_admin_view *view,
                                 char *errstr, size_t errstr_size) {
@@ -518,13 +532,10 @@ struct gw_admin *gw_admin_start(const char *listen, const char *token,
         if (token && !(a->token = strdup(token)))
                 goto nomem;
         /* HOST:PORT or [V6]:PORT, already checked by the config. */
-        colon = strrchr(listen, ':');
-        if (listen[0] == '[')
-                snprintf(host, sizeof(host), "%.*s", (int)(colon - listen - 2),
-                         listen + 1);
-        else
-                snprintf(host, sizeof(host), "%.*s", (int)(colon - listen),
-                         listen);
+        if (!(colon = gw_split_hostport(listen, host, sizeof(host)))) {
+                snprintf(errstr, errstr_size, "bad admin address %s", listen);
+                goto fail;
+        }
         memset(&hints, 0, sizeof(hints));
         hints.ai_socktype = SOCK_STREAM;
         hints.ai_flags    = AI_PASSIVE;

@@ -61,13 +61,13 @@ static void usage(FILE *out) {
  * then the usage, on stderr.  @returns EXIT_USAGE. */
 static int misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int misuse(const char *fmt, ...) {
+        char    msg[512];
         va_list ap;
 
-        fputs("aagw: ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
+        gw_errorf("%s", msg);
         usage(stderr);
         return EXIT_USAGE;
 }

@@ -41,21 +41,16 @@ static void usage(FILE *out) {
 static int http_get(const char *addr, const char *path, const char *token,
                     char **bodyp, char *errstr, size_t errstr_size) {
         char             host[256], req[1024];
-        const char      *colon = strrchr(addr, ':');
+        const char      *colon;
         struct addrinfo  hints, *res = NULL, *ai;
         int              fd = -1, rc, status;
         char            *buf = NULL;
         size_t           len = 0, cap = 0;
 
-        if (!colon || colon == addr) {
+        if (!(colon = gw_split_hostport(addr, host, sizeof(host)))) {
                 snprintf(errstr, errstr_size, "bad admin address %s", addr);
                 return -1;
         }
-        if (addr[0] == '[')
-                snprintf(host, sizeof(host), "%.*s", (int)(colon - addr - 2),
-                         addr + 1);
-        else
-                snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
         memset(&hints, 0, sizeof(hints));
         hints.ai_socktype = SOCK_STREAM;
         if ((rc = getaddrinfo(host, colon + 1, &hints, &res))) {

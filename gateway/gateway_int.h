@@ -117,6 +117,11 @@ const char *gw_admin_addr(const struct gw_admin *a);
 /* Stop and free; NULL is a no-op. */
 void gw_admin_stop(struct gw_admin *a);
 
+/* Split "HOST:PORT" or "[V6]:PORT": the host goes to 'host' (brackets
+ * dropped); returns a pointer to the ':' before the port, or NULL if
+ * 'addr' has neither shape. */
+const char *gw_split_hostport(const char *addr, char *host, size_t size);
+
 /* `aagw status`. */
 int gw_cmd_status(int argc, char **argv);
 
