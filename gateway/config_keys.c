@@ -128,7 +128,12 @@ const struct cfg_key aagw_config_keys[] = {
     {"unify.suffix", CT_STR, ".unified", 1, 64, NULL, NULL, 0,
      "Suffix of the unified output topic (clicks -> clicks.unified)."},
     {"unify.cache_mb", CT_INT, "64", 8, 65536, NULL, NULL, 0,
-     "RocksDB block cache and write buffers, in MiB."},
+     "RocksDB block cache, write buffers and the not yet indexed tail of "
+     "the unify state, in MiB."},
+    {"unify.filter_mb", CT_INT, "64", 1, 65536, NULL, NULL, 0,
+     "In-memory filter in front of the seen-id store, in MiB (on top of "
+     "unify.cache_mb). About 1 MiB per million ids in the window keeps "
+     "false positives (each costs a RocksDB read) to a few per cent."},
     {"unify.topics.*.mode", CT_ENUM, NULL, NOLIMIT, "dedup|lww|off", NULL, 0,
      "Per-topic override of unify.mode (the mapping key is the local topic "
      "name)."},

@@ -23,6 +23,8 @@ struct engine {
         size_t              ntopic_rules;
         aagw_flow_t        *flows[GW_MAX_FLOWS];
         size_t              nflows;
+        gw_unify_t         *unify[AAGW_SITES_MAX];
+        size_t              nunify;
         struct gw_admin    *admin;
         char                admin_file[4096]; /* "" when not written */
 };
@@ -110,6 +112,47 @@ static aagw_repl_policy_t *make_policy(const aagw_config_t *cfg, char *err,
         rc.topics_exclude_cnt =
             aagw_config_list(cfg, "replication.topics_exclude", &items);
         rc.topics_exclude = items;
+        /* Unified topics are never replicated: those named by the suffix
+         * are built-in exclusions, those named per topic are added here
+         * (as whole-name regexes, metacharacters escaped). */
+        size_t nout = aagw_config_instance_cnt(cfg, "unify.topics");
+        if (nout) {
+                size_t       k = 0, base = rc.topics_exclude_cnt;
+                const char **ex =
+                    calloc(rc.topics_exclude_cnt + nout + 1, sizeof(*ex));
+                if (!ex) {
+                        snprintf(err, errsize, "out of memory");
+                        return NULL;
+                }
+                for (size_t i = 0; i < rc.topics_exclude_cnt; i++)
+                        ex[k++] = rc.topics_exclude[i];
+                for (size_t i = 0; i < nout; i++) {
+                        char        key[512];
+                        const char *out;
+                        snprintf(key, sizeof(key), "unify.topics.%s.output",
+                                 aagw_config_instance(cfg, "unify.topics", i));
+                        if (!(out = aagw_config_str(cfg, key)))
+                                continue;
+                        char *re = malloc(2 * strlen(out) + 1), *w = re;
+                        if (!re)
+                                continue;
+                        for (const char *c = out; *c; c++) {
+                                if (strchr(".[]{}()\\*+?|^$", *c))
+                                        *w++ = '\\';
+                                *w++ = *c;
+                        }
+                        *w      = '\0';
+                        ex[k++] = re;
+                }
+                rc.topics_exclude     = ex;
+                rc.topics_exclude_cnt = k;
+                aagw_repl_policy_t *pol = aagw_repl_policy_new(&rc, err,
+                                                               errsize);
+                for (size_t i = base; i < k; i++)
+                        free((char *)ex[i]);
+                free(ex);
+                return pol;
+        }
         rc.groups_include_cnt =
             aagw_config_list(cfg, "replication.groups", &items);
         rc.groups_include = items;
@@ -135,8 +178,12 @@ static void engine_free(struct engine *e) {
                 unlink(e->admin_file);
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_stop(e->flows[i]);
+        for (size_t i = 0; i < e->nunify; i++)
+                gw_unify_stop(e->unify[i]);
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_destroy(e->flows[i], 10000);
+        for (size_t i = 0; i < e->nunify; i++)
+                gw_unify_destroy(e->unify[i]);
         for (size_t i = 0; i < e->ntopic_rules; i++)
                 aagw_id_rule_destroy(e->topic_rules[i]);
         free(e->topic_rules);
@@ -182,6 +229,52 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
                 return -1;
         e->flows[e->nflows++] = f;
         return aagw_flow_start(f, err, errsize) == AAGW_OK ? 0 : -1;
+}
+
+/* Whether any topic is unified: unify.mode, or a per-topic mode. */
+static bool unify_wanted(const aagw_config_t *cfg) {
+        if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
+                return true;
+        for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "unify.topics");
+             i++) {
+                char        key[512];
+                const char *m;
+                snprintf(key, sizeof(key), "unify.topics.%s.mode",
+                         aagw_config_instance(cfg, "unify.topics", i));
+                if ((m = aagw_config_str(cfg, key)) && strcmp(m, "off"))
+                        return true;
+        }
+        return false;
+}
+
+/* The unify stage of 'site'. */
+static int add_unify(struct engine *e, const char *site, char *err,
+                     size_t errsize) {
+        const aagw_config_t *cfg = e->cfg;
+        struct gw_unify_conf uc;
+        char                 key[256];
+
+        memset(&uc, 0, sizeof(uc));
+        uc.cfg        = cfg;
+        uc.gateway_id = aagw_config_str(cfg, "gateway.id");
+        uc.site       = site;
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
+        uc.bootstraps    = aagw_config_str(cfg, key);
+        uc.prop_cnt      = aagw_config_cluster_props(cfg, site, &uc.props);
+        uc.store         = e->store;
+        uc.policy        = e->policy;
+        uc.header_prefix = aagw_config_str(cfg, "replication.header_prefix");
+        if (!aagw_config_bool(cfg, "replication.loop_check_headers"))
+                uc.verdict_flags |= AAGW_VERDICT_F_NO_HEADER_CHECK;
+        uc.refresh_ms = (int)aagw_config_duration_ms(
+            cfg, "replication.refresh_topics_interval");
+        uc.id_rule_for = id_rule_for;
+        uc.opaque      = e;
+        gw_unify_t *u  = gw_unify_new(&uc, err, errsize);
+        if (!u)
+                return -1;
+        e->unify[e->nunify++] = u;
+        return gw_unify_start(u, err, errsize);
 }
 
 /* Start the admin endpoint and publish its address in the state dir
@@ -242,6 +335,21 @@ static void log_stats(struct engine *e) {
                          st.records_out, skipped, rejected, st.dead_lettered,
                          st.lag, st.inflight);
         }
+        for (size_t i = 0; i < e->nunify; i++) {
+                struct gw_unify_stats st;
+                gw_unify_stats(e->unify[i], &st);
+                aagw_log(AAGW_LOG_INFO, "STATS",
+                         "unify@%s %s: topics %d inputs %d in %" PRIu64
+                         " accepted %" PRIu64 " dropped %" PRIu64
+                         " superseded %" PRIu64 " identical %" PRIu64
+                         " rejected %" PRIu64 " out %" PRIu64
+                         " recovered %" PRIu64 " inflight %" PRId64,
+                         gw_unify_site(e->unify[i]),
+                         aagw_flow_state_name(gw_unify_state(e->unify[i])),
+                         st.topics, st.inputs, st.records_in, st.accepted,
+                         st.dropped, st.superseded, st.identical, st.rejected,
+                         st.records_out, st.recovered, st.inflight);
+        }
 }
 
 /* Ask every flow to stop and wait (up to 'timeout_ms') until each has
@@ -254,10 +362,17 @@ static void stop_flows(struct engine *e, int timeout_ms) {
 
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_stop(e->flows[i]);
+        for (size_t i = 0; i < e->nunify; i++)
+                gw_unify_stop(e->unify[i]);
         while (busy && waited < timeout_ms) {
                 busy = false;
                 for (size_t i = 0; i < e->nflows; i++) {
                         aagw_flow_state_t st = aagw_flow_state(e->flows[i]);
+                        busy |= st != AAGW_FLOW_STOPPED &&
+                                st != AAGW_FLOW_FAILED;
+                }
+                for (size_t i = 0; i < e->nunify; i++) {
+                        aagw_flow_state_t st = gw_unify_state(e->unify[i]);
                         busy |= st != AAGW_FLOW_STOPPED &&
                                 st != AAGW_FLOW_FAILED;
                 }
@@ -279,6 +394,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         e.cfg       = cfg;
         so.cache_mb  = (size_t)aagw_config_int(cfg, "unify.cache_mb");
         so.window_ms = aagw_config_duration_ms(cfg, "unify.window");
+        so.filter_mb = (size_t)aagw_config_int(cfg, "unify.filter_mb");
         if (!(e.store = aagw_store_open(sd, &so, err, sizeof(err)))) {
                 gw_errorf("state store: %s", err);
                 goto out;
@@ -324,17 +440,24 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 rc = EXIT_RUNTIME;
                 goto out;
         }
-        /* Say plainly what this build does not do yet, rather than
-         * accept the setting silently. */
-        if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
-                aagw_log(AAGW_LOG_WARN, "RUN",
-                         "unify.mode is %s, but this build has no unify "
-                         "stage yet: replicating only (set --unify off to "
-                         "silence this)",
-                         aagw_config_str(cfg, "unify.mode"));
-        aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s; stop with "
-                                       "SIGINT or SIGTERM",
-                 e.nflows, e.nflows == 1 ? "" : "s");
+        if (unify_wanted(cfg)) {
+                const char *site = aagw_config_str(cfg, "gateway.site");
+                size_t      n    = aagw_config_instance_cnt(cfg, "clusters");
+                for (size_t i = 0; i < n && e.nunify < AAGW_SITES_MAX; i++) {
+                        const char *a = aagw_config_instance(cfg, "clusters",
+                                                             i);
+                        if (site && strcmp(site, a))
+                                continue;
+                        if (add_unify(&e, a, err, sizeof(err)) == -1) {
+                                gw_errorf("unify stage at %s: %s", a, err);
+                                goto out;
+                        }
+                }
+        }
+        aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s and %zu unify "
+                                       "stage%s; stop with SIGINT or SIGTERM",
+                 e.nflows, e.nflows == 1 ? "" : "s", e.nunify,
+                 e.nunify == 1 ? "" : "s");
 
         time_t start = time(NULL), last_stats = start;
         rc           = EXIT_OK;
@@ -343,6 +466,9 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 bool   failed = false;
                 for (size_t i = 0; i < e.nflows; i++)
                         failed |= aagw_flow_state(e.flows[i]) ==
+                                  AAGW_FLOW_FAILED;
+                for (size_t i = 0; i < e.nunify; i++)
+                        failed |= gw_unify_state(e.unify[i]) ==
                                   AAGW_FLOW_FAILED;
                 if (failed) {
                         rc = EXIT_RUNTIME;

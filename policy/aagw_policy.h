@@ -608,6 +608,15 @@ size_t aagw_id_derive(const char *origin, const char *topic,
  *  (big-endian) byte order so keys sort the same on every host. */
 void aagw_id_key(const void *id, size_t len, uint8_t key[AAGW_ID_KEY_LEN]);
 
+/** A storage key inside a scope: XXH3-128 of @p scope, a NUL, and @p len
+ *  bytes of @p data, canonical byte order.  The unify stage keys seen ids
+ *  by scope "SITE" (each site's unified stream has its own seen set, also
+ *  when one process runs several sites on one store) and last-write-wins
+ *  entities by "SITE/TOPIC" (TOPIC: the logical topic, "profiles" for
+ *  east.profiles too), so neither sites nor topics share state. */
+void aagw_scoped_key(const char *scope, const void *data, size_t len,
+                     uint8_t key[AAGW_ID_KEY_LEN]);
+
 /* ------------------------------ VERDICTS ------------------------------- */
 
 typedef enum {

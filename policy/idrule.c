@@ -222,3 +222,17 @@ void aagw_id_key(const void *id, size_t len, uint8_t key[AAGW_ID_KEY_LEN]) {
         XXH128_canonicalFromHash(&c, XXH3_128bits(id, len));
         memcpy(key, c.digest, AAGW_ID_KEY_LEN);
 }
+
+void aagw_scoped_key(const char *scope, const void *data, size_t len,
+                     uint8_t key[AAGW_ID_KEY_LEN]) {
+        XXH3_state_t       st;
+        XXH128_canonical_t c;
+
+        /* The scope and its NUL first: a scope never holds a NUL, so
+         * ("a", "\0b") and ("a\0", "b") cannot collide. */
+        XXH3_128bits_reset(&st);
+        XXH3_128bits_update(&st, scope, strlen(scope) + 1);
+        XXH3_128bits_update(&st, data, len);
+        XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+        memcpy(key, c.digest, AAGW_ID_KEY_LEN);
+}

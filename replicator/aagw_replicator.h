@@ -66,6 +66,16 @@ aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
  *  "admin."), for validation; a pointer into @p name. */
 const char *aagw_kafka_prop_base(const char *name);
 
+/**
+ * @brief Create @p topic with @p partitions (broker default replication)
+ * through the Admin API of @p rk, waiting up to @p timeout_ms.
+ * @returns 0 if created or it exists already, -1 if the broker refused
+ * (reason in @p errstr), -2 if the cluster did not answer or does not
+ * support the call (the embedded mock cluster: rely on auto-creation).
+ */
+int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
+                            int timeout_ms, char *errstr, size_t errstr_size);
+
 /* -------------------------------- FLOWS -------------------------------- */
 
 /**

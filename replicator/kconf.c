@@ -86,3 +86,49 @@ aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
         }
         return AAGW_OK;
 }
+
+int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
+                            int timeout_ms, char *errstr, size_t errstr_size) {
+        rd_kafka_NewTopic_t     *nt;
+        rd_kafka_AdminOptions_t *o;
+        rd_kafka_queue_t        *q;
+        rd_kafka_event_t        *ev;
+        char                     why[256];
+        int                      rc;
+
+        nt = rd_kafka_NewTopic_new(topic, partitions, -1, why, sizeof(why));
+        if (!nt) {
+                snprintf(errstr, errstr_size, "%s", why);
+                return -1;
+        }
+        q = rd_kafka_queue_new(rk);
+        o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, why,
+                                                  sizeof(why));
+        rd_kafka_AdminOptions_set_operation_timeout(o, timeout_ms, why,
+                                                    sizeof(why));
+        rd_kafka_CreateTopics(rk, &nt, 1, o, q);
+        ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
+        if (!ev || rd_kafka_event_error(ev)) {
+                snprintf(errstr, errstr_size, "%s",
+                         ev ? rd_kafka_event_error_string(ev) : "no answer");
+                rc = -2;
+        } else {
+                size_t                         n;
+                const rd_kafka_topic_result_t **tr =
+                    rd_kafka_CreateTopics_result_topics(
+                        rd_kafka_event_CreateTopics_result(ev), &n);
+                rd_kafka_resp_err_t e = n ? rd_kafka_topic_result_error(tr[0])
+                                          : RD_KAFKA_RESP_ERR__FAIL;
+                rc = !e || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS ? 0 : -1;
+                if (rc)
+                        snprintf(errstr, errstr_size, "%s",
+                                 rd_kafka_err2str(e));
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_NewTopic_destroy(nt);
+        return rc;
+}

@@ -1,0 +1,1685 @@
+/*
+ * gateway/unifier.c: the unify stage of one site.
+ *
+ * For every logical topic T at site S it reads T and the remote copies of
+ * T held at S (east.T under the prefix policy; under identity the copies
+ * share T), decides per record (dedup: first occurrence of the global id;
+ * lww: newest version per entity key), and writes the winners to
+ * T<suffix> on S's cluster, partitioned by id hash (dedup) or entity key
+ * hash (lww).  One thread per site.
+ *
+ * Exactly once into the unified topic, without broker transactions
+ * (docs/architecture.md, "Exactly once into the unified topic"):
+ *
+ *  - Records are decided in epochs (one consumed batch each).  The
+ *    decisions of an epoch (seen ids, new winners, audit entries), the
+ *    input positions reached and the output offsets acknowledged go to the
+ *    store in ONE WriteBatch, once every record of the epoch and of every
+ *    earlier epoch is acknowledged by the output.  Until then the epoch's
+ *    ids and winners live in an in-memory pending map that later records
+ *    are checked against first.
+ *  - aagw is the only writer of the unified topic, and every record it
+ *    writes carries its provenance (global id, origin, hlc) and its input
+ *    coordinates at S (<prefix>in = TOPIC:PARTITION:OFFSET).
+ *  - On start, before any input is read, each output partition is read
+ *    from the stored output position to its end.  What is found there was
+ *    delivered by a previous run whose epoch never committed: its id (or
+ *    version) is folded into the store, with its audit entry, and its
+ *    input coordinates are remembered so that re-reading that input record
+ *    is recognised as a replay rather than a duplicate.
+ *  - Inputs then resume from the stored input positions.  Every record
+ *    after them is either found (folded) or decided afresh; nothing is
+ *    written twice and nothing is lost.
+ */
+#include "gateway_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "aagw_dedup.h"
+#include "aagw_replicator.h"
+
+#define MAX_TOPICS      1024
+#define MAX_INPUTS      8  /* inputs per logical topic: T + copies */
+#define EPOCHS          8  /* decided but not yet committed batches */
+#define BATCH_MAX       4096
+#define ADMIN_TIMEOUT_MS 3000
+#define SCAN_TIMEOUT_MS 60000
+
+enum { MODE_DEDUP = 1, MODE_LWW = 2 };
+
+/* ------------------------------------------------------------ KEY MAP --- */
+
+/* Open addressing over 16-byte hashes (already uniform: XXH3-128), linear
+ * probing, backward-shift deletion.  Value: the epoch that set it and an
+ * optional owned pointer (an lww winner). */
+struct kent {
+        uint8_t  key[16];
+        uint64_t epoch; /* 0: empty slot */
+        void    *val;
+};
+
+struct kmap {
+        struct kent *e;
+        size_t       cap, cnt; /* cap: power of two */
+};
+
+static size_t kmap_home(const struct kmap *m, const uint8_t *k) {
+        uint64_t h;
+        memcpy(&h, k, 8);
+        return (size_t)h & (m->cap - 1);
+}
+
+static struct kent *kmap_find(struct kmap *m, const uint8_t *k) {
+        if (!m->cnt)
+                return NULL;
+        for (size_t i = kmap_home(m, k);; i = (i + 1) & (m->cap - 1)) {
+                if (!m->e[i].epoch)
+                        return NULL;
+                if (!memcmp(m->e[i].key, k, 16))
+                        return &m->e[i];
+        }
+}
+
+static int kmap_grow(struct kmap *m) {
+        size_t       ncap = m->cap ? m->cap * 2 : 4096;
+        struct kent *ne   = calloc(ncap, sizeof(*ne));
+        if (!ne)
+                return -1;
+        struct kmap nm = {ne, ncap, 0};
+        for (size_t i = 0; i < m->cap; i++) {
+                if (!m->e[i].epoch)
+                        continue;
+                size_t j = kmap_home(&nm, m->e[i].key);
+                while (ne[j].epoch)
+                        j = (j + 1) & (ncap - 1);
+                ne[j] = m->e[i];
+                nm.cnt++;
+        }
+        free(m->e);
+        *m = nm;
+        return 0;
+}
+
+/* Insert or find: returns the entry for 'k' (epoch 0 if new). */
+static struct kent *kmap_put(struct kmap *m, const uint8_t *k) {
+        if ((m->cnt + 1) * 2 > m->cap && kmap_grow(m))
+                return NULL;
+        size_t i = kmap_home(m, k);
+        for (; m->e[i].epoch; i = (i + 1) & (m->cap - 1))
+                if (!memcmp(m->e[i].key, k, 16))
+                        return &m->e[i];
+        memcpy(m->e[i].key, k, 16);
+        m->e[i].val = NULL;
+        m->cnt++;
+        return &m->e[i];
+}
+
+static void kmap_del(struct kmap *m, struct kent *ent) {
+        size_t i = (size_t)(ent - m->e);
+        free(m->e[i].val);
+        m->e[i].epoch = 0;
+        m->e[i].val   = NULL;
+        m->cnt--;
+        /* Backward shift: pull later members of the probe run into the
+         * hole when their home is not between the hole and them. */
+        for (size_t j = (i + 1) & (m->cap - 1); m->e[j].epoch;
+             j = (j + 1) & (m->cap - 1)) {
+                size_t h = kmap_home(m, m->e[j].key);
+                bool   move = i <= j ? (h <= i || h > j) : (h <= i && h > j);
+                if (move) {
+                        m->e[i]       = m->e[j];
+                        m->e[j].epoch = 0;
+                        m->e[j].val   = NULL;
+                        i             = j;
+                }
+        }
+}
+
+static void kmap_free(struct kmap *m) {
+        for (size_t i = 0; i < m->cap; i++)
+                free(m->e[i].val);
+        free(m->e);
+        memset(m, 0, sizeof(*m));
+}
+
+/* -------------------------------------------------------------- TYPES --- */
+
+struct uinput {
+        char     topic[AAGW_TOPIC_MAX + 1];
+        int32_t  nparts;
+        int64_t *next;     /* next offset to take in, -1: from stored/start */
+        bool    *dirty;    /* moved since the last sealed epoch */
+        bool     seen;     /* in the last discovery */
+};
+
+struct utopic {
+        char                  name[AAGW_TOPIC_MAX + 1]; /* logical T */
+        char                  out[AAGW_TOPIC_MAX + 1];
+        char                  scope[AAGW_ALIAS_MAX + AAGW_TOPIC_MAX + 2];
+        int                   mode;
+        const aagw_id_rule_t *id_rule;   /* borrowed; NULL: derived */
+        aagw_id_rule_t       *ekey_rule; /* owned; NULL: the record key */
+        rd_kafka_topic_t     *out_rkt;
+        int32_t               out_parts;
+        int64_t              *out_max[EPOCHS]; /* per partition, -1: none */
+        bool                  ready;           /* output recovered */
+        struct uinput        *in[MAX_INPUTS];
+        size_t                nin;
+        _Atomic uint64_t      accepted, dropped, superseded, identical,
+            rejected, records_out;
+};
+
+struct epoch {
+        uint64_t            seq; /* 0: slot free */
+        bool                sealed;
+        int64_t             outstanding;
+        aagw_store_batch_t *b;
+        uint8_t            (*keys)[16]; /* pending map keys it set */
+        size_t              nkeys, kcap;
+        struct kmap        *kmap; /* which map the keys are in */
+        uint8_t            *kmode; /* per key: MODE_DEDUP / MODE_LWW */
+};
+
+struct token {
+        rd_kafka_message_t *src;
+        struct utopic      *ut;
+        unsigned            slot;
+        struct token       *next_free;
+};
+
+/* Per-record scratch of one consumed batch. */
+struct item {
+        rd_kafka_message_t *m;
+        struct utopic      *ut;
+        struct uinput      *ui;
+        int                 state; /* 0 decide, 1 skip (not ours / replay) */
+        bool                lookup; /* asked the store */
+        size_t              li;     /* index in the lookup arrays */
+        uint8_t             key[16]; /* id hash (dedup), ekey hash (lww) */
+        size_t              ekey_len;
+        const void         *ekey;
+        struct aagw_verdict *v;
+};
+
+struct gw_unify {
+        struct gw_unify_conf conf;
+        char                 site[AAGW_ALIAS_MAX + 1];
+        char                 scope_in[AAGW_ALIAS_MAX + 16];
+        char                 scope_out[AAGW_ALIAS_MAX + 16];
+        char                 in_hdr[AAGW_AFFIX_MAX + 8];
+        char                 prov_hdr[AAGW_AFFIX_MAX + 8];
+        rd_kafka_t          *consumer, *producer, *reader, *admin;
+        rd_kafka_queue_t    *cq;
+        pthread_t            thread;
+        bool                 thread_started;
+        atomic_bool          stop;
+        _Atomic int          state;
+        pthread_mutex_t      lock;
+        char                 error[512];
+        bool                 admin_unsupported;
+        int64_t              last_refresh_ms;
+
+        struct utopic *topics[MAX_TOPICS];
+        size_t         ntopics;
+
+        struct epoch epochs[EPOCHS];
+        uint64_t     next_seq;  /* seq of the open epoch */
+        unsigned     open_slot; /* its slot */
+        unsigned     oldest;    /* slot of the oldest uncommitted epoch */
+
+        struct kmap  pend_ids;  /* dedup: ids decided, not committed */
+        struct kmap  pend_lww;  /* lww: winners decided, not committed */
+        struct kmap  replay;    /* input coordinates found in the output */
+
+        struct token  *free_tokens;
+        struct token **chunks;
+        size_t         nchunks;
+
+        /* batch scratch */
+        struct item         *items;
+        struct aagw_verdict *verdicts;
+        uint8_t            (*lk_ids)[16];
+        uint8_t            (*lk_lww)[16];
+        bool                *found_ids, *found_lww;
+        struct aagw_lww     *lww_out;
+        struct aagw_header  *hdrs;
+        size_t               hdr_cap;
+
+        _Atomic uint64_t records_in, records_out, recovered, replayed,
+            commits, accepted, dropped, superseded, identical, rejected;
+        _Atomic int64_t  inflight;
+        _Atomic int32_t  ntopics_pub, ninputs_pub;
+};
+
+#define RELAXED memory_order_relaxed
+#define INC(x) atomic_fetch_add_explicit(&(x), 1, RELAXED)
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void ufail(gw_unify_t *u, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void ufail(gw_unify_t *u, const char *fmt, ...) {
+        va_list ap;
+        char    msg[512];
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        pthread_mutex_lock(&u->lock);
+        if (!u->error[0])
+                snprintf(u->error, sizeof(u->error), "%s", msg);
+        pthread_mutex_unlock(&u->lock);
+        if (atomic_exchange(&u->state, AAGW_FLOW_FAILED) != AAGW_FLOW_FAILED)
+                aagw_log(AAGW_LOG_ERROR, "UNIFY", "unify@%s failed: %s",
+                         u->site, msg);
+        atomic_store(&u->stop, true);
+}
+
+static struct token *token_get(gw_unify_t *u) {
+        if (!u->free_tokens) {
+                enum { CHUNK = 4096 };
+                struct token  *c  = calloc(CHUNK, sizeof(*c));
+                struct token **cs = realloc(u->chunks,
+                                            (u->nchunks + 1) * sizeof(*cs));
+                if (!c || !cs) {
+                        free(c);
+                        if (cs)
+                                u->chunks = cs;
+                        return NULL;
+                }
+                u->chunks              = cs;
+                u->chunks[u->nchunks++] = c;
+                for (int i = 0; i < CHUNK; i++) {
+                        c[i].next_free = u->free_tokens;
+                        u->free_tokens = &c[i];
+                }
+        }
+        struct token *t = u->free_tokens;
+        u->free_tokens  = t->next_free;
+        return t;
+}
+
+static void token_put(gw_unify_t *u, struct token *t) {
+        if (t->src)
+                rd_kafka_message_destroy(t->src);
+        t->src         = NULL;
+        t->next_free   = u->free_tokens;
+        u->free_tokens = t;
+}
+
+/* ------------------------------------------------------------- EPOCHS --- */
+
+static int epoch_key(struct epoch *ep, const uint8_t *k, uint8_t mode) {
+        if (ep->nkeys == ep->kcap) {
+                size_t   nc = ep->kcap ? ep->kcap * 2 : 1024;
+                uint8_t(*nk)[16] = realloc(ep->keys, nc * sizeof(*nk));
+                uint8_t *nm      = nk ? realloc(ep->kmode, nc) : NULL;
+                if (!nk || !nm) {
+                        if (nk)
+                                ep->keys = nk;
+                        return -1;
+                }
+                ep->keys  = nk;
+                ep->kmode = nm;
+                ep->kcap  = nc;
+        }
+        memcpy(ep->keys[ep->nkeys], k, 16);
+        ep->kmode[ep->nkeys++] = mode;
+        return 0;
+}
+
+static struct epoch *open_epoch(gw_unify_t *u) {
+        return &u->epochs[u->open_slot];
+}
+
+/* Delivery report: the unify thread, inside rd_kafka_poll(producer). */
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        gw_unify_t   *u   = opaque;
+        struct token *tok = m->_private;
+        (void)rk;
+
+        if (!tok)
+                return;
+        struct epoch *ep = &u->epochs[tok->slot];
+        atomic_fetch_sub_explicit(&u->inflight, 1, RELAXED);
+        if (m->err) {
+                /* Purged at a stop, or permanent (retriable errors never
+                 * end here: unlimited delivery timeout).  The epoch never
+                 * commits: a restart decides these records again. */
+                if (m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+                    m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                        ufail(u, "delivery to %s [%d] failed: %s",
+                              tok->ut->out, (int)m->partition,
+                              rd_kafka_err2str(m->err));
+                ep->outstanding = INT64_MAX / 2; /* never commits */
+                token_put(u, tok);
+                return;
+        }
+        ep->outstanding--;
+        int64_t *mx = &tok->ut->out_max[tok->slot][m->partition];
+        if (m->offset > *mx)
+                *mx = m->offset;
+        INC(u->records_out);
+        INC(tok->ut->records_out);
+        token_put(u, tok);
+}
+
+/* Commit the oldest epochs whose records are all acknowledged, in order. */
+static void commit_ready(gw_unify_t *u) {
+        char err[512];
+
+        for (;;) {
+                struct epoch *ep = &u->epochs[u->oldest];
+                if (!ep->seq || !ep->sealed || ep->outstanding > 0)
+                        return;
+                for (size_t t = 0; t < u->ntopics; t++) {
+                        struct utopic *ut = u->topics[t];
+                        int64_t       *mx = ut->out_max[u->oldest];
+                        for (int32_t p = 0; mx && p < ut->out_parts; p++) {
+                                if (mx[p] < 0)
+                                        continue;
+                                struct aagw_pos pos = {mx[p] + 1, -1};
+                                aagw_store_batch_pos(ep->b, u->scope_out,
+                                                     ut->out, p, &pos);
+                                mx[p] = -1;
+                        }
+                }
+                if (aagw_store_batch_size(ep->b) &&
+                    aagw_store_batch_commit(ep->b, err, sizeof(err))) {
+                        ufail(u, "storing the unify state: %s", err);
+                        return;
+                }
+                INC(u->commits);
+                for (size_t i = 0; i < ep->nkeys; i++) {
+                        struct kmap *km = ep->kmode[i] == MODE_LWW
+                                              ? &u->pend_lww
+                                              : &u->pend_ids;
+                        struct kent *e = kmap_find(km, ep->keys[i]);
+                        if (e && e->epoch == ep->seq)
+                                kmap_del(km, e);
+                }
+                ep->nkeys       = 0;
+                ep->seq         = 0;
+                ep->sealed      = false;
+                ep->outstanding = 0;
+                u->oldest       = (u->oldest + 1) % EPOCHS;
+        }
+}
+
+/* Seal the open epoch (positions of the inputs it moved) and open the
+ * next slot, waiting for it to commit if all are busy. */
+static int seal_epoch(gw_unify_t *u) {
+        struct epoch *ep = open_epoch(u);
+
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                for (size_t i = 0; i < ut->nin; i++) {
+                        struct uinput *ui = ut->in[i];
+                        for (int32_t p = 0; p < ui->nparts; p++) {
+                                if (!ui->dirty[p])
+                                        continue;
+                                struct aagw_pos pos = {ui->next[p], -1};
+                                aagw_store_batch_pos(ep->b, u->scope_in,
+                                                     ui->topic, p, &pos);
+                                ui->dirty[p] = false;
+                        }
+                }
+        }
+        if (!aagw_store_batch_size(ep->b) && !ep->outstanding &&
+            !ep->nkeys)
+                return 0; /* nothing happened: keep it open */
+        ep->sealed   = true;
+        unsigned nxt = (u->open_slot + 1) % EPOCHS;
+        while (u->epochs[nxt].seq && !atomic_load(&u->stop)) {
+                rd_kafka_poll(u->producer, 5);
+                commit_ready(u);
+        }
+        if (u->epochs[nxt].seq)
+                return -1;
+        u->open_slot              = nxt;
+        u->epochs[nxt].seq        = ++u->next_seq;
+        u->epochs[nxt].sealed     = false;
+        u->epochs[nxt].outstanding = 0;
+        commit_ready(u);
+        return 0;
+}
+
+/* ---------------------------------------------------------- DISCOVERY --- */
+
+static int create_output(gw_unify_t *u, const char *topic, int partitions) {
+        char err[512];
+        if (u->admin_unsupported)
+                return -2;
+        int rc = aagw_kafka_topic_create(u->admin, topic, partitions,
+                                         ADMIN_TIMEOUT_MS, err, sizeof(err));
+        if (rc == 0)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: created %s with %d partitions", u->site,
+                         topic, partitions);
+        else if (rc == -2) {
+                u->admin_unsupported = true;
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: cluster does not create topics through "
+                         "the Admin API (%s); relying on broker "
+                         "auto-creation",
+                         u->site, err);
+        } else
+                aagw_log(AAGW_LOG_WARN, "UNIFY", "unify@%s: creating %s: %s",
+                         u->site, topic, err);
+        return rc;
+}
+
+/* Partition count of 'topic' in 'md', -1 if absent. */
+static int md_parts(const struct rd_kafka_metadata *md, const char *topic) {
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, topic))
+                        return md->topics[i].err ? -1
+                                                 : md->topics[i].partition_cnt;
+        return -1;
+}
+
+/* Make sure the output of 'ut' exists; returns its partition count, or
+ * -1 (retry at the next discovery). */
+static int ensure_output(gw_unify_t *u, struct utopic *ut, int want,
+                         const struct rd_kafka_metadata *md) {
+        int have = md_parts(md, ut->out);
+        if (have > 0)
+                return have;
+        if (create_output(u, ut->out, want) == 0)
+                return want;
+        /* Auto-creation: ask the producer for this topic's metadata. */
+        const struct rd_kafka_metadata *tmd = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
+        rd_kafka_resp_err_t err =
+            rd_kafka_metadata(u->producer, 0, rkt, &tmd, 5000);
+        rd_kafka_topic_destroy(rkt);
+        if (err)
+                return -1;
+        have = tmd->topic_cnt && !tmd->topics[0].err
+                   ? tmd->topics[0].partition_cnt
+                   : -1;
+        rd_kafka_metadata_destroy(tmd);
+        if (have > 0)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: %s auto-created with %d partitions",
+                         u->site, ut->out, have);
+        return have;
+}
+
+/* Parse "TOPIC:PART:OFFSET" (the last two colons split). */
+static bool parse_coords(const char *v, size_t len, char *topic, size_t tsize,
+                         int32_t *part, int64_t *off) {
+        const char *c1 = NULL, *c2 = NULL;
+        for (size_t i = len; i > 0; i--) {
+                if (v[i - 1] != ':')
+                        continue;
+                if (!c2)
+                        c2 = v + i - 1;
+                else {
+                        c1 = v + i - 1;
+                        break;
+                }
+        }
+        if (!c1 || (size_t)(c1 - v) >= tsize || c1 == v)
+                return false;
+        char  num[32];
+        char *end;
+        size_t n = (size_t)(c2 - c1 - 1);
+        if (!n || n >= sizeof(num))
+                return false;
+        memcpy(num, c1 + 1, n);
+        num[n] = '\0';
+        long p = strtol(num, &end, 10);
+        if (*end || p < 0 || p > INT32_MAX)
+                return false;
+        n = (size_t)(v + len - c2 - 1);
+        if (!n || n >= sizeof(num))
+                return false;
+        memcpy(num, c2 + 1, n);
+        num[n] = '\0';
+        long long o = strtoll(num, &end, 10);
+        if (*end || o < 0)
+                return false;
+        memcpy(topic, v, (size_t)(c1 - v));
+        topic[c1 - v] = '\0';
+        *part         = (int32_t)p;
+        *off          = o;
+        return true;
+}
+
+static void replay_key(const char *topic, int32_t part, int64_t off,
+                       uint8_t key[16]) {
+        char buf[AAGW_TOPIC_MAX + 48];
+        int  n = snprintf(buf, sizeof(buf), "%s:%d:%" PRId64, topic, (int)part,
+                          off);
+        aagw_id_key(buf, (size_t)n, key);
+}
+
+/* The entity key of a record under 'ut''s rule: the record key, or a JSON
+ * field.  Returns false if the record has none. */
+static bool entity_key(const struct utopic *ut, const struct aagw_rec *rec,
+                       const char *origin, char *buf, size_t size,
+                       const void **ekey, size_t *len) {
+        if (!ut->ekey_rule) {
+                if (!rec->key)
+                        return false;
+                *ekey = rec->key;
+                *len  = rec->key_len;
+                return true;
+        }
+        if (aagw_id_extract(ut->ekey_rule, origin, rec, buf, size, len) !=
+            AAGW_REASON_OK)
+                return false;
+        *ekey = buf;
+        return true;
+}
+
+static size_t collect_headers(gw_unify_t *u, const rd_kafka_message_t *m) {
+        rd_kafka_headers_t *h = NULL;
+        size_t              n = 0;
+        const char         *name;
+        const void         *val;
+        size_t              sz;
+
+        if (rd_kafka_message_headers(m, &h) || !h)
+                return 0;
+        for (size_t i = 0; !rd_kafka_header_get_all(h, i, &name, &val, &sz);
+             i++) {
+                if (n == u->hdr_cap) {
+                        size_t nc = u->hdr_cap ? u->hdr_cap * 2 : 16;
+                        struct aagw_header *nh =
+                            realloc(u->hdrs, nc * sizeof(*nh));
+                        if (!nh)
+                                break;
+                        u->hdrs    = nh;
+                        u->hdr_cap = nc;
+                }
+                u->hdrs[n++] = (struct aagw_header){name, val, sz};
+        }
+        return n;
+}
+
+static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
+                     const char *topic, struct aagw_rec *rec) {
+        rd_kafka_timestamp_type_t tstype;
+        memset(rec, 0, sizeof(*rec));
+        rec->topic        = topic;
+        rec->partition    = m->partition;
+        rec->offset       = m->offset;
+        rec->timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+        rec->key          = m->key;
+        rec->key_len      = m->key_len;
+        rec->value        = m->payload;
+        rec->value_len    = m->len;
+        rec->hdr_cnt      = collect_headers(u, m);
+        rec->hdrs         = u->hdrs;
+}
+
+/* Fold one record found in the output (delivered by an earlier run whose
+ * epoch did not commit) into 'b'. */
+static int fold_record(gw_unify_t *u, struct utopic *ut,
+                       const rd_kafka_message_t *m, aagw_store_batch_t *b) {
+        struct aagw_rec   rec;
+        struct aagw_prov *p = &u->verdicts[0].prov;
+        const char       *inv = NULL;
+        size_t            inlen = 0;
+        char              in_topic[AAGW_TOPIC_MAX + 1];
+        int32_t           in_part;
+        int64_t           in_off;
+        uint8_t           key[16];
+
+        fill_rec(u, m, ut->out, &rec);
+        for (size_t i = 0; i < rec.hdr_cnt; i++)
+                if (!strcmp(rec.hdrs[i].name, u->in_hdr)) {
+                        inv   = rec.hdrs[i].value;
+                        inlen = rec.hdrs[i].size;
+                }
+        if (aagw_prov_decode(u->conf.policy, rec.hdrs, rec.hdr_cnt, p) !=
+                AAGW_REASON_OK ||
+            !p->path_len || !inv ||
+            !parse_coords(inv, inlen, in_topic, sizeof(in_topic), &in_part,
+                          &in_off)) {
+                /* Not ours: someone else wrote into the unified topic.
+                 * It is not folded (we did not deliver it). */
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s [%d] offset %" PRId64
+                         " was not written by aagw (no %s/%s header); "
+                         "ignored",
+                         u->site, ut->out, (int)m->partition, m->offset,
+                         u->prov_hdr, u->in_hdr);
+                return 0;
+        }
+        int64_t now = now_ms();
+        struct aagw_audit a = {
+            .time_ms = now, .verdict = AAGW_AUDIT_ACCEPTED, .site = u->site,
+            .origin = p->origin, .topic = in_topic, .partition = in_part,
+            .offset = in_off, .hlc = p->hlc, .id = p->id, .id_len = p->id_len};
+        if (ut->mode == MODE_DEDUP) {
+                struct aagw_seen s = {.time_ms = now, .hlc = p->hlc,
+                                      .partition = in_part, .offset = in_off};
+                snprintf(s.site, sizeof(s.site), "%s", u->site);
+                snprintf(s.origin, sizeof(s.origin), "%s", p->origin);
+                snprintf(s.topic, sizeof(s.topic), "%s", in_topic);
+                aagw_scoped_key(u->site, p->id, p->id_len, key);
+                if (aagw_store_batch_seen(b, key, &s))
+                        return -1;
+        } else {
+                char        ebuf[AAGW_ID_MAX + 1];
+                const void *ek;
+                size_t      eklen;
+                bool        found;
+                struct aagw_lww *cur = &u->lww_out[0], nw;
+                char        err[256];
+
+                rec.topic = in_topic; /* the rule may derive from it */
+                if (!entity_key(ut, &rec, p->origin, ebuf, sizeof(ebuf), &ek,
+                                &eklen))
+                        return 0;
+                aagw_scoped_key(ut->scope, ek, eklen, key);
+                memset(&nw, 0, sizeof(nw));
+                nw.time_ms   = now;
+                nw.tombstone = m->payload == NULL;
+                nw.v.hlc     = p->hlc;
+                snprintf(nw.v.origin, sizeof(nw.v.origin), "%s", p->origin);
+                nw.v.id_len = p->id_len;
+                memcpy(nw.v.id, p->id, p->id_len);
+                /* Output records of one key are in order in one partition,
+                 * and the batch may already hold an earlier one: keep the
+                 * pending map as the latest word. */
+                struct kent *pe = kmap_find(&u->pend_lww, key);
+                if (pe && pe->val)
+                        *cur = *(struct aagw_lww *)pe->val, found = true;
+                else if (aagw_store_lww_lookup(u->conf.store,
+                                               (const uint8_t(*)[16])key, 1,
+                                               &found, cur, err, sizeof(err)))
+                        return -1;
+                if (!found || aagw_version_cmp(&nw.v, &cur->v) > 0) {
+                        if (aagw_store_batch_lww(b, key, &nw))
+                                return -1;
+                        if (!(pe = kmap_put(&u->pend_lww, key)))
+                                return -1;
+                        if (!pe->val && !(pe->val = malloc(sizeof(nw))))
+                                return -1;
+                        memcpy(pe->val, &nw, sizeof(nw));
+                        pe->epoch = UINT64_MAX; /* recovery: dropped below */
+                }
+                a.ekey     = ek;
+                a.ekey_len = eklen > AAGW_AUDIT_EKEY_MAX ? AAGW_AUDIT_EKEY_MAX
+                                                         : eklen;
+        }
+        if (aagw_store_batch_audit(b, &a))
+                return -1;
+        replay_key(in_topic, in_part, in_off, key);
+        struct kent *re = kmap_put(&u->replay, key);
+        if (!re)
+                return -1;
+        re->epoch = 1;
+        INC(u->recovered);
+        return 0;
+}
+
+/* Read each output partition of 'ut' from the stored position to its end
+ * and fold what is there.  Returns 0, or -1 (the stage fails). */
+static int recover_output(gw_unify_t *u, struct utopic *ut) {
+        char                err[512];
+        aagw_store_batch_t *b = aagw_store_batch_new(u->conf.store);
+        int                 rc = -1;
+        size_t              found = 0;
+
+        if (!b) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        for (int32_t p = 0; p < ut->out_parts; p++) {
+                struct aagw_pos pos;
+                int64_t         lo, hi, from;
+                aagw_err_t      e = aagw_store_pos_get(
+                    u->conf.store, u->scope_out, ut->out, p, &pos, err,
+                    sizeof(err));
+                if (e && e != AAGW_ERR_NOENT) {
+                        ufail(u, "%s", err);
+                        goto out;
+                }
+                rd_kafka_resp_err_t kerr = rd_kafka_query_watermark_offsets(
+                    u->reader, ut->out, p, &lo, &hi, 10000);
+                if (kerr) {
+                        ufail(u, "reading the end of %s [%d]: %s", ut->out,
+                              (int)p, rd_kafka_err2str(kerr));
+                        goto out;
+                }
+                from = e == AAGW_ERR_NOENT ? lo : pos.next;
+                if (from < lo)
+                        from = lo;
+                if (from >= hi) {
+                        if (e == AAGW_ERR_NOENT || pos.next != hi) {
+                                struct aagw_pos np = {hi, -1};
+                                aagw_store_batch_pos(b, u->scope_out, ut->out,
+                                                     p, &np);
+                        }
+                        continue;
+                }
+                rd_kafka_topic_partition_list_t *l =
+                    rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(l, ut->out, p)->offset =
+                    from;
+                kerr = rd_kafka_assign(u->reader, l);
+                rd_kafka_topic_partition_list_destroy(l);
+                if (kerr) {
+                        ufail(u, "reading %s [%d]: %s", ut->out, (int)p,
+                              rd_kafka_err2str(kerr));
+                        goto out;
+                }
+                int64_t deadline = mono_ms() + SCAN_TIMEOUT_MS, at = from;
+                while (at < hi) {
+                        if (mono_ms() > deadline || atomic_load(&u->stop)) {
+                                ufail(u,
+                                      "reading %s [%d] from %" PRId64
+                                      " to %" PRId64 " timed out at %" PRId64,
+                                      ut->out, (int)p, from, hi, at);
+                                rd_kafka_assign(u->reader, NULL);
+                                goto out;
+                        }
+                        rd_kafka_message_t *m =
+                            rd_kafka_consumer_poll(u->reader, 200);
+                        if (!m)
+                                continue;
+                        if (m->err) {
+                                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                                 "unify@%s: reading %s: %s",
+                                                 u->site, ut->out,
+                                                 rd_kafka_message_errstr(m));
+                                rd_kafka_message_destroy(m);
+                                continue;
+                        }
+                        if (m->partition == p && m->offset >= at) {
+                                if (fold_record(u, ut, m, b)) {
+                                        rd_kafka_message_destroy(m);
+                                        rd_kafka_assign(u->reader, NULL);
+                                        ufail(u, "folding %s [%d] offset "
+                                                 "%" PRId64 ": out of memory "
+                                                 "or bad value",
+                                              ut->out, (int)p, m->offset);
+                                        goto out;
+                                }
+                                found++;
+                                at = m->offset + 1;
+                        }
+                        rd_kafka_message_destroy(m);
+                }
+                rd_kafka_assign(u->reader, NULL);
+                struct aagw_pos np = {hi, -1};
+                aagw_store_batch_pos(b, u->scope_out, ut->out, p, &np);
+        }
+        if (aagw_store_batch_size(b) &&
+            aagw_store_batch_commit(b, err, sizeof(err))) {
+                ufail(u, "storing what %s holds: %s", ut->out, err);
+                goto out;
+        }
+        /* Folded winners are in the store now. */
+        for (size_t i = 0; i < u->pend_lww.cap; i++)
+                if (u->pend_lww.e && u->pend_lww.e[i].epoch == UINT64_MAX) {
+                        kmap_del(&u->pend_lww, &u->pend_lww.e[i]);
+                        i = (size_t)-1; /* deletion shifts: rescan */
+                }
+        if (found)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: %s: %zu records written by the previous "
+                         "run after its last stored state were found and "
+                         "folded in; they are not written again",
+                         u->site, ut->out, found);
+        rc = 0;
+out:
+        aagw_store_batch_destroy(b);
+        return rc;
+}
+
+static const char *topic_base(const aagw_repl_policy_t *pol,
+                              const char *topic) {
+        const char *t = topic, *up;
+        while ((up = aagw_repl_topic_upstream(pol, t)))
+                t = up;
+        return t;
+}
+
+static struct utopic *utopic_get(gw_unify_t *u, const char *name, bool create) {
+        for (size_t i = 0; i < u->ntopics; i++)
+                if (!strcmp(u->topics[i]->name, name))
+                        return u->topics[i];
+        if (!create || u->ntopics == MAX_TOPICS)
+                return NULL;
+
+        const aagw_config_t *cfg = u->conf.cfg;
+        char                 key[AAGW_TOPIC_MAX + 64], err[256];
+        const char          *mode, *ek, *out;
+        snprintf(key, sizeof(key), "unify.topics.%s.mode", name);
+        if (!(mode = aagw_config_str(cfg, key)))
+                mode = aagw_config_str(cfg, "unify.mode");
+        if (!strcmp(mode, "off"))
+                return NULL;
+        struct utopic *ut = calloc(1, sizeof(*ut));
+        if (!ut)
+                return NULL;
+        snprintf(ut->name, sizeof(ut->name), "%s", name);
+        snprintf(ut->scope, sizeof(ut->scope), "%s/%s", u->site, name);
+        ut->mode = !strcmp(mode, "lww") ? MODE_LWW : MODE_DEDUP;
+        snprintf(key, sizeof(key), "unify.topics.%s.output", name);
+        if ((out = aagw_config_str(cfg, key)))
+                snprintf(ut->out, sizeof(ut->out), "%s", out);
+        else if ((size_t)snprintf(ut->out, sizeof(ut->out), "%s%s", name,
+                                  aagw_config_str(cfg, "unify.suffix")) >=
+                 sizeof(ut->out)) {
+                aagw_log(AAGW_LOG_ERROR, "UNIFY",
+                         "unify@%s: %s: the unified topic name would exceed "
+                         "%d bytes; set unify.topics.%s.output",
+                         u->site, name, AAGW_TOPIC_MAX, name);
+                free(ut);
+                return NULL;
+        }
+        ut->id_rule = u->conf.id_rule_for
+                          ? u->conf.id_rule_for(u->conf.opaque, name)
+                          : NULL;
+        snprintf(key, sizeof(key), "unify.topics.%s.entity_key", name);
+        if (!(ek = aagw_config_str(cfg, key)))
+                ek = aagw_config_str(cfg, "unify.entity_key");
+        if (ek && strcmp(ek, "key") &&
+            !(ut->ekey_rule = aagw_id_rule_new(ek, err, sizeof(err)))) {
+                aagw_log(AAGW_LOG_ERROR, "UNIFY", "unify@%s: %s: %s", u->site,
+                         key, err);
+                free(ut);
+                return NULL;
+        }
+        u->topics[u->ntopics++] = ut;
+        atomic_store(&u->ntopics_pub, (int32_t)u->ntopics);
+        return ut;
+}
+
+static void utopic_free(struct utopic *ut) {
+        for (size_t i = 0; i < ut->nin; i++) {
+                free(ut->in[i]->next);
+                free(ut->in[i]->dirty);
+                free(ut->in[i]);
+        }
+        for (int s = 0; s < EPOCHS; s++)
+                free(ut->out_max[s]);
+        if (ut->out_rkt)
+                rd_kafka_topic_destroy(ut->out_rkt);
+        aagw_id_rule_destroy(ut->ekey_rule);
+        free(ut);
+}
+
+static int uinput_resize(struct uinput *ui, int32_t nparts) {
+        int64_t *nn = realloc(ui->next, (size_t)nparts * sizeof(*nn));
+        if (!nn)
+                return -1;
+        ui->next = nn;
+        bool *nd = realloc(ui->dirty, (size_t)nparts * sizeof(*nd));
+        if (!nd)
+                return -1;
+        ui->dirty = nd;
+        for (int32_t p = ui->nparts; p < nparts; p++) {
+                ui->next[p]  = -1;
+                ui->dirty[p] = false;
+        }
+        ui->nparts = nparts;
+        return 0;
+}
+
+/* Assign every input partition at its position: the one in memory if it
+ * was read already, else the stored one, else the beginning. */
+static void reassign(gw_unify_t *u) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(64);
+        int32_t ninputs = 0;
+        char    err[256];
+
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                for (size_t i = 0; i < ut->nin; i++) {
+                        struct uinput *ui = ut->in[i];
+                        ninputs++;
+                        for (int32_t p = 0; p < ui->nparts; p++) {
+                                int64_t off = ui->next[p];
+                                if (off < 0) {
+                                        struct aagw_pos pos;
+                                        if (aagw_store_pos_get(
+                                                u->conf.store, u->scope_in,
+                                                ui->topic, p, &pos, err,
+                                                sizeof(err)) == AAGW_OK)
+                                                off = pos.next;
+                                }
+                                rd_kafka_topic_partition_list_add(l, ui->topic,
+                                                                  p)
+                                    ->offset =
+                                    off >= 0 ? off : RD_KAFKA_OFFSET_BEGINNING;
+                        }
+                }
+        }
+        rd_kafka_resp_err_t e = rd_kafka_assign(u->consumer, l);
+        if (e)
+                aagw_log(AAGW_LOG_WARN, "UNIFY", "unify@%s: assign: %s",
+                         u->site, rd_kafka_err2str(e));
+        atomic_store(&u->ninputs_pub, ninputs);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void discover(gw_unify_t *u) {
+        const struct rd_kafka_metadata *md = NULL;
+        const aagw_repl_policy_t       *pol = u->conf.policy;
+        bool                            changed = false;
+        rd_kafka_resp_err_t err = rd_kafka_metadata(u->admin, 1, NULL, &md,
+                                                    5000);
+        if (err) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: metadata failed: %s", u->site,
+                         rd_kafka_err2str(err));
+                return;
+        }
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *mt = &md->topics[i];
+                if (mt->err || mt->partition_cnt <= 0 ||
+                    aagw_repl_topic_is_internal(pol, mt->topic))
+                        continue;
+                const char *base = topic_base(pol, mt->topic);
+                if (!aagw_repl_topic_allowed(pol, base) ||
+                    aagw_repl_topic_is_internal(pol, base) ||
+                    !strcmp(base, "heartbeats"))
+                        continue;
+                struct utopic *ut = utopic_get(u, base, true);
+                if (!ut)
+                        continue;
+                struct uinput *ui = NULL;
+                for (size_t k = 0; k < ut->nin; k++)
+                        if (!strcmp(ut->in[k]->topic, mt->topic))
+                                ui = ut->in[k];
+                if (!ui) {
+                        if (ut->nin == MAX_INPUTS)
+                                continue;
+                        if (!(ui = calloc(1, sizeof(*ui))))
+                                continue;
+                        snprintf(ui->topic, sizeof(ui->topic), "%s",
+                                 mt->topic);
+                        ut->in[ut->nin++] = ui;
+                        changed           = true;
+                        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                                 "unify@%s: %s -> %s (%s)", u->site,
+                                 mt->topic, ut->out,
+                                 ut->mode == MODE_LWW ? "lww" : "dedup");
+                }
+                if (mt->partition_cnt > ui->nparts) {
+                        if (uinput_resize(ui, mt->partition_cnt))
+                                continue;
+                        changed = true;
+                }
+        }
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (ut->ready || !ut->nin)
+                        continue;
+                int want = 1;
+                for (size_t k = 0; k < ut->nin; k++)
+                        if (ut->in[k]->nparts > want)
+                                want = ut->in[k]->nparts;
+                int have = ensure_output(u, ut, want, md);
+                if (have <= 0)
+                        continue;
+                ut->out_parts = have;
+                for (int s = 0; s < EPOCHS; s++) {
+                        ut->out_max[s] = malloc((size_t)have * sizeof(int64_t));
+                        if (!ut->out_max[s]) {
+                                ufail(u, "out of memory");
+                                break;
+                        }
+                        for (int p = 0; p < have; p++)
+                                ut->out_max[s][p] = -1;
+                }
+                if (atomic_load(&u->stop))
+                        break;
+                ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
+                if (recover_output(u, ut))
+                        break;
+                ut->ready = true;
+                changed   = true;
+        }
+        rd_kafka_metadata_destroy(md);
+        if (changed && !atomic_load(&u->stop))
+                reassign(u);
+}
+
+/* ---------------------------------------------------------- DECISIONS --- */
+
+static struct uinput *input_of(struct utopic *ut, const char *topic) {
+        for (size_t k = 0; k < ut->nin; k++)
+                if (!strcmp(ut->in[k]->topic, topic))
+                        return ut->in[k];
+        return NULL;
+}
+
+static struct utopic *topic_of(gw_unify_t *u, const char *topic,
+                               struct uinput **uip) {
+        const char *base = topic_base(u->conf.policy, topic);
+        for (size_t i = 0; i < u->ntopics; i++)
+                if (!strcmp(u->topics[i]->name, base)) {
+                        *uip = input_of(u->topics[i], topic);
+                        return *uip ? u->topics[i] : NULL;
+                }
+        return NULL;
+}
+
+static int audit_add(gw_unify_t *u, struct epoch *ep, struct item *it,
+                     aagw_audit_verdict_t verdict) {
+        const struct aagw_prov *p = &it->v->prov;
+        struct aagw_audit       a = {
+            .time_ms   = now_ms(),
+            .verdict   = verdict,
+            .site      = u->site,
+            .origin    = p->path_len ? p->origin : u->site,
+            .topic     = it->ui->topic,
+            .partition = it->m->partition,
+            .offset    = it->m->offset,
+            .hlc       = p->hlc,
+            .id        = p->id,
+            .id_len    = p->id_len,
+            .ekey      = it->ekey,
+            .ekey_len  = it->ekey_len > AAGW_AUDIT_EKEY_MAX
+                             ? AAGW_AUDIT_EKEY_MAX
+                             : it->ekey_len};
+        return aagw_store_batch_audit(ep->b, &a) ? -1 : 0;
+}
+
+/* Produce an accepted record to the output.  Takes over 'it->m'. */
+static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
+        rd_kafka_message_t *m  = it->m;
+        struct utopic      *ut = it->ut;
+        struct aagw_prov_hdrs ph;
+        rd_kafka_headers_t *h = NULL;
+        char                in[AAGW_TOPIC_MAX + 48];
+        uint64_t            hk;
+
+        if (aagw_prov_encode(u->conf.policy, &it->v->prov, &ph)) {
+                ufail(u, "%s [%d] offset %" PRId64
+                         ": cannot encode its provenance",
+                      it->ui->topic, (int)m->partition, m->offset);
+                return -1;
+        }
+        if (!rd_kafka_message_detach_headers(m, &h) && h) {
+                const char *name;
+                const void *val;
+                size_t      sz;
+                for (size_t i = 0;
+                     !rd_kafka_header_get_all(h, i, &name, &val, &sz);) {
+                        if (aagw_prov_is_own_header(u->conf.policy, name)) {
+                                char copy[512];
+                                snprintf(copy, sizeof(copy), "%s", name);
+                                rd_kafka_header_remove(h, copy);
+                        } else
+                                i++;
+                }
+        } else
+                h = rd_kafka_headers_new(2);
+        for (size_t i = 0; i < ph.cnt; i++)
+                rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
+                                    (ssize_t)ph.hdrs[i].size);
+        int n = snprintf(in, sizeof(in), "%s:%d:%" PRId64, it->ui->topic,
+                         (int)m->partition, m->offset);
+        rd_kafka_header_add(h, u->in_hdr, -1, in, n);
+
+        memcpy(&hk, it->key, 8);
+        int32_t part = (int32_t)(hk % (uint64_t)ut->out_parts);
+        struct token *tok = token_get(u);
+        if (!tok) {
+                rd_kafka_headers_destroy(h);
+                ufail(u, "out of memory");
+                return -1;
+        }
+        tok->src  = m;
+        tok->ut   = ut;
+        tok->slot = u->open_slot;
+        rd_kafka_timestamp_type_t tstype;
+        int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_producev(
+                    u->producer, RD_KAFKA_V_RKT(ut->out_rkt),
+                    RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_MSGFLAGS(0),
+                    RD_KAFKA_V_KEY(m->key, m->key_len),
+                    RD_KAFKA_V_VALUE(m->payload, m->len),
+                    RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
+                    RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(tok),
+                    RD_KAFKA_V_END);
+                if (!err)
+                        break;
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
+                    atomic_load(&u->stop)) {
+                        rd_kafka_headers_destroy(h);
+                        tok->src = NULL;
+                        token_put(u, tok);
+                        if (!atomic_load(&u->stop))
+                                ufail(u, "produce to %s [%d]: %s", ut->out,
+                                      (int)part, rd_kafka_err2str(err));
+                        return -1;
+                }
+                rd_kafka_poll(u->producer, 10);
+        }
+        ep->outstanding++;
+        atomic_fetch_add_explicit(&u->inflight, 1, RELAXED);
+        it->m = NULL; /* the token owns it now */
+        return 0;
+}
+
+/* Decide and produce one consumed batch, then seal it as an epoch. */
+static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
+        struct epoch *ep = open_epoch(u);
+        size_t        nids = 0, nlww = 0;
+        char          err[512];
+
+        /* Pass 1: provenance, ids and keys; which ones the store must
+         * be asked about. */
+        for (size_t i = 0; i < n; i++) {
+                struct item *it = &u->items[i];
+                memset(it, 0, sizeof(*it));
+                it->m     = msgs[i];
+                it->v     = &u->verdicts[i];
+                it->state = 1;
+                rd_kafka_message_t *m = msgs[i];
+                if (m->err) {
+                        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                         "unify@%s: consume: %s", u->site,
+                                         rd_kafka_message_errstr(m));
+                        continue;
+                }
+                const char *tn = rd_kafka_topic_name(m->rkt);
+                it->ut = topic_of(u, tn, &it->ui);
+                if (!it->ut || m->partition >= it->ui->nparts)
+                        continue;
+                if (it->ui->next[m->partition] >= 0 &&
+                    m->offset < it->ui->next[m->partition])
+                        continue; /* re-fetched after a reassign */
+                it->ui->next[m->partition]  = m->offset + 1;
+                it->ui->dirty[m->partition] = true;
+                INC(u->records_in);
+                if (u->replay.cnt) {
+                        uint8_t      rk[16];
+                        struct kent *re;
+                        replay_key(tn, m->partition, m->offset, rk);
+                        if ((re = kmap_find(&u->replay, rk))) {
+                                /* Delivered by the previous run and
+                                 * folded in at the start. */
+                                kmap_del(&u->replay, re);
+                                INC(u->replayed);
+                                continue;
+                        }
+                }
+                struct aagw_rec rec;
+                fill_rec(u, m, tn, &rec);
+                if (aagw_prov_resolve(u->conf.policy, u->site, &rec,
+                                      it->ut->id_rule, u->conf.verdict_flags,
+                                      it->v)) {
+                        ufail(u, "%s [%d] offset %" PRId64
+                                 ": cannot resolve provenance",
+                              tn, (int)m->partition, m->offset);
+                        return;
+                }
+                it->state = 0;
+                if (it->v->kind != AAGW_VERDICT_REPLICATE)
+                        continue; /* rejected: decided in pass 2 */
+                if (it->ut->mode == MODE_DEDUP) {
+                        aagw_scoped_key(u->site, it->v->prov.id,
+                                        it->v->prov.id_len, it->key);
+                        if (kmap_find(&u->pend_ids, it->key))
+                                continue;
+                        it->lookup = true;
+                        it->li     = nids;
+                        memcpy(u->lk_ids[nids++], it->key, 16);
+                } else {
+                        /* The key bytes must outlive this pass: a JSON
+                         * field is copied into the verdict's scratch. */
+                        char *buf = (char *)it->v->hdrs.buf;
+                        if (!entity_key(it->ut, &rec, it->v->prov.origin, buf,
+                                        sizeof(it->v->hdrs.buf), &it->ekey,
+                                        &it->ekey_len)) {
+                                it->ekey = NULL;
+                                continue;
+                        }
+                        aagw_scoped_key(it->ut->scope, it->ekey,
+                                        it->ekey_len, it->key);
+                        if (kmap_find(&u->pend_lww, it->key))
+                                continue;
+                        it->lookup = true;
+                        it->li     = nlww;
+                        memcpy(u->lk_lww[nlww++], it->key, 16);
+                }
+        }
+        if (nids && aagw_store_seen_lookup(u->conf.store,
+                                           (const uint8_t(*)[16])u->lk_ids,
+                                           nids, u->found_ids, NULL, err,
+                                           sizeof(err))) {
+                ufail(u, "looking up ids: %s", err);
+                return;
+        }
+        if (nlww && aagw_store_lww_lookup(u->conf.store,
+                                          (const uint8_t(*)[16])u->lk_lww,
+                                          nlww, u->found_lww, u->lww_out, err,
+                                          sizeof(err))) {
+                ufail(u, "looking up winners: %s", err);
+                return;
+        }
+
+        /* Pass 2, in order: the decisions. */
+        for (size_t i = 0; i < n && !atomic_load(&u->stop); i++) {
+                struct item   *it = &u->items[i];
+                struct utopic *ut = it->ut;
+                if (it->state)
+                        continue;
+                if (it->v->kind != AAGW_VERDICT_REPLICATE ||
+                    (ut->mode == MODE_LWW && !it->ekey)) {
+                        if (it->v->kind != AAGW_VERDICT_REPLICATE &&
+                            it->v->action == AAGW_BAD_FAIL) {
+                                ufail(u, "%s [%d] offset %" PRId64
+                                         ": bad provenance (%s) and "
+                                         "bad_provenance is fail",
+                                      it->ui->topic, (int)it->m->partition,
+                                      it->m->offset,
+                                      aagw_reason_name(it->v->reason
+                                                           ? it->v->reason
+                                                           : it->v->id_reason));
+                                return;
+                        }
+                        /* A rejected record keeps the derived id for the
+                         * audit log; the replicator dead-letters it. */
+                        struct aagw_prov *p = &it->v->prov;
+                        p->path_len = 0;
+                        p->id_len   = aagw_id_derive(
+                            u->site, it->ui->topic, it->m->partition,
+                            it->m->offset, p->id, sizeof(p->id));
+                        if (p->id_len >= sizeof(p->id))
+                                p->id_len = sizeof(p->id) - 1;
+                        p->hlc = 0;
+                        INC(u->rejected);
+                        INC(ut->rejected);
+                        if (audit_add(u, ep, it, AAGW_AUDIT_REJECTED))
+                                goto oom;
+                        continue;
+                }
+                if (ut->mode == MODE_DEDUP) {
+                        bool dup = it->lookup ? u->found_ids[it->li] : true;
+                        if (!dup && kmap_find(&u->pend_ids, it->key))
+                                dup = true; /* earlier in this batch */
+                        if (dup) {
+                                INC(u->dropped);
+                                INC(ut->dropped);
+                                if (audit_add(u, ep, it, AAGW_AUDIT_DROPPED))
+                                        goto oom;
+                                continue;
+                        }
+                        const struct aagw_prov *p = &it->v->prov;
+                        struct aagw_seen s = {
+                            .time_ms = now_ms(), .hlc = p->hlc,
+                            .partition = it->m->partition,
+                            .offset = it->m->offset};
+                        snprintf(s.site, sizeof(s.site), "%s", u->site);
+                        snprintf(s.origin, sizeof(s.origin), "%s", p->origin);
+                        snprintf(s.topic, sizeof(s.topic), "%s",
+                                 it->ui->topic);
+                        struct kent *pe = kmap_put(&u->pend_ids, it->key);
+                        if (!pe || epoch_key(ep, it->key, MODE_DEDUP) ||
+                            aagw_store_batch_seen(ep->b, it->key, &s) ||
+                            audit_add(u, ep, it, AAGW_AUDIT_ACCEPTED))
+                                goto oom;
+                        pe->epoch = ep->seq;
+                } else {
+                        const struct aagw_prov *p = &it->v->prov;
+                        struct aagw_lww        *cur = NULL, nw;
+                        struct kent            *pe =
+                            kmap_find(&u->pend_lww, it->key);
+                        if (pe)
+                                cur = pe->val;
+                        else if (it->lookup && u->found_lww[it->li])
+                                cur = &u->lww_out[it->li];
+                        memset(&nw.v, 0, offsetof(struct aagw_version, id));
+                        nw.time_ms   = now_ms();
+                        nw.tombstone = it->m->payload == NULL;
+                        nw.v.hlc     = p->hlc;
+                        snprintf(nw.v.origin, sizeof(nw.v.origin), "%s",
+                                 p->origin);
+                        nw.v.id_len = p->id_len;
+                        memcpy(nw.v.id, p->id, p->id_len);
+                        nw.v.id[p->id_len] = '\0';
+                        int c = cur ? aagw_version_cmp(&nw.v, &cur->v) : 1;
+                        if (c <= 0) {
+                                aagw_audit_verdict_t av =
+                                    c < 0 ? AAGW_AUDIT_SUPERSEDED
+                                          : AAGW_AUDIT_IDENTICAL;
+                                if (c < 0) {
+                                        INC(u->superseded);
+                                        INC(ut->superseded);
+                                } else {
+                                        INC(u->identical);
+                                        INC(ut->identical);
+                                }
+                                if (audit_add(u, ep, it, av))
+                                        goto oom;
+                                continue;
+                        }
+                        if (!pe && !(pe = kmap_put(&u->pend_lww, it->key)))
+                                goto oom;
+                        if (!pe->val && !(pe->val = malloc(sizeof(nw))))
+                                goto oom;
+                        memcpy(pe->val, &nw, sizeof(nw));
+                        pe->epoch = ep->seq;
+                        if (epoch_key(ep, it->key, MODE_LWW) ||
+                            aagw_store_batch_lww(ep->b, it->key, &nw) ||
+                            audit_add(u, ep, it, AAGW_AUDIT_ACCEPTED))
+                                goto oom;
+                }
+                INC(u->accepted);
+                INC(ut->accepted);
+                if (produce(u, ep, it))
+                        return;
+        }
+        if (seal_epoch(u) && !atomic_load(&u->stop))
+                ufail(u, "cannot open a new epoch");
+        return;
+oom:
+        ufail(u, "out of memory (or a value the store refuses)");
+}
+
+/* -------------------------------------------------------------- THREAD --- */
+
+static void *unify_main(void *arg) {
+        gw_unify_t          *u = arg;
+        rd_kafka_message_t **msgs = calloc(BATCH_MAX, sizeof(*msgs));
+        int                  refresh_ms = u->conf.refresh_ms > 0
+                                              ? u->conf.refresh_ms
+                                              : 5000;
+
+        if (!msgs) {
+                ufail(u, "out of memory");
+                return NULL;
+        }
+        u->epochs[u->open_slot].seq = ++u->next_seq;
+        discover(u);
+        u->last_refresh_ms = mono_ms();
+        if (atomic_load(&u->state) == AAGW_FLOW_STARTING)
+                atomic_store(&u->state, AAGW_FLOW_RUNNING);
+        while (!atomic_load(&u->stop)) {
+                if (mono_ms() - u->last_refresh_ms >= refresh_ms) {
+                        discover(u);
+                        u->last_refresh_ms = mono_ms();
+                }
+                ssize_t n = rd_kafka_consume_batch_queue(u->cq, 100, msgs,
+                                                         BATCH_MAX);
+                if (n > 0) {
+                        process(u, msgs, (size_t)n);
+                        for (ssize_t i = 0; i < n; i++)
+                                if (u->items[i].m)
+                                        rd_kafka_message_destroy(
+                                            u->items[i].m);
+                }
+                rd_kafka_poll(u->producer, 0);
+                commit_ready(u);
+        }
+        /* Drain: what was produced is acknowledged and committed, or the
+         * next start finds it in the output. */
+        int64_t deadline = mono_ms() + 10000;
+        seal_epoch(u);
+        while (atomic_load(&u->state) != AAGW_FLOW_FAILED &&
+               atomic_load(&u->inflight) > 0 && mono_ms() < deadline) {
+                rd_kafka_poll(u->producer, 20);
+                commit_ready(u);
+        }
+        if (atomic_load(&u->state) != AAGW_FLOW_FAILED) {
+                rd_kafka_poll(u->producer, 0);
+                commit_ready(u);
+        }
+        free(msgs);
+        if (atomic_load(&u->state) != AAGW_FLOW_FAILED)
+                atomic_store(&u->state, AAGW_FLOW_STOPPED);
+        return NULL;
+}
+
+/* ---------------------------------------------------------- LIFECYCLE --- */
+
+static rd_kafka_t *make_client(gw_unify_t *u, rd_kafka_type_t type,
+                               const char *role, const char *const *extra,
+                               char *errstr, size_t errstr_size) {
+        char             name[AAGW_ALIAS_MAX + 32];
+        rd_kafka_conf_t *conf;
+        rd_kafka_t      *rk;
+
+        snprintf(name, sizeof(name), "unify@%s-%s", u->site, role);
+        conf = aagw_kafka_conf_new(u->conf.bootstraps, name, errstr,
+                                   errstr_size);
+        if (!conf)
+                return NULL;
+        for (size_t i = 0; extra && extra[i]; i += 2)
+                if (aagw_kafka_conf_set(conf, extra[i], extra[i + 1], errstr,
+                                        errstr_size))
+                        goto fail;
+        if (aagw_kafka_conf_apply(conf,
+                                  !strcmp(role, "reader") ? "consumer" : role,
+                                  u->conf.props, u->conf.prop_cnt, errstr,
+                                  errstr_size))
+                goto fail;
+        rd_kafka_conf_set_opaque(conf, u);
+        if (type == RD_KAFKA_PRODUCER && !strcmp(role, "producer"))
+                rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        if (!(rk = rd_kafka_new(type, conf, errstr, errstr_size)))
+                goto fail;
+        return rk;
+fail:
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+}
+
+gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
+                         size_t errstr_size) {
+        gw_unify_t *u = calloc(1, sizeof(*u));
+        char        group[AAGW_ALIAS_MAX * 2 + 64], rgroup[sizeof(group) + 8];
+        const char *hp = c->header_prefix ? c->header_prefix : "aagw.";
+
+        if (!u) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        u->conf = *c;
+        pthread_mutex_init(&u->lock, NULL);
+        snprintf(u->site, sizeof(u->site), "%s", c->site);
+        snprintf(u->scope_in, sizeof(u->scope_in), "unify:%s", c->site);
+        snprintf(u->scope_out, sizeof(u->scope_out), "unify:%s:out", c->site);
+        snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
+        snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
+        u->items    = calloc(BATCH_MAX, sizeof(*u->items));
+        u->verdicts = calloc(BATCH_MAX, sizeof(*u->verdicts));
+        u->lk_ids   = calloc(BATCH_MAX, sizeof(*u->lk_ids));
+        u->lk_lww   = calloc(BATCH_MAX, sizeof(*u->lk_lww));
+        u->found_ids = calloc(BATCH_MAX, sizeof(*u->found_ids));
+        u->found_lww = calloc(BATCH_MAX, sizeof(*u->found_lww));
+        u->lww_out  = calloc(BATCH_MAX, sizeof(*u->lww_out));
+        if (!u->items || !u->verdicts || !u->lk_ids || !u->lk_lww ||
+            !u->found_ids || !u->found_lww || !u->lww_out) {
+                snprintf(errstr, errstr_size, "out of memory");
+                goto fail;
+        }
+        for (int s = 0; s < EPOCHS; s++)
+                if (!(u->epochs[s].b = aagw_store_batch_new(c->store))) {
+                        snprintf(errstr, errstr_size, "out of memory");
+                        goto fail;
+                }
+
+        snprintf(group, sizeof(group), "aagw.%s.unify.%s", c->gateway_id,
+                 c->site);
+        snprintf(rgroup, sizeof(rgroup), "%s.reader", group);
+        const char *consumer_extra[] = {
+            "group.id", group,
+            "enable.auto.commit", "false",
+            "enable.auto.offset.store", "false",
+            "auto.offset.reset", "earliest",
+            "enable.partition.eof", "false",
+            "queued.min.messages", "1000000",
+            "queued.max.messages.kbytes", "65536",
+            NULL};
+        const char *producer_extra[] = {
+            "enable.idempotence", "true",
+            "acks", "all",
+            "message.timeout.ms", "0",
+            "linger.ms", "5",
+            "batch.num.messages", "10000",
+            "queue.buffering.max.messages", "500000",
+            NULL};
+        const char *reader_extra[] = {
+            "group.id", rgroup,
+            "enable.auto.commit", "false",
+            "enable.partition.eof", "false",
+            "auto.offset.reset", "earliest",
+            "fetch.wait.max.ms", "10",
+            NULL};
+        if (!(u->consumer = make_client(u, RD_KAFKA_CONSUMER, "consumer",
+                                        consumer_extra, errstr, errstr_size)))
+                goto fail;
+        rd_kafka_poll_set_consumer(u->consumer);
+        u->cq = rd_kafka_queue_get_consumer(u->consumer);
+        if (!(u->producer = make_client(u, RD_KAFKA_PRODUCER, "producer",
+                                        producer_extra, errstr, errstr_size)) ||
+            !(u->reader = make_client(u, RD_KAFKA_CONSUMER, "reader",
+                                      reader_extra, errstr, errstr_size)) ||
+            !(u->admin = make_client(u, RD_KAFKA_PRODUCER, "admin", NULL,
+                                     errstr, errstr_size)))
+                goto fail;
+        atomic_store(&u->state, AAGW_FLOW_STARTING);
+        return u;
+fail:
+        gw_unify_destroy(u);
+        return NULL;
+}
+
+int gw_unify_start(gw_unify_t *u, char *errstr, size_t errstr_size) {
+        int err = pthread_create(&u->thread, NULL, unify_main, u);
+        if (err) {
+                snprintf(errstr, errstr_size, "cannot start a thread: %s",
+                         strerror(err));
+                return -1;
+        }
+        u->thread_started = true;
+        return 0;
+}
+
+void gw_unify_stop(gw_unify_t *u) {
+        if (u)
+                atomic_store(&u->stop, true);
+}
+
+void gw_unify_destroy(gw_unify_t *u) {
+        if (!u)
+                return;
+        atomic_store(&u->stop, true);
+        if (u->thread_started)
+                pthread_join(u->thread, NULL);
+        if (u->consumer) {
+                rd_kafka_consumer_close(u->consumer);
+                if (u->cq)
+                        rd_kafka_queue_destroy(u->cq);
+                rd_kafka_destroy(u->consumer);
+        }
+        if (u->producer) {
+                /* Unacknowledged records are not committed: a restart
+                 * finds them in the output or decides them again. */
+                rd_kafka_purge(u->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_poll(u->producer, 0);
+        }
+        for (size_t t = 0; t < u->ntopics; t++) {
+                if (u->topics[t]->out_rkt) {
+                        rd_kafka_topic_destroy(u->topics[t]->out_rkt);
+                        u->topics[t]->out_rkt = NULL;
+                }
+        }
+        if (u->producer)
+                rd_kafka_destroy(u->producer);
+        if (u->reader) {
+                rd_kafka_consumer_close(u->reader);
+                rd_kafka_destroy(u->reader);
+        }
+        if (u->admin)
+                rd_kafka_destroy(u->admin);
+        for (size_t t = 0; t < u->ntopics; t++)
+                utopic_free(u->topics[t]);
+        for (int s = 0; s < EPOCHS; s++) {
+                aagw_store_batch_destroy(u->epochs[s].b);
+                free(u->epochs[s].keys);
+                free(u->epochs[s].kmode);
+        }
+        kmap_free(&u->pend_ids);
+        kmap_free(&u->pend_lww);
+        kmap_free(&u->replay);
+        for (size_t i = 0; i < u->nchunks; i++)
+                free(u->chunks[i]);
+        free(u->chunks);
+        free(u->items);
+        free(u->verdicts);
+        free(u->lk_ids);
+        free(u->lk_lww);
+        free(u->found_ids);
+        free(u->found_lww);
+        free(u->lww_out);
+        free(u->hdrs);
+        pthread_mutex_destroy(&u->lock);
+        free(u);
+}
+
+aagw_flow_state_t gw_unify_state(const gw_unify_t *u) {
+        return (aagw_flow_state_t)atomic_load(&((gw_unify_t *)u)->state);
+}
+
+const char *gw_unify_site(const gw_unify_t *u) {
+        return u->site;
+}
+
+void gw_unify_error(const gw_unify_t *uc, char *buf, size_t size) {
+        gw_unify_t *u = (gw_unify_t *)uc;
+        pthread_mutex_lock(&u->lock);
+        snprintf(buf, size, "%s", u->error);
+        pthread_mutex_unlock(&u->lock);
+}
+
+void gw_unify_stats(const gw_unify_t *uc, struct gw_unify_stats *st) {
+        gw_unify_t *u = (gw_unify_t *)uc;
+        memset(st, 0, sizeof(*st));
+#define LD(x) atomic_load_explicit(&u->x, RELAXED)
+        st->records_in  = LD(records_in);
+        st->records_out = LD(records_out);
+        st->accepted    = LD(accepted);
+        st->dropped     = LD(dropped);
+        st->superseded  = LD(superseded);
+        st->identical   = LD(identical);
+        st->rejected    = LD(rejected);
+        st->recovered   = LD(recovered);
+        st->replayed    = LD(replayed);
+        st->commits     = LD(commits);
+        st->inflight    = LD(inflight);
+        st->topics      = LD(ntopics_pub);
+        st->inputs      = LD(ninputs_pub);
+#undef LD
+}
