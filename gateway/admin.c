@@ -212,6 +212,52 @@ static json_object *flow_json(const aagw_flow_t *f) {
         return o;
 }
 
+static const char *const unify_outcomes[] = {"accepted", "dropped",
+                                             "superseded", "identical",
+                                             "rejected"};
+
+static void unify_outcome_values(const struct gw_unify_stats *st,
+                                 uint64_t v[5]) {
+        v[0] = st->accepted;
+        v[1] = st->dropped;
+        v[2] = st->superseded;
+        v[3] = st->identical;
+        v[4] = st->rejected;
+}
+
+static json_object *unify_json(const gw_unify_t *u) {
+        json_object          *o = json_object_new_object();
+        struct gw_unify_stats st;
+        char                  err[512];
+        uint64_t              v[5];
+
+        gw_unify_stats(u, &st);
+        gw_unify_error(u, err, sizeof(err));
+        unify_outcome_values(&st, v);
+        json_object_object_add(o, "site", json_object_new_string(
+                                              gw_unify_site(u)));
+        json_object_object_add(o, "state", json_object_new_string(
+                                               aagw_flow_state_name(
+                                                   gw_unify_state(u))));
+        if (err[0])
+                json_object_object_add(o, "error", json_object_new_string(err));
+        json_object_object_add(o, "topics", json_object_new_int(st.topics));
+        json_object_object_add(o, "inputs", json_object_new_int(st.inputs));
+#define U64(name, val)                                                         \
+        json_object_object_add(o, name, json_object_new_int64((int64_t)(val)))
+        U64("records_in", st.records_in);
+        U64("records_out", st.records_out);
+        for (int k = 0; k < 5; k++)
+                U64(unify_outcomes[k], v[k]);
+        U64("recovered", st.recovered);
+        U64("replayed", st.replayed);
+        U64("commits", st.commits);
+        U64("inflight", st.inflight);
+        U64("lag", st.lag);
+#undef U64
+        return o;
+}
+
 static char *status_json(const struct gw_admin *a) {
         json_object *o = json_object_new_object(), *flows;
         json_object *v = json_object_new_object();
@@ -236,6 +282,10 @@ static char *status_json(const struct gw_admin *a) {
         for (size_t i = 0; i < a->view.nflows; i++)
                 json_object_array_add(flows, flow_json(a->view.flows[i]));
         json_object_object_add(o, "flows", flows);
+        json_object *un = json_object_new_array();
+        for (size_t i = 0; i < a->view.nunify; i++)
+                json_object_array_add(un, unify_json(a->view.unify[i]));
+        json_object_object_add(o, "unify", un);
         out = strdup(json_object_to_json_string_ext(
             o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
@@ -274,6 +324,34 @@ static char *status_text(const struct gw_admin *a) {
                           sum(st.rejected, AAGW_REASON_COUNT),
                           st.dead_lettered, st.lag, st.inflight,
                           st.lat_count ? st.lat_sum_ms / st.lat_count : 0);
+        }
+        for (size_t i = 0; i < a->view.nunify; i++) {
+                const gw_unify_t     *u = a->view.unify[i];
+                struct gw_unify_stats st;
+                char                  err[512];
+                uint64_t              v[5];
+
+                gw_unify_stats(u, &st);
+                gw_unify_error(u, err, sizeof(err));
+                unify_outcome_values(&st, v);
+                sb_printf(&b,
+                          "\n# Unify %s\nstate:%s\n%s%s%stopics:%d\n"
+                          "inputs:%d\nrecords_in:%" PRIu64
+                          "\nrecords_out:%" PRIu64 "\n",
+                          gw_unify_site(u),
+                          aagw_flow_state_name(gw_unify_state(u)),
+                          err[0] ? "error:" : "", err, err[0] ? "\n" : "",
+                          st.topics, st.inputs, st.records_in,
+                          st.records_out);
+                for (int k = 0; k < 5; k++)
+                        sb_printf(&b, "%s:%" PRIu64 "\n", unify_outcomes[k],
+                                  v[k]);
+                sb_printf(&b,
+                          "recovered:%" PRIu64 "\nreplayed:%" PRIu64
+                          "\ncommits:%" PRIu64 "\ninflight:%" PRId64
+                          "\nlag:%" PRId64 "\n",
+                          st.recovered, st.replayed, st.commits, st.inflight,
+                          st.lag);
         }
         return b.p;
 }
@@ -388,6 +466,73 @@ static char *metrics(const struct gw_admin *a) {
 #undef COUNTER
 #undef GAUGE
         free(st);
+
+        struct gw_unify_stats *us =
+            calloc(a->view.nunify ? a->view.nunify : 1, sizeof(*us));
+        if (!us) {
+                free(b.p);
+                return NULL;
+        }
+        for (size_t i = 0; i < a->view.nunify; i++)
+                gw_unify_stats(a->view.unify[i], &us[i]);
+#define SITES for (size_t i = 0; i < a->view.nunify; i++)
+#define SITE  gw_unify_site(a->view.unify[i])
+#define UCOUNTER(metric, help, field)                                          \
+        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric            \
+                      " counter\n");                                           \
+        SITES sb_printf(&b, metric "{site=\"%s\"} %" PRIu64 "\n", SITE,      \
+                        us[i].field)
+        sb_printf(&b, "# HELP aagw_unify_up 1 while the unify stage of the "
+                      "site runs (or starts), 0 once failed or stopped.\n"
+                      "# TYPE aagw_unify_up gauge\n");
+        SITES sb_printf(&b, "aagw_unify_up{site=\"%s\"} %d\n", SITE,
+                        gw_unify_state(a->view.unify[i]) <= AAGW_FLOW_PAUSED);
+        UCOUNTER("aagw_unify_records_in_total",
+                 "Input records taken in by the unify stage.", records_in);
+        UCOUNTER("aagw_unify_records_out_total",
+                 "Records acknowledged by the unified topics.", records_out);
+        sb_printf(&b, "# HELP aagw_unify_records_total Input records by "
+                      "outcome: accepted (delivered), dropped (dedup: id "
+                      "seen before), superseded and identical (lww: not "
+                      "newer than the winner), rejected (bad provenance or "
+                      "no entity key).\n"
+                      "# TYPE aagw_unify_records_total counter\n");
+        SITES {
+                uint64_t v[5];
+                unify_outcome_values(&us[i], v);
+                for (int k = 0; k < 5; k++)
+                        sb_printf(&b,
+                                  "aagw_unify_records_total{site=\"%s\","
+                                  "outcome=\"%s\"} %" PRIu64 "\n",
+                                  SITE, unify_outcomes[k], v[k]);
+        }
+        UCOUNTER("aagw_unify_recovered_total",
+                 "Records found in a unified topic at start that the "
+                 "previous run wrote after its last stored state; folded "
+                 "into the state, not written again.",
+                 recovered);
+        UCOUNTER("aagw_unify_replayed_total",
+                 "Input records read again after a restart that had been "
+                 "delivered (recovered) already.",
+                 replayed);
+        UCOUNTER("aagw_unify_commits_total",
+                 "Epochs stored (one RocksDB WriteBatch each).", commits);
+        sb_printf(&b, "# HELP aagw_unify_inflight_records Records written to "
+                      "unified topics and not yet acknowledged.\n"
+                      "# TYPE aagw_unify_inflight_records gauge\n");
+        SITES sb_printf(&b, "aagw_unify_inflight_records{site=\"%s\"} %" PRId64
+                            "\n",
+                        SITE, us[i].inflight);
+        sb_printf(&b, "# HELP aagw_unify_lag_records Input records not yet "
+                      "read by the unify stage (-1: not known yet).\n"
+                      "# TYPE aagw_unify_lag_records gauge\n");
+        SITES sb_printf(&b, "aagw_unify_lag_records{site=\"%s\"} %" PRId64
+                            "\n",
+                        SITE, us[i].lag);
+#undef SITES
+#undef SITE
+#undef UCOUNTER
+        free(us);
         return b.p;
 }
 
@@ -442,6 +587,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                                                 sizeof(err));
                                 snprintf(msg, sizeof(msg), "flow %s failed: %s\n",
                                          aagw_flow_name(a->view.flows[i]), err);
+                                return reply_text(
+                                    c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
+                        }
+                }
+                for (size_t i = 0; i < a->view.nunify; i++) {
+                        if (gw_unify_state(a->view.unify[i]) ==
+                            AAGW_FLOW_FAILED) {
+                                char err[600], msg[800];
+                                gw_unify_error(a->view.unify[i], err,
+                                               sizeof(err));
+                                snprintf(msg, sizeof(msg),
+                                         "unify stage at %s failed: %s\n",
+                                         gw_unify_site(a->view.unify[i]), err);
                                 return reply_text(
                                     c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
                         }

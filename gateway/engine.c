@@ -288,6 +288,8 @@ static int admin_start(struct engine *e, struct aagw_statedir *sd, char *err,
             .started    = time(NULL),
             .flows      = e->flows,
             .nflows     = e->nflows,
+            .unify      = e->unify,
+            .nunify     = e->nunify,
         };
         char  tmp[4200];
         FILE *f;
@@ -434,12 +436,6 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
-        if (aagw_config_str(cfg, "admin.listen") &&
-            admin_start(&e, sd, err, sizeof(err)) == -1) {
-                gw_errorf("admin endpoint: %s", err);
-                rc = EXIT_RUNTIME;
-                goto out;
-        }
         if (unify_wanted(cfg)) {
                 const char *site = aagw_config_str(cfg, "gateway.site");
                 size_t      n    = aagw_config_instance_cnt(cfg, "clusters");
@@ -453,6 +449,12 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                                 goto out;
                         }
                 }
+        }
+        if (aagw_config_str(cfg, "admin.listen") &&
+            admin_start(&e, sd, err, sizeof(err)) == -1) {
+                gw_errorf("admin endpoint: %s", err);
+                rc = EXIT_RUNTIME;
+                goto out;
         }
         aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s and %zu unify "
                                        "stage%s; stop with SIGINT or SIGTERM",

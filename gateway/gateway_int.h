@@ -105,6 +105,8 @@ struct gw_admin_view {
         time_t        started;
         aagw_flow_t **flows;
         size_t        nflows;
+        struct gw_unify **unify;
+        size_t        nunify;
 };
 
 /* Start the admin HTTP endpoint on 'listen' (HOST:PORT, port 0 picks one);
@@ -167,6 +169,7 @@ struct gw_unify_stats {
         uint64_t replayed;    /* inputs re-read that were recovered */
         uint64_t commits;     /* epochs stored */
         int64_t  inflight;    /* produced, not yet acknowledged */
+        int64_t  lag;         /* input records not yet read; -1: unknown */
         int32_t  topics, inputs;
 };
 

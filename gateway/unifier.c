@@ -258,8 +258,9 @@ struct gw_unify {
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected;
-        _Atomic int64_t  inflight;
+        _Atomic int64_t  inflight, lag;
         _Atomic int32_t  ntopics_pub, ninputs_pub;
+        int64_t          last_lag_ms;
 };
 
 #define RELAXED memory_order_relaxed
@@ -1068,6 +1069,36 @@ static void discover(gw_unify_t *u) {
                 reassign(u);
 }
 
+/* Records behind the inputs' high watermarks, from the watermarks the
+ * consumer's fetches cached (no request); -1 while one is unknown. */
+static void update_lag(gw_unify_t *u) {
+        int64_t lag = 0;
+        for (size_t t = 0; t < u->ntopics && lag >= 0; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                for (size_t i = 0; i < ut->nin && lag >= 0; i++) {
+                        struct uinput *ui = ut->in[i];
+                        for (int32_t p = 0; p < ui->nparts; p++) {
+                                int64_t lo, hi;
+                                if (rd_kafka_get_watermark_offsets(
+                                        u->consumer, ui->topic, p, &lo, &hi) ||
+                                    hi < 0) {
+                                        lag = -1;
+                                        break;
+                                }
+                                int64_t at = ui->next[p] >= 0 ? ui->next[p]
+                                                              : lo;
+                                if (at < lo)
+                                        at = lo;
+                                if (hi > at)
+                                        lag += hi - at;
+                        }
+                }
+        }
+        atomic_store(&u->lag, lag);
+}
+
 /* ---------------------------------------------------------- DECISIONS --- */
 
 static struct uinput *input_of(struct utopic *ut, const char *topic) {
@@ -1440,6 +1471,10 @@ static void *unify_main(void *arg) {
                 }
                 rd_kafka_poll(u->producer, 0);
                 commit_ready(u);
+                if (mono_ms() - u->last_lag_ms >= 500) {
+                        update_lag(u);
+                        u->last_lag_ms = mono_ms();
+                }
         }
         /* Drain: what was produced is acknowledged and committed, or the
          * next start finds it in the output. */
@@ -1679,6 +1714,7 @@ void gw_unify_stats(const gw_unify_t *uc, struct gw_unify_stats *st) {
         st->replayed    = LD(replayed);
         st->commits     = LD(commits);
         st->inflight    = LD(inflight);
+        st->lag         = LD(lag);
         st->topics      = LD(ntopics_pub);
         st->inputs      = LD(ninputs_pub);
 #undef LD
