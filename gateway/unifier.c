@@ -968,8 +968,9 @@ static void reassign(gw_unify_t *u) {
                                         if (aagw_store_pos_get(
                                                 u->conf.store, u->scope_in,
                                                 ui->topic, p, &pos, err,
-                                                sizeof(err)) == AAGW_OK)
-                                                off = pos.next;
+                                                sizeof(err)) == AAGW_OK &&
+                                            pos.next >= 0)
+                                                off = ui->next[p] = pos.next;
                                 }
                                 rd_kafka_topic_partition_list_add(l, ui->topic,
                                                                   p)

@@ -64,6 +64,7 @@ static int64_t jint(json_object *o, const char *name) {
 bool unify_stat(struct repl *r, const char *site, struct ustat *out) {
         static char     *addr;
         static char      state_dir[4096];
+        static int       addr_run;
         char             url[600], err[256];
         const char      *argv[] = {"curl", "-s", "-m", "5", url, NULL};
         harness_output_t o;
@@ -72,7 +73,8 @@ bool unify_stat(struct repl *r, const char *site, struct ustat *out) {
         memset(out, 0, sizeof(*out));
         /* One gateway at a time: the address is re-read after a start
          * (the file is removed before each). */
-        if (!addr || strcmp(state_dir, r->state) || !repl_gw_running(r)) {
+        if (!addr || strcmp(state_dir, r->state) || addr_run != r->gw_runs ||
+            !repl_gw_running(r)) {
                 free(addr);
                 addr = NULL;
         }
@@ -81,6 +83,7 @@ bool unify_stat(struct repl *r, const char *site, struct ustat *out) {
         if (!addr) {
                 addr = admin_addr(r);
                 snprintf(state_dir, sizeof(state_dir), "%s", r->state);
+                addr_run = r->gw_runs;
         }
         snprintf(url, sizeof(url), "http://%s/status", addr);
         if (harness_run(argv, NULL, 0, 10000, &o, err, sizeof(err)) !=
