@@ -125,6 +125,9 @@ const char *gw_split_hostport(const char *addr, char *host, size_t size);
 /* `aagw status`. */
 int gw_cmd_status(int argc, char **argv);
 
+/* `aagw audit` (cli_audit.c). */
+int gw_cmd_audit(int argc, char **argv);
+
 /* The file in the state dir where a running gateway writes its admin
  * address, so `aagw status --state-dir DIR` finds it. */
 #define GW_ADMIN_ADDR_FILE "admin.addr"
