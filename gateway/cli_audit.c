@@ -685,8 +685,14 @@ static int cb_key(const struct aagw_audit *a, void *opaque) {
 }
 
 static int not_found(struct ctx *x, const char *what) {
-        char esc[ESC_SIZE];
-        escape(x->o->arg, strlen(x->o->arg), esc);
+        char   esc[ESC_SIZE];
+        size_t len = strlen(x->o->arg);
+
+        /* A key may be longer than anything worth echoing. */
+        escape(x->o->arg, len > AAGW_AUDIT_EKEY_MAX ? AAGW_AUDIT_EKEY_MAX : len,
+               esc);
+        if (len > AAGW_AUDIT_EKEY_MAX)
+                strcat(esc, "...");
         gw_errorf("audit: %s '%s' not found in the last %s window", what, esc,
                   x->window);
         return EXIT_RUNTIME;

@@ -442,6 +442,16 @@ static void test_not_found(void **state) {
         assert_string_equal(
             r.err,
             "aagw: audit: key 'nobody' not found in the last 90m window\n");
+        /* A key too long to echo whole (keys have no length limit). */
+        char longkey[3001];
+        memset(longkey, 'K', 3000);
+        longkey[3000] = '\0';
+        run(&r, "audit", "key", longkey, "--state-dir", maindir, NULL);
+        assert_int_equal(r.status, 1);
+        assert_true(!strncmp(r.err, "aagw: audit: key 'KKKK", 22));
+        assert_non_null(
+            strstr(r.err, "K...' not found in the last 90m window\n"));
+        assert_true(strlen(r.err) < 1100);
         /* An id's key (user-7) is not an id. */
         run(&r, "audit", "id", "user-7", "--state-dir", maindir, NULL);
         assert_int_equal(r.status, 1);
