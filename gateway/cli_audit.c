@@ -709,6 +709,7 @@ static int cmd_id(struct ctx *x) {
         bool                     found = false;
         struct aagw_seen         seen;
         char                     esc[4 * AAGW_ID_MAX + 1], t[40], hdr[8192];
+        struct cells             c; /* the seen entry's escaped strings */
 
         aagw_id_key(id, len, key);
         if (aagw_store_seen_lookup(x->st, (const uint8_t(*)[16])key, 1, &found,
@@ -719,6 +720,9 @@ static int cmd_id(struct ctx *x) {
         escape(id, len, esc);
         if (found) {
                 iso_ms(seen.time_ms, t, sizeof(t));
+                escape(seen.site, strlen(seen.site), c.site);
+                escape(seen.origin, strlen(seen.origin), c.origin);
+                escape(seen.topic, strlen(seen.topic), c.topic);
                 if (x->o->json) {
                         json_object *o = json_object_new_object();
                         json_object_object_add(
@@ -742,8 +746,8 @@ static int cmd_id(struct ctx *x) {
                          "first seen:  %s at %s (origin %s, %s [%" PRId32
                          "] offset %" PRId64 ")\n"
                          "window:      %s\n\n",
-                         esc, t, seen.site, seen.origin, seen.topic,
-                         seen.partition, seen.offset, x->window);
+                         esc, t, c.site, c.origin, c.topic, seen.partition,
+                         seen.offset, x->window);
         } else {
                 snprintf(hdr, sizeof(hdr),
                          "id:          %s\n"
@@ -786,7 +790,7 @@ static int cmd_key(struct ctx *x) {
         bool              found = false;
         struct aagw_lww   w;
         char              esc[ESC_SIZE], wid[4 * AAGW_ID_MAX + 1], t[40];
-        char              hdr[16384];
+        char              hdr[16384], worigin[4 * AAGW_ALIAS_MAX + 1];
 
         aagw_id_key(k, len, key);
         if (aagw_store_lww_lookup(x->st, (const uint8_t(*)[16])key, 1, &found,
@@ -800,6 +804,7 @@ static int cmd_key(struct ctx *x) {
         if (found) {
                 iso_ms(w.time_ms, t, sizeof(t));
                 escape(w.v.id, w.v.id_len, wid);
+                escape(w.v.origin, strlen(w.v.origin), worigin);
                 if (x->o->json) {
                         json_object *o = json_object_new_object();
                         json_object_object_add(
@@ -820,7 +825,7 @@ static int cmd_key(struct ctx *x) {
                          "winner:  id %s, origin %s, hlc %" PRIu64 "%s, "
                          "won at %s\n"
                          "window:  %s\n\n",
-                         esc, wid, w.v.origin, w.v.hlc,
+                         esc, wid, worigin, w.v.hlc,
                          w.tombstone ? " (tombstone)" : "", t, x->window);
         } else {
                 snprintf(hdr, sizeof(hdr),
