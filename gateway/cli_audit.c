@@ -576,14 +576,8 @@ static int load_config(const struct audit_opts *o, aagw_config_t **cfgp) {
                 aagw_config_set(cfg, k, o->sets[i][1], o->set_flag[i]);
         }
         aagw_config_validate(cfg);
-        const char *e = aagw_config_errors(cfg);
-        if (*e) {
-                while (*e) {
-                        const char *nl = strchr(e, '\n');
-                        int         n  = nl ? (int)(nl - e) : (int)strlen(e);
-                        fprintf(stderr, "aagw: %.*s\n", n, e);
-                        e += n + (nl ? 1 : 0);
-                }
+        if (*aagw_config_errors(cfg)) {
+                gw_config_print_errors(cfg);
                 aagw_config_destroy(cfg);
                 return EXIT_USAGE;
         }
