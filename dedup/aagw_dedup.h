@@ -76,7 +76,10 @@ typedef int64_t(aagw_store_clock_t)(void *opaque);
 struct aagw_store_opts {
         size_t  cache_mb;  /**< RocksDB block cache, write buffers and the
                                 not yet indexed tail, MiB (>= 8; 0: 64) */
-        int64_t window_ms; /**< unify window; 0: 24 h; > 0 */
+        int64_t window_ms; /**< unify window; > 0, or 0: 24 h for a
+                                primary, and for a secondary the window
+                                the last primary open recorded (24 h if
+                                none) */
         size_t  filter_mb; /**< in-memory id filter, MiB; 0: 64 */
         aagw_store_clock_t *clock; /**< NULL: CLOCK_REALTIME */
         void               *clock_opaque;
@@ -100,6 +103,8 @@ aagw_store_t *aagw_store_open(const aagw_statedir_t *sd,
  * scratch files go to a private directory under $TMPDIR, removed at
  * close).  The view is the primary's state at open; call
  * aagw_store_catch_up() to move it forward.  Batches cannot be created.
+ * With @p opts->window_ms 0 (or @p opts NULL) queries use the window the
+ * gateway runs with (recorded by aagw_store_open(); 24 h if none was).
  * @returns the store, or NULL with the reason in @p errstr (e.g. no
  * database in @p state_dir).
  */
@@ -329,7 +334,8 @@ aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
 
 /* ---------------------------- MAINTENANCE ------------------------------ */
 
-/** @returns the window in milliseconds the store was opened with. */
+/** @returns the window in milliseconds the store was opened with (for a
+ *  secondary opened with window_ms 0: the one the primary recorded). */
 int64_t aagw_store_window_ms(const aagw_store_t *st);
 
 /**

@@ -6,7 +6,11 @@
  * One RocksDB in <state_dir>/db, column families:
  *
  *   default        meta: "seq" -> last commit sequence number (BE64),
- *                  "slice" -> epoch length of the seen keys, ms (BE64)
+ *                  "slice" -> epoch length of the seen keys, ms (BE64),
+ *                  "window" -> the window of the last primary open, ms
+ *                  (BE64): a secondary opened without a window (aagw
+ *                  audit) uses it, so its queries cut where the
+ *                  gateway's do
  *   positions      scope \0 topic \0 partition(BE32) -> next, out_next
  *   journal        commit seq (BE64) -> the commit's deferred entries
  *   seen           epoch (8) + id hash (16) -> seen value   (deferred)
@@ -281,6 +285,7 @@ struct aagw_store {
         char   *secdir; /* secondary's scratch dir, or NULL */
         bool    secondary;
         int64_t window_ms;
+        bool    window_default; /* opened with window_ms 0 (24 h) */
         int64_t slice_ms; /* epoch length of the seen keys (meta) */
         size_t  cache_mb, filter_mb, run_cap;
 

@@ -309,12 +309,13 @@ static aagw_store_t *store_new(const char *dir, const struct aagw_store_opts *o,
                 snprintf(errstr, errstr_size, "out of memory");
                 return NULL;
         }
-        st->secondary    = secondary;
-        st->cache_mb     = o && o->cache_mb ? o->cache_mb : 64;
-        st->filter_mb    = o && o->filter_mb ? o->filter_mb : 64;
-        st->window_ms    = o && o->window_ms ? o->window_ms : DAY_MS;
-        st->clock        = o && o->clock ? o->clock : wall_ms;
-        st->clock_opaque = o ? o->clock_opaque : NULL;
+        st->secondary      = secondary;
+        st->cache_mb       = o && o->cache_mb ? o->cache_mb : 64;
+        st->filter_mb      = o && o->filter_mb ? o->filter_mb : 64;
+        st->window_ms      = o && o->window_ms ? o->window_ms : DAY_MS;
+        st->window_default = !(o && o->window_ms);
+        st->clock          = o && o->clock ? o->clock : wall_ms;
+        st->clock_opaque   = o ? o->clock_opaque : NULL;
         if (st->cache_mb < 8 || st->window_ms < 0) {
                 snprintf(errstr, errstr_size,
                          "store options: cache_mb must be >= 8 and "
@@ -380,10 +381,29 @@ static int read_meta(aagw_store_t *st, const char *key, uint64_t *v,
         return 1;
 }
 
+/* Write meta key 'key' (BE64).  Returns 0, or -1 (errstr set). */
+static int write_meta(aagw_store_t *st, const char *key, uint64_t v,
+                      char *errstr, size_t errstr_size) {
+        uint8_t b[8];
+        char    op[64], *err = NULL;
+
+        dedup_put_be64(b, v);
+        rocksdb_put_cf(st->db, st->wopts, st->cf[CF_DEFAULT], key, strlen(key),
+                       (const char *)b, sizeof(b), &err);
+        snprintf(op, sizeof(op), "rocksdb_put(meta %s)", key);
+        return dedup_take_err(err, op, errstr, errstr_size);
+}
+
 /* The commit seq, and the seen keys' epoch length: fixed when the store is
  * created (window / 7), kept across restarts whatever the window, since
  * the stored keys depend on it.  A longer window then needs more filter
- * slots, up to FILTER_SLOTS_MAX. */
+ * slots, up to FILTER_SLOTS_MAX.
+ *
+ * The window: a primary records the one it runs with, and a secondary
+ * opened without one takes it (24 h if none was recorded, as before), so
+ * that `aagw audit` sees exactly what the gateway's lookups see and can
+ * name the window in its answers.  Read before the slice, which a store
+ * without meta derives from it. */
 static int read_meta_all(aagw_store_t *st, char *errstr, size_t errstr_size) {
         uint64_t v;
         int      rc;
@@ -392,6 +412,12 @@ static int read_meta_all(aagw_store_t *st, char *errstr, size_t errstr_size) {
                 return -1;
         if (rc)
                 st->seq = v;
+        if (st->secondary && st->window_default) {
+                if ((rc = read_meta(st, "window", &v, errstr, errstr_size)) < 0)
+                        return -1;
+                if (rc && v > 0 && v <= INT64_MAX)
+                        st->window_ms = (int64_t)v;
+        }
         if ((rc = read_meta(st, "slice", &v, errstr, errstr_size)) < 0)
                 return -1;
         if (rc && v > 0 && v <= INT64_MAX) {
@@ -399,18 +425,14 @@ static int read_meta_all(aagw_store_t *st, char *errstr, size_t errstr_size) {
         } else {
                 st->slice_ms =
                     (st->window_ms + FILTER_SLOTS - 2) / (FILTER_SLOTS - 1);
-                if (!st->secondary) {
-                        uint8_t b[8];
-                        char   *err = NULL;
-                        dedup_put_be64(b, (uint64_t)st->slice_ms);
-                        rocksdb_put_cf(st->db, st->wopts, st->cf[CF_DEFAULT],
-                                       "slice", 5, (const char *)b, 8, &err);
-                        if (dedup_take_err(err, "rocksdb_put(meta slice)",
-                                           errstr, errstr_size))
-                                return -1;
-                }
+                if (!st->secondary &&
+                    write_meta(st, "slice", (uint64_t)st->slice_ms, errstr,
+                               errstr_size))
+                        return -1;
         }
-        if (dedup_filter_slots(st->window_ms, st->slice_ms) < 0) {
+        /* A secondary has no filter: any window will do for its reads. */
+        if (!st->secondary &&
+            dedup_filter_slots(st->window_ms, st->slice_ms) < 0) {
                 snprintf(errstr, errstr_size,
                          "window of %" PRId64 " ms is more than %d times the "
                          "%" PRId64 " ms epochs this state dir was created "
@@ -418,6 +440,9 @@ static int read_meta_all(aagw_store_t *st, char *errstr, size_t errstr_size) {
                          st->window_ms, FILTER_SLOTS_MAX - 1, st->slice_ms);
                 return -1;
         }
+        if (!st->secondary && write_meta(st, "window", (uint64_t)st->window_ms,
+                                         errstr, errstr_size))
+                return -1;
         return 0;
 }
 

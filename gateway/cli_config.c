@@ -72,7 +72,7 @@ void gw_config_flags_usage(FILE *out) {
                      "replication.multi_hop=true\n");
 }
 
-static void print_errors(const aagw_config_t *cfg) {
+void gw_config_print_errors(const aagw_config_t *cfg) {
         const char *e = aagw_config_errors(cfg);
         while (*e) {
                 const char *nl = strchr(e, '\n');
@@ -225,7 +225,7 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
          * mistake, not make the user fix them one at a time. */
         aagw_config_validate(cfg);
         if (*aagw_config_errors(cfg) || bad) {
-                print_errors(cfg);
+                gw_config_print_errors(cfg);
                 aagw_config_destroy(cfg);
                 return EXIT_USAGE;
         }

@@ -73,6 +73,9 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                         void (*usage)(FILE *out), aagw_config_t **cfgp,
                         struct gw_run_opts *ro);
 
+/* Print each of 'cfg's recorded errors as "aagw: <error>" on stderr. */
+void gw_config_print_errors(const aagw_config_t *cfg);
+
 /* The quick-start flag list for usage texts. */
 void gw_config_flags_usage(FILE *out);
 
@@ -126,6 +129,9 @@ const char *gw_split_hostport(const char *addr, char *host, size_t size);
 
 /* `aagw status`. */
 int gw_cmd_status(int argc, char **argv);
+
+/* `aagw audit` (cli_audit.c). */
+int gw_cmd_audit(int argc, char **argv);
 
 /* The file in the state dir where a running gateway writes its admin
  * address, so `aagw status --state-dir DIR` finds it. */

@@ -38,6 +38,9 @@ static void usage(FILE *out) {
                 "clusters on loopback\n"
                 "       aagw status [--admin HOST:PORT]  a running gateway's "
                 "state\n"
+                "       aagw audit id|key|recent|summary [...]\n"
+                "                                        what the unify stage "
+                "did (dedup audit)\n"
                 "       aagw --version | --help\n"
                 "\n"
                 "aagw replicates Kafka topics between data centers in both "
@@ -69,6 +72,7 @@ int main(int argc, char **argv) {
             {"config", gw_cmd_config},
             {"sandbox", gw_cmd_sandbox},
             {"status", gw_cmd_status},
+            {"audit", gw_cmd_audit},
         };
 
         if (argc >= 2) {

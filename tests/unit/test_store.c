@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <rocksdb/c.h>
 
 #include "aagw_dedup.h"
 
@@ -150,10 +151,97 @@ static void test_survives_sigkill(void **state) {
         aagw_statedir_close(sd);
 }
 
+/* A primary records its window; a secondary opened without one uses it
+ * (and cuts its queries there), one opened with a window keeps its own,
+ * and a store that recorded none falls back to 24 h. */
+static void test_secondary_window(void **state) {
+        char                   dir[512], err[512] = "";
+        struct aagw_store_opts o = {.cache_mb = 8, .window_ms = 90 * 60000};
+        aagw_statedir_t       *sd;
+        aagw_store_t          *st, *sec;
+        (void)state;
+
+        snprintf(dir, sizeof(dir), "%s/window", tmpl);
+        sd = aagw_statedir_open(dir, err, sizeof(err));
+        assert_non_null(sd);
+        st = aagw_store_open(sd, &o, err, sizeof(err));
+        if (!st)
+                fail_msg("store open: %s", err);
+        assert_int_equal(aagw_store_window_ms(st), 90 * 60000);
+
+        /* While the primary is open, and with opts NULL. */
+        sec = aagw_store_open_secondary(dir, NULL, err, sizeof(err));
+        if (!sec)
+                fail_msg("secondary: %s", err);
+        assert_int_equal(aagw_store_window_ms(sec), 90 * 60000);
+        aagw_store_close(sec);
+
+        /* An explicit window wins over the recorded one. */
+        struct aagw_store_opts so = {.cache_mb = 8, .window_ms = 30000};
+        sec = aagw_store_open_secondary(dir, &so, err, sizeof(err));
+        if (!sec)
+                fail_msg("secondary: %s", err);
+        assert_int_equal(aagw_store_window_ms(sec), 30000);
+        aagw_store_close(sec);
+
+        /* The last primary open counts: reopen with 2 h, then stop. */
+        aagw_store_close(st);
+        o.window_ms = 2 * 3600000;
+        st          = aagw_store_open(sd, &o, err, sizeof(err));
+        if (!st)
+                fail_msg("store reopen: %s", err);
+        aagw_store_close(st);
+        aagw_statedir_close(sd);
+        so.window_ms = 0;
+        sec          = aagw_store_open_secondary(dir, &so, err, sizeof(err));
+        if (!sec)
+                fail_msg("secondary after stop: %s", err);
+        assert_int_equal(aagw_store_window_ms(sec), 2 * 3600000);
+        aagw_store_close(sec);
+
+        /* A state dir written before the window was recorded: 24 h. */
+        char                            path[600], *rerr = NULL;
+        rocksdb_options_t              *ro = rocksdb_options_create();
+        rocksdb_column_family_handle_t *cf;
+        size_t                          ncf;
+        char                          **have = NULL;
+        snprintf(path, sizeof(path), "%s/db", dir);
+        have = rocksdb_list_column_families(ro, path, &ncf, &rerr);
+        assert_null(rerr);
+        /* Every family must be named to open the database for writing. */
+        const rocksdb_options_t        **all = calloc(ncf, sizeof(*all));
+        rocksdb_column_family_handle_t **h   = calloc(ncf, sizeof(*h));
+        for (size_t i = 0; i < ncf; i++)
+                all[i] = ro;
+        rocksdb_t *db = rocksdb_open_column_families(
+            ro, path, (int)ncf, (const char *const *)have, all, h, &rerr);
+        if (rerr)
+                fail_msg("raw open: %s", rerr);
+        cf = h[0]; /* "default" is always listed first */
+        assert_string_equal(have[0], "default");
+        rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+        rocksdb_delete_cf(db, wo, cf, "window", 6, &rerr);
+        assert_null(rerr);
+        rocksdb_writeoptions_destroy(wo);
+        for (size_t i = 0; i < ncf; i++)
+                rocksdb_column_family_handle_destroy(h[i]);
+        rocksdb_close(db);
+        rocksdb_list_column_families_destroy(have, ncf);
+        free(all);
+        free(h);
+        rocksdb_options_destroy(ro);
+        sec = aagw_store_open_secondary(dir, NULL, err, sizeof(err));
+        if (!sec)
+                fail_msg("secondary without a recorded window: %s", err);
+        assert_int_equal(aagw_store_window_ms(sec), 24 * 3600000);
+        aagw_store_close(sec);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_positions_round_trip),
             cmocka_unit_test(test_survives_sigkill),
+            cmocka_unit_test(test_secondary_window),
         };
         return cmocka_run_group_tests_name("store", tests, group_setup,
                                            group_teardown);
