@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "unify.h"
 
 #define PER_SITE 10000
@@ -88,6 +90,67 @@ static void check_site(struct repl *r, const char *site) {
         free(seen);
 }
 
+static const char *jstr(void *o, const char *name) {
+        json_object *v;
+        return json_object_object_get_ex(o, name, &v) ? json_object_get_string(v)
+                                                      : "";
+}
+
+static int64_t jint(void *o, const char *name) {
+        json_object *v;
+        return json_object_object_get_ex(o, name, &v) ? json_object_get_int64(v)
+                                                      : -1;
+}
+
+/* aagw audit while the gateway runs (a secondary instance). */
+static void check_audit(struct repl *r) {
+        void  *o[16];
+        size_t n;
+        char   err[512];
+
+        /* e5000 was written at both sites: each site's stream delivered
+         * it once (first seen) and dropped the other copy. */
+        const char *const id[] = {"id", "e5000", NULL};
+        assert_int_equal(unify_audit(r, id, o, 16, &n, err, sizeof(err)), 0);
+        int first = 0, acc = 0, dropped = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!strcmp(jstr(o[i], "type"), "first_seen")) {
+                        first++;
+                        assert_string_equal(jstr(o[i], "id"), "e5000");
+                } else if (!strcmp(jstr(o[i], "verdict"), "accepted"))
+                        acc++;
+                else if (!strcmp(jstr(o[i], "verdict"), "dropped"))
+                        dropped++;
+                json_object_put(o[i]);
+        }
+        assert_int_equal(first, 2);
+        assert_int_equal(acc, 2);
+        assert_int_equal(dropped, 2);
+
+        /* e42 was written at east only: accepted at both, dropped nowhere. */
+        const char *const id42[] = {"id", "e42", NULL};
+        assert_int_equal(unify_audit(r, id42, o, 16, &n, err, sizeof(err)), 0);
+        assert_int_equal(n, 4); /* 2 first_seen + 2 accepted */
+        for (size_t i = 0; i < n; i++) {
+                assert_string_equal(jstr(o[i], "origin"), "east");
+                json_object_put(o[i]);
+        }
+
+        const char *const sum[] = {"summary", NULL};
+        assert_int_equal(unify_audit(r, sum, o, 16, &n, err, sizeof(err)), 0);
+        assert_true(n >= 1);
+        assert_string_equal(jstr(o[0], "type"), "summary");
+        assert_int_equal(jint(o[0], "accepted"), 2 * UNIQUE);
+        assert_int_equal(jint(o[0], "dropped"), 2 * OVERLAP);
+        for (size_t i = 0; i < n; i++)
+                json_object_put(o[i]);
+
+        const char *const none[] = {"id", "e999999", NULL};
+        assert_int_equal(unify_audit(r, none, o, 16, &n, err, sizeof(err)), 1);
+        assert_int_equal(n, 0);
+        assert_non_null(strstr(err, "not found in the last 24h window"));
+}
+
 static void test_cross_site_duplicates(void **state) {
         static const char *const sites[] = {"east", "west"};
         const char *const extra[] = {"--id", "json:event_id", NULL};
@@ -111,6 +174,7 @@ static void test_cross_site_duplicates(void **state) {
         unify_wait_idle(r, "west", 2 * PER_SITE, 120000);
         check_site(r, "east");
         check_site(r, "west");
+        check_audit(r);
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
 }
 

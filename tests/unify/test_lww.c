@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "unify.h"
 
 #define KEYS     1000
@@ -183,6 +185,36 @@ static void test_convergence(void **state) {
                 assert_int_equal(st.rejected, 0);
                 assert_true(st.superseded > 0);
                 assert_int_equal(st.records_out, st.accepted);
+        }
+        /* aagw audit key: the stored winners are the same ones, at both
+         * sites, for a sample of keys. */
+        for (int k = 0; k < KEYS; k += 97) {
+                char              key[32];
+                void             *o[256];
+                size_t            n;
+                int               winners_seen = 0;
+                const char *const args[] = {"key", key, NULL};
+                if (!want[k].set)
+                        continue;
+                snprintf(key, sizeof(key), "user-%d", k);
+                assert_int_equal(unify_audit(r, args, o, 256, &n, NULL, 0), 0);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *v;
+                        if (json_object_object_get_ex(o[i], "type", &v) &&
+                            !strcmp(json_object_get_string(v), "winner")) {
+                                winners_seen++;
+                                assert_true(
+                                    json_object_object_get_ex(o[i], "id", &v));
+                                assert_string_equal(json_object_get_string(v),
+                                                    want[k].id);
+                                assert_true(json_object_object_get_ex(
+                                    o[i], "topic", &v));
+                                assert_string_equal(json_object_get_string(v),
+                                                    "profiles");
+                        }
+                        json_object_put(o[i]);
+                }
+                assert_int_equal(winners_seen, 2);
         }
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
 }

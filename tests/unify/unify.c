@@ -242,3 +242,37 @@ bool unify_json_field(const char *json, const char *field, char *buf,
         buf[e - p] = '\0';
         return true;
 }
+
+int unify_audit(struct repl *r, const char *const *args, void **objs,
+                size_t max, size_t *n, char *err, size_t errsize) {
+        const char      *argv[32];
+        size_t           a = 0;
+        harness_output_t o;
+        char             e[256];
+        harness_lines_t  l;
+
+        argv[a++] = harness_aagw_bin();
+        argv[a++] = "audit";
+        for (size_t i = 0; args[i]; i++)
+                argv[a++] = args[i];
+        argv[a++] = "--json";
+        argv[a++] = "--state-dir";
+        argv[a++] = r->state;
+        argv[a]   = NULL;
+        if (harness_run(argv, NULL, 0, 60000, &o, e, sizeof(e)) != AAGW_OK)
+                fail_msg("aagw audit: %s", e);
+        *n = 0;
+        assert_int_equal(harness_lines_split(o.out, &l), 0);
+        for (size_t i = 0; i < l.cnt && *n < max; i++) {
+                json_object *j = json_tokener_parse(l.v[i]);
+                if (!j)
+                        fail_msg("aagw audit: not JSON: %s", l.v[i]);
+                objs[(*n)++] = j;
+        }
+        harness_lines_deinit(&l);
+        if (err)
+                snprintf(err, errsize, "%s", o.err);
+        int code = harness_exit_code(o.status);
+        harness_output_deinit(&o);
+        return code;
+}

@@ -51,6 +51,13 @@ void unify_produce(struct repl *r, const char *alias, const char *topic,
                    const struct urec *recs, size_t n, int64_t *offsets,
                    int32_t *partitions);
 
+/** Run `aagw audit ARGS... --json --state-dir STATE` while the gateway
+ *  runs; returns the exit code, the output's JSON lines parsed into
+ *  @p objs (json_object *, caller puts each; at most @p max) and their
+ *  count in @p n, stderr in @p err (may be NULL). */
+int unify_audit(struct repl *r, const char *const *args, void **objs,
+                size_t max, size_t *n, char *err, size_t errsize);
+
 /** The JSON string field @p field of @p json, copied into @p buf; false if
  *  absent.  Enough for the flat objects the tests write. */
 bool unify_json_field(const char *json, const char *field, char *buf,
