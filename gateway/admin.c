@@ -251,10 +251,10 @@ static json_object *flow_json(const aagw_flow_t *f) {
         aagw_flow_stats(f, &st);
         aagw_flow_error(f, err, sizeof(err));
         json_object_object_add(o, "name", json_object_new_string(aagw_flow_name(f)));
-        add_ends(o, aagw_flow_name(f));
         json_object_object_add(o, "state", json_object_new_string(state_of(f)));
         if (err[0])
                 json_object_object_add(o, "error", json_object_new_string(err));
+        add_ends(o, aagw_flow_name(f)); /* after name, state: added later */
         json_object_object_add(o, "topics", json_object_new_int(st.topics));
         json_object_object_add(o, "topics_refused",
                                json_object_new_int(st.topics_refused));
