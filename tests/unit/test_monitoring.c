@@ -73,13 +73,13 @@ static int group_setup(void **state) {
                 const char *name = p + 4;
                 size_t      len  = strcspn(name, "{`");
                 if (!strncmp(name, "aagw_", 5)) {
-                        struct metric *m = &f->metrics[f->nmetrics++];
+                        struct metric *m    = &f->metrics[f->nmetrics++];
                         const char    *type = strstr(name, "` | ");
                         assert_true(f->nmetrics < MAX_NAMES);
                         snprintf(m->name, sizeof(m->name), "%.*s", (int)len,
                                  name);
-                        m->histogram = type && !strncmp(type + 4, "histogram",
-                                                        9);
+                        m->histogram =
+                            type && !strncmp(type + 4, "histogram", 9);
                 } else if (!strncmp(name, "Aagw", 4)) {
                         assert_true(f->nalerts_doc < MAX_NAMES);
                         f->alerts_doc[f->nalerts_doc++] = strndup(name, len);
@@ -125,9 +125,10 @@ static int check_expr(const struct fixture *f, const char *where,
         for (const char *p = expr; (p = strstr(p, "aagw_"));) {
                 size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
                 bool   word_start =
-                    p == expr || !strchr("abcdefghijklmnopqrstuvwxyz"
-                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_",
-                                         p[-1]);
+                    p == expr ||
+                    !strchr("abcdefghijklmnopqrstuvwxyz"
+                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_",
+                            p[-1]);
                 if (word_start) {
                         if (!documented(f, p, len))
                                 fail_msg("%s uses %.*s, which docs/metrics.md "
@@ -213,8 +214,9 @@ static void test_dashboard(void **state) {
 /* ------------------------------------------------------------- ALERTS --- */
 
 static const char *scalar(yaml_node_t *n) {
-        return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                                : NULL;
+        return n && n->type == YAML_SCALAR_NODE
+                   ? (const char *)n->data.scalar.value
+                   : NULL;
 }
 
 static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map,
@@ -259,14 +261,14 @@ static void test_alerts(void **state) {
                 for (yaml_node_item_t *r = rules->data.sequence.items.start;
                      r < rules->data.sequence.items.top; r++) {
                         yaml_node_t *rule = yaml_document_get_node(&doc, *r);
-                        const char  *name = scalar(map_get(&doc, rule, "alert"));
-                        const char  *expr = scalar(map_get(&doc, rule, "expr"));
-                        const char  *sev  = scalar(map_get(
-                            &doc, map_get(&doc, rule, "labels"), "severity"));
-                        const char  *sum  = scalar(map_get(
-                            &doc, map_get(&doc, rule, "annotations"),
-                            "summary"));
-                        char         where[256];
+                        const char *name = scalar(map_get(&doc, rule, "alert"));
+                        const char *expr = scalar(map_get(&doc, rule, "expr"));
+                        const char *sev  = scalar(map_get(
+                             &doc, map_get(&doc, rule, "labels"), "severity"));
+                        const char *sum  = scalar(
+                             map_get(&doc, map_get(&doc, rule, "annotations"),
+                                     "summary"));
+                        char where[256];
 
                         assert_non_null(name);
                         snprintf(where, sizeof(where), "alert %s", name);
@@ -279,7 +281,8 @@ static void test_alerts(void **state) {
                                 fail_msg("%s: severity %s", where, sev);
                         for (size_t i = 0; i < nrules; i++)
                                 if (!strcmp(names[i], name))
-                                        fail_msg("alert %s defined twice", name);
+                                        fail_msg("alert %s defined twice",
+                                                 name);
                         assert_true(nrules < MAX_NAMES);
                         names[nrules++] = name;
                         check_expr(f, where, expr);
