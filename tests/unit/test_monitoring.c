@@ -172,13 +172,16 @@ static void walk_json(struct walk *w, json_object *o, const char *title) {
                 assert_true(w->nids < MAX_NAMES);
                 w->ids[w->nids++] = v;
         }
-        json_object_object_foreach(o, key, val) {
+        json_object_object_foreach(o, okey, val) {
+                /* The macro's key may be NULL as far as gcc can tell. */
+                const char *key = okey ? okey : "";
                 if (!strcmp(key, "expr") || !strcmp(key, "definition") ||
                     (!strcmp(key, "query") &&
                      json_object_is_type(val, json_type_string))) {
                         char where[512];
                         snprintf(where, sizeof(where),
-                                 "dashboard panel \"%s\" (%s)", title, key);
+                                 "dashboard panel \"%s\" (%s)",
+                                 title ? title : "?", key);
                         w->names += check_expr(w->f, where,
                                                json_object_get_string(val));
                         if (!strcmp(key, "expr"))
