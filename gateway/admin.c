@@ -1,6 +1,8 @@
 /*
  * gateway/admin.c: the admin HTTP endpoint (libmicrohttpd).
  *
+ *   GET  /                        the status page (HTML, inline JS and CSS,
+ *                                 drawn from /status once a second)
  *   GET  /healthz                 200 "ok" while no flow has failed, else 503
  *   GET  /status                  JSON: gateway, flows, partitions, counters
  *   GET  /status?format=text      the same as sectioned key:value text
@@ -12,8 +14,12 @@
  * libmicrohttpd runs its own thread; handlers only read flow counters
  * (atomics) and flip pause flags, so they never block the data path.  With
  * admin.token set every request needs "Authorization: Bearer <token>",
- * compared in constant time.  Listening on a non-loopback address without
- * a token is refused by config validation.
+ * compared in constant time, except GET / itself: the page is a fixed
+ * file with no data in it, and a browser cannot send the header when it
+ * navigates.  The page takes the token from the URL fragment (/#token=T,
+ * which never leaves the browser) and sends it with its own requests.
+ * Listening on a non-loopback address without a token is refused by
+ * config validation.
  */
 #include "gateway_int.h"
 
@@ -24,12 +30,14 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <json-c/json.h>
 #include <microhttpd.h>
 
 #include "aagw_build.h"
+#include "status_page.h" /* gw_status_page[], from status_page.html */
 
 struct gw_admin {
         struct MHD_Daemon    *mhd;
@@ -102,23 +110,63 @@ static bool token_ok(const struct gw_admin *a, struct MHD_Connection *c) {
         return diff == 0 && hl == tl;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
-                             const char *ctype, char *body, size_t len,
-                             bool take) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(
-            len, body, take ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+/* Queue a response.  'extra' is NULL or a NULL-terminated list of header
+ * name, value pairs. */
+static enum MHD_Result reply_hdrs(struct MHD_Connection *c, unsigned status,
+                                  const char *ctype, char *body, size_t len,
+                                  enum MHD_ResponseMemoryMode mode,
+                                  const char *const *extra) {
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(len, body, mode);
         enum MHD_Result rc;
 
-        if (!r)
+        if (!r) {
+                if (mode == MHD_RESPMEM_MUST_FREE)
+                        free(body);
                 return MHD_NO;
+        }
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
         if (status == MHD_HTTP_UNAUTHORIZED)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                         "Bearer");
+        for (size_t i = 0; extra && extra[i]; i += 2)
+                MHD_add_response_header(r, extra[i], extra[i + 1]);
         rc = MHD_queue_response(c, status, r);
         MHD_destroy_response(r);
         return rc;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+                             const char *ctype, char *body, size_t len,
+                             bool take) {
+        return reply_hdrs(c, status, ctype, body, len,
+                          take ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY,
+                          NULL);
+}
+
+/* The status page: the embedded file, with a policy that allows only its
+ * own inline script and style and requests back to this endpoint. */
+static enum MHD_Result reply_page(struct MHD_Connection *c) {
+        static const char *const hdrs[] = {
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'unsafe-inline'; "
+            "style-src 'unsafe-inline'; connect-src 'self'; img-src data:; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            "Referrer-Policy", "no-referrer",
+            NULL};
+        return reply_hdrs(c, MHD_HTTP_OK, "text/html; charset=utf-8",
+                          (char *)gw_status_page, GW_STATUS_PAGE_LEN,
+                          MHD_RESPMEM_PERSISTENT, hdrs);
+}
+
+static enum MHD_Result reply_405(struct MHD_Connection *c, const char *allow,
+                                 const char *text) {
+        const char *const hdrs[] = {"Allow", allow, NULL};
+        return reply_hdrs(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                          "text/plain; charset=utf-8", (char *)text,
+                          strlen(text), MHD_RESPMEM_MUST_COPY, hdrs);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status,
@@ -128,6 +176,70 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status,
 }
 
 /* ------------------------------------------------------------- STATUS --- */
+
+/* "source" and "target" of a flow named "east->west". */
+static void add_ends(json_object *o, const char *name) {
+        const char *arrow = strstr(name, "->");
+
+        if (!arrow)
+                return;
+        json_object_object_add(
+            o, "source",
+            json_object_new_string_len(name, (int)(arrow - name)));
+        json_object_object_add(o, "target", json_object_new_string(arrow + 2));
+}
+
+/* Upper bound of the histogram bucket holding the 99th percentile: what
+ * Prometheus' histogram_quantile() would land in, without interpolation.
+ * 0 before the first sample; the last finite bound for the +Inf bucket. */
+static int64_t latency_p99(const struct aagw_flow_stats *st) {
+        uint64_t need, cum = 0;
+
+        if (!st->lat_count)
+                return 0;
+        need = st->lat_count - st->lat_count / 100;
+        for (int k = 0; k < AAGW_LAT_BUCKETS - 1; k++) {
+                cum += st->lat_buckets[k];
+                if (cum >= need)
+                        return aagw_lat_bounds_ms[k];
+        }
+        return aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 2];
+}
+
+/* Every cluster alias at either end of a flow, in order of appearance. */
+static json_object *sites_json(const struct gw_admin *a) {
+        json_object *arr = json_object_new_array();
+
+        for (size_t i = 0; i < a->view.nflows; i++) {
+                const char *n     = aagw_flow_name(a->view.flows[i]);
+                const char *arrow = strstr(n, "->");
+                const char *end[2][2];
+
+                if (!arrow)
+                        continue;
+                end[0][0] = n;
+                end[0][1] = arrow;
+                end[1][0] = arrow + 2;
+                end[1][1] = arrow + 2 + strlen(arrow + 2);
+                for (int e = 0; e < 2; e++) {
+                        size_t len  = (size_t)(end[e][1] - end[e][0]);
+                        bool   seen = false;
+                        for (size_t j = 0; j < json_object_array_length(arr);
+                             j++) {
+                                const char *s = json_object_get_string(
+                                    json_object_array_get_idx(arr, j));
+                                if (strlen(s) == len &&
+                                    !strncmp(s, end[e][0], len))
+                                        seen = true;
+                        }
+                        if (!seen)
+                                json_object_array_add(
+                                    arr, json_object_new_string_len(
+                                             end[e][0], (int)len));
+                }
+        }
+        return arr;
+}
 
 static json_object *flow_json(const aagw_flow_t *f) {
         struct aagw_flow_stats       st;
@@ -142,6 +254,7 @@ static json_object *flow_json(const aagw_flow_t *f) {
         json_object_object_add(o, "state", json_object_new_string(state_of(f)));
         if (err[0])
                 json_object_object_add(o, "error", json_object_new_string(err));
+        add_ends(o, aagw_flow_name(f)); /* after name, state: added later */
         json_object_object_add(o, "topics", json_object_new_int(st.topics));
         json_object_object_add(o, "topics_refused",
                                json_object_new_int(st.topics_refused));
@@ -166,6 +279,8 @@ static json_object *flow_json(const aagw_flow_t *f) {
             json_object_new_int64(st.lat_count ? (int64_t)(st.lat_sum_ms /
                                                            st.lat_count)
                                                : 0));
+        json_object_object_add(o, "latency_p99_ms",
+                               json_object_new_int64(latency_p99(&st)));
         a = json_object_new_object();
         for (int k = 1; k < AAGW_SKIP_COUNT; k++)
                 json_object_object_add(a, aagw_skip_name((aagw_skip_t)k),
@@ -278,6 +393,15 @@ static char *status_json(const struct gw_admin *a) {
         json_object_object_add(v, "rocksdb",
                                json_object_new_string(AAGW_ROCKSDB_VERSION));
         json_object_object_add(o, "versions", v);
+        {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                json_object_object_add(
+                    o, "now_ms",
+                    json_object_new_int64((int64_t)ts.tv_sec * 1000 +
+                                          ts.tv_nsec / 1000000));
+        }
+        json_object_object_add(o, "sites", sites_json(a));
         flows = json_object_new_array();
         for (size_t i = 0; i < a->view.nflows; i++)
                 json_object_array_add(flows, flow_json(a->view.flows[i]));
@@ -538,6 +662,69 @@ static char *metrics(const struct gw_admin *a) {
 
 /* ------------------------------------------------------------ HANDLER --- */
 
+bool gw_host_is_loopback(const char *host) {
+        struct in_addr  v4;
+        struct in6_addr v6;
+
+        if (!strcasecmp(host, "localhost"))
+                return true;
+        if (inet_pton(AF_INET, host, &v4) == 1)
+                return (ntohl(v4.s_addr) >> 24) == 127;
+        if (inet_pton(AF_INET6, host, &v6) == 1)
+                return IN6_IS_ADDR_LOOPBACK(&v6) ||
+                       (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+        return false;
+}
+
+/* Host of a "Host:" or Origin authority ("h", "h:p", "[v6]", "[v6]:p"). */
+static void authority_host(const char *auth, char *host, size_t size) {
+        if (!gw_split_hostport(auth, host, size)) {
+                size_t len = strlen(auth);
+                if (auth[0] == '[' && len >= 2 && auth[len - 1] == ']')
+                        snprintf(host, size, "%.*s", (int)(len - 2), auth + 1);
+                else
+                        snprintf(host, size, "%s", auth);
+        }
+}
+
+/* Without a token the endpoint only listens on loopback, but a browser can
+ * still be led to it by a name that resolves to 127.0.0.1 (DNS
+ * rebinding): then its Host header carries that name.  Accept only hosts
+ * that are loopback addresses or "localhost".  Clients that send no Host
+ * at all (HTTP/1.0 tools) are not browsers and pass. */
+static bool host_ok(struct MHD_Connection *c) {
+        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_HOST);
+        char        host[256];
+
+        if (!h)
+                return true;
+        authority_host(h, host, sizeof(host));
+        return gw_host_is_loopback(host);
+}
+
+/* A browser names the page that made a request in Origin.  Requests from
+ * another site's page (a form that POSTs /flows/.../pause, say) carry a
+ * foreign origin: refuse them.  Same-origin pages and non-browser clients
+ * (no Origin) pass. */
+static bool same_origin(struct MHD_Connection *c) {
+        const char *o = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    "Origin");
+        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_HOST);
+
+        if (!o)
+                return true;
+        if (!h)
+                return false;
+        if (!strncmp(o, "http://", 7))
+                return !strcmp(o + 7, h);
+        /* Behind a TLS-terminating proxy that keeps the Host header. */
+        if (!strncmp(o, "https://", 8))
+                return !strcmp(o + 8, h);
+        return false;
+}
+
 static aagw_flow_t *flow_by_path(const struct gw_admin *a, const char *name,
                                  size_t len) {
         for (size_t i = 0; i < a->view.nflows; i++) {
@@ -573,10 +760,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                 *upload_size = 0;
                 return MHD_YES;
         }
+        bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+        if (!a->token && !host_ok(c))
+                return reply_text(c, MHD_HTTP_FORBIDDEN,
+                                  "Host must name a loopback address\n");
+        if (!same_origin(c))
+                return reply_text(c, MHD_HTTP_FORBIDDEN,
+                                  "cross-origin request refused\n");
+        /* The page holds no data; what it shows comes from /status, which
+         * needs the token like everything else. */
+        if (!strcmp(url, "/") && get)
+                return reply_page(c);
         if (!token_ok(a, c))
                 return reply_text(c, MHD_HTTP_UNAUTHORIZED,
                                   "missing or wrong bearer token\n");
-        bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        if (!get && (!strcmp(url, "/") || !strcmp(url, "/healthz") ||
+                     !strcmp(url, "/status") || !strcmp(url, "/metrics")))
+                return reply_405(c, "GET, HEAD", "use GET\n");
 
         if (!strcmp(url, "/healthz") && get) {
                 for (size_t i = 0; i < a->view.nflows; i++) {
@@ -633,9 +834,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                 const char *name  = url + 7;
                 const char *slash = strrchr(name, '/');
                 if (!slash || strcmp(method, "POST"))
-                        return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
-                                          "use POST /flows/SRC-DST/pause or "
-                                          "/resume\n");
+                        return reply_405(c, "POST",
+                                         "use POST /flows/SRC-DST/pause or "
+                                         "/resume\n");
                 aagw_flow_t *f = flow_by_path(a, name, (size_t)(slash - name));
                 bool pause = !strcmp(slash, "/pause");
                 if (!f)
@@ -651,7 +852,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                                   pause ? "pausing\n" : "resuming\n");
         }
         return reply_text(c, MHD_HTTP_NOT_FOUND,
-                          "not found: try /healthz, /status, /metrics\n");
+                          "not found: try /, /healthz, /status, /metrics\n");
 }
 
 /* ---------------------------------------------------------- LIFECYCLE --- */

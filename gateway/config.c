@@ -8,7 +8,7 @@
  * `policy:` get the same words.  Problems are collected, not fatal, so one
  * `aagw config check` run lists every mistake in the file.
  */
-#include "config.h"
+#include "gateway_int.h" /* gw_split_hostport, gw_host_is_loopback */
 
 #include <ctype.h>
 #include <errno.h>
@@ -1457,9 +1457,10 @@ static void check_cluster(aagw_config_t *cfg, const struct cfg_inst *in) {
 }
 
 static bool is_loopback(const char *hostport) {
-        return !strncmp(hostport, "127.", 4) ||
-               !strncmp(hostport, "localhost:", 10) ||
-               !strncmp(hostport, "[::1]:", 6);
+        char host[256];
+
+        return gw_split_hostport(hostport, host, sizeof(host)) &&
+               gw_host_is_loopback(host);
 }
 
 aagw_err_t aagw_config_validate(aagw_config_t *cfg) {

@@ -127,6 +127,10 @@ void gw_admin_stop(struct gw_admin *a);
  * 'addr' has neither shape. */
 const char *gw_split_hostport(const char *addr, char *host, size_t size);
 
+/* true for "localhost" and literal loopback addresses (127.0.0.0/8, ::1,
+ * ::ffff:127.x.y.z); a host name that merely starts with "127." is not. */
+bool gw_host_is_loopback(const char *host);
+
 /* `aagw status`. */
 int gw_cmd_status(int argc, char **argv);
 

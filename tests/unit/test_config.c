@@ -390,6 +390,32 @@ static void test_err_admin_needs_token(void **state) {
         f->cfg = aagw_config_new();
         assert_string_equal(errors_of(f, "admin:\n  listen: 127.0.0.1:0\n"),
                             "");
+        /* Loopback means a loopback address, not a name that looks like
+         * one: 127.example.com may resolve anywhere. */
+        static const char *const loopback[] = {
+            "127.0.0.1:9644", "127.3.4.5:0", "localhost:9644", "\"[::1]:9644\"",
+            "\"[::ffff:127.0.0.1]:9644\""};
+        static const char *const other[] = {
+            "127.example.com:9644", "localhost.example.com:9644",
+            "10.0.0.1:9644", "\"[::]:9644\"", "\"[::ffff:10.0.0.1]:9644\"",
+            "128.0.0.1:9644"};
+        char yaml[128];
+        for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
+                aagw_config_destroy(f->cfg);
+                f->cfg = aagw_config_new();
+                snprintf(yaml, sizeof(yaml), "admin:\n  listen: %s\n",
+                         loopback[i]);
+                assert_string_equal(errors_of(f, yaml), "");
+        }
+        for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+                aagw_config_destroy(f->cfg);
+                f->cfg = aagw_config_new();
+                snprintf(yaml, sizeof(yaml), "admin:\n  listen: %s\n",
+                         other[i]);
+                assert_string_equal(errors_of(f, yaml),
+                                    "gw.yaml:2:11: admin.listen: a "
+                                    "non-loopback address needs admin.token\n");
+        }
 }
 
 /* ---------------------------- ENVIRONMENT ------------------------------ */
