@@ -53,7 +53,6 @@
  * Exit status: 0 every measurement was valid, 1 one was not (or a child
  * failed), 2 usage, 77 kcat is missing (meson reports SKIP).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -73,6 +72,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "bench_util.h"
 #include "harness.h"
 
 #ifndef BENCH_AAGW_BIN
@@ -87,7 +87,6 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_SKIP = 77 };
 #define STALL_TIMEOUT_MS 30000   /* no progress at the target */
 #define EXIT_GRACE_MS 10000      /* child exited -> last record visible */
 #define STOP_TIMEOUT_MS 60000    /* SIGTERM -> exit */
-#define KAFKA_TIMEOUT_MS 10000
 
 /* Targets from the issue: a/d >= 0.7, a/c >= 2.5, CPU a/b <= 1.25. */
 #define TARGET_A_D 0.70
@@ -175,16 +174,6 @@ static void errorf(const char *fmt, ...) {
         fputc('\n', stderr);
 }
 
-static double now_s(void) {
-        return (double)harness_now_ms() / 1000.0;
-}
-
-static void nap_ms(int ms) {
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-                ;
-}
-
 /* ----------------------------------------------------------- RECORDS --- */
 
 /* Record 'i': key "k<10 digits>", value of exactly 'vsize' printable bytes
@@ -236,77 +225,14 @@ static int records_file_write(const struct opts *o, const char *path) {
 
 /* ------------------------------------------------------------- KAFKA --- */
 
-static rd_kafka_t *client_new(rd_kafka_type_t type, const char *bootstraps,
-                              const char *const *props, char *errstr,
-                              size_t errstr_size) {
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        rd_kafka_t      *rk;
-
-        if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps, errstr,
-                              errstr_size) ||
-            rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", errstr,
-                              errstr_size))
-                goto fail;
-        for (size_t i = 0; props && props[i]; i += 2)
-                if (rd_kafka_conf_set(conf, props[i], props[i + 1], errstr,
-                                      errstr_size))
-                        goto fail;
-        rk = rd_kafka_new(type, conf, errstr, errstr_size);
-        if (rk)
-                return rk;
-fail:
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-}
-
-/* High watermarks of partitions 0..cnt-1 of 'topic' into 'per' (may be
- * NULL) and their sum into '*sum'.  One ListOffsets request per leader
- * (offsets_for_times with the "latest" timestamp, -1), so a poll costs a
- * round trip, not 64. */
-static int hwm_query(rd_kafka_t *rk, const char *topic, int cnt, int64_t *per,
-                     int64_t *sum, char *errstr, size_t errstr_size) {
-        rd_kafka_topic_partition_list_t *l;
-        rd_kafka_resp_err_t              err;
-        int                              rc = 0;
-
-        l = rd_kafka_topic_partition_list_new(cnt);
-        for (int p = 0; p < cnt; p++)
-                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
-                    RD_KAFKA_OFFSET_END;
-        err = rd_kafka_offsets_for_times(rk, l, KAFKA_TIMEOUT_MS);
-        if (err) {
-                snprintf(errstr, errstr_size, "%s: high watermarks: %s", topic,
-                         rd_kafka_err2str(err));
-                rc = -1;
-                goto out;
-        }
-        *sum = 0;
-        for (int i = 0; i < l->cnt; i++) {
-                const rd_kafka_topic_partition_t *tp = &l->elems[i];
-                if (tp->err || tp->offset < 0) {
-                        snprintf(errstr, errstr_size,
-                                 "%s [%" PRId32 "]: high watermark: %s", topic,
-                                 tp->partition,
-                                 tp->err ? rd_kafka_err2str(tp->err) : "none");
-                        rc = -1;
-                        goto out;
-                }
-                if (per)
-                        per[tp->partition] = tp->offset;
-                *sum += tp->offset;
-        }
-out:
-        rd_kafka_topic_partition_list_destroy(l);
-        return rc;
-}
-
 /* Check that every partition of 'topic' holds what 'expect' says. */
 static int counts_check(struct round *r, rd_kafka_t *rk, const char *topic,
                         const char *what, char *errstr, size_t errstr_size) {
         const int p = r->o->partitions;
         int64_t   sum, want = (int64_t)r->o->records;
 
-        if (hwm_query(rk, topic, p, r->scratch, &sum, errstr, errstr_size))
+        if (bench_watermarks(rk, topic, p, false, r->scratch, &sum, errstr,
+                             errstr_size))
                 return -1;
         for (int i = 0; i < p; i++) {
                 if (r->scratch[i] != r->expect[i]) {
@@ -441,96 +367,6 @@ out:
 
 /* ----------------------------------------------------------- PROCESS --- */
 
-/* user + sys seconds from a /proc/.../stat file (a process or one of its
- * threads), or NAN. */
-static double stat_cpu_s(const char *path) {
-        char               buf[1024], *p;
-        FILE              *f;
-        size_t             n;
-        unsigned long long ut, st;
-
-        f = fopen(path, "r");
-        if (!f)
-                return NAN;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        /* The command name may hold spaces: fields count from its ')'.
-         * utime and stime are fields 14 and 15; field 3 follows ") ". */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 2,
-                         "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
-                         "%llu",
-                         &ut, &st) != 2)
-                return NAN;
-        return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* user + sys seconds of process 'pid' (all its threads), or NAN. */
-static double proc_cpu_s(pid_t pid) {
-        char path[64];
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        return stat_cpu_s(path);
-}
-
-static double tv_s(struct timeval tv) {
-        return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
-
-/* Busy CPU-seconds of the whole machine since boot (every CPU; idle and
- * iowait excluded), from /proc/stat, or NAN. */
-static double machine_busy_s(void) {
-        unsigned long long v[8] = {0}, busy = 0;
-        FILE              *f = fopen("/proc/stat", "r");
-        int                n;
-
-        if (!f)
-                return NAN;
-        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-        fclose(f);
-        if (n != 8)
-                return NAN;
-        for (int i = 0; i < 8; i++)
-                if (i != 3 && i != 4) /* idle, iowait */
-                        busy += v[i];
-        return (double)busy / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* CPU seconds of every thread of 'pid', one "tid comm seconds" line each,
- * into 'path': which thread of a replicator is busy.  Best effort. */
-static void threads_dump(pid_t pid, const char *path) {
-        char           dirpath[64], file[128], comm[64];
-        FILE          *out = fopen(path, "w");
-        DIR           *d;
-        struct dirent *e;
-
-        if (!out)
-                return;
-        snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", (int)pid);
-        d = opendir(dirpath);
-        while (d && (e = readdir(d))) {
-                FILE *f;
-                pid_t tid = (pid_t)atoi(e->d_name);
-
-                if (tid <= 0)
-                        continue;
-                snprintf(file, sizeof(file), "%s/%d/comm", dirpath, (int)tid);
-                f = fopen(file, "r");
-                if (!f || !fgets(comm, sizeof(comm), f))
-                        snprintf(comm, sizeof(comm), "?");
-                if (f)
-                        fclose(f);
-                comm[strcspn(comm, "\n")] = '\0';
-                snprintf(file, sizeof(file), "%s/%d/stat", dirpath, (int)tid);
-                fprintf(out, "%d %s %.2f\n", (int)tid, comm, stat_cpu_s(file));
-        }
-        if (d)
-                closedir(d);
-        fclose(out);
-}
-
 /* ------------------------------------------------------------- ROUND --- */
 
 static void topic_names(int run, enum meas m, char *src, char *dst,
@@ -613,10 +449,10 @@ static int sandbox_start(struct round *r) {
                 errorf("sandbox: %s lacks east or west", bsfile);
                 goto out;
         }
-        r->east_rk = client_new(RD_KAFKA_PRODUCER, r->east, NULL, errstr,
-                                sizeof(errstr));
-        r->west_rk = r->east_rk ? client_new(RD_KAFKA_PRODUCER, r->west, NULL,
-                                             errstr, sizeof(errstr))
+        r->east_rk = bench_client_new(RD_KAFKA_PRODUCER, r->east, NULL, errstr,
+                                      sizeof(errstr));
+        r->west_rk = r->east_rk ? bench_client_new(RD_KAFKA_PRODUCER, r->west,
+                                                   NULL, errstr, sizeof(errstr))
                                 : NULL;
         if (!r->west_rk) {
                 errorf("client: %s", errstr);
@@ -653,24 +489,6 @@ static void sandbox_stop(struct round *r) {
 
 #define ARGV_MAX 128
 
-/* Format into 'buf' at '*off' and move '*off' past the string's NUL, so
- * several arguments can share one buffer.  @returns the string. */
-static const char *buf_printf(char *buf, size_t size, size_t *off,
-                              const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static const char *buf_printf(char *buf, size_t size, size_t *off,
-                              const char *fmt, ...) {
-        char   *s = buf + *off;
-        va_list ap;
-        int     n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(s, size - *off, fmt, ap);
-        va_end(ap);
-        *off += n >= 0 && (size_t)n < size - *off ? (size_t)n + 1 : size - *off;
-        return s;
-}
-
 /* The command line of measurement 'm', into 'argv' (ARGV_MAX entries). */
 static void build_argv(struct round *r, enum meas m, const char *src,
                        const char *dst, const char *statedir, const char **argv,
@@ -682,10 +500,13 @@ static void build_argv(struct round *r, enum meas m, const char *src,
                 size_t      off = 0;
                 const char *east_arg, *west_arg, *regex, *gwid;
 
-                east_arg = buf_printf(buf, bufsize, &off, "east=%s", r->east);
-                west_arg = buf_printf(buf, bufsize, &off, "west=%s", r->west);
-                regex    = buf_printf(buf, bufsize, &off, "^%s$", src);
-                gwid = buf_printf(buf, bufsize, &off, "bench-r%d", r->run + 1);
+                east_arg =
+                    bench_buf_printf(buf, bufsize, &off, "east=%s", r->east);
+                west_arg =
+                    bench_buf_printf(buf, bufsize, &off, "west=%s", r->west);
+                regex = bench_buf_printf(buf, bufsize, &off, "^%s$", src);
+                gwid  = bench_buf_printf(buf, bufsize, &off, "bench-r%d",
+                                         r->run + 1);
                 for (size_t i = 0; r->o->aagw_prefix && r->o->aagw_prefix[i];
                      i++)
                         argv[a++] = r->o->aagw_prefix[i];
@@ -806,8 +627,8 @@ static int measure(struct round *r, enum meas m) {
                 errorf("%s: %s", tag, errstr);
                 goto out;
         }
-        if (hwm_query(r->west_rk, dst, o->partitions, NULL, &sum, errstr,
-                      sizeof(errstr))) {
+        if (bench_watermarks(r->west_rk, dst, o->partitions, false, NULL, &sum,
+                             errstr, sizeof(errstr))) {
                 errorf("%s: %s", tag, errstr);
                 goto out;
         }
@@ -821,9 +642,9 @@ static int measure(struct round *r, enum meas m) {
         /* Nothing but this child is reaped between ru0 and ru1. */
         getrusage(RUSAGE_CHILDREN, &ru0);
         getrusage(RUSAGE_SELF, &self0);
-        busy0 = machine_busy_s();
-        mock0 = proc_cpu_s(harness_proc_pid(r->sandbox));
-        t0    = now_s();
+        busy0 = bench_machine_busy_s();
+        mock0 = bench_proc_cpu_s(harness_proc_pid(r->sandbox));
+        t0    = bench_now_s();
         p     = harness_proc_spawn(argv, out, err, errstr, sizeof(errstr));
         if (!p) {
                 errorf("%s: %s", tag, errstr);
@@ -839,17 +660,17 @@ static int measure(struct round *r, enum meas m) {
                 double t;
 
                 next += o->poll_ms / 1000.0;
-                t = now_s();
+                t = bench_now_s();
                 if (next > t)
-                        nap_ms((int)((next - t) * 1000.0 + 0.5));
+                        bench_nap_ms((int)((next - t) * 1000.0 + 0.5));
                 else
                         next = t;
-                if (hwm_query(r->west_rk, dst, o->partitions, NULL, &sum,
-                              errstr, sizeof(errstr))) {
+                if (bench_watermarks(r->west_rk, dst, o->partitions, false,
+                                     NULL, &sum, errstr, sizeof(errstr))) {
                         errorf("%s: %s", tag, errstr);
                         goto out;
                 }
-                t = now_s();
+                t = bench_now_s();
                 if (trace)
                         fprintf(trace, "%.3f %" PRId64 "\n", t - t0, sum);
                 if (sum > 0 && t_first == 0) {
@@ -902,7 +723,7 @@ static int measure(struct round *r, enum meas m) {
          * (-e: at the end of every partition; -P: at the end of input). */
         if (!exited) {
                 if (m == M_AAGW || m == M_BARE || m == M_BARE_BIG) {
-                        threads_dump(harness_proc_pid(p), threads_path);
+                        bench_threads_dump(harness_proc_pid(p), threads_path);
                         harness_proc_signal(p, SIGTERM);
                         stopped = true;
                 }
@@ -913,11 +734,11 @@ static int measure(struct round *r, enum meas m) {
                         goto out;
                 }
         }
-        t_reaped = now_s();
+        t_reaped = bench_now_s();
         getrusage(RUSAGE_CHILDREN, &ru1);
         getrusage(RUSAGE_SELF, &self1);
-        busy1 = machine_busy_s();
-        mock1 = proc_cpu_s(harness_proc_pid(r->sandbox));
+        busy1 = bench_machine_busy_s();
+        mock1 = bench_proc_cpu_s(harness_proc_pid(r->sandbox));
         if (harness_exit_code(status) != 0) {
                 /* A wrapper (perf record) passes SIGTERM on and reports
                  * the signal; the record counts below still decide. */
@@ -939,8 +760,8 @@ static int measure(struct round *r, enum meas m) {
                 goto out;
         }
 
-        res->cpu_user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
-        res->cpu_sys_s  = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+        res->cpu_user_s = bench_tv_s(ru1.ru_utime) - bench_tv_s(ru0.ru_utime);
+        res->cpu_sys_s  = bench_tv_s(ru1.ru_stime) - bench_tv_s(ru0.ru_stime);
         res->cpu_per_m  = (res->cpu_user_s + res->cpu_sys_s) * 1e6 / (double)n;
         res->mock_cpu_per_m = (mock1 - mock0) * 1e6 / (double)n;
         /* The noise gauge: machine CPU in the window that neither the
@@ -949,8 +770,8 @@ static int measure(struct round *r, enum meas m) {
         res->others_cores =
             ((busy1 - busy0) - (res->cpu_user_s + res->cpu_sys_s) -
              (mock1 - mock0) -
-             (tv_s(self1.ru_utime) + tv_s(self1.ru_stime) -
-              tv_s(self0.ru_utime) - tv_s(self0.ru_stime))) /
+             (bench_tv_s(self1.ru_utime) + bench_tv_s(self1.ru_stime) -
+              bench_tv_s(self0.ru_utime) - bench_tv_s(self0.ru_stime))) /
             (t_reaped - t0);
         if (res->others_cores < 0)
                 res->others_cores = 0; /* tick rounding */
@@ -1042,60 +863,6 @@ static void print_round(const struct round *r) {
         fflush(stdout);
 }
 
-/* min..max of the finite values in v[0..n). */
-static bool range(const double *v, int n, double *lo, double *hi) {
-        bool any = false;
-
-        for (int i = 0; i < n; i++) {
-                if (!isfinite(v[i]))
-                        continue;
-                if (!any || v[i] < *lo)
-                        *lo = v[i];
-                if (!any || v[i] > *hi)
-                        *hi = v[i];
-                any = true;
-        }
-        return any;
-}
-
-static void print_range(const char *what, const double *v, int n,
-                        int decimals) {
-        double lo = 0, hi = 0;
-
-        printf("  %-26s ", what);
-        if (!range(v, n, &lo, &hi))
-                printf("-\n");
-        else if (n > 1)
-                printf("%.*f .. %.*f\n", decimals, lo, decimals, hi);
-        else
-                printf("%.*f\n", decimals, lo);
-}
-
-/* Per-run values of a ratio against its target: how many runs met it. */
-static void print_target(const char *what, const double *v, int n,
-                         double target, bool at_least) {
-        double lo = 0, hi = 0;
-        int    met = 0, cnt = 0;
-
-        for (int i = 0; i < n; i++) {
-                if (!isfinite(v[i]))
-                        continue;
-                cnt++;
-                met += at_least ? v[i] >= target : v[i] <= target;
-        }
-        if (!range(v, n, &lo, &hi)) {
-                printf("  %-12s %s %.2f: not measured\n", what,
-                       at_least ? ">=" : "<=", target);
-                return;
-        }
-        printf("  %-12s %s %.2f: %.2f .. %.2f, met in %d of %d run%s%s\n", what,
-               at_least ? ">=" : "<=", target, lo, hi, met, cnt,
-               cnt == 1 ? "" : "s",
-               met == cnt ? ""
-               : met      ? "  (MIXED)"
-                          : "  (MISSED)");
-}
-
 static void print_summary(const struct opts *o, struct result (*res)[M_CNT]) {
         double *v = calloc((unsigned)o->runs, sizeof(*v));
 
@@ -1113,298 +880,40 @@ static void print_summary(const struct opts *o, struct result (*res)[M_CNT]) {
                         v[k] = res[k][m].valid ? res[k][m].steady_rps : NAN;
                 snprintf(label, sizeof(label), "%c steady rec/s",
                          meas_info[m].letter);
-                print_range(label, v, o->runs, 0);
+                bench_print_range(label, v, o->runs, 0);
                 for (int k = 0; k < o->runs; k++)
                         v[k] = res[k][m].valid ? res[k][m].wall_rps : NAN;
                 snprintf(label, sizeof(label), "%c wall rec/s",
                          meas_info[m].letter);
-                print_range(label, v, o->runs, 0);
+                bench_print_range(label, v, o->runs, 0);
                 for (int k = 0; k < o->runs; k++)
                         v[k] = res[k][m].valid ? res[k][m].cpu_per_m : NAN;
                 snprintf(label, sizeof(label), "%c CPU s/1M",
                          meas_info[m].letter);
-                print_range(label, v, o->runs, 2);
+                bench_print_range(label, v, o->runs, 2);
                 for (int k = 0; k < o->runs; k++)
                         v[k] = res[k][m].valid ? res[k][m].others_cores : NAN;
                 snprintf(label, sizeof(label), "%c others (cores)",
                          meas_info[m].letter);
-                print_range(label, v, o->runs, 2);
+                bench_print_range(label, v, o->runs, 2);
         }
         printf("targets:\n");
         for (int k = 0; k < o->runs; k++)
                 v[k] = ratio(res[k], M_AAGW, M_PRODUCE);
-        print_target("a/d", v, o->runs, TARGET_A_D, true);
+        bench_print_target("a/d", v, o->runs, TARGET_A_D, true);
         for (int k = 0; k < o->runs; k++)
                 v[k] = ratio(res[k], M_AAGW, M_PIPE);
-        print_target("a/c", v, o->runs, TARGET_A_C, true);
+        bench_print_target("a/c", v, o->runs, TARGET_A_C, true);
         for (int k = 0; k < o->runs; k++)
                 v[k] = cpu_ratio(res[k]);
-        print_target("CPU a/b", v, o->runs, TARGET_CPU_A_B, false);
+        bench_print_target("CPU a/b", v, o->runs, TARGET_CPU_A_B, false);
         for (int k = 0; k < o->runs; k++)
                 v[k] = ratio(res[k], M_AAGW, M_BARE);
-        print_range("(a/b, no target)", v, o->runs, 2);
+        bench_print_range("(a/b, no target)", v, o->runs, 2);
         for (int k = 0; k < o->runs; k++)
                 v[k] = ratio(res[k], M_AAGW, M_BARE_BIG);
-        print_range("(a/e, no target)", v, o->runs, 2);
+        bench_print_range("(a/e, no target)", v, o->runs, 2);
         free(v);
-}
-
-/* ---------------------------------------------------------- BARE LOOP --- */
-
-/* --bare SRC_BOOTSTRAPS SRC_TOPIC DST_BOOTSTRAPS DST_TOPIC: the baseline
- * replicator.  It assigns every partition of the source from the
- * beginning (no group join, no commits: the least a copy loop can do),
- * copies key, value, headers and timestamp of each record to the same
- * partition of the target through an idempotent acks=all producer with
- * the batching aagw uses, and on SIGTERM flushes and exits: 0 if every
- * record was delivered, 1 otherwise. */
-
-static volatile sig_atomic_t bare_stop;
-
-static void bare_on_term(int sig) {
-        (void)sig;
-        bare_stop = 1;
-}
-
-struct bare_stats {
-        int64_t consumed, delivered, failed;
-        char    first_err[256];
-};
-
-static void bare_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-        struct bare_stats *st = opaque;
-
-        (void)rk;
-        if (!m->err) {
-                st->delivered++;
-        } else if (st->failed++ == 0) {
-                snprintf(st->first_err, sizeof(st->first_err),
-                         "%s [%" PRId32 "]: %s", rd_kafka_topic_name(m->rkt),
-                         m->partition, rd_kafka_err2str(m->err));
-        }
-}
-
-/* Produce one copy of 'm'; waits while the producer queue is full.
- * @returns 0, or -1 on a non-retriable error. */
-static int bare_copy(rd_kafka_t *pr, rd_kafka_topic_t *rkt,
-                     rd_kafka_message_t *m, struct bare_stats *st) {
-        rd_kafka_headers_t       *hdrs = NULL;
-        rd_kafka_timestamp_type_t tstype;
-        int64_t                   ts = rd_kafka_message_timestamp(m, &tstype);
-        rd_kafka_vu_t             vu[8];
-        size_t                    n = 0;
-        rd_kafka_error_t         *error;
-
-        rd_kafka_message_detach_headers(m, &hdrs);
-        vu[n].vtype        = RD_KAFKA_VTYPE_RKT;
-        vu[n++].u.rkt      = rkt;
-        vu[n].vtype        = RD_KAFKA_VTYPE_PARTITION;
-        vu[n++].u.i32      = m->partition;
-        vu[n].vtype        = RD_KAFKA_VTYPE_MSGFLAGS;
-        vu[n++].u.i        = RD_KAFKA_MSG_F_COPY;
-        vu[n].vtype        = RD_KAFKA_VTYPE_KEY;
-        vu[n].u.mem.ptr    = m->key;
-        vu[n++].u.mem.size = m->key_len;
-        vu[n].vtype        = RD_KAFKA_VTYPE_VALUE;
-        vu[n].u.mem.ptr    = m->payload;
-        vu[n++].u.mem.size = m->len;
-        if (ts >= 0) {
-                vu[n].vtype   = RD_KAFKA_VTYPE_TIMESTAMP;
-                vu[n++].u.i64 = ts;
-        }
-        if (hdrs) {
-                vu[n].vtype       = RD_KAFKA_VTYPE_HEADERS;
-                vu[n++].u.headers = hdrs;
-        }
-        for (;;) {
-                rd_kafka_resp_err_t err;
-
-                error = rd_kafka_produceva(pr, vu, n);
-                if (!error)
-                        return 0; /* the producer owns 'hdrs' now */
-                err = rd_kafka_error_code(error);
-                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-                        if (st->failed++ == 0)
-                                snprintf(st->first_err, sizeof(st->first_err),
-                                         "produce: %s",
-                                         rd_kafka_error_string(error));
-                        rd_kafka_error_destroy(error);
-                        if (hdrs)
-                                rd_kafka_headers_destroy(hdrs);
-                        return -1;
-                }
-                rd_kafka_error_destroy(error);
-                rd_kafka_poll(pr, 10); /* serve delivery reports */
-        }
-}
-
-/* The delivery reports' counters: set before the producer exists. */
-static struct bare_stats *bare_stats_for_dr;
-
-/* A client of the bare loop: 'props' (name, value pairs), then those of
- * the 'extra' "role.name=value" arguments whose role matches 'role'. */
-static rd_kafka_t *bare_client(rd_kafka_type_t type, const char *bootstraps,
-                               const char *const *props, const char *role,
-                               int extra_cnt, char **extra, char *errstr,
-                               size_t errstr_size) {
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        rd_kafka_t      *rk;
-        size_t           rlen = strlen(role);
-
-        if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps, errstr,
-                              errstr_size))
-                goto fail;
-        for (size_t i = 0; props[i]; i += 2)
-                if (rd_kafka_conf_set(conf, props[i], props[i + 1], errstr,
-                                      errstr_size))
-                        goto fail;
-        for (int i = 0; i < extra_cnt; i++) {
-                char  name[256];
-                char *eq = strchr(extra[i], '=');
-
-                if (strncmp(extra[i], role, rlen))
-                        continue;
-                if (!eq || (size_t)(eq - extra[i]) - rlen >= sizeof(name)) {
-                        snprintf(errstr, errstr_size, "bad property '%s'",
-                                 extra[i]);
-                        goto fail;
-                }
-                snprintf(name, sizeof(name), "%.*s",
-                         (int)((size_t)(eq - extra[i]) - rlen),
-                         extra[i] + rlen);
-                if (rd_kafka_conf_set(conf, name, eq + 1, errstr, errstr_size))
-                        goto fail;
-        }
-        if (type == RD_KAFKA_PRODUCER) {
-                rd_kafka_conf_set_dr_msg_cb(conf, bare_dr);
-                rd_kafka_conf_set_opaque(conf, bare_stats_for_dr);
-        }
-        rk = rd_kafka_new(type, conf, errstr, errstr_size);
-        if (rk)
-                return rk;
-fail:
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-}
-
-static int bare_main(int argc, char **argv) {
-        /* clang-format off */
-        const char *const cprops[] = {"group.id", "bench-bare",
-                                      "enable.auto.commit", "false",
-                                      "auto.offset.reset", "earliest",
-                                      "enable.partition.eof", "false",
-                                      NULL};
-        const char *const pprops[] = {"enable.idempotence", "true",
-                                      "acks", "all",
-                                      "linger.ms", "5",
-                                      "batch.num.messages", "10000",
-                                      "queue.buffering.max.messages",
-                                      "500000",
-                                      NULL};
-        /* clang-format on */
-        struct bare_stats                st = {0};
-        rd_kafka_t                      *co = NULL, *pr = NULL;
-        rd_kafka_topic_t                *rkt = NULL;
-        const struct rd_kafka_metadata  *md  = NULL;
-        rd_kafka_topic_partition_list_t *asg = NULL;
-        rd_kafka_resp_err_t              err;
-        struct sigaction                 sa;
-        char                             errstr[512];
-        int                              rc = EXIT_RUNTIME;
-
-        if (argc < 5) {
-                fprintf(stderr, "usage: bench_replicate --bare SRC_BOOTSTRAPS "
-                                "SRC_TOPIC DST_BOOTSTRAPS DST_TOPIC "
-                                "[consumer.K=V|producer.K=V]...\n");
-                return EXIT_USAGE;
-        }
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = bare_on_term;
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-
-        co = bare_client(RD_KAFKA_CONSUMER, argv[1], cprops, "consumer.",
-                         argc - 5, argv + 5, errstr, sizeof(errstr));
-        if (!co) {
-                fprintf(stderr, "bare: consumer: %s\n", errstr);
-                goto out;
-        }
-        rd_kafka_poll_set_consumer(co);
-
-        bare_stats_for_dr = &st;
-        pr = bare_client(RD_KAFKA_PRODUCER, argv[3], pprops, "producer.",
-                         argc - 5, argv + 5, errstr, sizeof(errstr));
-        if (!pr) {
-                fprintf(stderr, "bare: producer: %s\n", errstr);
-                goto out;
-        }
-        rkt = rd_kafka_topic_new(pr, argv[4], NULL);
-
-        /* Every partition of the source, from the beginning. */
-        {
-                rd_kafka_topic_t *src = rd_kafka_topic_new(co, argv[2], NULL);
-                err = rd_kafka_metadata(co, 0, src, &md, KAFKA_TIMEOUT_MS);
-                rd_kafka_topic_destroy(src);
-        }
-        if (err || md->topic_cnt != 1 || md->topics[0].err ||
-            md->topics[0].partition_cnt < 1) {
-                fprintf(stderr, "bare: %s: metadata: %s\n", argv[2],
-                        rd_kafka_err2str(err ? err
-                                         : md->topic_cnt != 1
-                                             ? RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC
-                                             : md->topics[0].err));
-                goto out;
-        }
-        asg = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-        for (int i = 0; i < md->topics[0].partition_cnt; i++)
-                rd_kafka_topic_partition_list_add(
-                    asg, argv[2], md->topics[0].partitions[i].id)
-                    ->offset = RD_KAFKA_OFFSET_BEGINNING;
-        err = rd_kafka_assign(co, asg);
-        if (err) {
-                fprintf(stderr, "bare: assign: %s\n", rd_kafka_err2str(err));
-                goto out;
-        }
-
-        while (!bare_stop) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(co, 100);
-
-                rd_kafka_poll(pr, 0);
-                if (!m)
-                        continue;
-                if (m->err) {
-                        fprintf(stderr, "bare: consume: %s\n",
-                                rd_kafka_message_errstr(m));
-                        rd_kafka_message_destroy(m);
-                        continue;
-                }
-                st.consumed++;
-                bare_copy(pr, rkt, m, &st);
-                rd_kafka_message_destroy(m);
-        }
-
-        rd_kafka_flush(pr, STOP_TIMEOUT_MS);
-        printf("bare: consumed %" PRId64 " delivered %" PRId64
-               " failed %" PRId64 " undelivered %d%s%s\n",
-               st.consumed, st.delivered, st.failed, rd_kafka_outq_len(pr),
-               st.first_err[0] ? " first error: " : "", st.first_err);
-        if (!st.failed && rd_kafka_outq_len(pr) == 0 &&
-            st.delivered == st.consumed)
-                rc = EXIT_OK;
-out:
-        if (asg)
-                rd_kafka_topic_partition_list_destroy(asg);
-        if (md)
-                rd_kafka_metadata_destroy(md);
-        if (rkt)
-                rd_kafka_topic_destroy(rkt);
-        if (pr)
-                rd_kafka_destroy(pr);
-        if (co) {
-                rd_kafka_consumer_close(co);
-                rd_kafka_destroy(co);
-        }
-        return rc;
 }
 
 /* -------------------------------------------------------------- MAIN --- */
@@ -1458,41 +967,6 @@ static void usage(FILE *out) {
             "77 kcat missing.\n");
 }
 
-static bool parse_size(const char *s, size_t min, size_t max, size_t *out) {
-        char              *end;
-        unsigned long long v;
-
-        errno = 0;
-        if (*s == '-')
-                return false;
-        v = strtoull(s, &end, 10);
-        if (errno || end == s || *end || v < min || v > max)
-                return false;
-        *out = (size_t)v;
-        return true;
-}
-
-static char **split_words(const char *s) {
-        char  *copy = strdup(s), *save = NULL, *w;
-        char **v = calloc(strlen(s) / 2 + 2, sizeof(*v));
-        size_t n = 0;
-
-        if (!copy || !v) {
-                free(copy);
-                free(v);
-                return NULL;
-        }
-        for (w = strtok_r(copy, " \t", &save); w;
-             w = strtok_r(NULL, " \t", &save))
-                v[n++] = w; /* 'copy' lives as long as the program */
-        if (!n) {
-                free(copy);
-                free(v);
-                return NULL;
-        }
-        return v;
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o) {
         static const struct option longopts[] = {
             {"records", required_argument, NULL, 'n'},
@@ -1524,30 +998,32 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
                                   NULL)) != -1) {
                 switch (opt) {
                 case 'n':
-                        if (!parse_size(optarg, 1, 100000000, &o->records))
+                        if (!bench_parse_size(optarg, 1, 100000000,
+                                              &o->records))
                                 goto bad;
                         break;
                 case 'r':
-                        if (!parse_size(optarg, 1, 100, &v))
+                        if (!bench_parse_size(optarg, 1, 100, &v))
                                 goto bad;
                         o->runs = (int)v;
                         break;
                 case 'p':
-                        if (!parse_size(optarg, 1, 10000, &v))
+                        if (!bench_parse_size(optarg, 1, 10000, &v))
                                 goto bad;
                         o->partitions = (int)v;
                         break;
                 case 'b':
-                        if (!parse_size(optarg, 1, 16, &v))
+                        if (!bench_parse_size(optarg, 1, 16, &v))
                                 goto bad;
                         o->brokers = (int)v;
                         break;
                 case 's':
-                        if (!parse_size(optarg, 16, 100000, &o->value_size))
+                        if (!bench_parse_size(optarg, 16, 100000,
+                                              &o->value_size))
                                 goto bad;
                         break;
                 case 'P':
-                        if (!parse_size(optarg, 1, 1000, &v))
+                        if (!bench_parse_size(optarg, 1, 1000, &v))
                                 goto bad;
                         o->poll_ms = (int)v;
                         break;
@@ -1562,7 +1038,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
                                 goto bad;
                         break;
                 case 'A':
-                        o->aagw_prefix = split_words(optarg);
+                        o->aagw_prefix = bench_split_words(optarg);
                         if (!o->aagw_prefix)
                                 goto bad;
                         break;
@@ -1696,7 +1172,7 @@ int main(int argc, char **argv) {
         int            rc, failed = 0;
 
         if (argc > 1 && !strcmp(argv[1], "--bare"))
-                return bare_main(argc - 1, argv + 1);
+                return bench_bare_main("bench_replicate", argc - 1, argv + 1);
 
         rc = parse_opts(argc, argv, &o);
         if (rc == OPTS_HELP)
