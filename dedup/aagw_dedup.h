@@ -146,6 +146,19 @@ aagw_err_t aagw_store_pos_get(aagw_store_t *st, const char *scope,
                               struct aagw_pos *pos, char *errstr,
                               size_t errstr_size);
 
+/** Callback of aagw_store_pos_scopes(); return non-zero to stop. */
+typedef int(aagw_scope_cb_t)(const char *scope, void *opaque);
+
+/**
+ * @brief Call @p cb once for each distinct scope with a stored position
+ * that starts with @p prefix (e.g. "unify:" lists the sites whose unify
+ * stage stored positions), in byte order.
+ * @returns AAGW_OK or AAGW_ERR_STORE.
+ */
+aagw_err_t aagw_store_pos_scopes(aagw_store_t *st, const char *prefix,
+                                 aagw_scope_cb_t *cb, void *opaque,
+                                 char *errstr, size_t errstr_size);
+
 /**
  * @brief Store @p cnt positions atomically (one WriteBatch).
  */

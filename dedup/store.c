@@ -734,6 +734,41 @@ aagw_err_t aagw_store_pos_get(aagw_store_t *st, const char *scope,
         return AAGW_OK;
 }
 
+aagw_err_t aagw_store_pos_scopes(aagw_store_t *st, const char *prefix,
+                                 aagw_scope_cb_t *cb, void *opaque,
+                                 char *errstr, size_t errstr_size) {
+        rocksdb_iterator_t *it;
+        char                last[1024] = "", *err = NULL;
+        size_t              plen = strlen(prefix);
+        bool                have = false;
+
+        if (!st->cf[CF_POSITIONS])
+                return AAGW_OK;
+        it = rocksdb_create_iterator_cf(st->db, st->ropts, st->cf[CF_POSITIONS]);
+        for (rocksdb_iter_seek(it, prefix, plen); rocksdb_iter_valid(it);
+             rocksdb_iter_next(it)) {
+                size_t      klen;
+                const char *k = rocksdb_iter_key(it, &klen);
+                size_t      slen = strnlen(k, klen);
+                if (klen < plen || memcmp(k, prefix, plen))
+                        break;
+                if (slen == klen || slen >= sizeof(last))
+                        continue; /* not scope\0...: not a position */
+                if (have && strlen(last) == slen && !memcmp(last, k, slen))
+                        continue;
+                memcpy(last, k, slen);
+                last[slen] = '\0';
+                have       = true;
+                if (cb(last, opaque))
+                        break;
+        }
+        rocksdb_iter_get_error(it, &err);
+        rocksdb_iter_destroy(it);
+        if (dedup_take_err(err, "iterating positions", errstr, errstr_size))
+                return AAGW_ERR_STORE;
+        return AAGW_OK;
+}
+
 aagw_err_t aagw_store_pos_put(aagw_store_t *st, const struct aagw_pos_entry *e,
                               size_t cnt, char *errstr, size_t errstr_size) {
         rocksdb_writebatch_t *wb;

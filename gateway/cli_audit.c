@@ -673,6 +673,16 @@ static void alias_add(struct scopes *sc, const char *a) {
                          a);
 }
 
+/* The sites whose unify stage stored positions ("unify:SITE", not
+ * "unify:SITE:out"): their seen sets may hold an id without any audit
+ * entry (deliveries are logged only with unify.audit_accepted). */
+static int cb_unify_site(const char *scope, void *opaque) {
+        const char *site = scope + strlen("unify:");
+        if (!strchr(site, ':') && *site)
+                scope_add(&((struct ctx *)opaque)->sc, site, NULL);
+        return 0;
+}
+
 /* Pre-pass of audit id: the sites whose stream saw the id. */
 static int cb_id_scopes(const struct aagw_audit *a, void *opaque) {
         scope_add(&((struct ctx *)opaque)->sc, a->site, NULL);
@@ -780,7 +790,9 @@ static int cmd_id(struct ctx *x) {
         static char              hdr[MAX_SCOPES * 1024 + 8192];
         struct cells             c; /* a seen entry's escaped strings */
 
-        if (aagw_store_audit_by_id(x->st, id, len, cb_id_scopes, x, x->err,
+        if (aagw_store_pos_scopes(x->st, "unify:", cb_unify_site, x, x->err,
+                                  sizeof(x->err)) ||
+            aagw_store_audit_by_id(x->st, id, len, cb_id_scopes, x, x->err,
                                    sizeof(x->err))) {
                 gw_errorf("audit: %s", x->err);
                 return EXIT_RUNTIME;

@@ -125,6 +125,12 @@ const struct cfg_key aagw_config_keys[] = {
     {"unify.window", CT_DURATION, "24h", 1000, 31536000000LL, NULL, NULL, 0,
      "How long ids and versions are remembered. An id seen again after the "
      "window is delivered again."},
+    {"unify.audit_accepted", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+     "dedup: also write an audit log entry for every delivered record. "
+     "Off, a delivery is recorded by its seen-id entry (aagw audit id shows "
+     "it as first seen) and the audit log holds the exceptions (dropped, "
+     "rejected); on, the log is complete at about twice the write cost. "
+     "lww always logs accepted versions."},
     {"unify.suffix", CT_STR, ".unified", 1, 64, NULL, NULL, 0,
      "Suffix of the unified output topic (clicks -> clicks.unified)."},
     {"unify.cache_mb", CT_INT, "64", 8, 65536, NULL, NULL, 0,

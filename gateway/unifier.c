@@ -205,6 +205,7 @@ struct item {
         struct uinput      *ui;
         int                 state; /* 0 decide, 1 skip (not ours / replay) */
         bool                lookup; /* asked the store */
+        bool                own_hdrs; /* carries headers under our prefix */
         size_t              li;     /* index in the lookup arrays */
         uint8_t             key[16]; /* id hash (dedup), ekey hash (lww) */
         size_t              ekey_len;
@@ -261,6 +262,11 @@ struct gw_unify {
         _Atomic int64_t  inflight, lag;
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
+        int64_t          now_batch;  /* wall clock, read once per batch */
+        bool             audit_accepted; /* dedup: log deliveries too */
+        rd_kafka_topic_t *last_rkt;  /* input of the previous record */
+        struct utopic    *last_ut;
+        struct uinput    *last_ui;
 };
 
 #define RELAXED memory_order_relaxed
@@ -728,7 +734,8 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
                 a.ekey_len = eklen > AAGW_AUDIT_EKEY_MAX ? AAGW_AUDIT_EKEY_MAX
                                                          : eklen;
         }
-        if (aagw_store_batch_audit(b, &a))
+        if ((ut->mode == MODE_LWW || u->audit_accepted) &&
+            aagw_store_batch_audit(b, &a))
                 return -1;
         replay_key(in_topic, in_part, in_off, key);
         struct kent *re = kmap_put(&u->replay, key);
@@ -949,6 +956,7 @@ static int uinput_resize(struct uinput *ui, int32_t nparts) {
 /* Assign every input partition at its position: the one in memory if it
  * was read already, else the stored one, else the beginning. */
 static void reassign(gw_unify_t *u) {
+        u->last_rkt = NULL; /* inputs changed: forget the cached one */
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(64);
         int32_t ninputs = 0;
@@ -1124,7 +1132,7 @@ static int audit_add(gw_unify_t *u, struct epoch *ep, struct item *it,
                      aagw_audit_verdict_t verdict) {
         const struct aagw_prov *p = &it->v->prov;
         struct aagw_audit       a = {
-            .time_ms   = now_ms(),
+            .time_ms   = u->now_batch,
             .verdict   = verdict,
             .site      = u->site,
             .origin    = p->path_len ? p->origin : u->site,
@@ -1156,7 +1164,7 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
                       it->ui->topic, (int)m->partition, m->offset);
                 return -1;
         }
-        if (!rd_kafka_message_detach_headers(m, &h) && h) {
+        if (!rd_kafka_message_detach_headers(m, &h) && h && it->own_hdrs) {
                 const char *name;
                 const void *val;
                 size_t      sz;
@@ -1169,7 +1177,7 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
                         } else
                                 i++;
                 }
-        } else
+        } else if (!h)
                 h = rd_kafka_headers_new(2);
         for (size_t i = 0; i < ph.cnt; i++)
                 rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
@@ -1224,6 +1232,8 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
 static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
         struct epoch *ep = open_epoch(u);
         size_t        nids = 0, nlww = 0;
+
+        u->now_batch = now_ms();
         char          err[512];
 
         /* Pass 1: provenance, ids and keys; which ones the store must
@@ -1243,7 +1253,12 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         continue;
                 }
                 const char *tn = rd_kafka_topic_name(m->rkt);
-                it->ut = topic_of(u, tn, &it->ui);
+                if (m->rkt != u->last_rkt) {
+                        u->last_ut  = topic_of(u, tn, &u->last_ui);
+                        u->last_rkt = m->rkt;
+                }
+                it->ut = u->last_ut;
+                it->ui = u->last_ui;
                 if (!it->ut || m->partition >= it->ui->nparts)
                         continue;
                 if (it->ui->next[m->partition] >= 0 &&
@@ -1266,6 +1281,9 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 struct aagw_rec rec;
                 fill_rec(u, m, tn, &rec);
+                for (size_t h = 0; h < rec.hdr_cnt && !it->own_hdrs; h++)
+                        it->own_hdrs = aagw_prov_is_own_header(
+                            u->conf.policy, rec.hdrs[h].name);
                 if (aagw_prov_resolve(u->conf.policy, u->site, &rec,
                                       it->ut->id_rule, u->conf.verdict_flags,
                                       it->v)) {
@@ -1368,7 +1386,7 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         }
                         const struct aagw_prov *p = &it->v->prov;
                         struct aagw_seen s = {
-                            .time_ms = now_ms(), .hlc = p->hlc,
+                            .time_ms = u->now_batch, .hlc = p->hlc,
                             .partition = it->m->partition,
                             .offset = it->m->offset};
                         snprintf(s.site, sizeof(s.site), "%s", u->site);
@@ -1376,9 +1394,13 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         snprintf(s.topic, sizeof(s.topic), "%s",
                                  it->ui->topic);
                         struct kent *pe = kmap_put(&u->pend_ids, it->key);
+                        /* The seen entry records the delivery (where,
+                         * when, from which input): an audit entry too
+                         * only if asked for (unify.audit_accepted). */
                         if (!pe || epoch_key(ep, it->key, MODE_DEDUP) ||
                             aagw_store_batch_seen(ep->b, it->key, &s) ||
-                            audit_add(u, ep, it, AAGW_AUDIT_ACCEPTED))
+                            (u->audit_accepted &&
+                             audit_add(u, ep, it, AAGW_AUDIT_ACCEPTED)))
                                 goto oom;
                         pe->epoch = ep->seq;
                 } else {
@@ -1391,7 +1413,7 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         else if (it->lookup && u->found_lww[it->li])
                                 cur = &u->lww_out[it->li];
                         memset(&nw.v, 0, offsetof(struct aagw_version, id));
-                        nw.time_ms   = now_ms();
+                        nw.time_ms   = u->now_batch;
                         nw.tombstone = it->m->payload == NULL;
                         nw.v.hlc     = p->hlc;
                         snprintf(nw.v.origin, sizeof(nw.v.origin), "%s",
@@ -1546,6 +1568,7 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
         snprintf(u->scope_in, sizeof(u->scope_in), "unify:%s", c->site);
         snprintf(u->scope_out, sizeof(u->scope_out), "unify:%s:out", c->site);
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
+        u->audit_accepted = aagw_config_bool(c->cfg, "unify.audit_accepted");
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
         u->items    = calloc(BATCH_MAX, sizeof(*u->items));
         u->verdicts = calloc(BATCH_MAX, sizeof(*u->verdicts));
