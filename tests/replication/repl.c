@@ -576,6 +576,11 @@ void repl_expect_topics(struct repl *r, const char *alias,
                 /* Kafka's and aagw's own topics are not replicas. */
                 if (!strncmp(q, "__", 2) || !strncmp(q, "aagw.", 5))
                         continue;
+                /* Nor are MM2's: heartbeats (and their copies) and the
+                 * offset-syncs / checkpoints topics. */
+                if ((len >= 10 && !strncmp(q + len - 10, "heartbeats", 10)) ||
+                    (len >= 9 && !strncmp(q + len - 9, ".internal", 9)))
+                        continue;
                 for (k = 0; k < nwant; k++)
                         if (strlen(want[k]) == len && !strncmp(want[k], q, len))
                                 break;
