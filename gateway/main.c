@@ -38,6 +38,14 @@ static void usage(FILE *out) {
                 "clusters on loopback\n"
                 "       aagw status [--admin HOST:PORT]  a running gateway's "
                 "state\n"
+                "       aagw offsets translate --group G --from A --to B\n"
+                "                                        translate a group's "
+                "offsets\n"
+                "       aagw failover --group G --to B   move a group's "
+                "offsets to B\n"
+                "       aagw drill --group G --from A --to B\n"
+                "                                        failover drill with "
+                "RPO/RTO report\n"
                 "       aagw --version | --help\n"
                 "\n"
                 "aagw replicates Kafka topics between data centers in both "
@@ -68,6 +76,10 @@ int main(int argc, char **argv) {
             {"config", gw_cmd_config},
             {"sandbox", gw_cmd_sandbox},
             {"status", gw_cmd_status},
+            /* offsets issue: DR commands (cli_offsets.c) */
+            {"offsets", gw_cmd_offsets},
+            {"failover", gw_cmd_failover},
+            {"drill", gw_cmd_drill},
         };
 
         if (argc >= 2) {
