@@ -939,7 +939,7 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
                 json_str(stdout, c->o.group);
                 printf(",\"from\":\"%s\",\"to\":\"%s\",\"heartbeat_age_ms\":%" PRId64
                        ",\"lag_wait_ms\":%" PRId64 ",\"rpo_records\":%" PRId64
-                       ",\"rpo_ms\":%" PRId64 ",\"partitions\":%d,"
+                       ",\"rpo_ms\":%" PRId64 ",\"partition_count\":%d,"
                        "\"exact\":%d,\"committed\":%s,\"verified\":%d,"
                        "\"rto_s\":%.3f,",
                        c->o.from, c->o.to, d->hb_age_ms, d->lag_wait_ms,
@@ -952,7 +952,7 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
         printf("# Drill\nresult:%s\nreason:%s\ngroup:%s\nfrom:%s\nto:%s\n"
                "heartbeat_age_ms:%" PRId64 "\nlag_wait_ms:%" PRId64
                "\nrpo_records:%" PRId64 "\nrpo_ms:%" PRId64
-               "\npartitions:%d\nexact:%d\ncommitted:%s\nverified:%d\n"
+               "\npartition_count:%d\nexact:%d\ncommitted:%s\nverified:%d\n"
                "rto_s:%.3f\n",
                d->ok ? "ok" : "failed", d->reason, c->o.group, c->o.from,
                c->o.to, d->hb_age_ms, d->lag_wait_ms, d->rpo_records,

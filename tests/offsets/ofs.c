@@ -14,6 +14,7 @@
 #include "ofs.h"
 
 static rd_kafka_t *admins[2];
+static char        admin_bs[2][600]; /* whose clusters they talk to */
 
 struct repl *ofs_scene(void) {
         static const char *const sites[] = {"east", "west"};
@@ -57,7 +58,14 @@ static void quiet(const rd_kafka_t *rk, int level, const char *fac,
 
 rd_kafka_t *ofs_admin(struct repl *r, const char *alias) {
         int i = strcmp(alias, "east") ? 1 : 0;
+        /* A test that failed left the previous test's handles behind. */
+        if (admins[i] && strcmp(admin_bs[i], repl_bs(r, alias))) {
+                rd_kafka_destroy(admins[i]);
+                admins[i] = NULL;
+        }
         if (!admins[i]) {
+                snprintf(admin_bs[i], sizeof(admin_bs[i]), "%s",
+                         repl_bs(r, alias));
                 rd_kafka_conf_t *c = aagw_kafka_conf_new(
                     repl_bs(r, alias), "test-ofs", r->errstr,
                     sizeof(r->errstr));
