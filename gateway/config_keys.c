@@ -166,6 +166,11 @@ const struct cfg_key aagw_config_keys[] = {
      "<source>.checkpoints.internal at the target (MirrorMaker 2 format). "
      "Clusters that cannot list groups (the embedded one) get the groups "
      "named literally in replication.groups. 0s: no checkpoints."},
+    {"mm2.sync_group_offsets", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+     "With each checkpoint, also commit the translated offsets for the group "
+     "at the target (MirrorMaker 2's sync.group.offsets.enabled), only "
+     "moving it forward. A group with active members at the target is left "
+     "alone: the broker refuses offsets for a group that is consuming."},
     {"replication.on_truncation", CT_ENUM, "resume", NOLIMIT, "resume|fail",
      NULL, 0,
      "When a source partition lost records before they were replicated "

@@ -190,6 +190,8 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
             (int)aagw_config_int(cfg, "mm2.offset_syncs_max_rate");
         fc.mm2.group_cnt =
             aagw_config_list(cfg, "replication.groups", &fc.mm2.groups);
+        fc.mm2.sync_group_offsets =
+            aagw_config_bool(cfg, "mm2.sync_group_offsets");
         fc.mm2.truncation_fail = !strcmp(
             aagw_config_str(cfg, "replication.on_truncation"), "fail");
         aagw_flow_t *f = aagw_flow_new(&fc, err, errsize);

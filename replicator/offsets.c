@@ -57,6 +57,7 @@ struct mm2 {
         rd_kafka_t               *src_producer; /* heartbeats, syncs */
         rd_kafka_t               *tgt_producer; /* the flow's: borrowed */
         rd_kafka_t               *src_admin;    /* groups and offsets */
+        rd_kafka_t               *tgt_admin;    /* sync_group_offsets */
         rd_kafka_topic_t         *hb_rkt, *sync_rkt, *ckpt_rkt;
 
         pthread_t       thread;
@@ -249,12 +250,51 @@ static char **list_groups(struct mm2 *m, size_t *np) {
         return out;
 }
 
+/* sync_group_offsets: commit the translated offsets 'xl' (target topics)
+ * for 'group' at the target, only where they move the group forward.  A
+ * group with active members there is left alone: the broker refuses the
+ * commit (AlterConsumerGroupOffsets only succeeds for a group that is not
+ * consuming), so no DescribeConsumerGroups is needed, which some clusters
+ * cannot answer. */
+static void sync_group(struct mm2 *m, const char *group,
+                       rd_kafka_topic_partition_list_t *xl) {
+        rd_kafka_topic_partition_list_t *cur =
+            rd_kafka_topic_partition_list_copy(xl);
+        rd_kafka_topic_partition_list_t *fwd =
+            rd_kafka_topic_partition_list_new(xl->cnt);
+        char err[512];
+
+        if (aagw_kafka_group_offsets(m->tgt_admin, group, cur,
+                                     ADMIN_TIMEOUT_MS, err, sizeof(err)) == 0)
+                for (int i = 0; i < xl->cnt; i++)
+                        if (xl->elems[i].offset > cur->elems[i].offset)
+                                rd_kafka_topic_partition_list_add(
+                                    fwd, xl->elems[i].topic,
+                                    xl->elems[i].partition)
+                                    ->offset = xl->elems[i].offset;
+        if (fwd->cnt) {
+                if (aagw_kafka_group_commit(m->tgt_admin, group, fwd,
+                                            ADMIN_TIMEOUT_MS, err,
+                                            sizeof(err)) == 0)
+                        atomic_fetch_add(&m->group_synced, 1);
+                else
+                        aagw_log(AAGW_LOG_DEBUG, "MM2",
+                                 "%s: not syncing group %s at %s: %s",
+                                 aagw_flow_name(m->flow), group, m->target,
+                                 err);
+        }
+        rd_kafka_topic_partition_list_destroy(cur);
+        rd_kafka_topic_partition_list_destroy(fwd);
+}
+
 static void checkpoint_group(struct mm2 *m, const char *group,
                              const struct aagw_flow_part_stats *ps,
                              size_t nps) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new((int)nps);
         char err[512];
+        rd_kafka_topic_partition_list_t *xl =
+            rd_kafka_topic_partition_list_new((int)nps);
 
         for (size_t i = 0; i < nps; i++)
                 if (!mm2_is_heartbeats(ps[i].topic))
@@ -268,6 +308,7 @@ static void checkpoint_group(struct mm2 *m, const char *group,
                                  "%s: offsets of group %s: %s",
                                  aagw_flow_name(m->flow), group, err);
                 rd_kafka_topic_partition_list_destroy(l);
+                rd_kafka_topic_partition_list_destroy(xl);
                 return;
         }
         for (int i = 0; i < l->cnt; i++) {
@@ -302,6 +343,8 @@ static void checkpoint_group(struct mm2 *m, const char *group,
                                                       "", val, sizeof(val));
                 if (kl > sizeof(key))
                         continue;
+                rd_kafka_topic_partition_list_add(xl, remote, tp->partition)
+                    ->offset = x.offset;
                 if (!rd_kafka_producev(
                         m->tgt_producer, RD_KAFKA_V_RKT(m->ckpt_rkt),
                         RD_KAFKA_V_PARTITION(0),
@@ -310,6 +353,9 @@ static void checkpoint_group(struct mm2 *m, const char *group,
                         RD_KAFKA_V_END))
                         atomic_fetch_add(&m->checkpoints, 1);
         }
+        if (m->conf.sync_group_offsets && xl->cnt)
+                sync_group(m, group, xl);
+        rd_kafka_topic_partition_list_destroy(xl);
         rd_kafka_topic_partition_list_destroy(l);
 }
 
@@ -436,6 +482,10 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
                               errstr_size);
         if (!m->src_admin)
                 goto fail;
+        if (m->conf.sync_group_offsets &&
+            !(m->tgt_admin = client(c, false, RD_KAFKA_PRODUCER, "admin",
+                                    errstr, errstr_size)))
+                goto fail;
         if (m->conf.heartbeat_ms > 0)
                 m->hb_rkt = rd_kafka_topic_new(m->src_producer,
                                                AAGW_MM2_HEARTBEATS_TOPIC, NULL);
@@ -485,6 +535,8 @@ void mm2_destroy(struct mm2 *m, int timeout_ms) {
                 rd_kafka_destroy(m->src_producer);
         if (m->src_admin)
                 rd_kafka_destroy(m->src_admin);
+        if (m->tgt_admin)
+                rd_kafka_destroy(m->tgt_admin);
         for (size_t i = 0; i < m->nparts; i++)
                 free(m->parts[i]);
         free(m->parts);

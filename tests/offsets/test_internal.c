@@ -67,6 +67,7 @@ struct ckpts {
         int64_t want_up, want_down;
         bool    found;
         size_t  bad;
+        size_t  matches, want_matches; /* 0: one is enough */
 };
 
 static void on_ckpt(void *arg, const void *k, size_t kl, const void *v,
@@ -80,7 +81,7 @@ static void on_ckpt(void *arg, const void *k, size_t kl, const void *v,
         }
         if (!strcmp(cp.group, "g1") && !strcmp(cp.topic, "east.clicks") &&
             cp.partition == 0 && cp.upstream == c->want_up &&
-            cp.downstream == c->want_down)
+            cp.downstream == c->want_down && ++c->matches >= c->want_matches)
                 c->found = true;
 }
 
@@ -92,9 +93,21 @@ struct ckpt_cond {
 static bool ckpt_found(void *arg) {
         struct ckpt_cond *cc = arg;
         cc->c.found          = false;
+        cc->c.matches        = 0;
         ofs_read_raw(cc->r, "west", "east.checkpoints.internal", 0, on_ckpt,
                      &cc->c);
         return cc->c.found;
+}
+
+struct west_cond {
+        struct repl *r;
+        int64_t      want, last;
+};
+
+static bool west_at(void *arg) {
+        struct west_cond *c = arg;
+        c->last = ofs_committed(c->r, "west", "g1", "east.clicks", 0);
+        return c->last == c->want;
 }
 
 static int64_t wall_ms(void) {
@@ -116,7 +129,8 @@ static void test_internal_topics(void **state) {
         ofs_produce(r, 0, "bad", 18, 2, 2);
         ofs_produce(r, 0, "c", 20, 10, 0);
         ofs_produce(r, 1, "d", 0, 20, 0);
-        ofs_gw_start(r, NULL);
+        const char *sync[] = {"--set", "mm2.sync_group_offsets=true", NULL};
+        ofs_gw_start(r, sync);
         repl_expect_size(r, "west", "east.clicks", 25 + 20, OFS_TIMEOUT_MS);
         ofs_wait_position(r, 0, 30);
         ofs_wait_position(r, 1, 20);
@@ -223,12 +237,27 @@ static void test_internal_topics(void **state) {
         assert_true(hc.max_ts <= h.max_ts);
 
         /* A checkpoint for g1's last commit (30 -> 25). */
-        struct ckpt_cond cc = {r, {30, 25, false, 0}};
+        struct ckpt_cond cc = {r, {30, 25, false, 0, 0, 1}};
         if (!harness_wait_until(ckpt_found, &cc, 20000)) {
                 repl_dump_log(r, 30);
                 fail_msg("no checkpoint g1 east.clicks [0] 30 -> 25");
         }
         assert_int_equal(cc.c.bad, 0);
+
+        /* sync_group_offsets: g1 (no members at west) follows, 25 ... */
+        struct west_cond wc = {r, 25, -1};
+        if (!harness_wait_until(west_at, &wc, 20000))
+                fail_msg("g1 at west is at %" PRId64 ", want 25", wc.last);
+        /* ... and never moves back: g1 rewinds at east to 5 (translated
+         * 5); once that checkpoint is out, west still says 25. */
+        ofs_commit(r, "east", "g1", "clicks", 0, 5);
+        cc.c.want_up   = 5;
+        cc.c.want_down = 5;
+        /* two passes: the group sync of the first is then done too */
+        cc.c.want_matches = 2;
+        if (!harness_wait_until(ckpt_found, &cc, 20000))
+                fail_msg("no checkpoint g1 east.clicks [0] 5 -> 5");
+        assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), 25);
 
         /* The counters behind the new metrics. */
         {
