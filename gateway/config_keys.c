@@ -111,6 +111,14 @@ const struct cfg_key aagw_config_keys[] = {
      "Stop loops by provenance (never send a record to a site on its "
      "path). Only tests switch this off."},
 
+    /* offsets issue: what to do when the source lost records */
+    {"replication.on_truncation", CT_ENUM, "resume", NOLIMIT, "resume|fail",
+     NULL, 0,
+     "When a source partition lost records before they were replicated "
+     "(its log start passed the stored position) or was reset (its end "
+     "offset went backwards): resume (log it with the offsets, count it, "
+     "resume at the log start) or fail (stop the flow)."},
+
     /* ------------------------------------------------------------ unify */
     {"unify.mode", CT_ENUM, "dedup", NOLIMIT, "dedup|lww|off", "--unify", 0,
      "Default conflict handling of the unified stream: dedup (first "
@@ -171,12 +179,6 @@ const struct cfg_key aagw_config_keys[] = {
      "at the target (MirrorMaker 2's sync.group.offsets.enabled), only "
      "moving it forward. A group with active members at the target is left "
      "alone: the broker refuses offsets for a group that is consuming."},
-    {"replication.on_truncation", CT_ENUM, "resume", NOLIMIT, "resume|fail",
-     NULL, 0,
-     "When a source partition lost records before they were replicated "
-     "(its log start passed the stored position) or was reset (its end "
-     "offset went backwards): resume (log it with the offsets, count it, "
-     "resume at the log start) or fail (stop the flow)."},
 
     {NULL, CT_STR, NULL, NOLIMIT, NULL, NULL, 0, NULL},
 };
