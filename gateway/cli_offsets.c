@@ -563,6 +563,11 @@ int gw_cmd_offsets(int argc, char **argv) {
 
         if (argc >= 2 && !strcmp(argv[1], "probe-group"))
                 return probe_group(argc, argv);
+        /* `aagw offsets probe-groups BOOTSTRAPS TIMEOUT_MS [NAME VALUE]...` */
+        if (argc >= 4 && !strcmp(argv[1], "probe-groups") && argc % 2 == 0)
+                return aagw_kafka_list_groups_probe(
+                    argv[2], (const char *const *)argv + 4,
+                    (size_t)(argc - 4) / 2, atoi(argv[3]));
         if (argc < 2 || strcmp(argv[1], "translate")) {
                 if (argc >= 2 &&
                     (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {

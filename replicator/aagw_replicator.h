@@ -264,6 +264,26 @@ aagw_err_t aagw_kafka_group_members(const char *self_exe,
                                     int *members, char *errstr,
                                     size_t errstr_size);
 
+/**
+ * @brief The consumer groups of the cluster at @p bootstraps
+ * (ListConsumerGroups), asked in a child process as
+ * aagw_kafka_group_members() does (`SELF offsets probe-groups`).
+ * @returns AAGW_OK with @p groups (malloc()ed array of malloc()ed names,
+ * @p cnt of them; the caller frees), or AAGW_ERR_UNSUPPORTED with the
+ * reason in @p errstr.
+ */
+aagw_err_t aagw_kafka_list_groups(const char *self_exe,
+                                  const char *bootstraps,
+                                  const char *const *props, size_t prop_cnt,
+                                  int timeout_ms, char ***groups, size_t *cnt,
+                                  char *errstr, size_t errstr_size);
+
+/** The listing itself (run in the child): prints "groups N" and N names,
+ *  or "unsupported REASON". */
+int aagw_kafka_list_groups_probe(const char *bootstraps,
+                                 const char *const *props, size_t prop_cnt,
+                                 int timeout_ms);
+
 /** The probe itself (run in the child): prints "members N" or
  *  "unsupported REASON" on stdout.  @returns an exit code. */
 int aagw_kafka_group_members_probe(const char *bootstraps,

@@ -54,6 +54,9 @@ struct mm2 {
         char                      target[AAGW_ALIAS_MAX + 1];
         char                      syncs_topic[AAGW_TOPIC_MAX + 1];
         char                      ckpt_topic[AAGW_TOPIC_MAX + 1];
+        const char               *bootstraps; /* source: for the group */
+        const char *const        *props;      /* listing child (borrowed */
+        size_t                    nprops;     /* from the engine's config) */
         rd_kafka_t               *src_producer; /* heartbeats, syncs */
         rd_kafka_t               *tgt_producer; /* the flow's: borrowed */
         rd_kafka_t               *src_admin;    /* groups and offsets */
@@ -186,60 +189,43 @@ static bool plain_name(const char *p) {
         return true;
 }
 
-/* The groups to checkpoint: the source's groups (ListConsumerGroups) the
- * policy allows, or, on a cluster that cannot list them, the plain names
- * among the include patterns.  Returns a malloc()ed array of strdup()s. */
+/* The groups to checkpoint: the plain names among the include patterns
+ * when every pattern is one (nothing to list); else the source's groups
+ * (ListConsumerGroups) the policy allows, asked in a child process
+ * (aagw_kafka_list_groups(): librdkafka 2.0 leaks its client on clusters
+ * that refuse the call, the embedded one among them); on a cluster that
+ * cannot list them, the plain names again.  Returns a malloc()ed array of
+ * strdup()s. */
 static char **list_groups(struct mm2 *m, size_t *np) {
-        char                   **out = NULL;
-        size_t                   n   = 0;
-        char                     err[256];
+        char **out = NULL, **all = NULL;
+        size_t n = 0, nall = 0;
+        bool   all_plain = m->conf.group_cnt > 0;
+        char   err[512];
 
         *np = 0;
-        if (!m->list_unsupported) {
-                rd_kafka_queue_t        *q = rd_kafka_queue_new(m->src_admin);
-                rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-                    m->src_admin, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS);
-                rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS,
-                                                          err, sizeof(err));
-                rd_kafka_ListConsumerGroups(m->src_admin, o, q);
-                rd_kafka_event_t *ev =
-                    rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 1000);
-                size_t nerr = 0, cnt = 0;
-                const rd_kafka_ListConsumerGroups_result_t *r =
-                    ev ? rd_kafka_event_ListConsumerGroups_result(ev) : NULL;
-                const rd_kafka_ConsumerGroupListing_t **ls =
-                    r ? rd_kafka_ListConsumerGroups_result_valid(r, &cnt)
-                      : NULL;
-                if (r)
-                        rd_kafka_ListConsumerGroups_result_errors(r, &nerr);
-                if (!ev || rd_kafka_event_error(ev) || (nerr && !cnt)) {
-                        m->list_unsupported = true;
-                        aagw_log(AAGW_LOG_WARN, "MM2",
-                                 "%s: %s cannot list consumer groups (%s); "
-                                 "checkpointing only the groups named "
-                                 "literally in replication.groups",
-                                 aagw_flow_name(m->flow), m->source,
-                                 ev && rd_kafka_event_error(ev)
-                                     ? rd_kafka_event_error_string(ev)
-                                     : "no answer");
-                } else {
-                        out = calloc(cnt + 1, sizeof(*out));
-                        for (size_t i = 0; out && i < cnt; i++) {
-                                const char *g =
-                                    rd_kafka_ConsumerGroupListing_group_id(
-                                        ls[i]);
-                                if (aagw_repl_group_allowed(m->pol, g))
-                                        out[n++] = strdup(g);
-                        }
-                }
-                if (ev)
-                        rd_kafka_event_destroy(ev);
-                rd_kafka_AdminOptions_destroy(o);
-                rd_kafka_queue_destroy(q);
-                if (!m->list_unsupported) {
+        for (size_t i = 0; i < m->conf.group_cnt; i++)
+                all_plain &= plain_name(m->conf.groups[i]);
+        if (!all_plain && !m->list_unsupported) {
+                aagw_err_t rc = aagw_kafka_list_groups(
+                    "/proc/self/exe", m->bootstraps, m->props, m->nprops,
+                    ADMIN_TIMEOUT_MS, &all, &nall, err, sizeof(err));
+                if (rc == AAGW_OK) {
+                        out = calloc(nall + 1, sizeof(*out));
+                        for (size_t i = 0; out && i < nall; i++)
+                                if (aagw_repl_group_allowed(m->pol, all[i]))
+                                        out[n++] = strdup(all[i]);
+                        for (size_t i = 0; i < nall; i++)
+                                free(all[i]);
+                        free(all);
                         *np = n;
                         return out;
                 }
+                m->list_unsupported = true;
+                aagw_log(AAGW_LOG_WARN, "MM2",
+                         "%s: %s cannot list consumer groups (%s); "
+                         "checkpointing only the groups named literally in "
+                         "replication.groups",
+                         aagw_flow_name(m->flow), m->source, err);
         }
         out = calloc(m->conf.group_cnt + 1, sizeof(*out));
         for (size_t i = 0; out && i < m->conf.group_cnt; i++)
@@ -459,6 +445,9 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
         m->conf         = c->mm2;
         m->pol          = c->policy;
         m->tgt_producer = target_producer;
+        m->bootstraps   = c->source_bootstraps;
+        m->props        = c->source_props;
+        m->nprops       = c->source_prop_cnt;
         if (m->conf.sync_max_per_s <= 0)
                 m->conf.sync_max_per_s = 100;
         pthread_mutex_init(&m->lock, NULL);
@@ -740,42 +729,18 @@ int aagw_kafka_group_members_probe(const char *bootstraps,
         _exit(0);
 }
 
-aagw_err_t aagw_kafka_group_members(const char *self_exe,
-                                    const char *bootstraps,
-                                    const char *const *props, size_t prop_cnt,
-                                    const char *group, int timeout_ms,
-                                    int *members, char *errstr,
-                                    size_t errstr_size) {
-        int   fds[2];
-        pid_t pid;
-        char  buf[1024], tmo[32];
+/* Run 'argv' with stdout to a pipe; collect up to 'size' - 1 bytes until
+ * EOF or 'timeout_ms', then SIGKILL and reap it. */
+static void run_child(const char *self_exe, const char **argv, char *buf,
+                      size_t size, int timeout_ms) {
+        int    fds[2];
         size_t len = 0;
+        pid_t  pid;
 
-        if (pipe(fds)) {
-                snprintf(errstr, errstr_size, "pipe: %s", strerror(errno));
-                return AAGW_ERR_NOMEM;
-        }
-        snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
-        const char **argv = calloc(2 * prop_cnt + 12, sizeof(*argv));
-        size_t       a    = 0;
-        if (!argv) {
-                close(fds[0]);
-                close(fds[1]);
-                return AAGW_ERR_NOMEM;
-        }
-        argv[a++] = self_exe;
-        argv[a++] = "offsets";
-        argv[a++] = "probe-group";
-        argv[a++] = bootstraps;
-        argv[a++] = group;
-        argv[a++] = tmo;
-        /* name=value pairs as separate words: no quoting to get wrong */
-        for (size_t i = 0; i < prop_cnt; i++) {
-                argv[a++] = props[2 * i];
-                argv[a++] = props[2 * i + 1];
-        }
-        argv[a] = NULL;
-        pid     = fork();
+        buf[0] = '\0';
+        if (pipe(fds))
+                return;
+        pid = fork();
         if (pid == 0) {
                 dup2(fds[1], 1);
                 close(fds[0]);
@@ -783,15 +748,11 @@ aagw_err_t aagw_kafka_group_members(const char *self_exe,
                 execv(self_exe, (char *const *)argv);
                 _exit(127);
         }
-        free(argv);
         close(fds[1]);
         if (pid < 0) {
                 close(fds[0]);
-                snprintf(errstr, errstr_size, "fork: %s", strerror(errno));
-                return AAGW_ERR_NOMEM;
+                return;
         }
-        /* Read until EOF or the deadline; then the child goes, whatever
-         * state its handle is in. */
         struct timespec t0, t;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
@@ -800,12 +761,11 @@ aagw_err_t aagw_kafka_group_members(const char *self_exe,
                 FD_ZERO(&rs);
                 FD_SET(fds[0], &rs);
                 if (select(fds[0] + 1, &rs, NULL, NULL, &tv) > 0) {
-                        ssize_t r = read(fds[0], buf + len,
-                                         sizeof(buf) - 1 - len);
+                        ssize_t r = read(fds[0], buf + len, size - 1 - len);
                         if (r <= 0)
                                 break;
                         len += (size_t)r;
-                        if (memchr(buf, '\n', len))
+                        if (len == size - 1)
                                 break;
                 }
                 clock_gettime(CLOCK_MONOTONIC, &t);
@@ -818,19 +778,152 @@ aagw_err_t aagw_kafka_group_members(const char *self_exe,
         close(fds[0]);
         kill(pid, SIGKILL);
         int status;
-        waitpid(pid, &status, 0);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
+int aagw_kafka_list_groups_probe(const char *bootstraps,
+                                 const char *const *props, size_t prop_cnt,
+                                 int timeout_ms) {
+        char             err[512];
+        rd_kafka_conf_t *conf = aagw_kafka_conf_new(bootstraps, "probe", err,
+                                                    sizeof(err));
+        rd_kafka_t      *rk;
+
+        if (!conf || aagw_kafka_conf_apply(conf, "admin", props, prop_cnt, err,
+                                           sizeof(err)) ||
+            !(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err)))) {
+                printf("unsupported %s\n", err);
+                return 1;
+        }
+        rd_kafka_queue_t        *q = rd_kafka_queue_new(rk);
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
+            rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS);
+        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, err,
+                                                  sizeof(err));
+        rd_kafka_ListConsumerGroups(rk, o, q);
+        rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "ListConsumerGroups",
+                                          err, sizeof(err));
+        size_t cnt = 0, nerr = 0;
+        const rd_kafka_ListConsumerGroups_result_t *r =
+            ev ? rd_kafka_event_ListConsumerGroups_result(ev) : NULL;
+        const rd_kafka_ConsumerGroupListing_t **ls =
+            r ? rd_kafka_ListConsumerGroups_result_valid(r, &cnt) : NULL;
+        const rd_kafka_error_t **errs =
+            r ? rd_kafka_ListConsumerGroups_result_errors(r, &nerr) : NULL;
+        if (!ev)
+                printf("unsupported %s\n", err);
+        else if (nerr && !cnt)
+                printf("unsupported ListConsumerGroups: %s\n",
+                       rd_kafka_error_string(errs[0]));
+        else {
+                printf("groups %zu\n", cnt);
+                for (size_t i = 0; i < cnt; i++)
+                        printf("%s\n",
+                               rd_kafka_ConsumerGroupListing_group_id(ls[i]));
+        }
+        fflush(stdout);
+        _exit(0); /* the handle may be broken: do not destroy it */
+}
+
+aagw_err_t aagw_kafka_list_groups(const char *self_exe,
+                                  const char *bootstraps,
+                                  const char *const *props, size_t prop_cnt,
+                                  int timeout_ms, char ***groups, size_t *cnt,
+                                  char *errstr, size_t errstr_size) {
+        char         tmo[32], *buf = malloc(65536);
+        const char **argv = calloc(2 * prop_cnt + 8, sizeof(*argv));
+        size_t       a = 0, n = 0;
+
+        *groups = NULL;
+        *cnt    = 0;
+        if (!buf || !argv) {
+                free(buf);
+                free(argv);
+                snprintf(errstr, errstr_size, "out of memory");
+                return AAGW_ERR_NOMEM;
+        }
+        snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
+        argv[a++] = self_exe;
+        argv[a++] = "offsets";
+        argv[a++] = "probe-groups";
+        argv[a++] = bootstraps;
+        argv[a++] = tmo;
+        for (size_t i = 0; i < prop_cnt; i++) {
+                argv[a++] = props[2 * i];
+                argv[a++] = props[2 * i + 1];
+        }
+        argv[a] = NULL;
+        run_child(self_exe, argv, buf, 65536, timeout_ms);
+        free(argv);
+        if (strncmp(buf, "groups ", 7)) {
+                buf[strcspn(buf, "\n")] = '\0';
+                snprintf(errstr, errstr_size, "%s",
+                         !strncmp(buf, "unsupported ", 12)
+                             ? buf + 12
+                             : "no answer (the call hangs or aborts on some "
+                               "clusters)");
+                free(buf);
+                return AAGW_ERR_UNSUPPORTED;
+        }
+        size_t want = strtoul(buf + 7, NULL, 10);
+        char **v    = calloc(want + 1, sizeof(*v));
+        char  *line = strchr(buf, '\n');
+        while (v && line && n < want) {
+                char *end = strchr(line + 1, '\n');
+                if (!end)
+                        break; /* cut off: not a whole line */
+                *end     = '\0';
+                v[n++]   = strdup(line + 1);
+                line     = end;
+        }
+        free(buf);
+        *groups = v;
+        *cnt    = n;
+        return AAGW_OK;
+}
+
+aagw_err_t aagw_kafka_group_members(const char *self_exe,
+                                    const char *bootstraps,
+                                    const char *const *props, size_t prop_cnt,
+                                    const char *group, int timeout_ms,
+                                    int *members, char *errstr,
+                                    size_t errstr_size) {
+        char         buf[1024], tmo[32];
+        const char **argv = calloc(2 * prop_cnt + 8, sizeof(*argv));
+        size_t       a    = 0;
+
+        if (!argv) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return AAGW_ERR_NOMEM;
+        }
+        snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
+        argv[a++] = self_exe;
+        argv[a++] = "offsets";
+        argv[a++] = "probe-group";
+        argv[a++] = bootstraps;
+        argv[a++] = group;
+        argv[a++] = tmo;
+        /* name=value pairs as separate words: no quoting to get wrong */
+        for (size_t i = 0; i < prop_cnt; i++) {
+                argv[a++] = props[2 * i];
+                argv[a++] = props[2 * i + 1];
+        }
+        argv[a] = NULL;
+        run_child(self_exe, argv, buf, sizeof(buf), timeout_ms);
+        free(argv);
         buf[strcspn(buf, "\n")] = '\0';
         if (!strncmp(buf, "members ", 8)) {
                 *members = atoi(buf + 8);
                 return AAGW_OK;
         }
         if (!strncmp(buf, "unsupported ", 12)) {
-                snprintf(errstr, errstr_size,
-                         "DescribeConsumerGroups: %s", buf + 12);
+                snprintf(errstr, errstr_size, "DescribeConsumerGroups: %s",
+                         buf + 12);
                 return AAGW_ERR_UNSUPPORTED;
         }
         snprintf(errstr, errstr_size,
-                 "DescribeConsumerGroups gave no answer within %d ms%s%s "
+                 "DescribeConsumerGroups gave no answer within %d ms%s%.200s "
                  "(the call hangs or aborts on some clusters, the embedded "
                  "one among them)",
                  timeout_ms, buf[0] ? ": " : "", buf);
