@@ -1567,6 +1567,7 @@ aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
 
 void aagw_flow_stop(aagw_flow_t *f) {
         atomic_store(&f->stop, true);
+        mm2_stop(f->mm2);
 }
 
 void aagw_flow_pause(aagw_flow_t *f, bool pause) {
@@ -1581,7 +1582,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         if (f->thread_started)
                 pthread_join(f->thread, NULL);
         /* Before the producer it borrows; flushes its own. */
-        mm2_destroy(f->mm2, 2000);
+        mm2_destroy(f->mm2, 500);
         if (f->producer) {
                 /* Delivery reports of anything left refer to tokens and
                  * partitions we are about to free: purge and serve them

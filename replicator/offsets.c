@@ -68,6 +68,7 @@ struct mm2 {
         pthread_mutex_t lock; /* parts; stop */
         pthread_cond_t  cond;
         bool            stop;
+        atomic_bool     stopping; /* read by the blocking admin calls */
         bool            list_unsupported;
 
         struct mm2_part **parts;
@@ -75,6 +76,14 @@ struct mm2 {
 
         _Atomic uint64_t syncs, checkpoints, heartbeats, group_synced;
 };
+
+/* The mm2 thread's stop flag, for the blocking calls below when they run
+ * on it (NULL on any other thread: the commands wait their timeouts). */
+static _Thread_local atomic_bool *cancel_flag;
+
+static bool cancelled(void) {
+        return cancel_flag && atomic_load(cancel_flag);
+}
 
 static int64_t wall_ms(void) {
         struct timespec ts;
@@ -354,7 +363,7 @@ static void checkpoints(struct mm2 *m) {
         ps  = calloc(nps + 1, sizeof(*ps));
         if (groups && ps) {
                 nps = aagw_flow_partitions(m->flow, ps, nps);
-                for (size_t i = 0; i < ngroups; i++)
+                for (size_t i = 0; i < ngroups && !atomic_load(&m->stopping); i++)
                         checkpoint_group(m, groups[i], ps, nps);
         }
         for (size_t i = 0; groups && i < ngroups; i++)
@@ -369,6 +378,7 @@ static void *mm2_main(void *arg) {
         struct mm2 *m       = arg;
         int64_t     next_hb = 0, next_ck = 0;
 
+        cancel_flag = &m->stopping;
         pthread_mutex_lock(&m->lock);
         while (!m->stop) {
                 int64_t now = wall_ms();
@@ -503,9 +513,20 @@ int mm2_start(struct mm2 *m, char *errstr, size_t errstr_size) {
         return 0;
 }
 
+void mm2_stop(struct mm2 *m) {
+        if (!m)
+                return;
+        atomic_store(&m->stopping, true);
+        pthread_mutex_lock(&m->lock);
+        m->stop = true;
+        pthread_cond_signal(&m->cond);
+        pthread_mutex_unlock(&m->lock);
+}
+
 void mm2_destroy(struct mm2 *m, int timeout_ms) {
         if (!m)
                 return;
+        atomic_store(&m->stopping, true);
         pthread_mutex_lock(&m->lock);
         m->stop = true;
         pthread_cond_signal(&m->cond);
@@ -546,12 +567,22 @@ void mm2_stats(const struct mm2 *mc, struct aagw_flow_stats *st) {
 
 /* -------------------------------------------------------- GROUP OFFSETS -- */
 
+
 /* Wait for an admin result; the error text of a failed one goes to
  * errstr.  Returns the event (caller destroys) or NULL. */
 static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms,
                                     const char *what, char *errstr,
                                     size_t errstr_size) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+        rd_kafka_event_t *ev = NULL;
+        /* In slices, so that a stopping mm2 thread need not wait out an
+         * unreachable cluster's timeout. */
+        for (int waited = 0; !ev && waited < timeout_ms + 1000; waited += 100) {
+                if (cancelled()) {
+                        snprintf(errstr, errstr_size, "%s: stopping", what);
+                        return NULL;
+                }
+                ev = rd_kafka_queue_poll(q, 100);
+        }
         if (!ev) {
                 snprintf(errstr, errstr_size, "%s: no answer within %d ms",
                          what, timeout_ms);
@@ -771,7 +802,7 @@ static void run_child(const char *self_exe, const char **argv, char *buf,
                 clock_gettime(CLOCK_MONOTONIC, &t);
                 if ((t.tv_sec - t0.tv_sec) * 1000 +
                         (t.tv_nsec - t0.tv_nsec) / 1000000 >
-                    timeout_ms + 3000)
+                    timeout_ms + 3000 || cancelled())
                         break;
         }
         buf[len] = '\0';

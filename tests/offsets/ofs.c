@@ -39,8 +39,10 @@ void ofs_gw_start(struct repl *r, const char *const *extra) {
                                 "--set",
                                 "mm2.checkpoints_interval=1s",
                                 "--set",
-                                "replication.groups=g1"};
-        size_t      a        = 10;
+                                "replication.groups=g1",
+                                "--set",
+                                "mm2.heartbeats_interval=1s"};
+        size_t      a        = 12;
 
         for (size_t i = 0; extra && extra[i]; i++)
                 argv[a++] = extra[i];

@@ -133,6 +133,10 @@ void repl_gw_start(struct repl *r, const char *const *extra) {
          * tests list and count. */
         argv[a++] = "--unify";
         argv[a++] = "off";
+        /* The replication tests count records and stop timings exactly:
+         * no heartbeat records among them (tests/offsets turns them on). */
+        argv[a++] = "--set";
+        argv[a++] = "mm2.heartbeats_interval=0s";
         for (size_t i = 0; extra && extra[i]; i++) {
                 assert_true(a < sizeof(argv) / sizeof(argv[0]) - 1);
                 argv[a++] = extra[i];
