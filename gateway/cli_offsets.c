@@ -45,16 +45,16 @@ struct opts {
 
 /* One source partition of the group and its translation. */
 struct row {
-        char                  topic[AAGW_TOPIC_MAX + 1];
-        char                  remote[AAGW_TOPIC_MAX + 1];
-        int32_t               partition;
-        int64_t               committed; /* at the source */
-        int64_t               repl_pos;  /* the gateway's position */
-        int64_t               src_hi;
-        struct aagw_mm2_xlate x;
+        char                   topic[AAGW_TOPIC_MAX + 1];
+        char                   remote[AAGW_TOPIC_MAX + 1];
+        int32_t                partition;
+        int64_t                committed; /* at the source */
+        int64_t                repl_pos;  /* the gateway's position */
+        int64_t                src_hi;
+        struct aagw_mm2_xlate  x;
         struct aagw_mm2_point *pts;
-        size_t                npts;
-        int64_t               target_before; /* group's target offset */
+        size_t                 npts;
+        int64_t                target_before; /* group's target offset */
         /* drill verification */
         int64_t prev_src, next_src; /* origin offsets around T, -1 none */
         bool    verified;
@@ -65,12 +65,12 @@ struct ctx {
         aagw_config_t      *cfg;
         aagw_repl_policy_t *pol;
         const char         *from_bs, *to_bs;
-        const char *const  *from_props, *const *to_props;
-        size_t              from_nprops, to_nprops;
-        rd_kafka_t         *from_admin, *to_admin;
-        struct row         *rows;
-        size_t              nrows;
-        char                err[1024];
+        const char *const *from_props, *const *to_props;
+        size_t      from_nprops, to_nprops;
+        rd_kafka_t *from_admin, *to_admin;
+        struct row *rows;
+        size_t      nrows;
+        char        err[1024];
 };
 
 static int64_t mono_ms(void) {
@@ -91,7 +91,7 @@ static int take_opts(int *argcp, char **argv, struct opts *o) {
         int n = 1;
 
         for (int i = 1; i < *argcp; i++) {
-                const char *a = argv[i];
+                const char  *a   = argv[i];
                 const char **dst = NULL;
                 int         *num = NULL;
 
@@ -129,8 +129,8 @@ static int take_opts(int *argcp, char **argv, struct opts *o) {
                         char *end;
                         long  v = strtol(argv[++i], &end, 10);
                         if (*end || v <= 0 || v > 86400) {
-                                gw_errorf("%s: expected seconds, got \"%s\"",
-                                          a, argv[i]);
+                                gw_errorf("%s: expected seconds, got \"%s\"", a,
+                                          argv[i]);
                                 return -1;
                         }
                         *num = (int)v;
@@ -154,19 +154,17 @@ static rd_kafka_t *client(struct ctx *c, bool from, rd_kafka_type_t type,
                                    sizeof(c->err));
         if (!conf)
                 return NULL;
-        if (aagw_kafka_conf_apply(conf,
-                                  type == RD_KAFKA_CONSUMER ? "consumer"
-                                                            : "admin",
-                                  from ? c->from_props : c->to_props,
-                                  from ? c->from_nprops : c->to_nprops, c->err,
-                                  sizeof(c->err)) ||
+        if (aagw_kafka_conf_apply(
+                conf, type == RD_KAFKA_CONSUMER ? "consumer" : "admin",
+                from ? c->from_props : c->to_props,
+                from ? c->from_nprops : c->to_nprops, c->err, sizeof(c->err)) ||
             (type == RD_KAFKA_CONSUMER &&
              (aagw_kafka_conf_set(conf, "group.id", group, c->err,
                                   sizeof(c->err)) ||
               aagw_kafka_conf_set(conf, "enable.auto.commit", "false", c->err,
                                   sizeof(c->err)) ||
-              aagw_kafka_conf_set(conf, "enable.partition.eof", "false",
-                                  c->err, sizeof(c->err)) ||
+              aagw_kafka_conf_set(conf, "enable.partition.eof", "false", c->err,
+                                  sizeof(c->err)) ||
               aagw_kafka_conf_set(conf, "fetch.wait.max.ms", "10", c->err,
                                   sizeof(c->err))))) {
                 rd_kafka_conf_destroy(conf);
@@ -236,22 +234,22 @@ static bool on_sync(void *arg, const rd_kafka_message_t *m) {
                 return true;
         if (!r->pts && !(r->pts = calloc(MAX_SYNC_POINTS, sizeof(*r->pts))))
                 return true;
-        bool lossy = !rd_kafka_message_headers(m, &h) &&
-                     !rd_kafka_header_get_last(h, AAGW_MM2_SYNC_LOSSY_HDR, &v,
-                                               &vs);
-        aagw_mm2_points_add(r->pts, &r->npts, MAX_SYNC_POINTS,
-                            (struct aagw_mm2_point){s.upstream, s.downstream,
-                                                    lossy});
+        bool lossy =
+            !rd_kafka_message_headers(m, &h) &&
+            !rd_kafka_header_get_last(h, AAGW_MM2_SYNC_LOSSY_HDR, &v, &vs);
+        aagw_mm2_points_add(
+            r->pts, &r->npts, MAX_SYNC_POINTS,
+            (struct aagw_mm2_point){s.upstream, s.downstream, lossy});
         return true;
 }
 
 /* The group's partitions at the source, their committed offsets and the
  * gateway's positions; then the offset-syncs, and the translation. */
 static int translate(struct ctx *c) {
-        const struct rd_kafka_metadata *md = NULL;
+        const struct rd_kafka_metadata  *md = NULL;
         rd_kafka_topic_partition_list_t *l, *pos;
-        rd_kafka_resp_err_t             err;
-        char                            rgroup[512], stopic[AAGW_TOPIC_MAX + 1];
+        rd_kafka_resp_err_t              err;
+        char rgroup[512], stopic[AAGW_TOPIC_MAX + 1];
         bool at_target = !strcmp(
             aagw_config_str(c->cfg, "mm2.offset_syncs_location"), "target");
 
@@ -282,8 +280,8 @@ static int translate(struct ctx *c) {
                                      c->err, sizeof(c->err))) {
                 if (!l->cnt)
                         snprintf(c->err, sizeof(c->err),
-                                 "%s has no topics replicated to %s",
-                                 c->o.from, c->o.to);
+                                 "%s has no topics replicated to %s", c->o.from,
+                                 c->o.to);
                 rd_kafka_topic_partition_list_destroy(l);
                 rd_kafka_topic_partition_list_destroy(pos);
                 return -1;
@@ -320,9 +318,9 @@ static int translate(struct ctx *c) {
         /* The offset-syncs: partition 0 of the topic, start to end. */
         aagw_mm2_offset_syncs_topic(at_target ? c->o.from : c->o.to, stopic,
                                     sizeof(stopic));
-        rd_kafka_t *rd = client(c, !at_target, RD_KAFKA_CONSUMER,
-                                "aagw-offsets-reader");
-        int64_t     lo = 0, hi = 0;
+        rd_kafka_t *rd =
+            client(c, !at_target, RD_KAFKA_CONSUMER, "aagw-offsets-reader");
+        int64_t lo = 0, hi = 0;
         if (!rd)
                 return -1;
         if (!rd_kafka_query_watermark_offsets(rd, stopic, 0, &lo, &hi,
@@ -385,8 +383,9 @@ static void json_rows(const struct ctx *c, FILE *out) {
                 const struct row *r = &c->rows[i];
                 fprintf(out, "%s{\"topic\":", i ? "," : "");
                 json_str(out, r->topic);
-                fprintf(out, ",\"partition\":%d,\"committed\":%" PRId64
-                             ",\"target_topic\":",
+                fprintf(out,
+                        ",\"partition\":%d,\"committed\":%" PRId64
+                        ",\"target_topic\":",
                         (int)r->partition, r->committed);
                 json_str(out, r->remote);
                 fprintf(out,
@@ -472,7 +471,8 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
         memset(c, 0, sizeof(*c));
         c->o.deadline_s   = 60;
         c->o.max_hb_age_s = 10;
-        if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        if (argc >= 2 &&
+            (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
                 usage(stdout);
                 return GW_HELP_SHOWN;
         }
@@ -485,8 +485,8 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
                 return rc;
         /* Commands print their results: library chatter only from warn
          * up, unless asked for less. */
-        int lvl = aagw_log_level_parse(
-            aagw_config_str(c->cfg, "gateway.log_level"));
+        int lvl =
+            aagw_log_level_parse(aagw_config_str(c->cfg, "gateway.log_level"));
         gw_log_init(lvl > AAGW_LOG_WARN ? (aagw_log_level_t)lvl
                                         : AAGW_LOG_WARN);
         if (!c->o.from && !need_from &&
@@ -499,8 +499,9 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
         }
         if (!c->o.group || !c->o.from || !c->o.to) {
                 gw_errorf("--group, --from and --to are required%s",
-                          need_from ? "" : " (--from may be left out with "
-                                           "exactly two clusters)");
+                          need_from ? ""
+                                    : " (--from may be left out with "
+                                      "exactly two clusters)");
                 usage(stderr);
                 return EXIT_USAGE;
         }
@@ -526,8 +527,8 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
                 return EXIT_USAGE;
         }
         c->from_admin = client(c, true, RD_KAFKA_PRODUCER, NULL);
-        c->to_admin   = c->from_admin ? client(c, false, RD_KAFKA_PRODUCER, NULL)
-                                      : NULL;
+        c->to_admin =
+            c->from_admin ? client(c, false, RD_KAFKA_PRODUCER, NULL) : NULL;
         if (!c->to_admin) {
                 gw_errorf("%s", c->err);
                 return EXIT_RUNTIME;
@@ -636,10 +637,11 @@ static int check_members(struct ctx *c, bool quiet) {
                 return -1;
         }
         if (!quiet)
-                fprintf(stderr,
-                        "aagw: warning: cannot tell whether group %s has active "
-                        "members at %s (%s); going ahead because of --force\n",
-                        c->o.group, c->o.to, why);
+                fprintf(
+                    stderr,
+                    "aagw: warning: cannot tell whether group %s has active "
+                    "members at %s (%s); going ahead because of --force\n",
+                    c->o.group, c->o.to, why);
         return 0;
 }
 
@@ -651,8 +653,8 @@ static int commit_target(struct ctx *c) {
 
         for (size_t i = 0; i < c->nrows; i++)
                 if (c->rows[i].x.offset >= 0)
-                        rd_kafka_topic_partition_list_add(
-                            l, c->rows[i].remote, c->rows[i].partition)
+                        rd_kafka_topic_partition_list_add(l, c->rows[i].remote,
+                                                          c->rows[i].partition)
                             ->offset = c->rows[i].x.offset;
         rc = aagw_kafka_group_commit(c->to_admin, c->o.group, l, TIMEOUT_MS,
                                      c->err, sizeof(c->err))
@@ -673,8 +675,8 @@ static void target_offsets(struct ctx *c) {
                                                   c->rows[i].partition);
                 c->rows[i].target_before = -1;
         }
-        if (!aagw_kafka_group_offsets(c->to_admin, c->o.group, l, TIMEOUT_MS,
-                                      e, sizeof(e)))
+        if (!aagw_kafka_group_offsets(c->to_admin, c->o.group, l, TIMEOUT_MS, e,
+                                      sizeof(e)))
                 for (int i = 0; i < l->cnt && (size_t)i < c->nrows; i++)
                         c->rows[i].target_before = l->elems[i].offset;
         rd_kafka_topic_partition_list_destroy(l);
@@ -752,8 +754,8 @@ static bool on_heartbeat(void *arg, const rd_kafka_message_t *m) {
 /* Newest heartbeat (source->target) in 'topic' at the source cluster
  * ('from') or the target. */
 static int64_t newest_heartbeat(struct ctx *c, bool from, const char *topic) {
-        const struct rd_kafka_metadata *md = NULL;
-        struct hb_scan                  h  = {c->o.from, c->o.to, -1};
+        const struct rd_kafka_metadata *md    = NULL;
+        struct hb_scan                  h     = {c->o.from, c->o.to, -1};
         int                             parts = 0;
         rd_kafka_t *rk = client(c, from, RD_KAFKA_CONSUMER, "aagw-drill-hb");
 
@@ -860,9 +862,9 @@ static int verify(struct ctx *c, int *verified) {
                 struct origin_scan s = {c->pol, hop, {-1, -1}, 0};
 
                 r->prev_src = r->next_src = -1;
-                if (t < 0 || rd_kafka_query_watermark_offsets(
-                                 rk, r->remote, r->partition, &lo, &hi,
-                                 TIMEOUT_MS)) {
+                if (t < 0 ||
+                    rd_kafka_query_watermark_offsets(
+                        rk, r->remote, r->partition, &lo, &hi, TIMEOUT_MS)) {
                         snprintf(c->err, sizeof(c->err),
                                  "%s [%d] at %s: no committed offset for the "
                                  "group after the commit",
@@ -938,13 +940,15 @@ struct drill_report {
 
 static void print_report(const struct ctx *c, const struct drill_report *d) {
         if (c->o.json) {
-                printf("{\"result\":\"%s\",\"reason\":", d->ok ? "ok" : "failed");
+                printf("{\"result\":\"%s\",\"reason\":",
+                       d->ok ? "ok" : "failed");
                 json_str(stdout, d->reason);
                 printf(",\"group\":");
                 json_str(stdout, c->o.group);
-                printf(",\"from\":\"%s\",\"to\":\"%s\",\"heartbeat_age_ms\":%" PRId64
-                       ",\"lag_wait_ms\":%" PRId64 ",\"rpo_records\":%" PRId64
-                       ",\"rpo_ms\":%" PRId64 ",\"partition_count\":%d,"
+                printf(",\"from\":\"%s\",\"to\":\"%s\",\"heartbeat_age_ms\":"
+                       "%" PRId64 ",\"lag_wait_ms\":%" PRId64
+                       ",\"rpo_records\":%" PRId64 ",\"rpo_ms\":%" PRId64
+                       ",\"partition_count\":%d,"
                        "\"exact\":%d,\"committed\":%s,\"verified\":%d,"
                        "\"rto_s\":%.3f,",
                        c->o.from, c->o.to, d->hb_age_ms, d->lag_wait_ms,
@@ -960,9 +964,9 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
                "\npartition_count:%d\nexact:%d\ncommitted:%s\nverified:%d\n"
                "rto_s:%.3f\n",
                d->ok ? "ok" : "failed", d->reason, c->o.group, c->o.from,
-               c->o.to, d->hb_age_ms, d->lag_wait_ms, d->rpo_records,
-               d->rpo_ms, d->partitions, d->exact,
-               d->committed ? "yes" : "no", d->verified, d->rto_s);
+               c->o.to, d->hb_age_ms, d->lag_wait_ms, d->rpo_records, d->rpo_ms,
+               d->partitions, d->exact, d->committed ? "yes" : "no",
+               d->verified, d->rto_s);
         if (c->nrows) {
                 printf("\n");
                 print_rows(c, stdout);
@@ -1004,7 +1008,7 @@ int gw_cmd_drill(int argc, char **argv) {
                 snprintf(d.reason, sizeof(d.reason), "%s", c.err);
                 goto done;
         }
-        d.partitions  = (int)c.nrows;
+        d.partitions   = (int)c.nrows;
         int64_t waited = mono_ms(), deadline = t0 + c.o.deadline_s * 1000LL;
         while ((d.rpo_records = lag_now(&c)) != 0 && mono_ms() < deadline &&
                !gw_wait_stop(200))
@@ -1048,8 +1052,7 @@ int gw_cmd_drill(int argc, char **argv) {
         }
         d.committed = true;
         if (verify(&c, &d.verified)) {
-                snprintf(d.reason, sizeof(d.reason), "verification: %s",
-                         c.err);
+                snprintf(d.reason, sizeof(d.reason), "verification: %s", c.err);
                 goto done;
         }
         d.ok = true;

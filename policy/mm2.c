@@ -90,8 +90,8 @@ static bool done(const struct rbuf *r) {
 
 /* ------------------------------ HEARTBEATS ----------------------------- */
 
-size_t aagw_mm2_heartbeat_key(const char *source, const char *target,
-                              void *buf, size_t size) {
+size_t aagw_mm2_heartbeat_key(const char *source, const char *target, void *buf,
+                              size_t size) {
         struct wbuf w = {buf, size, 0};
         put_str(&w, source);
         put_str(&w, target);
@@ -105,9 +105,8 @@ size_t aagw_mm2_heartbeat_value(int64_t ts, void *buf, size_t size) {
         return w.len;
 }
 
-bool aagw_mm2_heartbeat_decode(const void *key, size_t key_len,
-                               const void *val, size_t val_len,
-                               struct aagw_mm2_heartbeat *out) {
+bool aagw_mm2_heartbeat_decode(const void *key, size_t key_len, const void *val,
+                               size_t val_len, struct aagw_mm2_heartbeat *out) {
         struct rbuf k = {key, key_len, 0, !key};
         struct rbuf v = {val, val_len, 0, !val};
 
@@ -162,8 +161,7 @@ size_t aagw_mm2_checkpoint_key(const char *group, const char *topic,
 }
 
 size_t aagw_mm2_checkpoint_value(int64_t upstream, int64_t downstream,
-                                 const char *metadata, void *buf,
-                                 size_t size) {
+                                 const char *metadata, void *buf, size_t size) {
         struct wbuf w = {buf, size, 0};
         put_be(&w, 0, 2);
         put_be(&w, (uint64_t)upstream, 8);
@@ -194,17 +192,15 @@ bool aagw_mm2_checkpoint_decode(const void *key, size_t key_len,
 aagw_err_t aagw_mm2_offset_syncs_topic(const char *cluster, char *buf,
                                        size_t size) {
         int n = snprintf(buf, size, "mm2-offset-syncs.%s.internal", cluster);
-        return n < 0 || (size_t)n >= size || n > AAGW_TOPIC_MAX
-                   ? AAGW_ERR_INVAL
-                   : AAGW_OK;
+        return n < 0 || (size_t)n >= size || n > AAGW_TOPIC_MAX ? AAGW_ERR_INVAL
+                                                                : AAGW_OK;
 }
 
 aagw_err_t aagw_mm2_checkpoints_topic(const char *source, char *buf,
                                       size_t size) {
         int n = snprintf(buf, size, "%s.checkpoints.internal", source);
-        return n < 0 || (size_t)n >= size || n > AAGW_TOPIC_MAX
-                   ? AAGW_ERR_INVAL
-                   : AAGW_OK;
+        return n < 0 || (size_t)n >= size || n > AAGW_TOPIC_MAX ? AAGW_ERR_INVAL
+                                                                : AAGW_OK;
 }
 
 /* ------------------------------ TRANSLATION ---------------------------- */

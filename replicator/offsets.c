@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #define ADMIN_TIMEOUT_MS 5000
-#define MAX_POINTS 64   /* sync points kept per partition for checkpoints */
+#define MAX_POINTS 64 /* sync points kept per partition for checkpoints */
 
 struct mm2_part {
         char                  topic[AAGW_TOPIC_MAX + 1];
@@ -54,9 +54,9 @@ struct mm2 {
         char                      target[AAGW_ALIAS_MAX + 1];
         char                      syncs_topic[AAGW_TOPIC_MAX + 1];
         char                      ckpt_topic[AAGW_TOPIC_MAX + 1];
-        const char               *bootstraps; /* source: for the group */
-        const char *const        *props;      /* listing child (borrowed */
-        size_t                    nprops;     /* from the engine's config) */
+        const char               *bootstraps;   /* source: for the group */
+        const char *const        *props;        /* listing child (borrowed */
+        size_t                    nprops;       /* from the engine's config) */
         rd_kafka_t               *src_producer; /* heartbeats, syncs */
         rd_kafka_t               *tgt_producer; /* the flow's: borrowed */
         rd_kafka_t               *src_admin;    /* groups and offsets */
@@ -107,7 +107,7 @@ static struct mm2_part *part_find(struct mm2 *m, const char *topic,
                 return NULL;
         if (m->nparts == m->cap) {
                 size_t            ncap = m->cap ? m->cap * 2 : 64;
-                struct mm2_part **np = realloc(m->parts, ncap * sizeof(*np));
+                struct mm2_part **np   = realloc(m->parts, ncap * sizeof(*np));
                 if (!np)
                         return NULL;
                 m->parts = np;
@@ -134,9 +134,9 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
         pthread_mutex_lock(&m->lock);
         struct mm2_part *p = part_find(m, topic, partition, true);
         if (p)
-                aagw_mm2_points_add(p->pts, &p->n, MAX_POINTS,
-                                    (struct aagw_mm2_point){upstream,
-                                                            downstream, lossy});
+                aagw_mm2_points_add(
+                    p->pts, &p->n, MAX_POINTS,
+                    (struct aagw_mm2_point){upstream, downstream, lossy});
         pthread_mutex_unlock(&m->lock);
 
         kl = aagw_mm2_sync_key(topic, partition, key, sizeof(key));
@@ -149,8 +149,7 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
             m->conf.syncs_at_target ? m->tgt_producer : m->src_producer,
             RD_KAFKA_V_RKT(m->sync_rkt), RD_KAFKA_V_PARTITION(0),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, kl),
-            RD_KAFKA_V_VALUE(val, vl), RD_KAFKA_V_HEADERS(h),
-            RD_KAFKA_V_END);
+            RD_KAFKA_V_VALUE(val, vl), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
         if (err) {
                 if (h)
                         rd_kafka_headers_destroy(h);
@@ -168,14 +167,13 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
 
 static void heartbeat(struct mm2 *m) {
         unsigned char key[2 * AAGW_ALIAS_MAX + 8], val[16];
-        size_t kl = aagw_mm2_heartbeat_key(m->source, m->target, key,
-                                           sizeof(key));
+        size_t        kl =
+            aagw_mm2_heartbeat_key(m->source, m->target, key, sizeof(key));
         size_t vl = aagw_mm2_heartbeat_value(wall_ms(), val, sizeof(val));
         rd_kafka_resp_err_t err = rd_kafka_producev(
-            m->src_producer, RD_KAFKA_V_RKT(m->hb_rkt),
-            RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY(key, kl), RD_KAFKA_V_VALUE(val, vl),
-            RD_KAFKA_V_END);
+            m->src_producer, RD_KAFKA_V_RKT(m->hb_rkt), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, kl),
+            RD_KAFKA_V_VALUE(val, vl), RD_KAFKA_V_END);
         if (err)
                 aagw_log(AAGW_LOG_WARN, "MM2", "%s: heartbeat: %s",
                          aagw_flow_name(m->flow), rd_kafka_err2str(err));
@@ -259,8 +257,8 @@ static void sync_group(struct mm2 *m, const char *group,
             rd_kafka_topic_partition_list_new(xl->cnt);
         char err[512];
 
-        if (aagw_kafka_group_offsets(m->tgt_admin, group, cur,
-                                     ADMIN_TIMEOUT_MS, err, sizeof(err)) == 0)
+        if (aagw_kafka_group_offsets(m->tgt_admin, group, cur, ADMIN_TIMEOUT_MS,
+                                     err, sizeof(err)) == 0)
                 for (int i = 0; i < xl->cnt; i++)
                         if (xl->elems[i].offset > cur->elems[i].offset)
                                 rd_kafka_topic_partition_list_add(
@@ -284,10 +282,10 @@ static void sync_group(struct mm2 *m, const char *group,
 
 static void checkpoint_group(struct mm2 *m, const char *group,
                              const struct aagw_flow_part_stats *ps,
-                             size_t nps) {
+                             size_t                             nps) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new((int)nps);
-        char err[512];
+        char                             err[512];
         rd_kafka_topic_partition_list_t *xl =
             rd_kafka_topic_partition_list_new((int)nps);
 
@@ -329,13 +327,13 @@ static void checkpoint_group(struct mm2 *m, const char *group,
                 /* Only exact translations: a checkpoint that might skip
                  * or repeat records is worse than none. */
                 if (!p || !x.exact ||
-                    aagw_repl_remote_topic(m->pol, m->source, tp->topic,
-                                           remote, sizeof(remote)))
+                    aagw_repl_remote_topic(m->pol, m->source, tp->topic, remote,
+                                           sizeof(remote)))
                         continue;
                 size_t kl = aagw_mm2_checkpoint_key(
                     group, remote, tp->partition, key, sizeof(key));
-                size_t vl = aagw_mm2_checkpoint_value(tp->offset, x.offset,
-                                                      "", val, sizeof(val));
+                size_t vl = aagw_mm2_checkpoint_value(tp->offset, x.offset, "",
+                                                      val, sizeof(val));
                 if (kl > sizeof(key))
                         continue;
                 rd_kafka_topic_partition_list_add(xl, remote, tp->partition)
@@ -363,7 +361,8 @@ static void checkpoints(struct mm2 *m) {
         ps  = calloc(nps + 1, sizeof(*ps));
         if (groups && ps) {
                 nps = aagw_flow_partitions(m->flow, ps, nps);
-                for (size_t i = 0; i < ngroups && !atomic_load(&m->stopping); i++)
+                for (size_t i = 0; i < ngroups && !atomic_load(&m->stopping);
+                     i++)
                         checkpoint_group(m, groups[i], ps, nps);
         }
         for (size_t i = 0; groups && i < ngroups; i++)
@@ -414,8 +413,8 @@ static void *mm2_main(void *arg) {
 /* ----------------------------------------------------------- LIFECYCLE -- */
 
 static rd_kafka_t *client(const struct aagw_flow_conf *c, bool source,
-                          rd_kafka_type_t type, const char *role,
-                          char *errstr, size_t errstr_size) {
+                          rd_kafka_type_t type, const char *role, char *errstr,
+                          size_t errstr_size) {
         char             name[256];
         rd_kafka_conf_t *conf;
 
@@ -426,12 +425,11 @@ static rd_kafka_t *client(const struct aagw_flow_conf *c, bool source,
                                    name, errstr, errstr_size);
         if (!conf)
                 return NULL;
-        if (aagw_kafka_conf_apply(conf, !strcmp(role, "admin") ? "admin"
-                                                               : "producer",
-                                  source ? c->source_props : c->target_props,
-                                  source ? c->source_prop_cnt
-                                         : c->target_prop_cnt,
-                                  errstr, errstr_size) ||
+        if (aagw_kafka_conf_apply(
+                conf, !strcmp(role, "admin") ? "admin" : "producer",
+                source ? c->source_props : c->target_props,
+                source ? c->source_prop_cnt : c->target_prop_cnt, errstr,
+                errstr_size) ||
             aagw_kafka_conf_set(conf, "linger.ms", "5", errstr, errstr_size)) {
                 rd_kafka_conf_destroy(conf);
                 return NULL;
@@ -464,21 +462,20 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
         pthread_cond_init(&m->cond, NULL);
         snprintf(m->source, sizeof(m->source), "%s", c->source);
         snprintf(m->target, sizeof(m->target), "%s", c->target);
-        if (aagw_mm2_offset_syncs_topic(m->conf.syncs_at_target ? c->source
-                                                                : c->target,
-                                        m->syncs_topic,
-                                        sizeof(m->syncs_topic)) ||
+        if (aagw_mm2_offset_syncs_topic(
+                m->conf.syncs_at_target ? c->source : c->target, m->syncs_topic,
+                sizeof(m->syncs_topic)) ||
             aagw_mm2_checkpoints_topic(c->source, m->ckpt_topic,
                                        sizeof(m->ckpt_topic))) {
                 snprintf(errstr, errstr_size, "alias too long for MM2 topics");
                 goto fail;
         }
-        m->src_producer = client(c, true, RD_KAFKA_PRODUCER, "producer",
-                                 errstr, errstr_size);
+        m->src_producer =
+            client(c, true, RD_KAFKA_PRODUCER, "producer", errstr, errstr_size);
         if (!m->src_producer)
                 goto fail;
-        m->src_admin = client(c, true, RD_KAFKA_PRODUCER, "admin", errstr,
-                              errstr_size);
+        m->src_admin =
+            client(c, true, RD_KAFKA_PRODUCER, "admin", errstr, errstr_size);
         if (!m->src_admin)
                 goto fail;
         if (m->conf.sync_group_offsets &&
@@ -490,8 +487,7 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
                                                AAGW_MM2_HEARTBEATS_TOPIC, NULL);
         if (m->conf.syncs)
                 m->sync_rkt = rd_kafka_topic_new(
-                    m->conf.syncs_at_target ? m->tgt_producer
-                                            : m->src_producer,
+                    m->conf.syncs_at_target ? m->tgt_producer : m->src_producer,
                     m->syncs_topic, NULL);
         if (m->conf.checkpoint_ms > 0)
                 m->ckpt_rkt =
@@ -567,7 +563,6 @@ void mm2_stats(const struct mm2 *mc, struct aagw_flow_stats *st) {
 
 /* -------------------------------------------------------- GROUP OFFSETS -- */
 
-
 /* Wait for an admin result; the error text of a failed one goes to
  * errstr.  Returns the event (caller destroys) or NULL. */
 static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms,
@@ -601,8 +596,8 @@ aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
                                     rd_kafka_topic_partition_list_t *parts,
                                     int timeout_ms, char *errstr,
                                     size_t errstr_size) {
-        rd_kafka_queue_t                    *q = rd_kafka_queue_new(admin);
-        rd_kafka_AdminOptions_t             *o = rd_kafka_AdminOptions_new(
+        rd_kafka_queue_t        *q = rd_kafka_queue_new(admin);
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
             admin, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
         rd_kafka_ListConsumerGroupOffsets_t *req =
             rd_kafka_ListConsumerGroupOffsets_new(group, parts);
@@ -611,10 +606,10 @@ aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
 
         rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, e, sizeof(e));
         rd_kafka_ListConsumerGroupOffsets(admin, &req, 1, o, q);
-        rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "ListConsumerGroupOffsets",
-                                          errstr, errstr_size);
+        rd_kafka_event_t *ev = admin_wait(
+            q, timeout_ms, "ListConsumerGroupOffsets", errstr, errstr_size);
         if (ev) {
-                size_t n = 0;
+                size_t                          n = 0;
                 const rd_kafka_group_result_t **gr =
                     rd_kafka_ListConsumerGroupOffsets_result_groups(
                         rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);
@@ -639,7 +634,8 @@ aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
                                                 tp->partition &&
                                             !strcmp(got->elems[k].topic,
                                                     tp->topic)) {
-                                                tp->offset = got->elems[k].offset;
+                                                tp->offset =
+                                                    got->elems[k].offset;
                                                 tp->err = got->elems[k].err;
                                         }
                         }
@@ -657,8 +653,8 @@ aagw_err_t aagw_kafka_group_commit(rd_kafka_t *admin, const char *group,
                                    const rd_kafka_topic_partition_list_t *parts,
                                    int timeout_ms, char *errstr,
                                    size_t errstr_size) {
-        rd_kafka_queue_t                     *q = rd_kafka_queue_new(admin);
-        rd_kafka_AdminOptions_t              *o = rd_kafka_AdminOptions_new(
+        rd_kafka_queue_t        *q = rd_kafka_queue_new(admin);
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
             admin, RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS);
         rd_kafka_AlterConsumerGroupOffsets_t *req =
             rd_kafka_AlterConsumerGroupOffsets_new(group, parts);
@@ -667,11 +663,10 @@ aagw_err_t aagw_kafka_group_commit(rd_kafka_t *admin, const char *group,
 
         rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, e, sizeof(e));
         rd_kafka_AlterConsumerGroupOffsets(admin, &req, 1, o, q);
-        rd_kafka_event_t *ev = admin_wait(q, timeout_ms,
-                                          "AlterConsumerGroupOffsets", errstr,
-                                          errstr_size);
+        rd_kafka_event_t *ev = admin_wait(
+            q, timeout_ms, "AlterConsumerGroupOffsets", errstr, errstr_size);
         if (ev) {
-                size_t n = 0;
+                size_t                          n = 0;
                 const rd_kafka_group_result_t **gr =
                     rd_kafka_AlterConsumerGroupOffsets_result_groups(
                         rd_kafka_event_AlterConsumerGroupOffsets_result(ev),
@@ -709,13 +704,13 @@ aagw_err_t aagw_kafka_group_commit(rd_kafka_t *admin, const char *group,
 
 /* ------------------------------------------------------- MEMBERS PROBE -- */
 
-int aagw_kafka_group_members_probe(const char *bootstraps,
+int aagw_kafka_group_members_probe(const char        *bootstraps,
                                    const char *const *props, size_t prop_cnt,
                                    const char *group, int timeout_ms) {
         char             err[512];
-        rd_kafka_conf_t *conf = aagw_kafka_conf_new(bootstraps, "probe", err,
-                                                    sizeof(err));
-        rd_kafka_t      *rk;
+        rd_kafka_conf_t *conf =
+            aagw_kafka_conf_new(bootstraps, "probe", err, sizeof(err));
+        rd_kafka_t *rk;
 
         if (!conf || aagw_kafka_conf_apply(conf, "admin", props, prop_cnt, err,
                                            sizeof(err))) {
@@ -733,15 +728,14 @@ int aagw_kafka_group_members_probe(const char *bootstraps,
                                                   sizeof(err));
         const char *groups[] = {group};
         rd_kafka_DescribeConsumerGroups(rk, groups, 1, o, q);
-        rd_kafka_event_t *ev = admin_wait(q, timeout_ms,
-                                          "DescribeConsumerGroups", err,
-                                          sizeof(err));
+        rd_kafka_event_t *ev = admin_wait(
+            q, timeout_ms, "DescribeConsumerGroups", err, sizeof(err));
         if (!ev) {
                 printf("unsupported %s\n", err);
                 fflush(stdout);
                 _exit(0); /* the handle may hang: do not destroy it */
         }
-        size_t n = 0;
+        size_t                                      n = 0;
         const rd_kafka_ConsumerGroupDescription_t **d =
             rd_kafka_DescribeConsumerGroups_result_groups(
                 rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
@@ -801,8 +795,9 @@ static void run_child(const char *self_exe, const char **argv, char *buf,
                 }
                 clock_gettime(CLOCK_MONOTONIC, &t);
                 if ((t.tv_sec - t0.tv_sec) * 1000 +
-                        (t.tv_nsec - t0.tv_nsec) / 1000000 >
-                    timeout_ms + 3000 || cancelled())
+                            (t.tv_nsec - t0.tv_nsec) / 1000000 >
+                        timeout_ms + 3000 ||
+                    cancelled())
                         break;
         }
         buf[len] = '\0';
@@ -813,29 +808,30 @@ static void run_child(const char *self_exe, const char **argv, char *buf,
                 ;
 }
 
-int aagw_kafka_list_groups_probe(const char *bootstraps,
+int aagw_kafka_list_groups_probe(const char        *bootstraps,
                                  const char *const *props, size_t prop_cnt,
                                  int timeout_ms) {
         char             err[512];
-        rd_kafka_conf_t *conf = aagw_kafka_conf_new(bootstraps, "probe", err,
-                                                    sizeof(err));
-        rd_kafka_t      *rk;
+        rd_kafka_conf_t *conf =
+            aagw_kafka_conf_new(bootstraps, "probe", err, sizeof(err));
+        rd_kafka_t *rk;
 
-        if (!conf || aagw_kafka_conf_apply(conf, "admin", props, prop_cnt, err,
-                                           sizeof(err)) ||
+        if (!conf ||
+            aagw_kafka_conf_apply(conf, "admin", props, prop_cnt, err,
+                                  sizeof(err)) ||
             !(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err)))) {
                 printf("unsupported %s\n", err);
                 return 1;
         }
         rd_kafka_queue_t        *q = rd_kafka_queue_new(rk);
-        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-            rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS);
+        rd_kafka_AdminOptions_t *o =
+            rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS);
         rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, err,
                                                   sizeof(err));
         rd_kafka_ListConsumerGroups(rk, o, q);
-        rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "ListConsumerGroups",
-                                          err, sizeof(err));
-        size_t cnt = 0, nerr = 0;
+        rd_kafka_event_t *ev =
+            admin_wait(q, timeout_ms, "ListConsumerGroups", err, sizeof(err));
+        size_t                                      cnt = 0, nerr = 0;
         const rd_kafka_ListConsumerGroups_result_t *r =
             ev ? rd_kafka_event_ListConsumerGroups_result(ev) : NULL;
         const rd_kafka_ConsumerGroupListing_t **ls =
@@ -857,8 +853,7 @@ int aagw_kafka_list_groups_probe(const char *bootstraps,
         _exit(0); /* the handle may be broken: do not destroy it */
 }
 
-aagw_err_t aagw_kafka_list_groups(const char *self_exe,
-                                  const char *bootstraps,
+aagw_err_t aagw_kafka_list_groups(const char *self_exe, const char *bootstraps,
                                   const char *const *props, size_t prop_cnt,
                                   int timeout_ms, char ***groups, size_t *cnt,
                                   char *errstr, size_t errstr_size) {
@@ -904,9 +899,9 @@ aagw_err_t aagw_kafka_list_groups(const char *self_exe,
                 char *end = strchr(line + 1, '\n');
                 if (!end)
                         break; /* cut off: not a whole line */
-                *end     = '\0';
-                v[n++]   = strdup(line + 1);
-                line     = end;
+                *end   = '\0';
+                v[n++] = strdup(line + 1);
+                line   = end;
         }
         free(buf);
         *groups = v;
@@ -914,8 +909,8 @@ aagw_err_t aagw_kafka_list_groups(const char *self_exe,
         return AAGW_OK;
 }
 
-aagw_err_t aagw_kafka_group_members(const char *self_exe,
-                                    const char *bootstraps,
+aagw_err_t aagw_kafka_group_members(const char        *self_exe,
+                                    const char        *bootstraps,
                                     const char *const *props, size_t prop_cnt,
                                     const char *group, int timeout_ms,
                                     int *members, char *errstr,

@@ -22,10 +22,10 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
 int         mm2_start(struct mm2 *m, char *errstr, size_t errstr_size);
 /* Ask the thread to stop (returns at once; thread-safe): slow Admin API
  * calls in progress are abandoned. */
-void        mm2_stop(struct mm2 *m);
+void mm2_stop(struct mm2 *m);
 /* Stop the thread, flush what was produced (up to 'timeout_ms'), free.
  * NULL is a no-op. */
-void        mm2_destroy(struct mm2 *m, int timeout_ms);
+void mm2_destroy(struct mm2 *m, int timeout_ms);
 
 /* Write one offset-sync: source 'topic' ['partition'] offset 'upstream'
  * is (or goes) at 'downstream' in the target.  Flow thread only; never

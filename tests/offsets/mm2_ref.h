@@ -78,8 +78,8 @@ struct ref_sync {
         int64_t upstream, downstream;
 };
 
-static inline bool ref_sync(const void *k, size_t kl, const void *v,
-                            size_t vl, struct ref_sync *s) {
+static inline bool ref_sync(const void *k, size_t kl, const void *v, size_t vl,
+                            struct ref_sync *s) {
         struct ref_cur ck = ref_cur(k, kl), cv = ref_cur(v, vl);
         ref_string(&ck, s->topic, sizeof(s->topic));
         s->partition  = (int32_t)ref_int(&ck, 4);

@@ -30,18 +30,12 @@ struct repl *ofs_scene(void) {
 }
 
 void ofs_gw_start(struct repl *r, const char *const *extra) {
-        const char *argv[64] = {"--mode",
-                                "active-passive",
-                                "--primary",
-                                "east",
-                                "--admin",
-                                "127.0.0.1:0",
-                                "--set",
-                                "mm2.checkpoints_interval=1s",
-                                "--set",
-                                "replication.groups=g1",
-                                "--set",
-                                "mm2.heartbeats_interval=1s"};
+        const char *argv[64] = {"--mode",    "active-passive",
+                                "--primary", "east",
+                                "--admin",   "127.0.0.1:0",
+                                "--set",     "mm2.checkpoints_interval=1s",
+                                "--set",     "replication.groups=g1",
+                                "--set",     "mm2.heartbeats_interval=1s"};
         size_t      a        = 12;
 
         for (size_t i = 0; extra && extra[i]; i++)
@@ -68,9 +62,9 @@ rd_kafka_t *ofs_admin(struct repl *r, const char *alias) {
         if (!admins[i]) {
                 snprintf(admin_bs[i], sizeof(admin_bs[i]), "%s",
                          repl_bs(r, alias));
-                rd_kafka_conf_t *c = aagw_kafka_conf_new(
-                    repl_bs(r, alias), "test-ofs", r->errstr,
-                    sizeof(r->errstr));
+                rd_kafka_conf_t *c =
+                    aagw_kafka_conf_new(repl_bs(r, alias), "test-ofs",
+                                        r->errstr, sizeof(r->errstr));
                 assert_non_null(c);
                 rd_kafka_conf_set_log_cb(c, quiet);
                 admins[i] = rd_kafka_new(RD_KAFKA_PRODUCER, c, r->errstr,
@@ -132,8 +126,8 @@ size_t ofs_read_raw(struct repl *r, const char *alias, const char *topic,
                          0);
         aagw_kafka_conf_set(c, "fetch.wait.max.ms", "10", r->errstr,
                             sizeof(r->errstr));
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, r->errstr,
-                                      sizeof(r->errstr));
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_CONSUMER, c, r->errstr, sizeof(r->errstr));
         assert_non_null(rk);
         assert_int_equal(rd_kafka_query_watermark_offsets(rk, topic, partition,
                                                           &lo, &hi, 10000),
@@ -188,8 +182,7 @@ int ofs_aagw(struct repl *r, const char *const *words, harness_output_t *o) {
         return harness_exit_code(o->status);
 }
 
-size_t ofs_copies(struct repl *r, int32_t partition, int64_t *src,
-                  size_t max) {
+size_t ofs_copies(struct repl *r, int32_t partition, int64_t *src, size_t max) {
         struct rrecs rs;
         size_t       n = 0;
 
@@ -223,7 +216,10 @@ void ofs_produce(struct repl *r, int32_t partition, const char *tag, int from,
         const char *bad[] = {"aagw.prov=garbage", NULL};
 
         repl_produce(r, "east", "clicks", tag, from, cnt, 0,
-                     kind == 1 ? loop : kind == 2 ? bad : NULL, partition);
+                     kind == 1   ? loop
+                     : kind == 2 ? bad
+                                 : NULL,
+                     partition);
 }
 
 struct pos_cond {

@@ -30,8 +30,8 @@ static json_object *field(json_object *j, const char *name) {
 }
 
 static const char *const drill_words[] = {
-    "drill", "--group", "g1", "--from", "east", "--to", "west", "--json",
-    "--force", NULL};
+    "drill", "--group", "g1",     "--from",  "east",
+    "--to",  "west",    "--json", "--force", NULL};
 
 static void test_drill(void **state) {
         struct repl     *r = ofs_scene();
@@ -50,8 +50,8 @@ static void test_drill(void **state) {
         ofs_commit(r, "east", "g1", "clicks", 1, 6);
 
         /* Refused without --force: the cluster cannot tell. */
-        const char *nf[] = {"drill", "--group", "g1", "--from", "east",
-                            "--to", "west", "--json", NULL};
+        const char *nf[] = {"drill", "--group", "g1",     "--from", "east",
+                            "--to",  "west",    "--json", NULL};
         assert_int_equal(ofs_aagw(r, nf, &o), 1);
         assert_non_null(strstr(o.err, "cannot tell"));
         json_object *j = json_tokener_parse(o.out);
@@ -63,11 +63,12 @@ static void test_drill(void **state) {
         harness_output_deinit(&o);
         assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), -1);
 
-        int64_t t0 = harness_now_ms();
-        int     rc = ofs_aagw(r, drill_words, &o);
+        int64_t t0      = harness_now_ms();
+        int     rc      = ofs_aagw(r, drill_words, &o);
         int64_t elapsed = harness_now_ms() - t0;
         if (rc != 0)
                 fail_msg("drill: exit %d\n%s%s", rc, o.out, o.err);
+        fprintf(stderr, "# drill report: %s", o.out);
         j = json_tokener_parse(o.out);
         assert_non_null(j);
         assert_string_equal(json_object_get_string(field(j, "result")), "ok");
@@ -109,13 +110,13 @@ static void test_drill(void **state) {
         harness_output_deinit(&o);
 
         /* The text report carries the same fields. */
-        const char *text[] = {"drill", "--group", "g1", "--from", "east",
-                              "--to", "west", "--force", NULL};
+        const char *text[] = {"drill", "--group", "g1",      "--from", "east",
+                              "--to",  "west",    "--force", NULL};
         assert_int_equal(ofs_aagw(r, text, &o), 0);
         static const char *const keys[] = {
-            "result:ok\n", "rpo_records:0\n", "rpo_ms:", "rto_s:",
-            "heartbeat_age_ms:", "exact:2\n",
-            "verified:2\n", "committed:yes\n", "partition_count:2\n"};
+            "result:ok\n",  "rpo_records:0\n",   "rpo_ms:",
+            "rto_s:",       "heartbeat_age_ms:", "exact:2\n",
+            "verified:2\n", "committed:yes\n",   "partition_count:2\n"};
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (!strstr(o.out, keys[i]))
                         fail_msg("text report lacks %s:\n%s", keys[i], o.out);
@@ -136,10 +137,11 @@ struct stopped {
 static bool drill_fails(void *arg) {
         struct stopped  *s = arg;
         harness_output_t o;
-        const char *w[] = {"drill", "--group", "g1", "--from", "east", "--to",
-                           "west", "--json", "--max-heartbeat-age", "1",
-                           NULL};
-        s->rc = ofs_aagw(s->r, w, &o);
+        const char      *w[] = {"drill",  "--group", "g1",
+                                "--from", "east",    "--to",
+                                "west",   "--json",  "--max-heartbeat-age",
+                                "1",      NULL};
+        s->rc                = ofs_aagw(s->r, w, &o);
         snprintf(s->out, sizeof(s->out), "%s", o.out);
         snprintf(s->err, sizeof(s->err), "%s", o.err);
         harness_output_deinit(&o);
@@ -159,8 +161,8 @@ static void test_drill_replication_stopped(void **state) {
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
 
         if (!harness_wait_until(drill_fails, &s, 20000))
-                fail_msg("drill with replication stopped: exit %d\n%s%s",
-                         s.rc, s.out, s.err);
+                fail_msg("drill with replication stopped: exit %d\n%s%s", s.rc,
+                         s.out, s.err);
         json_object *j = json_tokener_parse(s.out);
         assert_non_null(j);
         assert_string_equal(json_object_get_string(field(j, "result")),

@@ -38,11 +38,19 @@ static rd_kafka_t *group_consumer(struct repl *r, const char *alias,
                                   const char *topic) {
         rd_kafka_conf_t *c = aagw_kafka_conf_new(repl_bs(r, alias), "test-g1",
                                                  r->errstr, sizeof(r->errstr));
-        const char *kv[] = {"group.id", "g1", "enable.auto.commit", "false",
-                            "auto.offset.reset", "earliest",
-                            "session.timeout.ms", "6000",
-                            "heartbeat.interval.ms", "500",
-                            "fetch.wait.max.ms", "10", NULL};
+        const char      *kv[] = {"group.id",
+                                 "g1",
+                                 "enable.auto.commit",
+                                 "false",
+                                 "auto.offset.reset",
+                                 "earliest",
+                                 "session.timeout.ms",
+                                 "6000",
+                                 "heartbeat.interval.ms",
+                                 "500",
+                                 "fetch.wait.max.ms",
+                                 "10",
+                                 NULL};
         assert_non_null(c);
         rd_kafka_conf_set_log_cb(c, quiet);
         for (size_t i = 0; kv[i]; i += 2)
@@ -50,8 +58,8 @@ static rd_kafka_t *group_consumer(struct repl *r, const char *alias,
                                                      r->errstr,
                                                      sizeof(r->errstr)),
                                  0);
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, r->errstr,
-                                      sizeof(r->errstr));
+        rd_kafka_t *rk =
+            rd_kafka_new(RD_KAFKA_CONSUMER, c, r->errstr, sizeof(r->errstr));
         assert_non_null(rk);
         rd_kafka_poll_set_consumer(rk);
         rd_kafka_topic_partition_list_t *s =
@@ -80,15 +88,15 @@ static int64_t origin_offset(const rd_kafka_message_t *m) {
         assert_int_equal(rd_kafka_message_headers(m, &h), 0);
         assert_int_equal(rd_kafka_header_get_last(h, "aagw.prov", &v, &n), 0);
         snprintf(buf, sizeof(buf), "%.*s", (int)n, (const char *)v);
-        char *semi = strchr(strchr(buf, ';') + 1, ';');
+        char *semi             = strchr(strchr(buf, ';') + 1, ';');
         *strchr(semi + 1, ';') = '\0';
         return strtoll(strrchr(semi, ':') + 1, NULL, 10);
 }
 
 static void test_failover(void **state) {
-        struct repl *r = ofs_scene();
-        int          seen[TOTAL] = {0};
-        int64_t      c0, c1;
+        struct repl     *r           = ofs_scene();
+        int              seen[TOTAL] = {0};
+        int64_t          c0, c1;
         harness_output_t o;
 
         *state = r;
@@ -100,7 +108,7 @@ static void test_failover(void **state) {
         ofs_wait_position(r, 1, 20);
 
         /* g1 at east: read 25, commit, leave. */
-        rd_kafka_t *ec = group_consumer(r, "east", "clicks");
+        rd_kafka_t *ec       = group_consumer(r, "east", "clicks");
         int64_t     deadline = harness_now_ms() + OFS_TIMEOUT_MS;
         for (int got = 0; got < 25 && harness_now_ms() < deadline;) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(ec, 100);
@@ -124,8 +132,8 @@ static void test_failover(void **state) {
         assert_int_equal(c0 + c1, 25);
 
         /* Refused: the cluster cannot tell whether g1 has members. */
-        const char *plain[] = {"failover", "--group", "g1", "--to", "west",
-                               NULL};
+        const char *plain[] = {"failover", "--group", "g1",
+                               "--to",     "west",    NULL};
         assert_int_equal(ofs_aagw(r, plain, &o), 1);
         assert_non_null(strstr(o.err, "cannot tell whether group g1 has "
                                       "active members at west"));
@@ -134,8 +142,8 @@ static void test_failover(void **state) {
         assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), -1);
 
         /* Dry run: the plan, nothing committed. */
-        const char *dry[] = {"failover", "--group", "g1", "--to", "west",
-                             "--dry-run", "--force", NULL};
+        const char *dry[] = {"failover", "--group",   "g1",      "--to",
+                             "west",     "--dry-run", "--force", NULL};
         assert_int_equal(ofs_aagw(r, dry, &o), 0);
         assert_non_null(strstr(o.out, "dry run"));
         assert_non_null(strstr(o.out, "east.clicks"));
@@ -144,8 +152,8 @@ static void test_failover(void **state) {
         assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 1), -1);
 
         /* Forced: committed, translated (no skips here: the same). */
-        const char *forced[] = {"failover", "--group", "g1", "--to", "west",
-                                "--force", NULL};
+        const char *forced[] = {"failover", "--group", "g1", "--to",
+                                "west",     "--force", NULL};
         if (ofs_aagw(r, forced, &o) != 0)
                 fail_msg("failover --force:\n%s%s", o.out, o.err);
         assert_non_null(strstr(o.out, "committed group g1 at west"));
@@ -190,9 +198,9 @@ static void test_failover(void **state) {
                 rd_kafka_topic_partition_list_destroy(cm);
                 for (int i = 0; i < a->cnt; i++) {
                         int64_t lo, hi;
-                        rd_kafka_query_watermark_offsets(
-                            wc, a->elems[i].topic, a->elems[i].partition, &lo,
-                            &hi, 10000);
+                        rd_kafka_query_watermark_offsets(wc, a->elems[i].topic,
+                                                         a->elems[i].partition,
+                                                         &lo, &hi, 10000);
                         if (hi > lo)
                                 assert_int_equal(a->elems[i].offset, hi);
                 }

@@ -46,8 +46,8 @@ struct hbs {
         int64_t min_ts, max_ts;
 };
 
-static void on_hb(void *arg, const void *k, size_t kl, const void *v,
-                  size_t vl, int64_t off) {
+static void on_hb(void *arg, const void *k, size_t kl, const void *v, size_t vl,
+                  int64_t off) {
         struct hbs          *h = arg;
         struct ref_heartbeat hb;
         (void)off;
@@ -146,11 +146,11 @@ static void test_internal_topics(void **state) {
         for (int64_t c = 0; c <= 30; c++) {
                 harness_output_t o;
                 char             cs[32];
-                const char *words[] = {"offsets", "translate", "--group", "g1",
-                                       "--from",  "east",      "--to",    "west",
-                                       "--json",  NULL};
+                const char      *words[] = {
+                         "offsets", "translate", "--group", "g1",     "--from",
+                         "east",    "--to",      "west",    "--json", NULL};
                 ofs_commit(r, "east", "g1", "clicks", 0, c);
-                int rc = ofs_aagw(r, words, &o);
+                int          rc = ofs_aagw(r, words, &o);
                 json_object *j = json_tokener_parse(o.out), *parts, *p0 = NULL;
                 if (rc != 0 || !j)
                         fail_msg("translate at %d: exit %d\n%s%s", (int)c, rc,
@@ -186,9 +186,8 @@ static void test_internal_topics(void **state) {
         /* Offset-syncs, decoded by the test: each one true to the target,
          * and one at every delta change (first copy, after each run). */
         struct syncs s = {0};
-        size_t       raw = ofs_read_raw(r, "east",
-                                        "mm2-offset-syncs.west.internal", 0,
-                                        on_sync, &s);
+        size_t raw = ofs_read_raw(r, "east", "mm2-offset-syncs.west.internal",
+                                  0, on_sync, &s);
         assert_int_equal(s.bad, 0);
         assert_int_equal(s.n, raw);
         bool at0 = false, at13 = false, at20 = false, p1 = false;
@@ -262,8 +261,8 @@ static void test_internal_topics(void **state) {
         /* The counters behind the new metrics. */
         {
                 harness_output_t o;
-                const char *argv[] = {harness_aagw_bin(), "status",
-                                      "--state-dir", r->state, NULL};
+                const char      *argv[] = {harness_aagw_bin(), "status",
+                                           "--state-dir", r->state, NULL};
                 assert_int_equal(harness_run(argv, NULL, 0, 20000, &o,
                                              r->errstr, sizeof(r->errstr)),
                                  AAGW_OK);

@@ -17,9 +17,9 @@ static void test_heartbeat_bytes(void **state) {
         uint8_t k[64], v[16];
         size_t  kl = aagw_mm2_heartbeat_key("east", "west", k, sizeof(k));
         size_t  vl = aagw_mm2_heartbeat_value(0x0102030405060708, v, sizeof(v));
-        static const uint8_t want_k[] = {0, 4, 'e', 'a', 's', 't',
-                                         0, 4, 'w', 'e', 's', 't'};
-        static const uint8_t want_v[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+        static const uint8_t      want_k[] = {0, 4, 'e', 'a', 's', 't',
+                                              0, 4, 'w', 'e', 's', 't'};
+        static const uint8_t      want_v[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
         struct ref_heartbeat      r;
         struct aagw_mm2_heartbeat h;
         (void)state;
@@ -71,9 +71,9 @@ static void test_sync_bytes(void **state) {
 
 static void test_checkpoint_bytes(void **state) {
         uint8_t k[600], v[300];
-        size_t  kl = aagw_mm2_checkpoint_key("g1", "east.clicks", 3, k,
-                                             sizeof(k));
-        size_t  vl = aagw_mm2_checkpoint_value(50, 40, "meta", v, sizeof(v));
+        size_t  kl =
+            aagw_mm2_checkpoint_key("g1", "east.clicks", 3, k, sizeof(k));
+        size_t vl = aagw_mm2_checkpoint_value(50, 40, "meta", v, sizeof(v));
         struct ref_checkpoint      r;
         struct aagw_mm2_checkpoint c;
         (void)state;
@@ -112,15 +112,15 @@ static void test_topic_names(void **state) {
  * below C.  The points are what flow.c writes: one per copy whose delta
  * changes (the first copy included). */
 static size_t build(const bool *skipped, int n, struct aagw_mm2_point *pts) {
-        size_t  np = 0;
+        size_t  np  = 0;
         int64_t out = 0, delta = INT64_MIN;
         for (int s = 0; s < n; s++) {
                 if (skipped[s])
                         continue;
                 if (out - s != delta) {
-                        aagw_mm2_points_add(pts, &np, 64,
-                                            (struct aagw_mm2_point){s, out,
-                                                                    false});
+                        aagw_mm2_points_add(
+                            pts, &np, 64,
+                            (struct aagw_mm2_point){s, out, false});
                         delta = out - s;
                 }
                 out++;
@@ -138,7 +138,7 @@ static void test_translate_exact(void **state) {
          * letters) and one at the very start */
         skipped[0] = skipped[5] = skipped[6] = skipped[7] = true;
         skipped[12] = skipped[20] = skipped[21] = true;
-        size_t np = build(skipped, 30, pts);
+        size_t np                               = build(skipped, 30, pts);
         assert_int_equal(np, 4); /* at 1, 8, 13, 22 */
         for (int64_t c = 1; c <= 30; c++) {
                 int64_t want = 0;

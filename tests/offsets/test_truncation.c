@@ -49,8 +49,7 @@ static bool target_end(void *arg) {
         struct tgt_cond *c = arg;
         int64_t          lo;
         if (rd_kafka_query_watermark_offsets(ofs_admin(c->r, "west"),
-                                             "east.big", 0, &lo, &c->hi,
-                                             10000))
+                                             "east.big", 0, &lo, &c->hi, 10000))
                 return false;
         return c->hi >= c->want;
 }
@@ -79,7 +78,7 @@ static bool status_has(void *arg) {
         harness_output_t    o;
         const char *argv[] = {harness_aagw_bin(), "status", "--state-dir",
                               c->r->state, NULL};
-        bool ok = false;
+        bool        ok     = false;
         if (harness_run(argv, NULL, 0, 20000, &o, c->r->errstr,
                         sizeof(c->r->errstr)) == AAGW_OK) {
                 snprintf(c->last, sizeof(c->last), "%s", o.out);
@@ -90,9 +89,9 @@ static bool status_has(void *arg) {
 }
 
 static void test_truncation(void **state) {
-        struct repl *r = ofs_scene();
-        struct lo_cond lc = {r, 0, 0};
-        static char   big[BIG_LEN + 1];
+        struct repl      *r  = ofs_scene();
+        struct lo_cond    lc = {r, 0, 0};
+        static char       big[BIG_LEN + 1];
         harness_record_t *recs = calloc(BIG_CNT, sizeof(*recs));
 
         *state = r;
@@ -108,8 +107,8 @@ static void test_truncation(void **state) {
         memset(big, 'x', BIG_LEN);
         for (int i = 0; i < BIG_CNT; i++)
                 recs[i].value = big;
-        if (harness_kcat_produce(repl_bs(r, "east"), "big", recs, BIG_CNT,
-                                 NULL, 0, OFS_TIMEOUT_MS, r->errstr,
+        if (harness_kcat_produce(repl_bs(r, "east"), "big", recs, BIG_CNT, NULL,
+                                 0, OFS_TIMEOUT_MS, r->errstr,
                                  sizeof(r->errstr)))
                 fail_msg("produce: %s", r->errstr);
         free(recs);
@@ -142,8 +141,7 @@ static void test_truncation(void **state) {
         /* and counted, where the metrics come from */
         struct status_cond sc = {r, "", ""};
         snprintf(sc.want, sizeof(sc.want),
-                 "truncations:1\ntruncated_records:%" PRId64 "\n",
-                 lc.lo - 10);
+                 "truncations:1\ntruncated_records:%" PRId64 "\n", lc.lo - 10);
         if (!harness_wait_until(status_has, &sc, 20000))
                 fail_msg("status lacks '%s':\n%s", sc.want, sc.last);
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
