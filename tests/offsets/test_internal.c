@@ -278,9 +278,70 @@ static void test_internal_topics(void **state) {
         ofs_done();
 }
 
+/* The rate bound: at most one sync per second and partition.  20 records
+ * alternating skipped / copied, replicated in one burst, change the delta
+ * ten times: one sync gets out, the rest are suppressed, and the boundary
+ * sync at the next position save carries the lossy mark.  Translation
+ * inside that range says it is not exact (exit 1) instead of guessing;
+ * at the points themselves it is exact. */
+static void test_sync_rate_bound(void **state) {
+        struct repl     *r = ofs_scene();
+        harness_output_t o;
+        harness_lines_t  l;
+        const char      *words[] = {"offsets", "translate", "--group", "g1",
+                                    "--from",  "east",      "--to",    "west",
+                                    "--json",  NULL};
+        size_t           lossy   = 0;
+
+        *state = r;
+        for (int i = 0; i < 10; i++) {
+                ofs_produce(r, 0, "loop", 2 * i, 1, 1);
+                ofs_produce(r, 0, "a", 2 * i + 1, 1, 0);
+        }
+        const char *bound[] = {"--set", "mm2.offset_syncs_max_rate=1", NULL};
+        ofs_gw_start(r, bound);
+        repl_expect_size(r, "west", "east.clicks", 10, OFS_TIMEOUT_MS);
+        ofs_wait_position(r, 0, 20);
+
+        ofs_commit(r, "east", "g1", "clicks", 0, 7);
+        assert_int_equal(ofs_aagw(r, words, &o), 1);
+        json_object *j = json_tokener_parse(o.out), *parts, *p0, *v;
+        assert_non_null(j);
+        assert_true(json_object_object_get_ex(j, "partitions", &parts));
+        p0 = json_object_array_get_idx(parts, 0);
+        assert_true(json_object_object_get_ex(p0, "exact", &v));
+        assert_false(json_object_get_boolean(v));
+        assert_true(json_object_object_get_ex(p0, "note", &v));
+        assert_non_null(strstr(json_object_get_string(v), "suppressed"));
+        json_object_put(j);
+        harness_output_deinit(&o);
+
+        /* at the boundary point: exact, and right (10 copies below 20) */
+        ofs_commit(r, "east", "g1", "clicks", 0, 20);
+        if (ofs_aagw(r, words, &o) != 0)
+                fail_msg("translate at 20:\n%s%s", o.out, o.err);
+        assert_non_null(strstr(o.out, "\"translated\":10,\"exact\":true"));
+        harness_output_deinit(&o);
+
+        /* the mark is on the wire, as a header MM2 ignores */
+        assert_int_equal(harness_kcat_consume(repl_bs(r, "east"),
+                                              "mm2-offset-syncs.west.internal",
+                                              "%o %h\n", OFS_TIMEOUT_MS, &l,
+                                              r->errstr, sizeof(r->errstr)),
+                         AAGW_OK);
+        for (size_t i = 0; i < l.cnt; i++)
+                lossy += strstr(l.v[i], AAGW_MM2_SYNC_LOSSY_HDR "=1") != NULL;
+        assert_true(lossy >= 1);
+        harness_lines_deinit(&l);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        ofs_done();
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_internal_topics, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_sync_rate_bound, repl_setup,
                                             repl_teardown),
         };
         return cmocka_run_group_tests_name("offsets-internal", tests, NULL,

@@ -148,9 +148,61 @@ static void test_truncation(void **state) {
         ofs_done();
 }
 
+/* A topic deleted and recreated: simulated by a second pair of clusters
+ * (fresh logs, offsets from 0) under the first one's state dir.  The
+ * stored position (40) is past the new end offset (10): the gateway says
+ * so, counts a reset, and replicates the new log from its start. */
+static void test_reset(void **state) {
+        struct repl     *r1 = ofs_scene(), *r2;
+        harness_output_t o;
+
+        *state = r1;
+        repl_produce(r1, "east", "clicks", "old", 0, 40, 0, NULL, 0);
+        ofs_gw_start(r1, NULL);
+        repl_expect_size(r1, "west", "east.clicks", 40, OFS_TIMEOUT_MS);
+        ofs_wait_position(r1, 0, 40);
+        assert_int_equal(repl_gw_stop(r1, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        r2               = ofs_scene();
+        const char *cp[] = {"cp", "-a", r1->state, r2->state, NULL};
+        assert_int_equal(
+            harness_run(cp, NULL, 0, 20000, &o, r2->errstr, sizeof(r2->errstr)),
+            AAGW_OK);
+        assert_int_equal(harness_exit_code(o.status), 0);
+        harness_output_deinit(&o);
+        repl_destroy(r1, false);
+        *state = r2;
+        ofs_done();
+
+        repl_produce(r2, "east", "clicks", "new", 0, 10, 0, NULL, 0);
+        ofs_gw_start(r2, NULL);
+        repl_expect_size(r2, "west", "east.clicks", 10, OFS_TIMEOUT_MS);
+        struct log_cond gc = {r2, "clicks [0]: stored position 40 is past the "
+                                  "source end offset 10 (log start 0): the "
+                                  "partition was reset or recreated; "
+                                  "resuming at its log start"};
+        if (!harness_wait_until(log_has, &gc, 20000)) {
+                repl_dump_log(r2, 30);
+                fail_msg("no reset report in the log");
+        }
+        struct status_cond sc = {r2, "resets:1\n", ""};
+        if (!harness_wait_until(status_has, &sc, 20000))
+                fail_msg("status lacks resets:1:\n%s", sc.last);
+        /* every new record once: 10 copies, origin offsets 0..9 */
+        int64_t src[32];
+        size_t  n = ofs_copies(r2, 0, src, 32);
+        assert_int_equal(n, 10);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(src[i], (int64_t)i);
+        assert_int_equal(repl_gw_stop(r2, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        ofs_done();
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_truncation, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_reset, repl_setup,
                                             repl_teardown),
         };
         return cmocka_run_group_tests_name("offsets-truncation", tests, NULL,
