@@ -448,6 +448,16 @@ static char *status_text(const struct gw_admin *a) {
                           sum(st.rejected, AAGW_REASON_COUNT),
                           st.dead_lettered, st.lag, st.inflight,
                           st.lat_count ? st.lat_sum_ms / st.lat_count : 0);
+                /* offsets issue: MM2 topics and truncation */
+                sb_printf(&b,
+                          "truncations:%" PRIu64 "\ntruncated_records:%" PRIu64
+                          "\nresets:%" PRIu64 "\noffset_syncs:%" PRIu64
+                          "\ncheckpoints:%" PRIu64 "\nheartbeats:%" PRIu64
+                          "\nheartbeat_latency_ms:%" PRId64
+                          "\nheartbeat_age_ms:%" PRId64 "\n",
+                          st.truncations, st.truncated_records, st.resets,
+                          st.offset_syncs, st.checkpoints, st.heartbeats,
+                          st.heartbeat_latency_ms, st.heartbeat_age_ms);
         }
         for (size_t i = 0; i < a->view.nunify; i++) {
                 const gw_unify_t     *u = a->view.unify[i];
@@ -540,6 +550,30 @@ static char *metrics(const struct gw_admin *a) {
               st[i].topics_refused);
         GAUGE("aagw_replication_partitions", "Source partitions assigned.",
               "%d", st[i].partitions);
+        /* offsets issue: MM2 topics and source truncation */
+        COUNTER("aagw_replication_truncations_total",
+                "Times a source log start passed the replication position.",
+                truncations);
+        COUNTER("aagw_replication_truncated_records_total",
+                "Source records deleted before they were replicated.",
+                truncated_records);
+        COUNTER("aagw_replication_source_resets_total",
+                "Times a source partition's end offset went backwards.",
+                resets);
+        COUNTER("aagw_mm2_offset_syncs_total", "Offset-sync records written.",
+                offset_syncs);
+        COUNTER("aagw_mm2_checkpoints_total", "Checkpoint records written.",
+                checkpoints);
+        COUNTER("aagw_mm2_heartbeats_total", "Heartbeat records written.",
+                heartbeats);
+        GAUGE("aagw_heartbeat_latency_ms",
+              "Age of the last heartbeat copy when the target acknowledged "
+              "it (-1: none yet).",
+              "%" PRId64, st[i].heartbeat_latency_ms);
+        GAUGE("aagw_heartbeat_age_ms",
+              "Time since the last heartbeat copy was acknowledged (-1: none "
+              "yet); liveness of the direction.",
+              "%" PRId64, st[i].heartbeat_age_ms);
 
         sb_printf(&b, "# HELP aagw_replication_skipped_total Records not "
                       "copied, by cause (loop prevention and filters).\n"

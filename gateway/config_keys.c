@@ -111,6 +111,14 @@ const struct cfg_key aagw_config_keys[] = {
      "Stop loops by provenance (never send a record to a site on its "
      "path). Only tests switch this off."},
 
+    /* offsets issue: what to do when the source lost records */
+    {"replication.on_truncation", CT_ENUM, "resume", NOLIMIT, "resume|fail",
+     NULL, 0,
+     "When a source partition lost records before they were replicated "
+     "(its log start passed the stored position) or was reset (its end "
+     "offset went backwards): resume (log it with the offsets, count it, "
+     "resume at the log start) or fail (stop the flow)."},
+
     /* ------------------------------------------------------------ unify */
     {"unify.mode", CT_ENUM, "dedup", NOLIMIT, "dedup|lww|off", "--unify", 0,
      "Default conflict handling of the unified stream: dedup (first "
@@ -149,6 +157,39 @@ const struct cfg_key aagw_config_keys[] = {
      "Per-topic override of unify.entity_key."},
     {"unify.topics.*.output", CT_STR, NULL, 1, 249, NULL, NULL, 0,
      "Per-topic unified output topic name (default <topic><unify.suffix>)."},
+
+    /* ------------------------------------- mm2 (offsets and failover) */
+    {"mm2.heartbeats_interval", CT_DURATION, "1s", 0, 3600000, NULL, NULL, 0,
+     "How often each flow writes a heartbeat (MirrorMaker 2 format, key "
+     "source and target alias) into the source's `heartbeats` topic, which "
+     "is replicated like any topic (east.heartbeats at west); its copies "
+     "give each direction's latency and liveness. 0s: no heartbeats."},
+    {"mm2.offset_syncs", CT_BOOL, "true", NOLIMIT, NULL, NULL, 0,
+     "Write offset-syncs (MirrorMaker 2 format) whenever the source-to-"
+     "target offset delta of a partition changes, so `aagw offsets "
+     "translate` and MM2 tooling can translate consumer offsets exactly."},
+    {"mm2.offset_syncs_location", CT_ENUM, "source", NOLIMIT,
+     "source|target", NULL, 0,
+     "Where offset-syncs live, as MirrorMaker 2's offset-syncs.topic."
+     "location: source (mm2-offset-syncs.<target>.internal on the source) "
+     "or target (mm2-offset-syncs.<source>.internal on the target)."},
+    {"mm2.offset_syncs_max_rate", CT_INT, "100", 1, 1000000, NULL, NULL, 0,
+     "Most offset-syncs per second and partition. Above it syncs are "
+     "suppressed and the next one is marked lossy (translation in that "
+     "range is reported as not exact) until the next position save (every "
+     "second) writes an exact one."},
+    {"mm2.checkpoints_interval", CT_DURATION, "10s", 0, 3600000, NULL, NULL,
+     0,
+     "How often the committed offsets of the groups selected by "
+     "replication.groups / groups_exclude are translated and written to "
+     "<source>.checkpoints.internal at the target (MirrorMaker 2 format). "
+     "Clusters that cannot list groups (the embedded one) get the groups "
+     "named literally in replication.groups. 0s: no checkpoints."},
+    {"mm2.sync_group_offsets", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+     "With each checkpoint, also commit the translated offsets for the group "
+     "at the target (MirrorMaker 2's sync.group.offsets.enabled), only "
+     "moving it forward. A group with active members at the target is left "
+     "alone: the broker refuses offsets for a group that is consuming."},
 
     {NULL, CT_STR, NULL, NOLIMIT, NULL, NULL, 0, NULL},
 };

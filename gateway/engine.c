@@ -224,6 +224,23 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.pos_load    = pos_load;
         fc.pos_save    = pos_save;
         fc.opaque      = e;
+        /* offsets issue: the MM2-format topics of this flow */
+        fc.mm2.heartbeat_ms = (int)aagw_config_duration_ms(
+            cfg, "mm2.heartbeats_interval");
+        fc.mm2.checkpoint_ms = (int)aagw_config_duration_ms(
+            cfg, "mm2.checkpoints_interval");
+        fc.mm2.syncs = aagw_config_bool(cfg, "mm2.offset_syncs");
+        fc.mm2.syncs_at_target =
+            !strcmp(aagw_config_str(cfg, "mm2.offset_syncs_location"),
+                    "target");
+        fc.mm2.sync_max_per_s =
+            (int)aagw_config_int(cfg, "mm2.offset_syncs_max_rate");
+        fc.mm2.group_cnt =
+            aagw_config_list(cfg, "replication.groups", &fc.mm2.groups);
+        fc.mm2.sync_group_offsets =
+            aagw_config_bool(cfg, "mm2.sync_group_offsets");
+        fc.mm2.truncation_fail = !strcmp(
+            aagw_config_str(cfg, "replication.on_truncation"), "fail");
         aagw_flow_t *f = aagw_flow_new(&fc, err, errsize);
         if (!f)
                 return -1;
@@ -509,4 +526,13 @@ out:
         if (rc == EXIT_OK)
                 aagw_log(AAGW_LOG_INFO, "RUN", "stopped");
         return rc;
+}
+
+/* ------------------------------------------------ OFFSETS COMMANDS ----- */
+
+/* The replication policy of 'cfg', for the offsets commands
+ * (cli_offsets.c): the same one the flows use. */
+aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
+                                  size_t errsize) {
+        return make_policy(cfg, err, errsize);
 }

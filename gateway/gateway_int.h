@@ -199,3 +199,14 @@ void gw_unify_stats(const gw_unify_t *u, struct gw_unify_stats *st);
  * gateway.site when set.  -1 with the reason when nothing is left. */
 int gw_plan_flows(const aagw_config_t *cfg, struct gw_plan *p, char *errstr,
                   size_t errstr_size);
+
+/* ------------------------- OFFSETS COMMANDS (offsets issue) ------------- */
+
+/* `aagw offsets`, `aagw failover`, `aagw drill` (cli_offsets.c). */
+int gw_cmd_offsets(int argc, char **argv);
+int gw_cmd_failover(int argc, char **argv);
+int gw_cmd_drill(int argc, char **argv);
+
+/* The replication policy built from 'cfg' (engine.c). */
+aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
+                                  size_t errsize);

@@ -41,6 +41,14 @@ static void usage(FILE *out) {
                 "       aagw audit id|key|recent|summary [...]\n"
                 "                                        what the unify stage "
                 "did (dedup audit)\n"
+                "       aagw offsets translate --group G --from A --to B\n"
+                "                                        translate a group's "
+                "offsets\n"
+                "       aagw failover --group G --to B   move a group's "
+                "offsets to B\n"
+                "       aagw drill --group G --from A --to B\n"
+                "                                        failover drill with "
+                "RPO/RTO report\n"
                 "       aagw --version | --help\n"
                 "\n"
                 "aagw replicates Kafka topics between data centers in both "
@@ -73,6 +81,10 @@ int main(int argc, char **argv) {
             {"sandbox", gw_cmd_sandbox},
             {"status", gw_cmd_status},
             {"audit", gw_cmd_audit},
+            /* offsets issue: DR commands (cli_offsets.c) */
+            {"offsets", gw_cmd_offsets},
+            {"failover", gw_cmd_failover},
+            {"drill", gw_cmd_drill},
         };
 
         if (argc >= 2) {

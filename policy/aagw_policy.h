@@ -698,6 +698,137 @@ aagw_err_t aagw_prov_resolve(const aagw_repl_policy_t *pol, const char *site,
                              const aagw_id_rule_t *id_rule, unsigned flags,
                              struct aagw_verdict *v);
 
+/* ===== MM2 INTERNAL TOPICS AND OFFSET TRANSLATION (offsets issue) ===== */
+
+/*
+ * MirrorMaker 2's internal topics in its wire format, so MM2-aware tooling
+ * (RemoteClusterUtils, dashboards) reads what aagw writes.  Kafka protocol
+ * types: STRING = INT16 length (big-endian) + UTF-8 bytes; INT16, INT32,
+ * INT64 big-endian; fields in this order:
+ *
+ *   heartbeats                    key   {source STRING, target STRING}
+ *                                 value {version INT16 = 0}{timestamp INT64}
+ *   mm2-offset-syncs.<c>.internal key   {topic STRING, partition INT32}
+ *                                 value {upstreamOffset INT64, offset INT64}
+ *   <source>.checkpoints.internal key   {group STRING, topic STRING,
+ *                                        partition INT32}
+ *                                 value {version INT16 = 0}{upstreamOffset
+ *                                        INT64, offset INT64, metadata
+ *                                        STRING}
+ *
+ * Offset-sync topic is the UPSTREAM topic; a checkpoint's topic is the
+ * DOWNSTREAM (remote) topic, as MM2 writes them.  Encoders return the
+ * encoded length as snprintf() does (nothing is written past @p size);
+ * decoders refuse truncated input, trailing bytes, negative lengths and
+ * strings longer than the destination.
+ */
+
+#define AAGW_MM2_GROUP_MAX 255 /**< bytes in a consumer group id we keep */
+#define AAGW_MM2_META_MAX  255 /**< bytes of checkpoint metadata we keep */
+#define AAGW_MM2_HEARTBEATS_TOPIC "heartbeats"
+/** Header on an offset-sync record whose segment is not exact (syncs
+ *  between it and the previous one were suppressed by the rate bound).
+ *  MM2 ignores headers. */
+#define AAGW_MM2_SYNC_LOSSY_HDR "aagw.sync.lossy"
+
+struct aagw_mm2_heartbeat {
+        char    source[AAGW_ALIAS_MAX + 1];
+        char    target[AAGW_ALIAS_MAX + 1];
+        int64_t timestamp_ms;
+};
+
+struct aagw_mm2_sync {
+        char    topic[AAGW_TOPIC_MAX + 1]; /**< upstream topic */
+        int32_t partition;
+        int64_t upstream;   /**< source offset ... */
+        int64_t downstream; /**< ... and where it is (or goes) at the target */
+};
+
+struct aagw_mm2_checkpoint {
+        char    group[AAGW_MM2_GROUP_MAX + 1];
+        char    topic[AAGW_TOPIC_MAX + 1]; /**< downstream topic */
+        int32_t partition;
+        int64_t upstream;   /**< committed offset at the source */
+        int64_t downstream; /**< translated offset at the target */
+        char    metadata[AAGW_MM2_META_MAX + 1];
+};
+
+size_t aagw_mm2_heartbeat_key(const char *source, const char *target,
+                              void *buf, size_t size);
+size_t aagw_mm2_heartbeat_value(int64_t timestamp_ms, void *buf, size_t size);
+bool   aagw_mm2_heartbeat_decode(const void *key, size_t key_len,
+                                 const void *val, size_t val_len,
+                                 struct aagw_mm2_heartbeat *out);
+
+size_t aagw_mm2_sync_key(const char *topic, int32_t partition, void *buf,
+                         size_t size);
+size_t aagw_mm2_sync_value(int64_t upstream, int64_t downstream, void *buf,
+                           size_t size);
+bool   aagw_mm2_sync_decode(const void *key, size_t key_len, const void *val,
+                            size_t val_len, struct aagw_mm2_sync *out);
+
+size_t aagw_mm2_checkpoint_key(const char *group, const char *topic,
+                               int32_t partition, void *buf, size_t size);
+size_t aagw_mm2_checkpoint_value(int64_t upstream, int64_t downstream,
+                                 const char *metadata, void *buf,
+                                 size_t size);
+bool   aagw_mm2_checkpoint_decode(const void *key, size_t key_len,
+                                  const void *val, size_t val_len,
+                                  struct aagw_mm2_checkpoint *out);
+
+/** "mm2-offset-syncs.<cluster>.internal" into @p buf; AAGW_ERR_INVAL if
+ *  it does not fit. */
+aagw_err_t aagw_mm2_offset_syncs_topic(const char *cluster, char *buf,
+                                       size_t size);
+/** "<source>.checkpoints.internal" into @p buf. */
+aagw_err_t aagw_mm2_checkpoints_topic(const char *source, char *buf,
+                                      size_t size);
+
+/**
+ * One offset-sync point of one partition, for translation: source offset
+ * @p upstream is (or will be, if it is not copied) at target offset
+ * @p downstream; every source offset below it is below @p downstream.
+ * @p lossy: syncs between the previous point and this one were suppressed.
+ */
+struct aagw_mm2_point {
+        int64_t upstream, downstream;
+        bool    lossy;
+};
+
+/**
+ * @brief Add @p p to the points of one partition, kept sorted by upstream
+ * offset in @p pts (capacity @p cap, @p *n used).  A point at the same
+ * upstream replaces the old one; a point BELOW the last one means the
+ * source partition was reset (its offsets restarted): every older point
+ * is dropped.  When full, the oldest point goes.
+ * @returns true if a reset was detected.
+ */
+bool aagw_mm2_points_add(struct aagw_mm2_point *pts, size_t *n, size_t cap,
+                         struct aagw_mm2_point p);
+
+/** The outcome of aagw_mm2_translate(). */
+struct aagw_mm2_xlate {
+        int64_t     offset; /**< where the group resumes at the target, -1 */
+        bool        exact;  /**< no gap and no repeat, provably */
+        const char *why;    /**< static text when not exact, else "" */
+};
+
+/**
+ * @brief Translate committed source offset @p committed (the next offset
+ * the group reads) into the target offset to resume at, from the points
+ * of its partition (sorted, as aagw_mm2_points_add() keeps them).
+ *
+ * Between two points the copies keep the delta of the first; a run of
+ * skipped records (loop verdicts, dead letters) ends at the next point, so
+ * the result is the first point's delta capped at the next point's
+ * downstream offset.  Past the last point the result is exact only once
+ * replication reached @p committed (@p repl_pos: the replicator's own
+ * committed position, -1 if unknown).
+ */
+void aagw_mm2_translate(const struct aagw_mm2_point *pts, size_t n,
+                        int64_t committed, int64_t repl_pos,
+                        struct aagw_mm2_xlate *out);
+
 #ifdef __cplusplus
 }
 #endif

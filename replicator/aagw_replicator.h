@@ -124,6 +124,23 @@ struct aagw_flow_conf {
         int (*pos_save)(void *opaque, const char *scope,
                         const struct aagw_flow_pos *pos, size_t cnt);
         void *opaque;
+        /** MM2-format internal topics (heartbeats, offset-syncs,
+         *  checkpoints); all zero: none.  See "MM2 TOPICS" below. */
+        struct aagw_mm2_conf {
+                int  heartbeat_ms;  /**< heartbeats interval, 0: off */
+                int  checkpoint_ms; /**< checkpoints interval, 0: off */
+                bool syncs;         /**< write offset-syncs */
+                bool syncs_at_target; /**< MM2 offset-syncs.topic.location
+                                           target (default: source) */
+                int  sync_max_per_s;  /**< per partition; 0: 100 */
+                /** Consumer groups to checkpoint when the source cannot
+                 *  list groups: the include patterns that are plain names
+                 *  (borrowed; must outlive the flow). */
+                const char *const *groups;
+                size_t             group_cnt;
+                bool               sync_group_offsets;
+                bool               truncation_fail; /**< on_truncation fail */
+        } mm2;
 };
 
 /**
@@ -189,6 +206,16 @@ struct aagw_flow_stats {
         int32_t  topics;        /**< gauge: topics replicated */
         int32_t  partitions;    /**< gauge: partitions assigned */
         int32_t  topics_refused; /**< gauge: topics refused (partitions) */
+        /* offsets issue: MM2 topics and source truncation */
+        uint64_t truncations;       /**< log start passed the position */
+        uint64_t truncated_records; /**< records lost to those */
+        uint64_t resets;            /**< source end offset went backwards */
+        uint64_t offset_syncs;      /**< offset-sync records written */
+        uint64_t checkpoints;       /**< checkpoint records written */
+        uint64_t heartbeats;        /**< heartbeat records written */
+        uint64_t group_offsets_synced; /**< sync_group_offsets commits */
+        int64_t  heartbeat_latency_ms; /**< gauge: last heartbeat copy, -1 */
+        int64_t  heartbeat_age_ms;  /**< gauge: since the last one, -1 */
 };
 
 /** Snapshot the counters (thread-safe, relaxed). */
@@ -206,6 +233,72 @@ struct aagw_flow_part_stats {
 /** Copy up to @p max partition figures; @returns how many there are. */
 size_t aagw_flow_partitions(const aagw_flow_t *flow,
                             struct aagw_flow_part_stats *out, size_t max);
+
+/* ============== MM2 TOPICS AND GROUP OFFSETS (offsets issue) ============== */
+
+/*
+ * Helpers for the offsets commands and the checkpoint task: consumer group
+ * offsets through the Admin API (each call on the caller's handle, bounded
+ * by @p timeout_ms).  DescribeConsumerGroups is NOT among them: on some
+ * clusters (the embedded one) it hangs the handle; see
+ * aagw_kafka_group_members().
+ */
+
+/** Fill the committed offsets of @p group into @p parts (offset -1001
+ *  RD_KAFKA_OFFSET_INVALID where none). */
+aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
+                                    rd_kafka_topic_partition_list_t *parts,
+                                    int timeout_ms, char *errstr,
+                                    size_t errstr_size);
+
+/** Commit @p parts for @p group (AlterConsumerGroupOffsets).  Per-partition
+ *  errors are reported in @p parts and fail the call. */
+aagw_err_t aagw_kafka_group_commit(rd_kafka_t *admin, const char *group,
+                                   const rd_kafka_topic_partition_list_t *parts,
+                                   int timeout_ms, char *errstr,
+                                   size_t errstr_size);
+
+/**
+ * @brief How many members @p group has on the cluster at @p bootstraps, by
+ * DescribeConsumerGroups on a throw-away handle in a CHILD PROCESS
+ * (@p self_exe re-executed as `SELF offsets probe-group`), so a cluster on
+ * which the call hangs or aborts costs a deadline, not the caller.
+ * @returns AAGW_OK with the count in @p members, AAGW_ERR_UNSUPPORTED
+ * (the cluster cannot tell: hung, refused or aborted) or another error,
+ * each with the reason in @p errstr.
+ */
+aagw_err_t aagw_kafka_group_members(const char *self_exe,
+                                    const char *bootstraps,
+                                    const char *const *props, size_t prop_cnt,
+                                    const char *group, int timeout_ms,
+                                    int *members, char *errstr,
+                                    size_t errstr_size);
+
+/**
+ * @brief The consumer groups of the cluster at @p bootstraps
+ * (ListConsumerGroups), asked in a child process as
+ * aagw_kafka_group_members() does (`SELF offsets probe-groups`).
+ * @returns AAGW_OK with @p groups (malloc()ed array of malloc()ed names,
+ * @p cnt of them; the caller frees), or AAGW_ERR_UNSUPPORTED with the
+ * reason in @p errstr.
+ */
+aagw_err_t aagw_kafka_list_groups(const char *self_exe,
+                                  const char *bootstraps,
+                                  const char *const *props, size_t prop_cnt,
+                                  int timeout_ms, char ***groups, size_t *cnt,
+                                  char *errstr, size_t errstr_size);
+
+/** The listing itself (run in the child): prints "groups N" and N names,
+ *  or "unsupported REASON". */
+int aagw_kafka_list_groups_probe(const char *bootstraps,
+                                 const char *const *props, size_t prop_cnt,
+                                 int timeout_ms);
+
+/** The probe itself (run in the child): prints "members N" or
+ *  "unsupported REASON" on stdout.  @returns an exit code. */
+int aagw_kafka_group_members_probe(const char *bootstraps,
+                                   const char *const *props, size_t prop_cnt,
+                                   const char *group, int timeout_ms);
 
 #ifdef __cplusplus
 }

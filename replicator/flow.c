@@ -29,7 +29,7 @@
  * prefix policy aagw is the only writer of the target partition, so the
  * result is exact; under identity the same scan skips local records.
  */
-#include "aagw_replicator.h"
+#include "replicator_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -70,6 +70,13 @@ struct ptrack {
         _Atomic int64_t  high;     /* source high watermark, last seen */
         _Atomic int64_t  pos_pub;  /* 'next', published for stats */
         _Atomic uint64_t records_out;
+        /* offset-syncs (offsets issue): the delta target - source of the
+         * last sync written, and the rate bound's window */
+        bool             sync_known, sync_lossy;
+        int64_t          sync_delta;
+        int64_t          sync_win_ms;
+        int              sync_win_cnt;
+        int64_t          hi_seen; /* highest source end offset seen */
 };
 
 struct ttrack {
@@ -82,6 +89,7 @@ struct ttrack {
         bool                active;  /* subscribed */
         bool                refused; /* target lacks partitions */
         bool                seen;    /* in the last discovery */
+        bool                is_hb;   /* the MM2 heartbeats topic */
 };
 
 /* The msg_opaque of every produced record: which slot it fills. */
@@ -141,6 +149,11 @@ struct aagw_flow {
         _Atomic uint64_t lat_buckets[AAGW_LAT_BUCKETS];
         _Atomic int64_t  inflight;
         _Atomic int32_t  ntopics_active, nparts_assigned, ntopics_refused;
+
+        /* offsets issue: MM2 topics, truncation, heartbeat latency */
+        struct mm2      *mm2;
+        _Atomic uint64_t truncations, truncated_records, resets;
+        _Atomic int64_t  hb_latency_ms, hb_last_ms;
 };
 
 #define RELAXED memory_order_relaxed
@@ -235,19 +248,54 @@ static int ring_push(struct ptrack *pt, int64_t src_off, int64_t origin_ms,
         return 0;
 }
 
+/* Offset-syncs: write (src, dst) when the delta dst - src differs from
+ * the last one written, so that between two syncs every copy keeps the
+ * same delta and translation is exact (policy/mm2.c).  Per-record syncs
+ * are rate-bounded per partition; a suppressed one marks the next as
+ * lossy, and the boundary sync at each save (save_positions) restores
+ * exactness from there on. */
+static void sync_point(aagw_flow_t *f, struct ptrack *pt, int64_t src,
+                       int64_t dst, bool bounded) {
+        if (!f->mm2 || src < 0 || dst < 0)
+                return;
+        if (pt->sync_known && dst - src == pt->sync_delta)
+                return;
+        if (bounded) {
+                int64_t now = f->now_cache;
+                if (now - pt->sync_win_ms >= 1000) {
+                        pt->sync_win_ms  = now;
+                        pt->sync_win_cnt = 0;
+                }
+                if (pt->sync_win_cnt >= f->conf.mm2.sync_max_per_s &&
+                    f->conf.mm2.sync_max_per_s > 0) {
+                        pt->sync_lossy = true;
+                        return;
+                }
+                pt->sync_win_cnt++;
+        }
+        mm2_sync(f->mm2, pt->tt->topic, pt->partition, src, dst,
+                 pt->sync_lossy);
+        pt->sync_known = true;
+        pt->sync_delta = dst - src;
+        pt->sync_lossy = false;
+}
+
 /* Move the position over the done prefix of the ring. */
 static void ring_advance(aagw_flow_t *f, struct ptrack *pt) {
         while (pt->head < pt->tail) {
                 struct slot *sl = &pt->ring[pt->head & (pt->cap - 1)];
                 if (!sl->done)
                         break;
+                if (sl->out_off >= 0)
+                        sync_point(f, pt, sl->src_off, sl->out_off, true);
+                else if (!pt->sync_known)
+                        sync_point(f, pt, sl->src_off, pt->out_next, true);
                 pt->next = sl->src_off + 1;
                 if (sl->out_off >= 0)
                         pt->out_next = sl->out_off + 1;
                 pt->head++;
         }
         atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
-        (void)f;
 }
 
 static void lat_observe(aagw_flow_t *f, int64_t ms) {
@@ -262,6 +310,20 @@ static void lat_observe(aagw_flow_t *f, int64_t ms) {
 }
 
 /* ---------------------------------------------------- DELIVERY REPORTS -- */
+
+/* A copy of one of our heartbeats reached the target: its age is this
+ * direction's replication latency, and its arrival our liveness. */
+static void heartbeat_seen(aagw_flow_t *f, const rd_kafka_message_t *m) {
+        struct aagw_mm2_heartbeat hb;
+
+        if (!aagw_mm2_heartbeat_decode(m->key, m->key_len, m->payload, m->len,
+                                       &hb) ||
+            strcmp(hb.source, f->source) || strcmp(hb.target, f->target))
+                return;
+        atomic_store_explicit(&f->hb_latency_ms, f->now_cache - hb.timestamp_ms,
+                              RELAXED);
+        atomic_store_explicit(&f->hb_last_ms, f->now_cache, RELAXED);
+}
 
 static void produce_dlq(aagw_flow_t *f, struct token *tok,
                         const rd_kafka_message_t *m, const char *why);
@@ -321,6 +383,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 atomic_fetch_add_explicit(&f->bytes_out, m->len + m->key_len,
                                           RELAXED);
                 lat_observe(f, f->now_cache - sl->origin_ms);
+                if (pt->tt->is_hb)
+                        heartbeat_seen(f, m);
         }
         atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
         token_put(f, tok);
@@ -581,7 +645,9 @@ static void discover(aagw_flow_t *f) {
 
                 if (mt->err || mt->partition_cnt <= 0)
                         continue;
-                if (!aagw_repl_topic_allowed(f->pol, mt->topic))
+                if (!aagw_repl_topic_allowed(f->pol, mt->topic) &&
+                    !(f->conf.mm2.heartbeat_ms > 0 &&
+                      mm2_is_heartbeats(mt->topic)))
                         continue;
                 skip = (f->conf.verdict_flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)
                            ? AAGW_SKIP_NONE
@@ -605,6 +671,7 @@ static void discover(aagw_flow_t *f) {
                                 free(tt);
                                 continue;
                         }
+                        tt->is_hb   = mm2_is_heartbeats(mt->topic);
                         tt->id_rule = f->conf.id_rule_for
                                           ? f->conf.id_rule_for(f->conf.opaque,
                                                                 mt->topic)
@@ -792,6 +859,9 @@ static int64_t written_by_us(aagw_flow_t *f, const rd_kafka_message_t *m,
         return -1;
 }
 
+static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
+                                int64_t next);
+
 /* Where to resume source partition 'pt': the stored position, moved past
  * every record of ours found in the target partition after the stored
  * target offset.  Returns the offset, or RD_KAFKA_OFFSET_BEGINNING. */
@@ -859,8 +929,86 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 next = found + 1;
         }
         pt->out_next = hi > out_next ? hi : out_next;
+        next = check_truncation(f, pt, next);
         (void)scanned;
         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+}
+
+/* --------------------------------------------------------- TRUNCATION --- */
+
+/* The source partition's end offset went below what we read: the topic
+ * was deleted and recreated (or its log reset).  Offsets now name other
+ * records, so the flow stops here (loudly) and the next start resumes at
+ * the new log start (reconcile() sees it), rather than mapping new records
+ * onto old positions or skipping them silently. */
+static void source_shrank(aagw_flow_t *f, struct ptrack *pt, int64_t hi) {
+        if (hi >= pt->hi_seen || pt->read_next <= hi) {
+                if (hi > pt->hi_seen)
+                        pt->hi_seen = hi;
+                return;
+        }
+        INC(f->resets);
+        aagw_log(AAGW_LOG_ERROR, "FLOW",
+                 "%s: %s [%d]: source end offset went back from %" PRId64
+                 " to %" PRId64 " (read up to %" PRId64
+                 "): the partition was reset or recreated",
+                 f->name, pt->tt->topic, (int)pt->partition, pt->hi_seen, hi,
+                 pt->read_next);
+        pt->hi_seen = hi;
+        flow_fail(f,
+                  "%s [%d]: source partition reset (end offset %" PRId64
+                  " below position %" PRId64 "); restart to resume from its "
+                  "log start",
+                  pt->tt->topic, (int)pt->partition, hi, pt->read_next);
+}
+
+/* Where to resume when the stored position 'next' is outside the source
+ * log [lo, hi): records deleted before we copied them (retention,
+ * DeleteRecords) or a reset partition.  Logged with the offsets, counted,
+ * and resumed at the log start (or failed, on_truncation: fail). */
+static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
+                                int64_t next) {
+        int64_t lo, hi;
+
+        if (next < 0 ||
+            rd_kafka_query_watermark_offsets(f->consumer, pt->tt->topic,
+                                             pt->partition, &lo, &hi, 10000))
+                return next;
+        pt->hi_seen = hi;
+        if (next > hi) {
+                INC(f->resets);
+                aagw_log(AAGW_LOG_ERROR, "FLOW",
+                         "%s: %s [%d]: stored position %" PRId64
+                         " is past the source end offset %" PRId64
+                         " (log start %" PRId64 "): the partition was reset "
+                         "or recreated; %s",
+                         f->name, pt->tt->topic, (int)pt->partition, next, hi,
+                         lo,
+                         f->conf.mm2.truncation_fail
+                             ? "failing (on_truncation: fail)"
+                             : "resuming at its log start");
+        } else if (next < lo) {
+                INC(f->truncations);
+                atomic_fetch_add_explicit(&f->truncated_records,
+                                          (uint64_t)(lo - next), RELAXED);
+                aagw_log(AAGW_LOG_ERROR, "FLOW",
+                         "%s: %s [%d]: source log start %" PRId64
+                         " passed the stored position %" PRId64 ": %" PRId64
+                         " records were deleted before they were replicated "
+                         "(retention or DeleteRecords); gap %" PRId64
+                         "..%" PRId64 "; %s",
+                         f->name, pt->tt->topic, (int)pt->partition, lo, next,
+                         lo - next, next, lo - 1,
+                         f->conf.mm2.truncation_fail
+                             ? "failing (on_truncation: fail)"
+                             : "resuming at the log start");
+        } else
+                return next;
+        if (f->conf.mm2.truncation_fail)
+                flow_fail(f, "%s [%d]: source truncated or reset (position "
+                             "%" PRId64 ", log %" PRId64 "..%" PRId64 ")",
+                          pt->tt->topic, (int)pt->partition, next, lo, hi);
+        return lo;
 }
 
 /* Persist the positions that moved, and commit them to the group. */
@@ -886,8 +1034,18 @@ static void save_positions(aagw_flow_t *f, bool force) {
                         if (pt && pt->assigned &&
                             !rd_kafka_get_watermark_offsets(
                                 f->consumer, tt->topic, p, &lo, &hi) &&
-                            hi >= 0)
+                            hi >= 0) {
                                 atomic_store_explicit(&pt->high, hi, RELAXED);
+                                source_shrank(f, pt, hi);
+                        }
+                        /* The boundary sync: everything below 'next' is
+                         * below 'out_next' at the target.  Written when
+                         * its delta is new, e.g. after a run of skipped
+                         * records at the end of what was read. */
+                        if (pt && pt->assigned && pt->next >= 0 &&
+                            pt->head == pt->tail)
+                                sync_point(f, pt, pt->next, pt->out_next,
+                                           false);
                         if (!pt || pt->next < 0 ||
                             (pt->next == pt->saved_next &&
                              pt->out_next == pt->saved_out))
@@ -953,6 +1111,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         pt->saved_next = -2; /* save once after assign */
                         pt->head = pt->tail = 0;
                         pt->assigned        = true;
+                        pt->sync_known      = false;
                         atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
                         atomic_fetch_add(&f->nparts_assigned, 1);
                         aagw_log(AAGW_LOG_DEBUG, "FLOW",
@@ -987,6 +1146,32 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ------------------------------------------------------------ RECORDS --- */
 
+/* The consumer jumped from 'read_next' to 'offset'.  Compaction and
+ * transaction markers do that legitimately; a log start beyond
+ * 'read_next' means retention deleted records before we read them (the
+ * consumer was reset to the earliest offset): count and log the gap. */
+static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
+        int64_t lo, hi;
+
+        if (rd_kafka_get_watermark_offsets(f->consumer, pt->tt->topic,
+                                           pt->partition, &lo, &hi) ||
+            lo <= pt->read_next)
+                return;
+        INC(f->truncations);
+        atomic_fetch_add_explicit(&f->truncated_records,
+                                  (uint64_t)(offset - pt->read_next), RELAXED);
+        aagw_log(AAGW_LOG_ERROR, "FLOW",
+                 "%s: %s [%d]: source log start %" PRId64 " passed the read "
+                 "position %" PRId64 ": records %" PRId64 "..%" PRId64
+                 " were deleted before they were replicated; continuing at "
+                 "%" PRId64,
+                 f->name, pt->tt->topic, (int)pt->partition, lo,
+                 pt->read_next, pt->read_next, offset - 1, offset);
+        if (f->conf.mm2.truncation_fail)
+                flow_fail(f, "%s [%d]: source truncated at %" PRId64,
+                          pt->tt->topic, (int)pt->partition, pt->read_next);
+}
+
 /* Decide and act on one consumed record.  Returns true if 'm' now belongs
  * to an in-flight produce (destroyed with its final delivery report). */
 static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
@@ -1018,6 +1203,8 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 return false; /* already taken in (re-fetch after a seek) */
         if (pt->next < 0)
                 pt->next = m->offset; /* from the beginning */
+        else if (m->offset > pt->read_next)
+                check_gap(f, pt, m->offset);
         pt->read_next = m->offset + 1;
 
         memset(&rec, 0, sizeof(rec));
@@ -1351,6 +1538,13 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                c->target_prop_cnt, NULL, errstr, errstr_size);
         if (!f->admin)
                 goto fail;
+        atomic_store(&f->hb_latency_ms, -1);
+        if (c->mm2.heartbeat_ms > 0 || c->mm2.checkpoint_ms > 0 ||
+            c->mm2.syncs) {
+                f->mm2 = mm2_new(f, c, f->producer, errstr, errstr_size);
+                if (!f->mm2)
+                        goto fail;
+        }
         atomic_store(&f->state, AAGW_FLOW_STARTING);
         return f;
 fail:
@@ -1366,11 +1560,14 @@ aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
                 return AAGW_ERR_NOMEM;
         }
         f->thread_started = true;
+        if (f->mm2 && mm2_start(f->mm2, errstr, errstr_size))
+                return AAGW_ERR_NOMEM;
         return AAGW_OK;
 }
 
 void aagw_flow_stop(aagw_flow_t *f) {
         atomic_store(&f->stop, true);
+        mm2_stop(f->mm2);
 }
 
 void aagw_flow_pause(aagw_flow_t *f, bool pause) {
@@ -1384,6 +1581,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         atomic_store(&f->stop, true);
         if (f->thread_started)
                 pthread_join(f->thread, NULL);
+        /* Before the producer it borrows; flushes its own. */
+        mm2_destroy(f->mm2, 500);
         if (f->producer) {
                 /* Delivery reports of anything left refer to tokens and
                  * partitions we are about to free: purge and serve them
@@ -1473,6 +1672,13 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->topics         = LOAD(f->ntopics_active);
         st->partitions     = LOAD(f->nparts_assigned);
         st->topics_refused = LOAD(f->ntopics_refused);
+        st->truncations       = LOAD(f->truncations);
+        st->truncated_records = LOAD(f->truncated_records);
+        st->resets            = LOAD(f->resets);
+        st->heartbeat_latency_ms = LOAD(f->hb_latency_ms);
+        st->heartbeat_age_ms =
+            LOAD(f->hb_last_ms) ? now_ms() - LOAD(f->hb_last_ms) : -1;
+        mm2_stats(f->mm2, st);
         pthread_mutex_lock(&f->lock);
         for (size_t i = 0; i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];

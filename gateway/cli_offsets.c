@@ -1,0 +1,1069 @@
+/*
+ * gateway/cli_offsets.c: the disaster-recovery commands.
+ *
+ *   aagw offsets translate --group G --from east --to west [--json]
+ *   aagw failover --group G --to west [--from east] [--dry-run] [--force]
+ *   aagw drill --group G --from east --to west [--json] [--deadline S]
+ *
+ * They take the same cluster flags as `run` (-c FILE, --cluster A=B,
+ * --set K=V), read what the gateway wrote (offset-syncs, heartbeats, its
+ * own committed positions) and the group's committed offsets, and never
+ * touch the gateway's state dir, so they work while it runs.
+ *
+ * Translation: per source partition the group committed C; the points of
+ * the offset-syncs topic give the target offset T (policy/mm2.c) and
+ * whether it is exact.  The target topic is the policy's remote name of
+ * the source topic (east.clicks under the prefix policy).
+ *
+ * Active members: committing offsets for a group that is consuming at the
+ * target would race it.  aagw asks DescribeConsumerGroups in a child
+ * process (it hangs or aborts the handle on some clusters, the embedded
+ * one among them); if the answer does not come, the cluster cannot tell,
+ * and failover needs --force from an operator who stopped the consumers.
+ */
+#include "gateway_int.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aagw_replicator.h"
+
+#define TIMEOUT_MS 10000
+#define MAX_SYNC_POINTS 65536 /* per partition, when reading the topic */
+
+/* ------------------------------------------------------------- OPTIONS -- */
+
+struct opts {
+        const char *group, *from, *to;
+        bool        json, dry_run, force;
+        int         deadline_s;
+        int         max_hb_age_s;
+};
+
+/* One source partition of the group and its translation. */
+struct row {
+        char                   topic[AAGW_TOPIC_MAX + 1];
+        char                   remote[AAGW_TOPIC_MAX + 1];
+        int32_t                partition;
+        int64_t                committed; /* at the source */
+        int64_t                repl_pos;  /* the gateway's position */
+        int64_t                src_hi;
+        struct aagw_mm2_xlate  x;
+        struct aagw_mm2_point *pts;
+        size_t                 npts;
+        int64_t                target_before; /* group's target offset */
+        /* drill verification */
+        int64_t prev_src, next_src; /* origin offsets around T, -1 none */
+        bool    verified;
+};
+
+struct ctx {
+        struct opts         o;
+        aagw_config_t      *cfg;
+        aagw_repl_policy_t *pol;
+        const char         *from_bs, *to_bs;
+        const char *const *from_props, *const *to_props;
+        size_t      from_nprops, to_nprops;
+        rd_kafka_t *from_admin, *to_admin;
+        struct row *rows;
+        size_t      nrows;
+        char        err[1024];
+};
+
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Take our options out of argv (they are not config flags), leaving the
+ * rest for gw_config_from_args().  Returns -1 on a usage error. */
+static int take_opts(int *argcp, char **argv, struct opts *o) {
+        int n = 1;
+
+        for (int i = 1; i < *argcp; i++) {
+                const char  *a   = argv[i];
+                const char **dst = NULL;
+                int         *num = NULL;
+
+                if (!strcmp(a, "--group"))
+                        dst = &o->group;
+                else if (!strcmp(a, "--from"))
+                        dst = &o->from;
+                else if (!strcmp(a, "--to"))
+                        dst = &o->to;
+                else if (!strcmp(a, "--deadline"))
+                        num = &o->deadline_s;
+                else if (!strcmp(a, "--max-heartbeat-age"))
+                        num = &o->max_hb_age_s;
+                else if (!strcmp(a, "--json")) {
+                        o->json = true;
+                        continue;
+                } else if (!strcmp(a, "--dry-run")) {
+                        o->dry_run = true;
+                        continue;
+                } else if (!strcmp(a, "--force")) {
+                        o->force = true;
+                        continue;
+                }
+                if (!dst && !num) {
+                        argv[n++] = argv[i];
+                        continue;
+                }
+                if (i + 1 >= *argcp) {
+                        gw_errorf("%s requires an argument", a);
+                        return -1;
+                }
+                if (dst)
+                        *dst = argv[++i];
+                else {
+                        char *end;
+                        long  v = strtol(argv[++i], &end, 10);
+                        if (*end || v <= 0 || v > 86400) {
+                                gw_errorf("%s: expected seconds, got \"%s\"", a,
+                                          argv[i]);
+                                return -1;
+                        }
+                        *num = (int)v;
+                }
+        }
+        argv[n] = NULL;
+        *argcp  = n;
+        return 0;
+}
+
+/* ------------------------------------------------------------- CLIENTS -- */
+
+static rd_kafka_t *client(struct ctx *c, bool from, rd_kafka_type_t type,
+                          const char *group) {
+        char             name[128];
+        rd_kafka_conf_t *conf;
+        rd_kafka_t      *rk;
+
+        snprintf(name, sizeof(name), "offsets-%s", from ? c->o.from : c->o.to);
+        conf = aagw_kafka_conf_new(from ? c->from_bs : c->to_bs, name, c->err,
+                                   sizeof(c->err));
+        if (!conf)
+                return NULL;
+        if (aagw_kafka_conf_apply(
+                conf, type == RD_KAFKA_CONSUMER ? "consumer" : "admin",
+                from ? c->from_props : c->to_props,
+                from ? c->from_nprops : c->to_nprops, c->err, sizeof(c->err)) ||
+            (type == RD_KAFKA_CONSUMER &&
+             (aagw_kafka_conf_set(conf, "group.id", group, c->err,
+                                  sizeof(c->err)) ||
+              aagw_kafka_conf_set(conf, "enable.auto.commit", "false", c->err,
+                                  sizeof(c->err)) ||
+              aagw_kafka_conf_set(conf, "enable.partition.eof", "false", c->err,
+                                  sizeof(c->err)) ||
+              aagw_kafka_conf_set(conf, "fetch.wait.max.ms", "10", c->err,
+                                  sizeof(c->err))))) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
+        rk = rd_kafka_new(type, conf, c->err, sizeof(c->err));
+        if (!rk)
+                rd_kafka_conf_destroy(conf);
+        return rk;
+}
+
+/* Read 'topic' ['partition'] from 'from' up to (not including) 'to',
+ * calling 'fn' per record until it returns false.  Returns the number of
+ * records read, -1 if the deadline passed first. */
+static int64_t read_range(rd_kafka_t *rk, const char *topic, int32_t partition,
+                          int64_t from, int64_t to,
+                          bool (*fn)(void *, const rd_kafka_message_t *),
+                          void *arg) {
+        rd_kafka_topic_partition_list_t *a;
+        int64_t deadline = mono_ms() + TIMEOUT_MS, n = 0, last = from - 1;
+
+        if (from >= to)
+                return 0;
+        a = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(a, topic, partition)->offset = from;
+        rd_kafka_assign(rk, a);
+        rd_kafka_topic_partition_list_destroy(a);
+        while (last < to - 1 && mono_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                if (!m)
+                        continue;
+                if (!m->err) {
+                        last = m->offset;
+                        n++;
+                        if (m->offset < to && !fn(arg, m)) {
+                                rd_kafka_message_destroy(m);
+                                break;
+                        }
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_assign(rk, NULL);
+        return last < to - 1 && n == 0 ? -1 : n;
+}
+
+/* ----------------------------------------------------------- TRANSLATE -- */
+
+static struct row *row_find(struct ctx *c, const char *topic,
+                            int32_t partition) {
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].partition == partition &&
+                    !strcmp(c->rows[i].topic, topic))
+                        return &c->rows[i];
+        return NULL;
+}
+
+static bool on_sync(void *arg, const rd_kafka_message_t *m) {
+        struct ctx          *c = arg;
+        struct aagw_mm2_sync s;
+        rd_kafka_headers_t  *h = NULL;
+        const void          *v;
+        size_t               vs;
+        struct row          *r;
+
+        if (!aagw_mm2_sync_decode(m->key, m->key_len, m->payload, m->len, &s) ||
+            !(r = row_find(c, s.topic, s.partition)))
+                return true;
+        if (!r->pts && !(r->pts = calloc(MAX_SYNC_POINTS, sizeof(*r->pts))))
+                return true;
+        bool lossy =
+            !rd_kafka_message_headers(m, &h) &&
+            !rd_kafka_header_get_last(h, AAGW_MM2_SYNC_LOSSY_HDR, &v, &vs);
+        aagw_mm2_points_add(
+            r->pts, &r->npts, MAX_SYNC_POINTS,
+            (struct aagw_mm2_point){s.upstream, s.downstream, lossy});
+        return true;
+}
+
+/* The group's partitions at the source, their committed offsets and the
+ * gateway's positions; then the offset-syncs, and the translation. */
+static int translate(struct ctx *c) {
+        const struct rd_kafka_metadata  *md = NULL;
+        rd_kafka_topic_partition_list_t *l, *pos;
+        rd_kafka_resp_err_t              err;
+        char rgroup[512], stopic[AAGW_TOPIC_MAX + 1];
+        bool at_target = !strcmp(
+            aagw_config_str(c->cfg, "mm2.offset_syncs_location"), "target");
+
+        err = rd_kafka_metadata(c->from_admin, 1, NULL, &md, TIMEOUT_MS);
+        if (err) {
+                snprintf(c->err, sizeof(c->err), "metadata of %s: %s",
+                         c->o.from, rd_kafka_err2str(err));
+                return -1;
+        }
+        l = rd_kafka_topic_partition_list_new(16);
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *t = &md->topics[i];
+                if (t->err || !aagw_repl_topic_allowed(c->pol, t->topic) ||
+                    aagw_repl_topic_check(c->pol, c->o.from, c->o.to,
+                                          t->topic) != AAGW_SKIP_NONE)
+                        continue;
+                for (int p = 0; p < t->partition_cnt; p++)
+                        rd_kafka_topic_partition_list_add(l, t->topic, p);
+        }
+        rd_kafka_metadata_destroy(md);
+        pos = rd_kafka_topic_partition_list_copy(l);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
+                 aagw_config_str(c->cfg, "gateway.id"), c->o.from, c->o.to);
+        if (!l->cnt ||
+            aagw_kafka_group_offsets(c->from_admin, c->o.group, l, TIMEOUT_MS,
+                                     c->err, sizeof(c->err)) ||
+            aagw_kafka_group_offsets(c->from_admin, rgroup, pos, TIMEOUT_MS,
+                                     c->err, sizeof(c->err))) {
+                if (!l->cnt)
+                        snprintf(c->err, sizeof(c->err),
+                                 "%s has no topics replicated to %s", c->o.from,
+                                 c->o.to);
+                rd_kafka_topic_partition_list_destroy(l);
+                rd_kafka_topic_partition_list_destroy(pos);
+                return -1;
+        }
+        c->rows = calloc((size_t)l->cnt, sizeof(*c->rows));
+        for (int i = 0; c->rows && i < l->cnt; i++) {
+                struct row *r;
+                int64_t     lo, hi;
+                if (l->elems[i].offset < 0)
+                        continue;
+                r = &c->rows[c->nrows++];
+                snprintf(r->topic, sizeof(r->topic), "%s", l->elems[i].topic);
+                r->partition = l->elems[i].partition;
+                r->committed = l->elems[i].offset;
+                r->repl_pos  = pos->elems[i].offset;
+                r->src_hi    = -1;
+                if (!rd_kafka_query_watermark_offsets(c->from_admin, r->topic,
+                                                      r->partition, &lo, &hi,
+                                                      TIMEOUT_MS))
+                        r->src_hi = hi;
+                aagw_repl_remote_topic(c->pol, c->o.from, r->topic, r->remote,
+                                       sizeof(r->remote));
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_topic_partition_list_destroy(pos);
+        if (!c->nrows) {
+                snprintf(c->err, sizeof(c->err),
+                         "group %s has no committed offsets at %s for the "
+                         "topics replicated to %s",
+                         c->o.group, c->o.from, c->o.to);
+                return -1;
+        }
+
+        /* The offset-syncs: partition 0 of the topic, start to end. */
+        aagw_mm2_offset_syncs_topic(at_target ? c->o.from : c->o.to, stopic,
+                                    sizeof(stopic));
+        rd_kafka_t *rd =
+            client(c, !at_target, RD_KAFKA_CONSUMER, "aagw-offsets-reader");
+        int64_t lo = 0, hi = 0;
+        if (!rd)
+                return -1;
+        if (!rd_kafka_query_watermark_offsets(rd, stopic, 0, &lo, &hi,
+                                              TIMEOUT_MS) &&
+            read_range(rd, stopic, 0, lo, hi, on_sync, c) < 0) {
+                snprintf(c->err, sizeof(c->err),
+                         "reading %s at %s: no records before the deadline",
+                         stopic, at_target ? c->o.to : c->o.from);
+                rd_kafka_destroy(rd);
+                return -1;
+        }
+        rd_kafka_consumer_close(rd);
+        rd_kafka_destroy(rd);
+        for (size_t i = 0; i < c->nrows; i++) {
+                struct row *r = &c->rows[i];
+                aagw_mm2_translate(r->pts, r->npts, r->committed, r->repl_pos,
+                                   &r->x);
+        }
+        return 0;
+}
+
+static bool all_exact(const struct ctx *c) {
+        for (size_t i = 0; i < c->nrows; i++)
+                if (!c->rows[i].x.exact)
+                        return false;
+        return true;
+}
+
+static void print_rows(const struct ctx *c, FILE *out) {
+        fprintf(out, "%-24s %4s %12s  %-24s %12s %5s  %s\n", "TOPIC", "PART",
+                "COMMITTED", "TARGET TOPIC", "TRANSLATED", "EXACT", "NOTE");
+        for (size_t i = 0; i < c->nrows; i++) {
+                const struct row *r = &c->rows[i];
+                fprintf(out,
+                        "%-24s %4d %12" PRId64 "  %-24s %12" PRId64
+                        " %5s  %s\n",
+                        r->topic, (int)r->partition, r->committed, r->remote,
+                        r->x.offset, r->x.exact ? "yes" : "no", r->x.why);
+        }
+}
+
+/* JSON string; our names are [A-Za-z0-9._-] but the group is user text. */
+static void json_str(FILE *out, const char *s) {
+        fputc('"', out);
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char)*s;
+                if (ch == '"' || ch == '\\')
+                        fprintf(out, "\\%c", ch);
+                else if (ch < 0x20)
+                        fprintf(out, "\\u%04x", ch);
+                else
+                        fputc(ch, out);
+        }
+        fputc('"', out);
+}
+
+static void json_rows(const struct ctx *c, FILE *out) {
+        fprintf(out, "\"partitions\":[");
+        for (size_t i = 0; i < c->nrows; i++) {
+                const struct row *r = &c->rows[i];
+                fprintf(out, "%s{\"topic\":", i ? "," : "");
+                json_str(out, r->topic);
+                fprintf(out,
+                        ",\"partition\":%d,\"committed\":%" PRId64
+                        ",\"target_topic\":",
+                        (int)r->partition, r->committed);
+                json_str(out, r->remote);
+                fprintf(out,
+                        ",\"translated\":%" PRId64 ",\"exact\":%s,"
+                        "\"replicated_to\":%" PRId64 ",\"note\":",
+                        r->x.offset, r->x.exact ? "true" : "false",
+                        r->repl_pos);
+                json_str(out, r->x.why);
+                fputc('}', out);
+        }
+        fputc(']', out);
+}
+
+/* ------------------------------------------------------------- COMMAND -- */
+
+static void usage_offsets(FILE *out) {
+        fprintf(out,
+                "Usage: aagw offsets translate --group G --from SRC --to DST "
+                "[--json] [CLUSTER OPTIONS]\n"
+                "\n"
+                "Translate consumer group G's committed offsets at SRC into "
+                "offsets at DST,\n"
+                "per partition, from the offset-syncs aagw writes. EXACT "
+                "says whether a\n"
+                "consumer resuming there provably reads no record twice and "
+                "misses none.\n"
+                "Cluster options are those of `aagw run` (-c FILE, --cluster "
+                "ALIAS=HOST:PORT,\n"
+                "--set KEY=VALUE, --policy ...).\n"
+                "Exit status: 0 all exact, 1 a partition is not exact or a "
+                "cluster failed,\n"
+                "2 usage.\n");
+}
+
+static void usage_failover(FILE *out) {
+        fprintf(out,
+                "Usage: aagw failover --group G --to DST [--from SRC] "
+                "[--dry-run] [--force] [CLUSTER OPTIONS]\n"
+                "\n"
+                "Translate group G's offsets from SRC (default: the only "
+                "other cluster) and\n"
+                "commit them for G at DST, so its consumers restarted at DST "
+                "continue where\n"
+                "they stopped. Refused while G has active members at DST; "
+                "where the cluster\n"
+                "cannot tell (DescribeConsumerGroups unsupported or hanging, "
+                "as on the embedded\n"
+                "clusters), --force is required once the consumers are "
+                "stopped. Partitions\n"
+                "whose translation is not exact are refused unless --force.\n"
+                "  --dry-run   print what would be committed, commit nothing\n"
+                "Exit status: 0 committed (or dry run), 1 refused or failed, "
+                "2 usage.\n");
+}
+
+static void usage_drill(FILE *out) {
+        fprintf(out,
+                "Usage: aagw drill --group G --from SRC --to DST [--json] "
+                "[--deadline S]\n"
+                "                  [--max-heartbeat-age S] [--force] "
+                "[CLUSTER OPTIONS]\n"
+                "\n"
+                "The failover drill as one command: check SRC->DST "
+                "heartbeats, wait until\n"
+                "replication lag of G's partitions is zero (--deadline, "
+                "default 60 s),\n"
+                "translate, commit at DST, verify that a consumer resuming "
+                "there reads\n"
+                "exactly the records after G's position at SRC (by "
+                "provenance origin\n"
+                "offsets), and report RPO and RTO. --force as for failover.\n"
+                "Exit status: 0 verified, 1 failed (the report says why), 2 "
+                "usage.\n");
+}
+
+/* Common start: options, config, policy, clients. */
+static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
+                 bool need_from) {
+        struct gw_run_opts ro;
+        char               key[256];
+        int                rc;
+
+        memset(c, 0, sizeof(*c));
+        c->o.deadline_s   = 60;
+        c->o.max_hb_age_s = 10;
+        if (argc >= 2 &&
+            (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+                usage(stdout);
+                return GW_HELP_SHOWN;
+        }
+        if (take_opts(&argc, argv, &c->o)) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        rc = gw_config_from_args(argc, argv, false, usage, &c->cfg, &ro);
+        if (rc != EXIT_OK)
+                return rc;
+        /* Commands print their results: library chatter only from warn
+         * up, unless asked for less. */
+        int lvl =
+            aagw_log_level_parse(aagw_config_str(c->cfg, "gateway.log_level"));
+        gw_log_init(lvl > AAGW_LOG_WARN ? (aagw_log_level_t)lvl
+                                        : AAGW_LOG_WARN);
+        if (!c->o.from && !need_from &&
+            aagw_config_instance_cnt(c->cfg, "clusters") == 2 && c->o.to) {
+                for (size_t i = 0; i < 2; i++)
+                        if (strcmp(aagw_config_instance(c->cfg, "clusters", i),
+                                   c->o.to))
+                                c->o.from =
+                                    aagw_config_instance(c->cfg, "clusters", i);
+        }
+        if (!c->o.group || !c->o.from || !c->o.to) {
+                gw_errorf("--group, --from and --to are required%s",
+                          need_from ? ""
+                                    : " (--from may be left out with "
+                                      "exactly two clusters)");
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        if (!strcmp(c->o.from, c->o.to)) {
+                gw_errorf("--from and --to name the same cluster");
+                return EXIT_USAGE;
+        }
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", c->o.from);
+        c->from_bs = aagw_config_str(c->cfg, key);
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", c->o.to);
+        c->to_bs = aagw_config_str(c->cfg, key);
+        if (!c->from_bs || !c->to_bs) {
+                gw_errorf("no cluster %s configured (--cluster %s=HOST:PORT)",
+                          c->from_bs ? c->o.to : c->o.from,
+                          c->from_bs ? c->o.to : c->o.from);
+                return EXIT_USAGE;
+        }
+        c->from_nprops =
+            aagw_config_cluster_props(c->cfg, c->o.from, &c->from_props);
+        c->to_nprops = aagw_config_cluster_props(c->cfg, c->o.to, &c->to_props);
+        if (!(c->pol = gw_policy_new(c->cfg, c->err, sizeof(c->err)))) {
+                gw_errorf("replication policy: %s", c->err);
+                return EXIT_USAGE;
+        }
+        c->from_admin = client(c, true, RD_KAFKA_PRODUCER, NULL);
+        c->to_admin =
+            c->from_admin ? client(c, false, RD_KAFKA_PRODUCER, NULL) : NULL;
+        if (!c->to_admin) {
+                gw_errorf("%s", c->err);
+                return EXIT_RUNTIME;
+        }
+        return EXIT_OK;
+}
+
+static void teardown(struct ctx *c) {
+        for (size_t i = 0; i < c->nrows; i++)
+                free(c->rows[i].pts);
+        free(c->rows);
+        if (c->from_admin)
+                rd_kafka_destroy(c->from_admin);
+        if (c->to_admin)
+                rd_kafka_destroy(c->to_admin);
+        aagw_repl_policy_destroy(c->pol);
+        aagw_config_destroy(c->cfg);
+}
+
+/* `aagw offsets probe-group BOOTSTRAPS GROUP TIMEOUT_MS [NAME VALUE]...`:
+ * the child side of aagw_kafka_group_members(); not for users. */
+static int probe_group(int argc, char **argv) {
+        if (argc < 5 || (argc - 5) % 2)
+                return EXIT_USAGE;
+        return aagw_kafka_group_members_probe(
+            argv[2], (const char *const *)argv + 5, (size_t)(argc - 5) / 2,
+            argv[3], atoi(argv[4]));
+}
+
+int gw_cmd_offsets(int argc, char **argv) {
+        struct ctx c;
+        int        rc;
+
+        if (argc >= 2 && !strcmp(argv[1], "probe-group"))
+                return probe_group(argc, argv);
+        /* `aagw offsets probe-groups BOOTSTRAPS TIMEOUT_MS [NAME VALUE]...` */
+        if (argc >= 4 && !strcmp(argv[1], "probe-groups") && argc % 2 == 0)
+                return aagw_kafka_list_groups_probe(
+                    argv[2], (const char *const *)argv + 4,
+                    (size_t)(argc - 4) / 2, atoi(argv[3]));
+        if (argc < 2 || strcmp(argv[1], "translate")) {
+                if (argc >= 2 &&
+                    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+                        usage_offsets(stdout);
+                        return EXIT_OK;
+                }
+                gw_errorf("offsets: %s", argc < 2 ? "a subcommand is required "
+                                                    "(translate)"
+                                                  : "unknown subcommand");
+                usage_offsets(stderr);
+                return EXIT_USAGE;
+        }
+        rc = setup(&c, argc - 1, argv + 1, usage_offsets, true);
+        if (rc == GW_HELP_SHOWN) {
+                teardown(&c);
+                return EXIT_OK;
+        }
+        if (rc != EXIT_OK) {
+                teardown(&c);
+                return rc;
+        }
+        if (translate(&c)) {
+                gw_errorf("offsets translate: %s", c.err);
+                teardown(&c);
+                return EXIT_RUNTIME;
+        }
+        if (c.o.json) {
+                printf("{\"group\":");
+                json_str(stdout, c.o.group);
+                printf(",\"from\":\"%s\",\"to\":\"%s\",\"exact\":%s,", c.o.from,
+                       c.o.to, all_exact(&c) ? "true" : "false");
+                json_rows(&c, stdout);
+                printf("}\n");
+        } else
+                print_rows(&c, stdout);
+        rc = all_exact(&c) ? EXIT_OK : EXIT_RUNTIME;
+        teardown(&c);
+        return rc;
+}
+
+/* Active members of the group at the target: 0 to go ahead, else refuse
+ * (with the reason printed).  --force only overrides "cannot tell". */
+static int check_members(struct ctx *c, bool quiet) {
+        int        members = -1;
+        char       why[512];
+        aagw_err_t rc = aagw_kafka_group_members(
+            "/proc/self/exe", c->to_bs, c->to_props, c->to_nprops, c->o.group,
+            5000, &members, why, sizeof(why));
+
+        if (rc == AAGW_OK && members > 0) {
+                snprintf(c->err, sizeof(c->err),
+                         "group %s has %d active member%s at %s: stop its "
+                         "consumers there first (--force does not override "
+                         "this)",
+                         c->o.group, members, members == 1 ? "" : "s", c->o.to);
+                return -1;
+        }
+        if (rc == AAGW_OK)
+                return 0;
+        if (!c->o.force) {
+                snprintf(c->err, sizeof(c->err),
+                         "cannot tell whether group %s has active members at "
+                         "%s (%s); make sure its consumers there are stopped "
+                         "and re-run with --force",
+                         c->o.group, c->o.to, why);
+                return -1;
+        }
+        if (!quiet)
+                fprintf(
+                    stderr,
+                    "aagw: warning: cannot tell whether group %s has active "
+                    "members at %s (%s); going ahead because of --force\n",
+                    c->o.group, c->o.to, why);
+        return 0;
+}
+
+/* Commit the translations for the group at the target. */
+static int commit_target(struct ctx *c) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)c->nrows);
+        int rc;
+
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].x.offset >= 0)
+                        rd_kafka_topic_partition_list_add(l, c->rows[i].remote,
+                                                          c->rows[i].partition)
+                            ->offset = c->rows[i].x.offset;
+        rc = aagw_kafka_group_commit(c->to_admin, c->o.group, l, TIMEOUT_MS,
+                                     c->err, sizeof(c->err))
+                 ? -1
+                 : 0;
+        rd_kafka_topic_partition_list_destroy(l);
+        return rc;
+}
+
+/* The group's offsets at the target now, into rows[].target_before. */
+static void target_offsets(struct ctx *c) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)c->nrows);
+        char e[512];
+
+        for (size_t i = 0; i < c->nrows; i++) {
+                rd_kafka_topic_partition_list_add(l, c->rows[i].remote,
+                                                  c->rows[i].partition);
+                c->rows[i].target_before = -1;
+        }
+        if (!aagw_kafka_group_offsets(c->to_admin, c->o.group, l, TIMEOUT_MS, e,
+                                      sizeof(e)))
+                for (int i = 0; i < l->cnt && (size_t)i < c->nrows; i++)
+                        c->rows[i].target_before = l->elems[i].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+int gw_cmd_failover(int argc, char **argv) {
+        struct ctx c;
+        int        rc = setup(&c, argc, argv, usage_failover, false);
+
+        if (rc != EXIT_OK) {
+                teardown(&c);
+                return rc == GW_HELP_SHOWN ? EXIT_OK : rc;
+        }
+        if (translate(&c)) {
+                gw_errorf("failover: %s", c.err);
+                teardown(&c);
+                return EXIT_RUNTIME;
+        }
+        print_rows(&c, stdout);
+        if (!all_exact(&c) && !c.o.force) {
+                gw_errorf("failover: refused: a translation is not exact (see "
+                          "NOTE); wait for replication to catch up, or accept "
+                          "it with --force");
+                teardown(&c);
+                return EXIT_RUNTIME;
+        }
+        if (c.o.dry_run) {
+                printf("dry run: nothing committed for group %s at %s\n",
+                       c.o.group, c.o.to);
+                teardown(&c);
+                return EXIT_OK;
+        }
+        if (check_members(&c, false) || commit_target(&c)) {
+                gw_errorf("failover: refused: %s", c.err);
+                teardown(&c);
+                return EXIT_RUNTIME;
+        }
+        target_offsets(&c);
+        for (size_t i = 0; i < c.nrows; i++)
+                if (c.rows[i].target_before != c.rows[i].x.offset) {
+                        gw_errorf("failover: %s [%d] reads back %" PRId64
+                                  " at %s after committing %" PRId64,
+                                  c.rows[i].remote, (int)c.rows[i].partition,
+                                  c.rows[i].target_before, c.o.to,
+                                  c.rows[i].x.offset);
+                        teardown(&c);
+                        return EXIT_RUNTIME;
+                }
+        printf("committed group %s at %s: %zu partitions; start its "
+               "consumers at %s\n",
+               c.o.group, c.o.to, c.nrows, c.o.to);
+        teardown(&c);
+        return EXIT_OK;
+}
+
+/* --------------------------------------------------------------- DRILL -- */
+
+struct hb_scan {
+        const char *src, *dst;
+        int64_t     newest; /* heartbeat timestamp, -1 none */
+};
+
+static bool on_heartbeat(void *arg, const rd_kafka_message_t *m) {
+        struct hb_scan           *h = arg;
+        struct aagw_mm2_heartbeat hb;
+
+        if (aagw_mm2_heartbeat_decode(m->key, m->key_len, m->payload, m->len,
+                                      &hb) &&
+            !strcmp(hb.source, h->src) && !strcmp(hb.target, h->dst) &&
+            hb.timestamp_ms > h->newest)
+                h->newest = hb.timestamp_ms;
+        return true;
+}
+
+/* Newest heartbeat (source->target) in 'topic' at the source cluster
+ * ('from') or the target. */
+static int64_t newest_heartbeat(struct ctx *c, bool from, const char *topic) {
+        const struct rd_kafka_metadata *md    = NULL;
+        struct hb_scan                  h     = {c->o.from, c->o.to, -1};
+        int                             parts = 0;
+        rd_kafka_t *rk = client(c, from, RD_KAFKA_CONSUMER, "aagw-drill-hb");
+
+        if (!rk)
+                return -1;
+        if (rd_kafka_metadata(rk, 1, NULL, &md, TIMEOUT_MS)) {
+                rd_kafka_destroy(rk);
+                return -1;
+        }
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, topic) && !md->topics[i].err)
+                        parts = md->topics[i].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        for (int p = 0; p < parts; p++) {
+                int64_t lo, hi;
+                if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+                                                     TIMEOUT_MS) ||
+                    hi <= lo)
+                        continue;
+                read_range(rk, topic, p, hi - 20 > lo ? hi - 20 : lo, hi,
+                           on_heartbeat, &h);
+        }
+        rd_kafka_destroy(rk);
+        return h.newest;
+}
+
+struct origin_scan {
+        const aagw_repl_policy_t *pol;
+        const char               *hop_hdr;
+        int64_t                   off[2];
+        int                       n;
+};
+
+/* The source offset a target record was copied from (provenance), -1. */
+static bool on_origin(void *arg, const rd_kafka_message_t *m) {
+        struct origin_scan *s = arg;
+        rd_kafka_headers_t *h = NULL;
+        struct aagw_header  hd[64];
+        size_t              n = 0;
+        const char         *name;
+        const void         *val;
+        size_t              size;
+        struct aagw_prov    prov;
+        int64_t             o = -1;
+
+        if (!rd_kafka_message_headers(m, &h))
+                while (n < 64 &&
+                       !rd_kafka_header_get_all(h, n, &name, &val, &size)) {
+                        hd[n] = (struct aagw_header){name, val, size};
+                        n++;
+                }
+        for (size_t i = 0; i < n; i++)
+                if (hd[i].value && !strcmp(hd[i].name, s->hop_hdr)) {
+                        const char *v = hd[i].value, *colon = NULL;
+                        for (size_t k = hd[i].size; k > 0; k--)
+                                if (v[k - 1] == ':') {
+                                        colon = v + k - 1;
+                                        break;
+                                }
+                        if (colon)
+                                o = strtoll(colon + 1, NULL, 10);
+                }
+        if (o < 0 && aagw_prov_decode(s->pol, hd, n, &prov) == AAGW_REASON_OK &&
+            prov.path_len == 2)
+                o = prov.src_offset;
+        if (s->n < 2)
+                s->off[s->n++] = o;
+        return s->n < 2;
+}
+
+/* Read the target around each translated offset: the record before T must
+ * come from below the group's source position, the one at T from at or
+ * after it; a consumer resuming at T then reads no record twice and
+ * misses none. */
+static int verify(struct ctx *c, int *verified) {
+        char        group[600];
+        char        hop[AAGW_AFFIX_MAX + 8];
+        rd_kafka_t *rk;
+
+        snprintf(hop, sizeof(hop), "%shop",
+                 aagw_config_str(c->cfg, "replication.header_prefix"));
+        snprintf(group, sizeof(group), "%s", c->o.group);
+        if (!(rk = client(c, false, RD_KAFKA_CONSUMER, group)))
+                return -1;
+        *verified = 0;
+        /* Resume as a consumer of the group would: from its committed
+         * offsets at the target. */
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)c->nrows);
+        for (size_t i = 0; i < c->nrows; i++)
+                rd_kafka_topic_partition_list_add(l, c->rows[i].remote,
+                                                  c->rows[i].partition);
+        if (rd_kafka_committed(rk, l, TIMEOUT_MS)) {
+                snprintf(c->err, sizeof(c->err),
+                         "reading group %s's offsets at %s failed", c->o.group,
+                         c->o.to);
+                rd_kafka_topic_partition_list_destroy(l);
+                rd_kafka_destroy(rk);
+                return -1;
+        }
+        for (size_t i = 0; i < c->nrows; i++) {
+                struct row        *r = &c->rows[i];
+                int64_t            t = l->elems[i].offset, lo, hi;
+                struct origin_scan s = {c->pol, hop, {-1, -1}, 0};
+
+                r->prev_src = r->next_src = -1;
+                if (t < 0 ||
+                    rd_kafka_query_watermark_offsets(
+                        rk, r->remote, r->partition, &lo, &hi, TIMEOUT_MS)) {
+                        snprintf(c->err, sizeof(c->err),
+                                 "%s [%d] at %s: no committed offset for the "
+                                 "group after the commit",
+                                 r->remote, (int)r->partition, c->o.to);
+                        continue;
+                }
+                int64_t from = t > lo ? t - 1 : t;
+                if (from < hi)
+                        read_range(rk, r->remote, r->partition, from,
+                                   t + 1 < hi ? t + 1 : hi, on_origin, &s);
+                if (t > lo)
+                        r->prev_src = s.off[0];
+                if (t < hi)
+                        r->next_src = s.off[t > lo ? 1 : 0];
+                r->verified = (t <= lo || (r->prev_src >= 0 &&
+                                           r->prev_src < r->committed)) &&
+                              (t >= hi || r->next_src >= r->committed);
+                if (r->verified)
+                        (*verified)++;
+                else
+                        snprintf(c->err, sizeof(c->err),
+                                 "%s [%d] at %s: resuming at %" PRId64
+                                 " reads origin offset %" PRId64
+                                 " after %" PRId64 ", but the group's source "
+                                 "position is %" PRId64,
+                                 r->remote, (int)r->partition, c->o.to, t,
+                                 r->next_src, r->prev_src, r->committed);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(rk);
+        return *verified == (int)c->nrows ? 0 : -1;
+}
+
+/* Records behind: source end minus the gateway's position, per row. */
+static int64_t lag_now(struct ctx *c) {
+        rd_kafka_topic_partition_list_t *pos =
+            rd_kafka_topic_partition_list_new((int)c->nrows);
+        char    rgroup[512], e[512];
+        int64_t lag = 0;
+
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
+                 aagw_config_str(c->cfg, "gateway.id"), c->o.from, c->o.to);
+        for (size_t i = 0; i < c->nrows; i++)
+                rd_kafka_topic_partition_list_add(pos, c->rows[i].topic,
+                                                  c->rows[i].partition);
+        if (aagw_kafka_group_offsets(c->from_admin, rgroup, pos, TIMEOUT_MS, e,
+                                     sizeof(e))) {
+                rd_kafka_topic_partition_list_destroy(pos);
+                return -1;
+        }
+        for (size_t i = 0; i < c->nrows; i++) {
+                int64_t lo, hi, p = pos->elems[i].offset;
+                if (rd_kafka_query_watermark_offsets(
+                        c->from_admin, c->rows[i].topic, c->rows[i].partition,
+                        &lo, &hi, TIMEOUT_MS)) {
+                        lag = -1;
+                        break;
+                }
+                lag += hi - (p < 0 ? lo : p) > 0 ? hi - (p < 0 ? lo : p) : 0;
+        }
+        rd_kafka_topic_partition_list_destroy(pos);
+        return lag;
+}
+
+struct drill_report {
+        bool    ok;
+        char    reason[1200];
+        int64_t hb_age_ms, lag_wait_ms, rpo_records, rpo_ms;
+        int     partitions, exact, verified;
+        bool    committed;
+        double  rto_s;
+};
+
+static void print_report(const struct ctx *c, const struct drill_report *d) {
+        if (c->o.json) {
+                printf("{\"result\":\"%s\",\"reason\":",
+                       d->ok ? "ok" : "failed");
+                json_str(stdout, d->reason);
+                printf(",\"group\":");
+                json_str(stdout, c->o.group);
+                printf(",\"from\":\"%s\",\"to\":\"%s\",\"heartbeat_age_ms\":"
+                       "%" PRId64 ",\"lag_wait_ms\":%" PRId64
+                       ",\"rpo_records\":%" PRId64 ",\"rpo_ms\":%" PRId64
+                       ",\"partition_count\":%d,"
+                       "\"exact\":%d,\"committed\":%s,\"verified\":%d,"
+                       "\"rto_s\":%.3f,",
+                       c->o.from, c->o.to, d->hb_age_ms, d->lag_wait_ms,
+                       d->rpo_records, d->rpo_ms, d->partitions, d->exact,
+                       d->committed ? "true" : "false", d->verified, d->rto_s);
+                json_rows(c, stdout);
+                printf("}\n");
+                return;
+        }
+        printf("# Drill\nresult:%s\nreason:%s\ngroup:%s\nfrom:%s\nto:%s\n"
+               "heartbeat_age_ms:%" PRId64 "\nlag_wait_ms:%" PRId64
+               "\nrpo_records:%" PRId64 "\nrpo_ms:%" PRId64
+               "\npartition_count:%d\nexact:%d\ncommitted:%s\nverified:%d\n"
+               "rto_s:%.3f\n",
+               d->ok ? "ok" : "failed", d->reason, c->o.group, c->o.from,
+               c->o.to, d->hb_age_ms, d->lag_wait_ms, d->rpo_records, d->rpo_ms,
+               d->partitions, d->exact, d->committed ? "yes" : "no",
+               d->verified, d->rto_s);
+        if (c->nrows) {
+                printf("\n");
+                print_rows(c, stdout);
+        }
+}
+
+int gw_cmd_drill(int argc, char **argv) {
+        struct ctx          c;
+        struct drill_report d;
+        int64_t             t0 = mono_ms(), hb_src, hb_dst;
+        char                hb_remote[AAGW_TOPIC_MAX + 1];
+        int                 rc = setup(&c, argc, argv, usage_drill, true);
+
+        memset(&d, 0, sizeof(d));
+        d.hb_age_ms = d.rpo_records = d.rpo_ms = -1;
+        if (rc != EXIT_OK) {
+                teardown(&c);
+                return rc == GW_HELP_SHOWN ? EXIT_OK : rc;
+        }
+        /* 1. Is replication alive?  Our heartbeat copies at the target. */
+        aagw_repl_remote_topic(c.pol, c.o.from, AAGW_MM2_HEARTBEATS_TOPIC,
+                               hb_remote, sizeof(hb_remote));
+        hb_dst      = newest_heartbeat(&c, false, hb_remote);
+        d.hb_age_ms = hb_dst >= 0 ? wall_ms() - hb_dst : -1;
+        if (hb_dst < 0 || d.hb_age_ms > (int64_t)c.o.max_hb_age_s * 1000) {
+                snprintf(d.reason, sizeof(d.reason),
+                         hb_dst < 0 ? "no heartbeat from %s in %s at %s: "
+                                      "replication %s->%s is not running (or "
+                                      "mm2.heartbeats_interval is 0s)"
+                                    : "the newest heartbeat from %s in %s at "
+                                      "%s is older than the limit: "
+                                      "replication %s->%s is stopped or "
+                                      "stalled",
+                         c.o.from, hb_remote, c.o.to, c.o.from, c.o.to);
+                goto done;
+        }
+        /* 2. Wait until replication caught up with the group's topics. */
+        if (translate(&c)) {
+                snprintf(d.reason, sizeof(d.reason), "%s", c.err);
+                goto done;
+        }
+        d.partitions   = (int)c.nrows;
+        int64_t waited = mono_ms(), deadline = t0 + c.o.deadline_s * 1000LL;
+        while ((d.rpo_records = lag_now(&c)) != 0 && mono_ms() < deadline &&
+               !gw_wait_stop(200))
+                ;
+        d.lag_wait_ms = mono_ms() - waited;
+        /* RPO in time: how far the target's view of the source trails the
+         * source at cut-over, by the newest heartbeat on each side. */
+        hb_src = newest_heartbeat(&c, true, AAGW_MM2_HEARTBEATS_TOPIC);
+        hb_dst = newest_heartbeat(&c, false, hb_remote);
+        if (hb_src >= 0 && hb_dst >= 0)
+                d.rpo_ms = hb_src > hb_dst ? hb_src - hb_dst : 0;
+        if (d.rpo_records != 0) {
+                snprintf(d.reason, sizeof(d.reason),
+                         "replication lag of group %s's partitions is %" PRId64
+                         " records after the %d s deadline",
+                         c.o.group, d.rpo_records, c.o.deadline_s);
+                goto done;
+        }
+        /* 3. Translate again, now that the positions are final. */
+        for (size_t i = 0; i < c.nrows; i++)
+                free(c.rows[i].pts);
+        free(c.rows);
+        c.rows  = NULL;
+        c.nrows = 0;
+        if (translate(&c)) {
+                snprintf(d.reason, sizeof(d.reason), "%s", c.err);
+                goto done;
+        }
+        for (size_t i = 0; i < c.nrows; i++)
+                d.exact += c.rows[i].x.exact;
+        if (!all_exact(&c)) {
+                snprintf(d.reason, sizeof(d.reason),
+                         "%d of %zu partitions do not translate exactly",
+                         (int)c.nrows - d.exact, c.nrows);
+                goto done;
+        }
+        /* 4. Commit at the target, 5. verify a resume there. */
+        if (check_members(&c, c.o.json) || commit_target(&c)) {
+                snprintf(d.reason, sizeof(d.reason), "%s", c.err);
+                goto done;
+        }
+        d.committed = true;
+        if (verify(&c, &d.verified)) {
+                snprintf(d.reason, sizeof(d.reason), "verification: %s", c.err);
+                goto done;
+        }
+        d.ok = true;
+        snprintf(d.reason, sizeof(d.reason),
+                 "group %s resumes at %s with no gap and no repeat", c.o.group,
+                 c.o.to);
+done:
+        d.rto_s = (double)(mono_ms() - t0) / 1000.0;
+        print_report(&c, &d);
+        if (!d.ok)
+                gw_errorf("drill failed: %s", d.reason);
+        teardown(&c);
+        return d.ok ? EXIT_OK : EXIT_RUNTIME;
+}

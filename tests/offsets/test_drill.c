@@ -1,0 +1,189 @@
+/* tests/offsets/test_drill.c: `aagw drill` on embedded clusters.
+ *
+ * With replication running: the report's fields are present and agree
+ * with each other and with the clusters (RPO 0 records, every partition
+ * exact and verified, the committed offsets at west what the target's
+ * provenance says they must be, RTO within the command's own run time).
+ * Without --force it refuses, since the embedded cluster cannot tell
+ * whether the group has members at west.  With the gateway stopped, the
+ * drill fails with exit 1 and says that replication is not running. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofs.h"
+
+static json_object *field(json_object *j, const char *name) {
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(j, name, &v))
+                fail_msg("drill report has no field %s", name);
+        return v;
+}
+
+static const char *const drill_words[] = {
+    "drill", "--group", "g1",     "--from",  "east",
+    "--to",  "west",    "--json", "--force", NULL};
+
+static void test_drill(void **state) {
+        struct repl     *r = ofs_scene();
+        harness_output_t o;
+        int64_t          src[64];
+
+        *state = r;
+        ofs_produce(r, 0, "a", 0, 8, 0);
+        ofs_produce(r, 0, "loop", 8, 4, 1); /* skipped: a loop verdict */
+        ofs_produce(r, 0, "b", 12, 8, 0);
+        ofs_produce(r, 1, "c", 0, 10, 0);
+        ofs_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", 16 + 10, OFS_TIMEOUT_MS);
+        /* g1 stopped at east inside the skipped run, and at 6 of [1] */
+        ofs_commit(r, "east", "g1", "clicks", 0, 10);
+        ofs_commit(r, "east", "g1", "clicks", 1, 6);
+
+        /* Refused without --force: the cluster cannot tell. */
+        const char *nf[] = {"drill", "--group", "g1",     "--from", "east",
+                            "--to",  "west",    "--json", NULL};
+        assert_int_equal(ofs_aagw(r, nf, &o), 1);
+        assert_non_null(strstr(o.err, "cannot tell"));
+        json_object *j = json_tokener_parse(o.out);
+        assert_non_null(j);
+        assert_string_equal(json_object_get_string(field(j, "result")),
+                            "failed");
+        assert_false(json_object_get_boolean(field(j, "committed")));
+        json_object_put(j);
+        harness_output_deinit(&o);
+        assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), -1);
+
+        int64_t t0      = harness_now_ms();
+        int     rc      = ofs_aagw(r, drill_words, &o);
+        int64_t elapsed = harness_now_ms() - t0;
+        if (rc != 0)
+                fail_msg("drill: exit %d\n%s%s", rc, o.out, o.err);
+        fprintf(stderr, "# drill report: %s", o.out);
+        j = json_tokener_parse(o.out);
+        assert_non_null(j);
+        assert_string_equal(json_object_get_string(field(j, "result")), "ok");
+        assert_string_equal(json_object_get_string(field(j, "group")), "g1");
+        assert_string_equal(json_object_get_string(field(j, "from")), "east");
+        assert_string_equal(json_object_get_string(field(j, "to")), "west");
+        assert_int_equal(json_object_get_int(field(j, "partition_count")), 2);
+        assert_int_equal(json_object_get_int(field(j, "exact")), 2);
+        assert_int_equal(json_object_get_int(field(j, "verified")), 2);
+        assert_true(json_object_get_boolean(field(j, "committed")));
+        assert_int_equal(json_object_get_int64(field(j, "rpo_records")), 0);
+        int64_t rpo_ms = json_object_get_int64(field(j, "rpo_ms"));
+        assert_true(rpo_ms >= 0 && rpo_ms < 10000);
+        int64_t age = json_object_get_int64(field(j, "heartbeat_age_ms"));
+        assert_true(age >= 0 && age <= 10000);
+        assert_true(json_object_get_int64(field(j, "lag_wait_ms")) >= 0);
+        double rto = json_object_get_double(field(j, "rto_s"));
+        assert_true(rto > 0 && rto * 1000 <= (double)elapsed);
+        /* the per-partition rows agree with the target's provenance and
+         * with what is now committed at west */
+        json_object *parts = field(j, "partitions");
+        assert_true(json_object_is_type(parts, json_type_array));
+        assert_int_equal(json_object_array_length(parts), 2);
+        for (size_t i = 0; i < 2; i++) {
+                json_object *e = json_object_array_get_idx(parts, i);
+                int          p = json_object_get_int(field(e, "partition"));
+                assert_true(json_object_get_boolean(field(e, "exact")));
+                assert_int_equal(json_object_get_int64(field(e, "committed")),
+                                 p == 0 ? 10 : 6);
+                assert_int_equal(json_object_get_int64(field(e, "translated")),
+                                 p == 0 ? 8 : 6);
+        }
+        size_t n0 = ofs_copies(r, 0, src, 64);
+        assert_int_equal(n0, 16);
+        assert_int_equal(ofs_expected(src, n0, 10), 8);
+        assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), 8);
+        assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 1), 6);
+        json_object_put(j);
+        harness_output_deinit(&o);
+
+        /* The text report carries the same fields. */
+        const char *text[] = {"drill", "--group", "g1",      "--from", "east",
+                              "--to",  "west",    "--force", NULL};
+        assert_int_equal(ofs_aagw(r, text, &o), 0);
+        static const char *const keys[] = {
+            "result:ok\n",  "rpo_records:0\n",   "rpo_ms:",
+            "rto_s:",       "heartbeat_age_ms:", "exact:2\n",
+            "verified:2\n", "committed:yes\n",   "partition_count:2\n"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (!strstr(o.out, keys[i]))
+                        fail_msg("text report lacks %s:\n%s", keys[i], o.out);
+        harness_output_deinit(&o);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        ofs_done();
+}
+
+struct stopped {
+        struct repl *r;
+        char         out[4096], err[4096];
+        int          rc;
+};
+
+/* The drill with a heartbeat age limit of 1 s: true once it fails for
+ * want of fresh heartbeats.  Without --force, so that a run that still
+ * saw a fresh heartbeat stops at the member check and commits nothing. */
+static bool drill_fails(void *arg) {
+        struct stopped  *s = arg;
+        harness_output_t o;
+        const char      *w[] = {"drill",  "--group", "g1",
+                                "--from", "east",    "--to",
+                                "west",   "--json",  "--max-heartbeat-age",
+                                "1",      NULL};
+        s->rc                = ofs_aagw(s->r, w, &o);
+        snprintf(s->out, sizeof(s->out), "%s", o.out);
+        snprintf(s->err, sizeof(s->err), "%s", o.err);
+        harness_output_deinit(&o);
+        return s->rc == 1 && strstr(s->out, "stopped or stalled");
+}
+
+static void test_drill_replication_stopped(void **state) {
+        struct repl   *r = ofs_scene();
+        struct stopped s = {r, "", "", -1};
+
+        *state = r;
+        ofs_produce(r, 0, "a", 0, 10, 0);
+        ofs_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", 10, OFS_TIMEOUT_MS);
+        repl_expect_size(r, "west", "east.heartbeats", 1, OFS_TIMEOUT_MS);
+        ofs_commit(r, "east", "g1", "clicks", 0, 4);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        if (!harness_wait_until(drill_fails, &s, 20000))
+                fail_msg("drill with replication stopped: exit %d\n%s%s", s.rc,
+                         s.out, s.err);
+        json_object *j = json_tokener_parse(s.out);
+        assert_non_null(j);
+        assert_string_equal(json_object_get_string(field(j, "result")),
+                            "failed");
+        assert_non_null(strstr(json_object_get_string(field(j, "reason")),
+                               "replication east->west is stopped"));
+        assert_false(json_object_get_boolean(field(j, "committed")));
+        assert_true(json_object_get_int64(field(j, "heartbeat_age_ms")) > 1000);
+        assert_non_null(strstr(s.err, "drill failed"));
+        json_object_put(j);
+        /* nothing was committed at west */
+        assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), -1);
+        ofs_done();
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_drill, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_drill_replication_stopped,
+                                            repl_setup, repl_teardown),
+        };
+        return cmocka_run_group_tests_name("offsets-drill", tests, NULL, NULL);
+}

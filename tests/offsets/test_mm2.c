@@ -1,0 +1,209 @@
+/* tests/offsets/test_mm2.c: MM2 record formats (policy/mm2.c) against the
+ * test's own reader of Kafka's schemas, and exact offset translation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "aagw_policy.h"
+#include "mm2_ref.h"
+
+static void test_heartbeat_bytes(void **state) {
+        uint8_t k[64], v[16];
+        size_t  kl = aagw_mm2_heartbeat_key("east", "west", k, sizeof(k));
+        size_t  vl = aagw_mm2_heartbeat_value(0x0102030405060708, v, sizeof(v));
+        static const uint8_t      want_k[] = {0, 4, 'e', 'a', 's', 't',
+                                              0, 4, 'w', 'e', 's', 't'};
+        static const uint8_t      want_v[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+        struct ref_heartbeat      r;
+        struct aagw_mm2_heartbeat h;
+        (void)state;
+
+        assert_int_equal(kl, sizeof(want_k));
+        assert_memory_equal(k, want_k, kl);
+        assert_int_equal(vl, sizeof(want_v));
+        assert_memory_equal(v, want_v, vl);
+        assert_true(ref_heartbeat(k, kl, v, vl, &r));
+        assert_string_equal(r.source, "east");
+        assert_string_equal(r.target, "west");
+        assert_int_equal(r.version, 0);
+        assert_true(r.timestamp == 0x0102030405060708);
+        assert_true(aagw_mm2_heartbeat_decode(k, kl, v, vl, &h));
+        assert_true(h.timestamp_ms == 0x0102030405060708);
+        /* truncated, trailing bytes, unknown version: refused */
+        assert_false(aagw_mm2_heartbeat_decode(k, kl - 1, v, vl, &h));
+        assert_false(aagw_mm2_heartbeat_decode(k, kl, v, vl - 1, &h));
+        v[1] = 1;
+        assert_false(aagw_mm2_heartbeat_decode(k, kl, v, vl, &h));
+        /* short buffer: the length needed, nothing written past it */
+        assert_int_equal(aagw_mm2_heartbeat_key("east", "west", k, 3), 12);
+}
+
+static void test_sync_bytes(void **state) {
+        uint8_t              k[300], v[16];
+        size_t               kl = aagw_mm2_sync_key("clicks", 7, k, sizeof(k));
+        size_t               vl = aagw_mm2_sync_value(1234, 987, v, sizeof(v));
+        struct ref_sync      r;
+        struct aagw_mm2_sync s;
+        (void)state;
+
+        /* {topic STRING, partition INT32} / {upstream INT64, offset INT64}:
+         * no version field in an offset-sync */
+        assert_int_equal(kl, 2 + 6 + 4);
+        assert_int_equal(vl, 16);
+        assert_true(ref_sync(k, kl, v, vl, &r));
+        assert_string_equal(r.topic, "clicks");
+        assert_int_equal(r.partition, 7);
+        assert_int_equal(r.upstream, 1234);
+        assert_int_equal(r.downstream, 987);
+        assert_true(aagw_mm2_sync_decode(k, kl, v, vl, &s));
+        assert_string_equal(s.topic, "clicks");
+        assert_int_equal(s.partition, 7);
+        /* a negative length STRING is refused */
+        k[0] = 0xff;
+        assert_false(aagw_mm2_sync_decode(k, kl, v, vl, &s));
+}
+
+static void test_checkpoint_bytes(void **state) {
+        uint8_t k[600], v[300];
+        size_t  kl =
+            aagw_mm2_checkpoint_key("g1", "east.clicks", 3, k, sizeof(k));
+        size_t vl = aagw_mm2_checkpoint_value(50, 40, "meta", v, sizeof(v));
+        struct ref_checkpoint      r;
+        struct aagw_mm2_checkpoint c;
+        (void)state;
+
+        assert_true(ref_checkpoint(k, kl, v, vl, &r));
+        assert_string_equal(r.group, "g1");
+        assert_string_equal(r.topic, "east.clicks");
+        assert_int_equal(r.partition, 3);
+        assert_int_equal(r.version, 0);
+        assert_int_equal(r.upstream, 50);
+        assert_int_equal(r.downstream, 40);
+        assert_string_equal(r.metadata, "meta");
+        assert_int_equal(vl, 2 + 8 + 8 + 2 + 4);
+        assert_true(aagw_mm2_checkpoint_decode(k, kl, v, vl, &c));
+        assert_string_equal(c.metadata, "meta");
+        assert_int_equal(c.downstream, 40);
+}
+
+static void test_topic_names(void **state) {
+        char buf[256];
+        (void)state;
+
+        assert_int_equal(aagw_mm2_offset_syncs_topic("west", buf, sizeof(buf)),
+                         AAGW_OK);
+        assert_string_equal(buf, "mm2-offset-syncs.west.internal");
+        assert_int_equal(aagw_mm2_checkpoints_topic("east", buf, sizeof(buf)),
+                         AAGW_OK);
+        assert_string_equal(buf, "east.checkpoints.internal");
+        assert_int_equal(aagw_mm2_checkpoints_topic("east", buf, 10),
+                         AAGW_ERR_INVAL);
+}
+
+/* Ground truth for the translation tests: source offsets 0..29, where
+ * 'skipped' are not copied; copies get target offsets 0,1,2,... in order.
+ * The right answer for committed C is the number of copies of offsets
+ * below C.  The points are what flow.c writes: one per copy whose delta
+ * changes (the first copy included). */
+static size_t build(const bool *skipped, int n, struct aagw_mm2_point *pts) {
+        size_t  np  = 0;
+        int64_t out = 0, delta = INT64_MIN;
+        for (int s = 0; s < n; s++) {
+                if (skipped[s])
+                        continue;
+                if (out - s != delta) {
+                        aagw_mm2_points_add(
+                            pts, &np, 64,
+                            (struct aagw_mm2_point){s, out, false});
+                        delta = out - s;
+                }
+                out++;
+        }
+        return np;
+}
+
+static void test_translate_exact(void **state) {
+        bool                  skipped[30] = {false};
+        struct aagw_mm2_point pts[64];
+        struct aagw_mm2_xlate x;
+        (void)state;
+
+        /* runs of skipped records in the middle (loop verdicts, dead
+         * letters) and one at the very start */
+        skipped[0] = skipped[5] = skipped[6] = skipped[7] = true;
+        skipped[12] = skipped[20] = skipped[21] = true;
+        size_t np                               = build(skipped, 30, pts);
+        assert_int_equal(np, 4); /* at 1, 8, 13, 22 */
+        for (int64_t c = 1; c <= 30; c++) {
+                int64_t want = 0;
+                for (int s = 0; s < c; s++)
+                        want += !skipped[s];
+                aagw_mm2_translate(pts, np, c, 30, &x);
+                if (x.offset != want || !x.exact)
+                        fail_msg("committed %d: got %d (exact %d), want %d",
+                                 (int)c, (int)x.offset, x.exact, (int)want);
+        }
+        /* before the first point: the first copy, flagged */
+        aagw_mm2_translate(pts, np, 0, 30, &x);
+        assert_int_equal(x.offset, 0);
+        assert_false(x.exact);
+        /* past the last point, before replication got there */
+        aagw_mm2_translate(pts, np, 29, 25, &x);
+        assert_int_equal(x.offset, 29 - 22 + pts[3].downstream);
+        assert_false(x.exact);
+        assert_non_null(strstr(x.why, "not reached"));
+        /* no points, no commit */
+        aagw_mm2_translate(pts, 0, 5, 30, &x);
+        assert_int_equal(x.offset, -1);
+        assert_false(x.exact);
+        aagw_mm2_translate(pts, np, -1, 30, &x);
+        assert_false(x.exact);
+}
+
+static void test_translate_lossy_and_reset(void **state) {
+        struct aagw_mm2_point pts[4];
+        size_t                n = 0;
+        struct aagw_mm2_xlate x;
+        (void)state;
+
+        aagw_mm2_points_add(pts, &n, 4, (struct aagw_mm2_point){0, 0, false});
+        aagw_mm2_points_add(pts, &n, 4, (struct aagw_mm2_point){10, 5, true});
+        aagw_mm2_translate(pts, n, 10, 20, &x);
+        assert_true(x.exact); /* at a point: exact whatever came before */
+        aagw_mm2_translate(pts, n, 7, 20, &x);
+        assert_false(x.exact);
+        assert_int_equal(x.offset, 5);
+        /* the same upstream again (a restart) replaces, keeps lossy */
+        aagw_mm2_points_add(pts, &n, 4, (struct aagw_mm2_point){10, 5, false});
+        assert_int_equal(n, 2);
+        assert_true(pts[1].lossy);
+        /* offsets going back: a reset partition, old points dropped */
+        assert_true(aagw_mm2_points_add(pts, &n, 4,
+                                        (struct aagw_mm2_point){3, 40, false}));
+        assert_int_equal(n, 1);
+        assert_int_equal(pts[0].downstream, 40);
+        /* full: the oldest goes */
+        for (int i = 0; i < 5; i++)
+                aagw_mm2_points_add(pts, &n, 4,
+                                    (struct aagw_mm2_point){10 + i, i, false});
+        assert_int_equal(n, 4);
+        assert_int_equal(pts[0].upstream, 11);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_heartbeat_bytes),
+            cmocka_unit_test(test_sync_bytes),
+            cmocka_unit_test(test_checkpoint_bytes),
+            cmocka_unit_test(test_topic_names),
+            cmocka_unit_test(test_translate_exact),
+            cmocka_unit_test(test_translate_lossy_and_reset),
+        };
+        return cmocka_run_group_tests_name("mm2", tests, NULL, NULL);
+}

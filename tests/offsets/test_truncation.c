@@ -1,0 +1,213 @@
+/* tests/offsets/test_truncation.c: source records lost to retention while
+ * the gateway was stopped are reported, counted and skipped over in the
+ * open, never silently.
+ *
+ * The embedded cluster keeps about 5 MiB per partition (MOCK-CLUSTER.md).
+ * The gateway replicates 10 records of east's one-partition topic and
+ * stops; 8 MiB more are produced, so the log start passes its stored
+ * position (10).  On restart it logs the gap with the partition and the
+ * offsets, counts it (truncations 1, truncated_records = log start - 10),
+ * resumes at the log start (the default policy) and copies everything
+ * from there. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofs.h"
+
+#define BIG_CNT 800
+#define BIG_LEN 10240
+
+struct lo_cond {
+        struct repl *r;
+        int64_t      lo, hi;
+};
+
+static bool log_start_moved(void *arg) {
+        struct lo_cond *c = arg;
+        if (rd_kafka_query_watermark_offsets(ofs_admin(c->r, "east"), "big", 0,
+                                             &c->lo, &c->hi, 10000))
+                return false;
+        return c->lo > 10;
+}
+
+struct tgt_cond {
+        struct repl *r;
+        int64_t      want, hi;
+};
+
+static bool target_end(void *arg) {
+        struct tgt_cond *c = arg;
+        int64_t          lo;
+        if (rd_kafka_query_watermark_offsets(ofs_admin(c->r, "west"),
+                                             "east.big", 0, &lo, &c->hi, 10000))
+                return false;
+        return c->hi >= c->want;
+}
+
+struct log_cond {
+        struct repl *r;
+        const char  *want;
+};
+
+static bool log_has(void *arg) {
+        struct log_cond *c    = arg;
+        char            *text = repl_log_text(c->r);
+        bool             ok   = strstr(text, c->want) != NULL;
+        free(text);
+        return ok;
+}
+
+struct status_cond {
+        struct repl *r;
+        char         want[128];
+        char         last[8192];
+};
+
+static bool status_has(void *arg) {
+        struct status_cond *c = arg;
+        harness_output_t    o;
+        const char *argv[] = {harness_aagw_bin(), "status", "--state-dir",
+                              c->r->state, NULL};
+        bool        ok     = false;
+        if (harness_run(argv, NULL, 0, 20000, &o, c->r->errstr,
+                        sizeof(c->r->errstr)) == AAGW_OK) {
+                snprintf(c->last, sizeof(c->last), "%s", o.out);
+                ok = strstr(o.out, c->want) != NULL;
+        }
+        harness_output_deinit(&o);
+        return ok;
+}
+
+static void test_truncation(void **state) {
+        struct repl      *r  = ofs_scene();
+        struct lo_cond    lc = {r, 0, 0};
+        static char       big[BIG_LEN + 1];
+        harness_record_t *recs = calloc(BIG_CNT, sizeof(*recs));
+
+        *state = r;
+        assert_non_null(recs);
+        repl_create_topic(r, "east", "big", 1);
+        repl_create_topic(r, "west", "east.big", 1);
+        repl_produce(r, "east", "big", "small", 0, 10, 0, NULL, 0);
+        ofs_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.big", 10, OFS_TIMEOUT_MS);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        /* Past the retention while the gateway is stopped. */
+        memset(big, 'x', BIG_LEN);
+        for (int i = 0; i < BIG_CNT; i++)
+                recs[i].value = big;
+        if (harness_kcat_produce(repl_bs(r, "east"), "big", recs, BIG_CNT, NULL,
+                                 0, OFS_TIMEOUT_MS, r->errstr,
+                                 sizeof(r->errstr)))
+                fail_msg("produce: %s", r->errstr);
+        free(recs);
+        if (!harness_wait_until(log_start_moved, &lc, 20000))
+                fail_msg("the embedded cluster kept big from %" PRId64
+                         " to %" PRId64 ": retention did not drop the start",
+                         lc.lo, lc.hi);
+        assert_int_equal(lc.hi, 10 + BIG_CNT);
+
+        ofs_gw_start(r, NULL);
+        char want[256];
+        snprintf(want, sizeof(want),
+                 "big [0]: source log start %" PRId64
+                 " passed the stored position 10: %" PRId64 " records",
+                 lc.lo, lc.lo - 10);
+        struct log_cond gc = {r, want};
+        if (!harness_wait_until(log_has, &gc, 30000)) {
+                repl_dump_log(r, 30);
+                fail_msg("no gap report '%s' in the log", want);
+        }
+        snprintf(want, sizeof(want), "gap 10..%" PRId64, lc.lo - 1);
+        gc.want = want;
+        assert_true(log_has(&gc));
+        /* everything from the log start on is copied (the target's end
+         * offset: its own retention drops old copies in turn) */
+        struct tgt_cond tc = {r, 10 + (lc.hi - lc.lo), -1};
+        if (!harness_wait_until(target_end, &tc, OFS_TIMEOUT_MS))
+                fail_msg("east.big at west ends at %" PRId64 ", want %" PRId64,
+                         tc.hi, tc.want);
+        /* and counted, where the metrics come from */
+        struct status_cond sc = {r, "", ""};
+        snprintf(sc.want, sizeof(sc.want),
+                 "truncations:1\ntruncated_records:%" PRId64 "\n", lc.lo - 10);
+        if (!harness_wait_until(status_has, &sc, 20000))
+                fail_msg("status lacks '%s':\n%s", sc.want, sc.last);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        ofs_done();
+}
+
+/* A topic deleted and recreated: simulated by a second pair of clusters
+ * (fresh logs, offsets from 0) under the first one's state dir.  The
+ * stored position (40) is past the new end offset (10): the gateway says
+ * so, counts a reset, and replicates the new log from its start. */
+static void test_reset(void **state) {
+        struct repl     *r1 = ofs_scene(), *r2;
+        harness_output_t o;
+
+        *state = r1;
+        repl_produce(r1, "east", "clicks", "old", 0, 40, 0, NULL, 0);
+        ofs_gw_start(r1, NULL);
+        repl_expect_size(r1, "west", "east.clicks", 40, OFS_TIMEOUT_MS);
+        ofs_wait_position(r1, 0, 40);
+        assert_int_equal(repl_gw_stop(r1, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        r2               = ofs_scene();
+        const char *cp[] = {"cp", "-a", r1->state, r2->state, NULL};
+        assert_int_equal(
+            harness_run(cp, NULL, 0, 20000, &o, r2->errstr, sizeof(r2->errstr)),
+            AAGW_OK);
+        assert_int_equal(harness_exit_code(o.status), 0);
+        harness_output_deinit(&o);
+        repl_destroy(r1, false);
+        *state = r2;
+        ofs_done();
+
+        repl_produce(r2, "east", "clicks", "new", 0, 10, 0, NULL, 0);
+        ofs_gw_start(r2, NULL);
+        repl_expect_size(r2, "west", "east.clicks", 10, OFS_TIMEOUT_MS);
+        struct log_cond gc = {r2, "clicks [0]: stored position 40 is past the "
+                                  "source end offset 10 (log start 0): the "
+                                  "partition was reset or recreated; "
+                                  "resuming at its log start"};
+        if (!harness_wait_until(log_has, &gc, 20000)) {
+                repl_dump_log(r2, 30);
+                fail_msg("no reset report in the log");
+        }
+        /* counted: at least this one (the heartbeats partition, younger
+         * in the new cluster too, may have been reset as well) */
+        struct status_cond sc = {r2, "resets:", ""};
+        if (!harness_wait_until(status_has, &sc, 20000))
+                fail_msg("status lacks resets:\n%s", sc.last);
+        assert_true(atoi(strstr(sc.last, "\nresets:") + 8) >= 1);
+        /* every new record once: 10 copies, origin offsets 0..9 */
+        int64_t src[32];
+        size_t  n = ofs_copies(r2, 0, src, 32);
+        assert_int_equal(n, 10);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(src[i], (int64_t)i);
+        assert_int_equal(repl_gw_stop(r2, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        ofs_done();
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_truncation, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_reset, repl_setup,
+                                            repl_teardown),
+        };
+        return cmocka_run_group_tests_name("offsets-truncation", tests, NULL,
+                                           NULL);
+}
