@@ -272,6 +272,38 @@ struct gw_unify {
 #define RELAXED memory_order_relaxed
 #define INC(x) atomic_fetch_add_explicit(&(x), 1, RELAXED)
 
+/* Copy the string 'src' into 'dst' (size bytes), truncating: snprintf
+ * without the format parsing, on the per-record path. */
+static void copy_str(char *dst, size_t size, const char *src) {
+        size_t n = strnlen(src, size - 1);
+        memcpy(dst, src, n);
+        dst[n] = '\0';
+}
+
+/* "TOPIC:PARTITION:OFFSET" into buf (>= AAGW_TOPIC_MAX + 48); returns
+ * its length. */
+static int fmt_coords(char *buf, const char *topic, int32_t part,
+                      int64_t off) {
+        char   tmp[24];
+        size_t n = strlen(topic), k;
+        memcpy(buf, topic, n);
+        buf[n++] = ':';
+        k        = 0;
+        do
+                tmp[k++] = (char)('0' + part % 10);
+        while ((part /= 10) > 0);
+        while (k)
+                buf[n++] = tmp[--k];
+        buf[n++] = ':';
+        do
+                tmp[k++] = (char)('0' + off % 10);
+        while ((off /= 10) > 0);
+        while (k)
+                buf[n++] = tmp[--k];
+        buf[n] = '\0';
+        return (int)n;
+}
+
 static int64_t now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -577,8 +609,7 @@ static bool parse_coords(const char *v, size_t len, char *topic, size_t tsize,
 static void replay_key(const char *topic, int32_t part, int64_t off,
                        uint8_t key[16]) {
         char buf[AAGW_TOPIC_MAX + 48];
-        int  n = snprintf(buf, sizeof(buf), "%s:%d:%" PRId64, topic, (int)part,
-                          off);
+        int  n = fmt_coords(buf, topic, part, off);
         aagw_id_key(buf, (size_t)n, key);
 }
 
@@ -1182,8 +1213,7 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
         for (size_t i = 0; i < ph.cnt; i++)
                 rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
                                     (ssize_t)ph.hdrs[i].size);
-        int n = snprintf(in, sizeof(in), "%s:%d:%" PRId64, it->ui->topic,
-                         (int)m->partition, m->offset);
+        int n = fmt_coords(in, it->ui->topic, m->partition, m->offset);
         rd_kafka_header_add(h, u->in_hdr, -1, in, n);
 
         memcpy(&hk, it->key, 8);
@@ -1389,10 +1419,9 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                             .time_ms = u->now_batch, .hlc = p->hlc,
                             .partition = it->m->partition,
                             .offset = it->m->offset};
-                        snprintf(s.site, sizeof(s.site), "%s", u->site);
-                        snprintf(s.origin, sizeof(s.origin), "%s", p->origin);
-                        snprintf(s.topic, sizeof(s.topic), "%s",
-                                 it->ui->topic);
+                        copy_str(s.site, sizeof(s.site), u->site);
+                        copy_str(s.origin, sizeof(s.origin), p->origin);
+                        copy_str(s.topic, sizeof(s.topic), it->ui->topic);
                         struct kent *pe = kmap_put(&u->pend_ids, it->key);
                         /* The seen entry records the delivery (where,
                          * when, from which input): an audit entry too
@@ -1416,7 +1445,7 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         nw.time_ms   = u->now_batch;
                         nw.tombstone = it->m->payload == NULL;
                         nw.v.hlc     = p->hlc;
-                        snprintf(nw.v.origin, sizeof(nw.v.origin), "%s",
+                        copy_str(nw.v.origin, sizeof(nw.v.origin),
                                  p->origin);
                         nw.v.id_len = p->id_len;
                         memcpy(nw.v.id, p->id, p->id_len);
