@@ -177,6 +177,9 @@ static void test_cross_site_duplicates(void **state) {
         unify_wait_idle(r, "west", 2 * PER_SITE, 120000);
         check_site(r, "east");
         check_site(r, "west");
+        /* Unified topics are never replicated. */
+        assert_false(repl_topic_listed(r, "west", "east.clicks.unified"));
+        assert_false(repl_topic_listed(r, "east", "west.clicks.unified"));
         check_audit(r);
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
 }
