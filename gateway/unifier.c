@@ -55,6 +55,7 @@
 #define BATCH_MAX       4096
 #define ADMIN_TIMEOUT_MS 3000
 #define SCAN_TIMEOUT_MS 60000
+#define REPLAY_MAX      (1 << 20) /* input coordinates found at start */
 
 enum { MODE_DEDUP = 1, MODE_LWW = 2 };
 
@@ -768,11 +769,16 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
         if ((ut->mode == MODE_LWW || u->audit_accepted) &&
             aagw_store_batch_audit(b, &a))
                 return -1;
-        replay_key(in_topic, in_part, in_off, key);
-        struct kent *re = kmap_put(&u->replay, key);
-        if (!re)
-                return -1;
-        re->epoch = 1;
+        /* The replay set tells a re-read of a folded record from a true
+         * duplicate (only the audit log differs: "dropped" instead of no
+         * entry); past its bound the rest are treated as duplicates. */
+        if (u->replay.cnt < REPLAY_MAX) {
+                replay_key(in_topic, in_part, in_off, key);
+                struct kent *re = kmap_put(&u->replay, key);
+                if (!re)
+                        return -1;
+                re->epoch = 1;
+        }
         INC(u->recovered);
         return 0;
 }
@@ -828,13 +834,17 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                               rd_kafka_err2str(kerr));
                         goto out;
                 }
+                /* A deadline on progress, not on the whole scan: a long
+                 * output (state dir lost) takes as long as it takes. */
                 int64_t deadline = mono_ms() + SCAN_TIMEOUT_MS, at = from;
                 while (at < hi) {
                         if (mono_ms() > deadline || atomic_load(&u->stop)) {
                                 ufail(u,
                                       "reading %s [%d] from %" PRId64
-                                      " to %" PRId64 " timed out at %" PRId64,
-                                      ut->out, (int)p, from, hi, at);
+                                      " to %" PRId64 ": no progress for %d s "
+                                      "at %" PRId64,
+                                      ut->out, (int)p, from, hi,
+                                      SCAN_TIMEOUT_MS / 1000, at);
                                 rd_kafka_assign(u->reader, NULL);
                                 goto out;
                         }
@@ -843,12 +853,20 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                         if (!m)
                                 continue;
                         if (m->err) {
-                                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                                /* The end: offsets up to hi that are not
+                                 * records (compacted away, transaction
+                                 * markers) never arrive. */
+                                bool eof =
+                                    m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+                                    m->partition == p;
+                                if (!eof)
                                         aagw_log(AAGW_LOG_WARN, "UNIFY",
                                                  "unify@%s: reading %s: %s",
                                                  u->site, ut->out,
                                                  rd_kafka_message_errstr(m));
                                 rd_kafka_message_destroy(m);
+                                if (eof)
+                                        break;
                                 continue;
                         }
                         if (m->partition == p && m->offset >= at) {
@@ -862,7 +880,21 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                                         goto out;
                                 }
                                 found++;
-                                at = m->offset + 1;
+                                at       = m->offset + 1;
+                                deadline = mono_ms() + SCAN_TIMEOUT_MS;
+                                /* Bounded memory on a long scan: what is
+                                 * folded so far can be stored (folding is
+                                 * idempotent; the output position moves
+                                 * only at the end of the partition). */
+                                if (aagw_store_batch_size(b) >= 65536 &&
+                                    aagw_store_batch_commit(b, err,
+                                                            sizeof(err))) {
+                                        rd_kafka_message_destroy(m);
+                                        rd_kafka_assign(u->reader, NULL);
+                                        ufail(u, "storing what %s holds: %s",
+                                              ut->out, err);
+                                        goto out;
+                                }
                         }
                         rd_kafka_message_destroy(m);
                 }
@@ -1640,7 +1672,7 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
         const char *reader_extra[] = {
             "group.id", rgroup,
             "enable.auto.commit", "false",
-            "enable.partition.eof", "false",
+            "enable.partition.eof", "true",
             "auto.offset.reset", "earliest",
             "fetch.wait.max.ms", "10",
             NULL};
