@@ -119,7 +119,7 @@ int gw_cmd_run(int argc, char **argv) {
                 aagw_log(AAGW_LOG_INFO, "RUN", "flow %s->%s",
                          plan.flows[i].src, plan.flows[i].dst);
 
-        rc = gw_engine_run(cfg, &plan, sd, ro.duration_s);
+        rc = gw_engine_run(cfg, &plan, sd, ro.duration_s, NULL);
 out:
         aagw_statedir_close(sd);
         aagw_sandbox_destroy(sb);

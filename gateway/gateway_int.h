@@ -91,11 +91,34 @@ struct gw_plan {
         size_t nflows;
 };
 
+/* What the engine shows its hooks: borrowed, valid during the call. */
+struct gw_unify;
+struct gw_engine_view {
+        struct aagw_flow *const *flows;
+        size_t                  nflows;
+        struct gw_unify *const *unify;
+        size_t                  nunify;
+        bool stop_requested; /* SIGINT/SIGTERM arrived */
+};
+
+/* Optional hooks into the engine's main loop (the demo drives it so). */
+struct gw_engine_hooks {
+        void *opaque;
+        /* Called from the main loop about once a second while flows and
+         * unify stages run.  Return true to stop normally (drain, store
+         * positions, exit 0).  With a tick, a stop signal no longer ends
+         * the loop by itself: the tick sees 'stop_requested' and decides
+         * when to return true (after its own bounded wind-down). */
+        bool (*tick)(void *opaque, const struct gw_engine_view *v);
+};
+
 /* Run the flows of 'plan' until a stop signal or 'duration_s' seconds
- * (0: no limit).  Returns an exit code. */
+ * (0: no limit), or until 'hooks' ask to stop ('hooks' may be NULL; it is
+ * borrowed for the call).  Returns an exit code. */
 struct aagw_statedir;
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
-                  struct aagw_statedir *sd, int duration_s);
+                  struct aagw_statedir *sd, int duration_s,
+                  const struct gw_engine_hooks *hooks);
 
 /* -------------------------------- ADMIN -------------------------------- */
 
