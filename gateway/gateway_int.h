@@ -56,7 +56,8 @@ void gw_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Options of `run` that are not config keys. */
 struct gw_run_opts {
         const char *config_path; /* -c FILE, or NULL */
-        int         duration_s;  /* --duration S, 0: until a signal */
+        int         duration_s;  /* --duration S; 0: until a signal; -1:
+                                    not given */
         bool        dump_config; /* --dump-config: print and exit */
 };
 
@@ -119,6 +120,34 @@ struct aagw_statedir;
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s,
                   const struct gw_engine_hooks *hooks);
+
+/* -------------------------------- DEMO --------------------------------- */
+
+/* The demo (gateway/demo.c): embedded east and west clusters, a generated
+ * two-DC clickstream, live lines and a checked summary on 'out'. */
+typedef struct gw_demo gw_demo_t;
+
+/* Make gateway.state_dir a fresh directory: a new one under $TMPDIR when
+ * it is not set, else it must be empty or absent.  EXIT_OK, or an exit
+ * code with the reason in 'errstr'. */
+int gw_demo_state_dir(aagw_config_t *cfg, char *errstr, size_t errstr_size);
+
+/* Start the clusters, create the demo's topics and put the bootstraps and
+ * the demo's unify settings into 'cfg' (keys the user set are kept).
+ * 'duration_s' seconds of traffic, 0: until a stop signal.  NULL with the
+ * reason on error. */
+gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out,
+                       char *errstr, size_t errstr_size);
+
+/* The engine hooks that drive the demo; valid while 'd' lives. */
+void gw_demo_hooks(gw_demo_t *d, struct gw_engine_hooks *h);
+
+/* After gw_engine_run() returned 'engine_rc': the exit code (1 if an
+ * invariant failed or the checks never ran). */
+int gw_demo_finish(gw_demo_t *d, int engine_rc);
+
+/* Stop the generator and the clusters; after the engine.  NULL: no-op. */
+void gw_demo_destroy(gw_demo_t *d);
 
 /* -------------------------------- ADMIN -------------------------------- */
 
