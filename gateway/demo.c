@@ -51,23 +51,23 @@
 
 #include "aagw_replicator.h"
 
-#define SITES              2
-#define PARTITIONS         8
-#define CLICKS_PER_S       1000
-#define RETRY_PERMILLE     50  /* clicks retried at the other site */
-#define RETRY_DELAY_MS     500 /* retries follow within this */
-#define UPDATES_PER_S      100
-#define USERS              200
+#define SITES 2
+#define PARTITIONS 8
+#define CLICKS_PER_S 1000
+#define RETRY_PERMILLE 50  /* clicks retried at the other site */
+#define RETRY_DELAY_MS 500 /* retries follow within this */
+#define UPDATES_PER_S 100
+#define USERS 200
 #define CONTENDED_PERMILLE 100 /* updates matched at the other site */
 /* The embedded clusters keep about 5 MiB per partition in memory and drop
  * older data silently; the checks need every record.  A unified partition
  * fills at about 5 MiB per 100 s of this traffic, so the generator stops
  * producing after a minute (the gateway keeps running). */
-#define MAX_SECONDS       60
-#define DRAIN_TIMEOUT_MS  60000 /* from the generator's stop to idle */
-#define READ_TIMEOUT_MS   30000 /* reading one topic back */
-#define RETRY_RING        8192  /* retries not yet due; power of two */
-#define AUDIT_IDS         3
+#define MAX_SECONDS 60
+#define DRAIN_TIMEOUT_MS 60000 /* from the generator's stop to idle */
+#define READ_TIMEOUT_MS 30000  /* reading one topic back */
+#define RETRY_RING 8192        /* retries not yet due; power of two */
+#define AUDIT_IDS 3
 
 static const char *const site_alias[SITES] = {"east", "west"};
 
@@ -194,7 +194,7 @@ static bool parse_id(const char *id, bool update, int *site, uint64_t *seq) {
 /* Bytewise, the shorter first on a common prefix (memcmp then length). */
 static int bytes_cmp(const char *a, const char *b) {
         size_t la = strlen(a), lb = strlen(b);
-        int    c  = memcmp(a, b, la < lb ? la : lb);
+        int    c = memcmp(a, b, la < lb ? la : lb);
         return c ? c : (la > lb) - (la < lb);
 }
 
@@ -270,8 +270,8 @@ static void new_click(struct gw_demo *d, int i, int64_t now) {
             d->ring_tail - d->ring_head < RETRY_RING) {
                 s->events.v[seq] |= EV_RETRIED;
                 d->ring[d->ring_tail++ & (RETRY_RING - 1)] = (struct retry){
-                    i,    seq, user, page, ts,
-                    now + 20 + rand_r(&d->seed) % RETRY_DELAY_MS};
+                    i,    seq, user,
+                    page, ts,  now + 20 + rand_r(&d->seed) % RETRY_DELAY_MS};
         }
 }
 
@@ -328,11 +328,11 @@ static void new_update(struct gw_demo *d, int i) {
 }
 
 static void *gen_main(void *arg) {
-        struct gw_demo *d          = arg;
-        int64_t         start      = mono_ms();
+        struct gw_demo *d             = arg;
+        int64_t         start         = mono_ms();
         uint64_t        clicks[SITES] = {0}, updates[SITES] = {0};
-        const uint64_t  max_clicks = (uint64_t)MAX_SECONDS * CLICKS_PER_S;
-        const uint64_t max_updates = (uint64_t)MAX_SECONDS * UPDATES_PER_S;
+        const uint64_t  max_clicks  = (uint64_t)MAX_SECONDS * CLICKS_PER_S;
+        const uint64_t  max_updates = (uint64_t)MAX_SECONDS * UPDATES_PER_S;
 
         while (!atomic_load(&d->gen_stop)) {
                 int64_t  now = mono_ms();
@@ -390,15 +390,14 @@ static int gen_start(struct gw_demo *d, char *err, size_t errsize) {
                 struct site     *s = &d->s[i];
                 rd_kafka_conf_t *conf;
 
-                conf = aagw_kafka_conf_new(aagw_sandbox_bootstraps(d->sb,
-                                                                   s->alias),
-                                           "demo-generator", err, errsize);
+                conf = aagw_kafka_conf_new(
+                    aagw_sandbox_bootstraps(d->sb, s->alias), "demo-generator",
+                    err, errsize);
                 if (!conf)
                         return -1;
-                if (aagw_kafka_conf_set(conf, "enable.idempotence", "true",
-                                        err, errsize) ||
-                    aagw_kafka_conf_set(conf, "linger.ms", "5", err,
-                                        errsize)) {
+                if (aagw_kafka_conf_set(conf, "enable.idempotence", "true", err,
+                                        errsize) ||
+                    aagw_kafka_conf_set(conf, "linger.ms", "5", err, errsize)) {
                         rd_kafka_conf_destroy(conf);
                         return -1;
                 }
@@ -473,8 +472,7 @@ static void figures(struct gw_demo *d, const struct gw_engine_view *v, int i,
 
 /* The upper bound of the bucket holding quantile 'q' (percent) of the
  * counts 'b', as "<=5ms"; "-" without samples. */
-static const char *quantile(const uint64_t *b, int q, char *buf,
-                            size_t size) {
+static const char *quantile(const uint64_t *b, int q, char *buf, size_t size) {
         uint64_t n = 0, cum = 0, need;
         for (int k = 0; k < AAGW_LAT_BUCKETS; k++)
                 n += b[k];
@@ -496,15 +494,15 @@ static const char *quantile(const uint64_t *b, int q, char *buf,
 
 /* The live line of site 'i': latency over the last second (the histogram
  * since the previous line). */
-static void live_line(struct gw_demo *d, const struct gw_engine_view *v,
-                      int i, int64_t now) {
+static void live_line(struct gw_demo *d, const struct gw_engine_view *v, int i,
+                      int64_t now) {
         struct figures fg;
         uint64_t       win[AAGW_LAT_BUCKETS];
         char           p50[24], p99[24];
 
         figures(d, v, i, &fg);
         for (int b = 0; b < AAGW_LAT_BUCKETS; b++) {
-                win[b]             = fg.lat[b] - d->s[i].lat_prev[b];
+                win[b]              = fg.lat[b] - d->s[i].lat_prev[b];
                 d->s[i].lat_prev[b] = fg.lat[b];
         }
         fprintf(d->out,
@@ -515,8 +513,7 @@ static void live_line(struct gw_demo *d, const struct gw_engine_view *v,
                 (now - d->started_ms) / 1000, site_alias[i], fg.produced,
                 fg.replicated, fg.unified, fg.dropped, fg.conflicts,
                 quantile(win, 50, p50, sizeof(p50)),
-                quantile(win, 99, p99, sizeof(p99)), fg.repl_lag,
-                fg.unify_lag);
+                quantile(win, 99, p99, sizeof(p99)), fg.repl_lag, fg.unify_lag);
 }
 
 /* Idle: every record the generator wrote was taken in by both unify
@@ -571,20 +568,20 @@ static bool json_str(json_tokener *tok, const rd_kafka_message_t *m,
 static int read_topic(struct gw_demo *d, int site, const char *topic,
                       const char *field, record_fn *fn, void *arg,
                       struct readback *rb, char *err, size_t errsize) {
-        const struct rd_kafka_metadata *md  = NULL;
+        const struct rd_kafka_metadata  *md = NULL;
         rd_kafka_topic_partition_list_t *tp = NULL;
         rd_kafka_topic_t                *rkt;
         rd_kafka_conf_t                 *conf;
         rd_kafka_t                      *rk;
         json_tokener                    *tok = json_tokener_new();
-        int64_t  hi[256], left = 0, deadline = mono_ms() + READ_TIMEOUT_MS;
-        int      nparts = 0, rc = -1;
-        char     id[128];
+        int64_t hi[256], left = 0, deadline = mono_ms() + READ_TIMEOUT_MS;
+        int     nparts = 0, rc = -1;
+        char    id[128];
 
         memset(rb, 0, sizeof(*rb));
-        conf = aagw_kafka_conf_new(aagw_sandbox_bootstraps(d->sb,
-                                                           site_alias[site]),
-                                   "demo-check", err, errsize);
+        conf = aagw_kafka_conf_new(
+            aagw_sandbox_bootstraps(d->sb, site_alias[site]), "demo-check", err,
+            errsize);
         if (!conf || !tok) {
                 if (conf)
                         rd_kafka_conf_destroy(conf);
@@ -605,7 +602,7 @@ static int read_topic(struct gw_demo *d, int site, const char *topic,
                 json_tokener_free(tok);
                 return -1;
         }
-        rkt = rd_kafka_topic_new(rk, topic, NULL);
+        rkt                   = rd_kafka_topic_new(rk, topic, NULL);
         rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
         rd_kafka_topic_destroy(rkt);
         if (e || md->topic_cnt != 1 || md->topics[0].err) {
@@ -711,7 +708,8 @@ static void on_copied_click(struct gw_demo *d, int site, const char *id,
         uint64_t seq;
         (void)m;
         (void)arg;
-        if (!parse_id(id, false, &origin, &seq) || seq >= d->s[origin].events.cnt) {
+        if (!parse_id(id, false, &origin, &seq) ||
+            seq >= d->s[origin].events.cnt) {
                 rb->unknown++;
                 return;
         }
@@ -771,16 +769,16 @@ static void on_unified_update(struct gw_demo *d, int site, const char *id,
 
 /* Topics that should not exist: a site's own prefix, or two site
  * prefixes (a copy of a copy). */
-static int looped_topics(struct gw_demo *d, int site, char *names,
-                         size_t size, char *err, size_t errsize) {
+static int looped_topics(struct gw_demo *d, int site, char *names, size_t size,
+                         char *err, size_t errsize) {
         const struct rd_kafka_metadata *md;
         rd_kafka_conf_t                *conf;
         rd_kafka_t                     *rk;
         int                             n = 0;
 
-        conf = aagw_kafka_conf_new(aagw_sandbox_bootstraps(d->sb,
-                                                           site_alias[site]),
-                                   "demo-check", err, errsize);
+        conf = aagw_kafka_conf_new(
+            aagw_sandbox_bootstraps(d->sb, site_alias[site]), "demo-check", err,
+            errsize);
         if (!conf)
                 return -1;
         if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsize))) {
@@ -795,7 +793,7 @@ static int looped_topics(struct gw_demo *d, int site, char *names,
                 return -1;
         }
         for (int t = 0; t < md->topic_cnt; t++) {
-                const char *name = md->topics[t].topic, *dot;
+                const char *name     = md->topics[t].topic, *dot;
                 int         prefixes = 0, first = -1;
                 while ((dot = strchr(name, '.')) &&
                        site_of(name, (size_t)(dot - name)) >= 0) {
@@ -824,8 +822,8 @@ static uint64_t count_flag(const struct flags *f, uint8_t bit) {
 }
 
 /* Check 1: each site's clicks.unified holds every event exactly once. */
-static bool check_exactly_once(struct gw_demo *d, uint64_t events,
-                               char *line, size_t size) {
+static bool check_exactly_once(struct gw_demo *d, uint64_t events, char *line,
+                               size_t size) {
         bool   ok  = true;
         size_t len = 0;
         char   err[512];
@@ -835,10 +833,9 @@ static bool check_exactly_once(struct gw_demo *d, uint64_t events,
         for (int i = 0; i < SITES && len < size; i++) {
                 struct readback rb;
                 if (read_topic(d, i, "clicks.unified", "event_id",
-                               on_unified_click, NULL, &rb, err,
-                               sizeof(err))) {
-                        len += (size_t)snprintf(line + len, size - len,
-                                                "; %s", err);
+                               on_unified_click, NULL, &rb, err, sizeof(err))) {
+                        len += (size_t)snprintf(line + len, size - len, "; %s",
+                                                err);
                         ok = false;
                         continue;
                 }
@@ -862,11 +859,11 @@ static bool check_no_loop(struct gw_demo *d, char *line, size_t size) {
         size_t len         = 0;
 
         for (int i = 0; i < SITES; i++) {
-                int n = looped_topics(d, i, names, sizeof(names), err,
-                                      sizeof(err));
+                int n =
+                    looped_topics(d, i, names, sizeof(names), err, sizeof(err));
                 if (n < 0) {
-                        len += (size_t)snprintf(line + len, size - len,
-                                                "%s; ", err);
+                        len += (size_t)snprintf(line + len, size - len, "%s; ",
+                                                err);
                         ok = false;
                 } else
                         looped += n;
@@ -883,13 +880,12 @@ static bool check_no_loop(struct gw_demo *d, char *line, size_t size) {
                         uint64_t        found;
                         snprintf(topic, sizeof(topic), "%s.%s", site_alias[o],
                                  kind ? "profiles" : "clicks");
-                        if (read_topic(d, i, topic,
-                                       kind ? "update_id" : "event_id",
-                                       kind ? on_copied_update
-                                            : on_copied_click,
-                                       NULL, &rb, err, sizeof(err))) {
-                                len += (size_t)snprintf(
-                                    line + len, size - len, "; %s", err);
+                        if (read_topic(
+                                d, i, topic, kind ? "update_id" : "event_id",
+                                kind ? on_copied_update : on_copied_click, NULL,
+                                &rb, err, sizeof(err))) {
+                                len += (size_t)snprintf(line + len, size - len,
+                                                        "; %s", err);
                                 ok = false;
                                 continue;
                         }
@@ -898,9 +894,9 @@ static bool check_no_loop(struct gw_demo *d, char *line, size_t size) {
                                 found  = count_flag(&d->s[o].updates, UP_COPY);
                         } else {
                                 expect = d->s[o].click_records;
-                                found  = count_flag(&d->s[o].events, EV_COPY) +
-                                        count_flag(&d->s[i].events,
-                                                   EV_COPY_RETRY);
+                                found =
+                                    count_flag(&d->s[o].events, EV_COPY) +
+                                    count_flag(&d->s[i].events, EV_COPY_RETRY);
                         }
                         uint64_t extra = rb.records - rb.unique;
                         ok &= found == expect && rb.unique == expect &&
@@ -956,8 +952,7 @@ static bool check_lww(struct gw_demo *d, char *line, size_t size) {
 static void summary(struct gw_demo *d, const struct gw_engine_view *v,
                     bool was_idle, int64_t idle_after_ms) {
         static char line[8192];
-        uint64_t    events = 0, retried = 0, clicks = 0, updates = 0,
-                 failed = 0;
+        uint64_t events = 0, retried = 0, clicks = 0, updates = 0, failed = 0;
         const char *failed_checks[4];
         int         nfailed = 0;
 
@@ -977,7 +972,8 @@ static void summary(struct gw_demo *d, const struct gw_engine_view *v,
                 was_idle ? "idle" : "still busy", idle_after_ms / 1000.0);
         fprintf(d->out,
                 "generated: %" PRIu64 " click events (%" PRIu64
-                " retried at the other site: %" PRIu64 " click records), %" PRIu64
+                " retried at the other site: %" PRIu64
+                " click records), %" PRIu64
                 " profile updates of %d users (%" PRIu64 " contended, %" PRIu64
                 " in the same millisecond), %" PRIu64 " delivery failures\n",
                 events, retried, clicks, updates, USERS, d->contended,
@@ -1032,15 +1028,14 @@ static void summary(struct gw_demo *d, const struct gw_engine_view *v,
         fprintf(d->out, "try:\n");
         for (int i = 0; i < SITES; i++) {
                 int shown = 0, limit = i ? 1 : AUDIT_IDS - 1;
-                for (size_t k = 0; k < d->s[i].events.cnt && shown < limit;
-                     k++)
+                for (size_t k = 0; k < d->s[i].events.cnt && shown < limit; k++)
                         if (d->s[i].events.v[k] & EV_RETRIED) {
                                 fprintf(d->out,
                                         "  %s audit id %s-%zu --state-dir %s"
                                         "   # retried at %s: one copy "
                                         "dropped per site\n",
-                                        d->exe, site_alias[i], k,
-                                        d->state_dir, site_alias[1 - i]);
+                                        d->exe, site_alias[i], k, d->state_dir,
+                                        site_alias[1 - i]);
                                 shown++;
                         }
         }
@@ -1124,8 +1119,7 @@ int gw_demo_state_dir(aagw_config_t *cfg, char *err, size_t errsize) {
                 snprintf(path, sizeof(path), "%s/aagw-demo-XXXXXX",
                          tmp && *tmp ? tmp : "/tmp");
                 if (!mkdtemp(path)) {
-                        snprintf(err, errsize, "%s: %s", path,
-                                 strerror(errno));
+                        snprintf(err, errsize, "%s: %s", path, strerror(errno));
                         return EXIT_RUNTIME;
                 }
                 aagw_config_set(cfg, "gateway.state_dir", path, "demo");
@@ -1157,14 +1151,14 @@ static void set_default(aagw_config_t *cfg, const char *key,
                 aagw_config_set(cfg, key, value, "demo");
 }
 
-gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out,
-                       char *err, size_t errsize) {
+gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out, char *err,
+                       size_t errsize) {
         static const char *const topics[][2] = {
             /* topic, the one cluster that holds it (NULL: both) */
-            {"clicks", NULL},           {"profiles", NULL},
-            {"east.clicks", "west"},    {"east.profiles", "west"},
-            {"west.clicks", "east"},    {"west.profiles", "east"},
-            {"clicks.unified", NULL},   {"profiles.unified", NULL},
+            {"clicks", NULL},         {"profiles", NULL},
+            {"east.clicks", "west"},  {"east.profiles", "west"},
+            {"west.clicks", "east"},  {"west.profiles", "east"},
+            {"clicks.unified", NULL}, {"profiles.unified", NULL},
         };
         gw_demo_t *d = calloc(1, sizeof(*d));
 
@@ -1178,8 +1172,7 @@ gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out,
         d->seed           = (unsigned)wall_ms();
         for (int i = 0; i < SITES; i++)
                 d->s[i].alias = site_alias[i];
-        if (!realpath(aagw_config_str(cfg, "gateway.state_dir"),
-                      d->state_dir))
+        if (!realpath(aagw_config_str(cfg, "gateway.state_dir"), d->state_dir))
                 snprintf(d->state_dir, sizeof(d->state_dir), "%s",
                          aagw_config_str(cfg, "gateway.state_dir"));
         ssize_t n = readlink("/proc/self/exe", d->exe, sizeof(d->exe) - 1);
@@ -1195,9 +1188,8 @@ gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out,
          * partition maps onto its own) and the unified outputs exist up
          * front. */
         for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++)
-                if (aagw_sandbox_create_topic(d->sb, topics[i][1],
-                                              topics[i][0], PARTITIONS, err,
-                                              errsize))
+                if (aagw_sandbox_create_topic(d->sb, topics[i][1], topics[i][0],
+                                              PARTITIONS, err, errsize))
                         goto fail;
         for (int i = 0; i < SITES; i++) {
                 char key[128];
@@ -1212,17 +1204,16 @@ gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out,
         set_default(cfg, "unify.topics.profiles.mode", "lww");
         set_default(cfg, "unify.topics.profiles.id", "json:update_id");
 
-        fprintf(out,
-                "demo: embedded clusters east at %s and west at %s; state "
-                "dir %s\n"
-                "demo: per site and second %d clicks (%d.%d%% retried at the "
-                "other site) and %d profile updates of %d users; %s\n",
-                aagw_sandbox_bootstraps(d->sb, "east"),
-                aagw_sandbox_bootstraps(d->sb, "west"), d->state_dir,
-                CLICKS_PER_S, RETRY_PERMILLE / 10, RETRY_PERMILLE % 10,
-                UPDATES_PER_S, USERS,
-                duration_s > 0 ? "checks after --duration"
-                               : "checks after Ctrl-C");
+        fprintf(
+            out,
+            "demo: embedded clusters east at %s and west at %s; state "
+            "dir %s\n"
+            "demo: per site and second %d clicks (%d.%d%% retried at the "
+            "other site) and %d profile updates of %d users; %s\n",
+            aagw_sandbox_bootstraps(d->sb, "east"),
+            aagw_sandbox_bootstraps(d->sb, "west"), d->state_dir, CLICKS_PER_S,
+            RETRY_PERMILLE / 10, RETRY_PERMILLE % 10, UPDATES_PER_S, USERS,
+            duration_s > 0 ? "checks after --duration" : "checks after Ctrl-C");
         fflush(out);
         return d;
 fail:
