@@ -66,10 +66,8 @@ int gw_cmd_run(int argc, char **argv) {
                 return EXIT_OK;
         }
         /* No clusters: the demo (gateway/demo.c).  Its live lines and
-         * summary go to stdout; the log stays at warnings unless asked. */
+         * summary go to stdout, the log to stderr as always. */
         is_demo = aagw_config_instance_cnt(cfg, "clusters") == 0;
-        if (is_demo && !aagw_config_is_set(cfg, "gateway.log_level"))
-                aagw_config_set(cfg, "gateway.log_level", "warn", "demo");
         gw_log_init((aagw_log_level_t)aagw_log_level_parse(
             aagw_config_str(cfg, "gateway.log_level")));
         gw_signals_install();
@@ -90,6 +88,12 @@ int gw_cmd_run(int argc, char **argv) {
         }
 
         if (is_demo) {
+                if ((rc = gw_demo_check_state_dir(aagw_statedir_path(sd), err,
+                                                  sizeof(err))) != EXIT_OK) {
+                        gw_errorf("%s", err);
+                        goto out;
+                }
+                rc = EXIT_RUNTIME;
                 /* Traffic for --duration, 20 s unless given (0: until
                  * Ctrl-C); the engine runs until the demo's checks end. */
                 demo = gw_demo_new(cfg,

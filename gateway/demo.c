@@ -1106,42 +1106,49 @@ static bool demo_tick(void *opaque, const struct gw_engine_view *v) {
 
 /* ---------------------------------------------------------------- API --- */
 
-/* The demo writes into fresh clusters, so its state dir must be fresh
- * too: stored positions and seen ids from an earlier run would skip or
- * drop the new records. */
+/* Without a state dir given, the demo takes a fresh one under $TMPDIR:
+ * its clusters start empty, and stored positions and seen ids from an
+ * earlier run would skip or drop the new records. */
 int gw_demo_state_dir(aagw_config_t *cfg, char *err, size_t errsize) {
-        const char *dir = aagw_config_str(cfg, "gateway.state_dir");
-        DIR        *dh;
+        const char *tmp = getenv("TMPDIR");
+        char        path[PATH_MAX];
 
-        if (!aagw_config_is_set(cfg, "gateway.state_dir")) {
-                const char *tmp = getenv("TMPDIR");
-                char        path[PATH_MAX];
-                snprintf(path, sizeof(path), "%s/aagw-demo-XXXXXX",
-                         tmp && *tmp ? tmp : "/tmp");
-                if (!mkdtemp(path)) {
-                        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-                        return EXIT_RUNTIME;
-                }
-                aagw_config_set(cfg, "gateway.state_dir", path, "demo");
+        if (aagw_config_is_set(cfg, "gateway.state_dir"))
                 return EXIT_OK;
+        snprintf(path, sizeof(path), "%s/aagw-demo-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(path)) {
+                snprintf(err, errsize, "%s: %s", path, strerror(errno));
+                return EXIT_RUNTIME;
         }
-        if (!(dh = opendir(dir)))
-                return EXIT_OK; /* created when opened */
+        aagw_config_set(cfg, "gateway.state_dir", path, "demo");
+        return EXIT_OK;
+}
+
+/* A state dir given by the user must hold nothing but the lock this
+ * process just took. */
+int gw_demo_check_state_dir(const char *dir, char *err, size_t errsize) {
+        DIR           *dh = opendir(dir);
         struct dirent *de;
         bool           empty = true;
+
+        if (!dh) {
+                snprintf(err, errsize, "%s: %s", dir, strerror(errno));
+                return EXIT_RUNTIME;
+        }
         while ((de = readdir(dh)))
-                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+                    strcmp(de->d_name, "LOCK.aagw"))
                         empty = false;
         closedir(dh);
-        if (!empty) {
-                snprintf(err, errsize,
-                         "the demo starts empty clusters and needs an empty "
-                         "state dir, but %s holds state (from an earlier "
-                         "run?): remove it or name another --state-dir",
-                         dir);
-                return EXIT_USAGE;
-        }
-        return EXIT_OK;
+        if (empty)
+                return EXIT_OK;
+        snprintf(err, errsize,
+                 "the demo starts empty clusters and needs an empty state "
+                 "dir, but %s holds state (from an earlier run?): remove it "
+                 "or name another --state-dir",
+                 dir);
+        return EXIT_USAGE;
 }
 
 /* Unify settings the demo's topics need, unless the user chose others. */

@@ -127,10 +127,15 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
  * two-DC clickstream, live lines and a checked summary on 'out'. */
 typedef struct gw_demo gw_demo_t;
 
-/* Make gateway.state_dir a fresh directory: a new one under $TMPDIR when
- * it is not set, else it must be empty or absent.  EXIT_OK, or an exit
- * code with the reason in 'errstr'. */
+/* Before the state dir is opened: point gateway.state_dir at a new
+ * directory under $TMPDIR unless it is set.  EXIT_OK, or an exit code with
+ * the reason in 'errstr'. */
 int gw_demo_state_dir(aagw_config_t *cfg, char *errstr, size_t errstr_size);
+
+/* After it is opened (locked): EXIT_OK if 'dir' holds nothing but the
+ * lock, else EXIT_USAGE with the reason. */
+int gw_demo_check_state_dir(const char *dir, char *errstr,
+                            size_t errstr_size);
 
 /* Start the clusters, create the demo's topics and put the bootstraps and
  * the demo's unify settings into 'cfg' (keys the user set are kept).
