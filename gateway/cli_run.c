@@ -96,10 +96,9 @@ int gw_cmd_run(int argc, char **argv) {
                 rc = EXIT_RUNTIME;
                 /* Traffic for --duration, 20 s unless given (0: until
                  * Ctrl-C); the engine runs until the demo's checks end. */
-                demo = gw_demo_new(cfg,
-                                   ro.duration_s < 0 ? GW_DEMO_DURATION_S
-                                                     : ro.duration_s,
-                                   stdout, err, sizeof(err));
+                demo = gw_demo_new(
+                    cfg, ro.duration_s < 0 ? GW_DEMO_DURATION_S : ro.duration_s,
+                    stdout, err, sizeof(err));
                 if (!demo) {
                         gw_errorf("demo: %s", err);
                         goto out;
@@ -118,8 +117,8 @@ int gw_cmd_run(int argc, char **argv) {
                 goto out;
         }
         for (size_t i = 0; i < plan.nflows; i++)
-                aagw_log(AAGW_LOG_INFO, "RUN", "flow %s->%s",
-                         plan.flows[i].src, plan.flows[i].dst);
+                aagw_log(AAGW_LOG_INFO, "RUN", "flow %s->%s", plan.flows[i].src,
+                         plan.flows[i].dst);
 
         rc = gw_engine_run(cfg, &plan, sd, is_demo ? 0 : ro.duration_s,
                            is_demo ? &hooks : NULL);
