@@ -133,7 +133,7 @@ struct gw_demo {
 
         enum { ST_INIT, ST_RUN, ST_DRAIN, ST_DONE } st;
         int64_t started_ms, stopped_ms;
-        bool    by_signal;
+        bool    by_signal, cap_noted;
         bool    passed;
 };
 
@@ -1077,6 +1077,15 @@ static bool demo_tick(void *opaque, const struct gw_engine_view *v) {
         for (int i = 0; i < SITES; i++)
                 live_line(d, v, i, now);
         fflush(d->out);
+        if (d->st == ST_RUN && !d->cap_noted && atomic_load(&d->gen_capped)) {
+                d->cap_noted = true;
+                fprintf(d->out,
+                        "demo: the generator stopped producing after %d s: "
+                        "the embedded clusters keep about 5 MiB per "
+                        "partition in memory, and the checks need every "
+                        "record; the gateway keeps running\n",
+                        MAX_SECONDS);
+        }
         if (d->st == ST_RUN) {
                 bool over = d->duration_s > 0 &&
                             now - d->started_ms >= d->duration_s * 1000LL;
