@@ -93,6 +93,7 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
         bool           bad = false;
 
         memset(ro, 0, sizeof(*ro));
+        ro->duration_s = -1;
         longopts[nlong++] = (struct option){"config", required_argument, NULL,
                                             OPT_CONFIG};
         longopts[nlong++] = (struct option){"help", no_argument, NULL, OPT_HELP};
@@ -146,7 +147,7 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                         char *end;
                         long  d = strtol(optarg, &end, 10);
                         int64_t ms;
-                        if (*end == '\0' && end != optarg && d > 0 &&
+                        if (*end == '\0' && end != optarg && d >= 0 &&
                             d <= 86400 * 365)
                                 ro->duration_s = (int)d;
                         else if (aagw_duration_parse(optarg, &ms) == 0 &&

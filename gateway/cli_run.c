@@ -1,8 +1,9 @@
 /*
  * gateway/cli_run.c: `aagw [run]`: the gateway's lifecycle.
  *
- *   config -> logging -> clusters (configured, or embedded demo clusters)
- *   -> state dir lock -> flows -> run until SIGINT/SIGTERM or --duration
+ *   config -> logging -> state dir lock -> clusters (configured, or the
+ *   demo's embedded ones, gateway/demo.c) -> flows and unify stages -> run
+ *   until SIGINT/SIGTERM or --duration (the demo: until its checks ran)
  *   -> stop consuming, flush, store positions -> exit 0.
  */
 #include "gateway_int.h"
@@ -12,6 +13,9 @@
 
 #include "aagw_dedup.h"
 
+/* The demo's traffic when --duration is not given. */
+#define GW_DEMO_DURATION_S 20
+
 static void usage_run(FILE *out) {
         fprintf(out,
                 "Usage: aagw [run] [--mode MODE] [-c FILE] [OPTIONS]\n"
@@ -19,14 +23,20 @@ static void usage_run(FILE *out) {
                 "Replicate topics between the configured clusters and keep "
                 "each site's\n"
                 "unified stream. Without clusters (no -c, no --cluster) it "
-                "starts two\n"
-                "embedded clusters, east and west, on loopback.\n"
+                "runs the demo:\n"
+                "two embedded clusters, east and west, on loopback, a "
+                "generated clickstream\n"
+                "at both sites, one live line per site and second, and a "
+                "checked summary\n"
+                "(exit 1 if an invariant fails).\n"
                 "\nOptions (each equals a config key and overrides the "
                 "file):\n");
         gw_config_flags_usage(out);
         fprintf(out,
                 "      --duration SECONDS         stop after this long "
-                "(default: until SIGINT/SIGTERM)\n"
+                "(default: until SIGINT/SIGTERM;\n"
+                "                                 the demo: 20 s of traffic, "
+                "0 until Ctrl-C)\n"
                 "      --dump-config              print the effective config "
                 "and exit\n"
                 "  -h, --help                     this text\n"
@@ -35,13 +45,15 @@ static void usage_run(FILE *out) {
 }
 
 int gw_cmd_run(int argc, char **argv) {
-        struct gw_run_opts ro;
-        aagw_config_t     *cfg = NULL;
-        aagw_sandbox_t    *sb  = NULL;
-        aagw_statedir_t   *sd  = NULL;
-        struct gw_plan     plan;
-        char               err[1024];
-        int                rc;
+        struct gw_run_opts     ro;
+        aagw_config_t         *cfg  = NULL;
+        gw_demo_t             *demo = NULL;
+        aagw_statedir_t       *sd   = NULL;
+        struct gw_plan         plan;
+        struct gw_engine_hooks hooks;
+        char                   err[1024];
+        bool                   is_demo;
+        int                    rc;
 
         rc = gw_config_from_args(argc, argv, true, usage_run, &cfg, &ro);
         if (rc == GW_HELP_SHOWN)
@@ -53,9 +65,17 @@ int gw_cmd_run(int argc, char **argv) {
                 aagw_config_destroy(cfg);
                 return EXIT_OK;
         }
+        /* No clusters: the demo (gateway/demo.c).  Its live lines and
+         * summary go to stdout, the log to stderr as always. */
+        is_demo = aagw_config_instance_cnt(cfg, "clusters") == 0;
         gw_log_init((aagw_log_level_t)aagw_log_level_parse(
             aagw_config_str(cfg, "gateway.log_level")));
         gw_signals_install();
+        if (is_demo &&
+            (rc = gw_demo_state_dir(cfg, err, sizeof(err))) != EXIT_OK) {
+                gw_errorf("%s", err);
+                goto out;
+        }
         rc = EXIT_RUNTIME;
 
         /* Take the state dir first: a second instance must be refused
@@ -67,47 +87,28 @@ int gw_cmd_run(int argc, char **argv) {
                 goto out;
         }
 
-        if (aagw_config_instance_cnt(cfg, "clusters") == 0) {
-                /* The demo: two embedded clusters stand in for two DCs. */
-                static const char *const demo[] = {"east", "west"};
-                sb = aagw_sandbox_new(demo, 2, 3, err, sizeof(err));
-                if (!sb) {
-                        gw_errorf("cannot start the embedded clusters: %s",
-                                  err);
+        if (is_demo) {
+                if ((rc = gw_demo_check_state_dir(aagw_statedir_path(sd), err,
+                                                  sizeof(err))) != EXIT_OK) {
+                        gw_errorf("%s", err);
                         goto out;
                 }
-                /* The mock cannot create topics through the Admin API,
-                 * so the local topic and both remote copies exist up
-                 * front, with the same partition count. */
-                static const char *const topics[] = {"clicks", "east.clicks",
-                                                     "west.clicks"};
-                for (size_t i = 0; i < 3; i++)
-                        if (aagw_sandbox_create_topic(sb, NULL, topics[i], 8,
-                                                      err, sizeof(err))) {
-                                gw_errorf("embedded clusters: %s", err);
-                                goto out;
-                        }
-                for (size_t i = 0; i < 2; i++) {
-                        char key[128];
-                        snprintf(key, sizeof(key),
-                                 "clusters.%s.bootstrap_servers", demo[i]);
-                        aagw_config_set(cfg, key,
-                                        aagw_sandbox_bootstraps(sb, demo[i]),
-                                        "demo");
-                        aagw_log(AAGW_LOG_INFO, "DEMO",
-                                 "embedded cluster %s at %s", demo[i],
-                                 aagw_sandbox_bootstraps(sb, demo[i]));
+                rc = EXIT_RUNTIME;
+                /* Traffic for --duration, 20 s unless given (0: until
+                 * Ctrl-C); the engine runs until the demo's checks end. */
+                demo = gw_demo_new(
+                    cfg, ro.duration_s < 0 ? GW_DEMO_DURATION_S : ro.duration_s,
+                    stdout, err, sizeof(err));
+                if (!demo) {
+                        gw_errorf("demo: %s", err);
+                        goto out;
                 }
-                aagw_log(AAGW_LOG_INFO, "DEMO",
-                         "try: echo hello | kcat -P -b %s -t clicks; "
-                         "kcat -C -b %s -t east.clicks -f '%%s %%h\\n'",
-                         aagw_sandbox_bootstraps(sb, "east"),
-                         aagw_sandbox_bootstraps(sb, "west"));
                 if (aagw_config_validate(cfg) != AAGW_OK) {
                         gw_errorf("%s", aagw_config_errors(cfg));
                         rc = EXIT_USAGE;
                         goto out;
                 }
+                gw_demo_hooks(demo, &hooks);
         }
 
         if (gw_plan_flows(cfg, &plan, err, sizeof(err)) == -1) {
@@ -116,13 +117,16 @@ int gw_cmd_run(int argc, char **argv) {
                 goto out;
         }
         for (size_t i = 0; i < plan.nflows; i++)
-                aagw_log(AAGW_LOG_INFO, "RUN", "flow %s->%s",
-                         plan.flows[i].src, plan.flows[i].dst);
+                aagw_log(AAGW_LOG_INFO, "RUN", "flow %s->%s", plan.flows[i].src,
+                         plan.flows[i].dst);
 
-        rc = gw_engine_run(cfg, &plan, sd, ro.duration_s);
+        rc = gw_engine_run(cfg, &plan, sd, is_demo ? 0 : ro.duration_s,
+                           is_demo ? &hooks : NULL);
+        if (is_demo)
+                rc = gw_demo_finish(demo, rc);
 out:
         aagw_statedir_close(sd);
-        aagw_sandbox_destroy(sb);
+        gw_demo_destroy(demo);
         aagw_config_destroy(cfg);
         return rc;
 }

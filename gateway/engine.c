@@ -402,8 +402,33 @@ static void stop_flows(struct engine *e, int timeout_ms) {
         }
 }
 
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Give 'hooks' their once-a-second look at the running engine; true when
+ * they ask to stop. */
+static bool hooks_tick(struct engine *e, const struct gw_engine_hooks *hooks,
+                       bool signalled, int64_t *next_ms) {
+        if (!hooks || !hooks->tick || mono_ms() < *next_ms)
+                return false;
+        struct gw_engine_view v = {
+            .flows          = e->flows,
+            .nflows         = e->nflows,
+            .unify          = e->unify,
+            .nunify         = e->nunify,
+            .stop_requested = signalled,
+        };
+        bool stop = hooks->tick(hooks->opaque, &v);
+        *next_ms  = mono_ms() + 1000;
+        return stop;
+}
+
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
-                  struct aagw_statedir *sd, int duration_s) {
+                  struct aagw_statedir *sd, int duration_s,
+                  const struct gw_engine_hooks *hooks) {
         struct engine          e;
         struct aagw_store_opts so = {0};
         char                   err[1024];
@@ -478,9 +503,20 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                  e.nflows, e.nflows == 1 ? "" : "s", e.nunify,
                  e.nunify == 1 ? "" : "s");
 
-        time_t start = time(NULL), last_stats = start;
-        rc           = EXIT_OK;
-        while (!gw_wait_stop(200)) {
+        time_t  start = time(NULL), last_stats = start;
+        int64_t next_tick = 0;
+        bool    with_tick = hooks && hooks->tick;
+        rc                = EXIT_OK;
+        for (;;) {
+                bool signalled = gw_wait_stop(200);
+                if (signalled && !with_tick)
+                        break;
+                if (signalled) {
+                        /* The tick decides when to stop; gw_wait_stop()
+                         * returns at once from now on, so nap here. */
+                        struct timespec nap = {0, 200 * 1000000L};
+                        nanosleep(&nap, NULL);
+                }
                 time_t now = time(NULL);
                 bool   failed = false;
                 for (size_t i = 0; i < e.nflows; i++)
@@ -494,6 +530,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         break;
                 }
                 if (duration_s > 0 && now - start >= duration_s)
+                        break;
+                if (hooks_tick(&e, hooks, signalled, &next_tick))
                         break;
                 if (now - last_stats >= 10) {
                         log_stats(&e);

@@ -56,7 +56,8 @@ void gw_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Options of `run` that are not config keys. */
 struct gw_run_opts {
         const char *config_path; /* -c FILE, or NULL */
-        int         duration_s;  /* --duration S, 0: until a signal */
+        int         duration_s;  /* --duration S; 0: until a signal; -1:
+                                    not given */
         bool        dump_config; /* --dump-config: print and exit */
 };
 
@@ -91,11 +92,67 @@ struct gw_plan {
         size_t nflows;
 };
 
+/* What the engine shows its hooks: borrowed, valid during the call. */
+struct gw_unify;
+struct gw_engine_view {
+        struct aagw_flow *const *flows;
+        size_t                  nflows;
+        struct gw_unify *const *unify;
+        size_t                  nunify;
+        bool stop_requested; /* SIGINT/SIGTERM arrived */
+};
+
+/* Optional hooks into the engine's main loop (the demo drives it so). */
+struct gw_engine_hooks {
+        void *opaque;
+        /* Called from the main loop about once a second while flows and
+         * unify stages run.  Return true to stop normally (drain, store
+         * positions, exit 0).  With a tick, a stop signal no longer ends
+         * the loop by itself: the tick sees 'stop_requested' and decides
+         * when to return true (after its own bounded wind-down). */
+        bool (*tick)(void *opaque, const struct gw_engine_view *v);
+};
+
 /* Run the flows of 'plan' until a stop signal or 'duration_s' seconds
- * (0: no limit).  Returns an exit code. */
+ * (0: no limit), or until 'hooks' ask to stop ('hooks' may be NULL; it is
+ * borrowed for the call).  Returns an exit code. */
 struct aagw_statedir;
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
-                  struct aagw_statedir *sd, int duration_s);
+                  struct aagw_statedir *sd, int duration_s,
+                  const struct gw_engine_hooks *hooks);
+
+/* -------------------------------- DEMO --------------------------------- */
+
+/* The demo (gateway/demo.c): embedded east and west clusters, a generated
+ * two-DC clickstream, live lines and a checked summary on 'out'. */
+typedef struct gw_demo gw_demo_t;
+
+/* Before the state dir is opened: point gateway.state_dir at a new
+ * directory under $TMPDIR unless it is set.  EXIT_OK, or an exit code with
+ * the reason in 'errstr'. */
+int gw_demo_state_dir(aagw_config_t *cfg, char *errstr, size_t errstr_size);
+
+/* After it is opened (locked): EXIT_OK if 'dir' holds nothing but the
+ * lock, else EXIT_USAGE with the reason. */
+int gw_demo_check_state_dir(const char *dir, char *errstr,
+                            size_t errstr_size);
+
+/* Start the clusters, create the demo's topics and put the bootstraps and
+ * the demo's unify settings into 'cfg' (keys the user set are kept).
+ * 'duration_s' seconds of traffic, 0: until a stop signal.  NULL with the
+ * reason on error. */
+gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out,
+                       char *errstr, size_t errstr_size);
+
+/* The engine hooks that drive the demo; valid while 'd' lives. */
+void gw_demo_hooks(gw_demo_t *d, struct gw_engine_hooks *h);
+
+/* After gw_engine_run() returned 'engine_rc': the exit code (1 if an
+ * invariant failed or the checks never ran). */
+int gw_demo_finish(gw_demo_t *d, int engine_rc);
+
+/* Stop the generator and the clusters; after the engine.  NULL: no-op. */
+void gw_demo_destroy(gw_demo_t *d);
 
 /* -------------------------------- ADMIN -------------------------------- */
 
