@@ -527,6 +527,10 @@ static void build_argv(struct round *r, enum meas m, const char *src,
                 argv[a++] = statedir;
                 argv[a++] = "--log-level";
                 argv[a++] = "warn";
+                /* Replication alone: the unify stage has its own
+                 * benchmark (bench_unify). */
+                argv[a++] = "--unify";
+                argv[a++] = "off";
                 argv[a++] = "--set";
                 argv[a++] = "replication.refresh_topics_interval=1s";
                 argv[a++] = "--set";
