@@ -69,6 +69,13 @@ bool policy_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out);
 /* Write 'v' in decimal at 'buf' (room for 20 digits); returns the length. */
 size_t policy_fmt_dec(char *buf, uint64_t v);
 
+/* aagw_prov_encode() without its checks, for provenance that is valid by
+ * construction (the verdict's: a decoded and validated path, or a fresh
+ * stamp, plus a target that is a configured site not on the path). */
+void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
+                              const struct aagw_prov *p,
+                              struct aagw_prov_hdrs *out);
+
 /* The topic-name loop rules of aagw_repl_topic_check(), without internal
  * topics and filters: what the per-record verdict runs. */
 aagw_skip_t policy_topic_cycle(const aagw_repl_policy_t *pol,

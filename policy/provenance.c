@@ -313,10 +313,6 @@ aagw_reason_t aagw_prov_validate(const aagw_repl_policy_t *pol,
 aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
                             const struct aagw_prov *p,
                             struct aagw_prov_hdrs *out) {
-        char   derived[DERIVED_ID_MAX + 1];
-        size_t n = 0, dlen;
-        char  *b;
-
         if (!pol || !p || !out || p->path_len < 1 ||
             p->path_len > AAGW_PROV_MAX_HOPS ||
             !policy_alias_valid(p->origin,
@@ -336,6 +332,16 @@ aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
         }
         if (strcmp(p->path[0], p->origin))
                 return AAGW_ERR_INVAL;
+        policy_prov_encode_valid(pol, p, out);
+        return AAGW_OK;
+}
+
+void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
+                              const struct aagw_prov *p,
+                              struct aagw_prov_hdrs *out) {
+        char   derived[DERIVED_ID_MAX + 1];
+        size_t n = 0, dlen;
+        char  *b;
 
         /* Everything is validated: the value fits by the static assert. */
         b      = out->buf;
@@ -373,7 +379,6 @@ aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
         out->hdrs[0].name   = pol->prov_name;
         out->hdrs[0].value  = b;
         out->hdrs[0].size   = n;
-        return AAGW_OK;
 }
 
 bool aagw_prov_is_own_header(const aagw_repl_policy_t *pol, const char *name) {
