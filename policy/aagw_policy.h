@@ -111,7 +111,9 @@ bool aagw_key_is_secret(const char *key);
  * The decision layer of replication and of the unify stage: topic naming,
  * topic and group filters, provenance headers, loop-prevention verdicts and
  * global id rules.  Nothing here does I/O or reads a clock; the per-record
- * functions never allocate.  docs/provenance.md is the user-facing account.
+ * functions never allocate, except the json:FIELD id rule (json-c builds
+ * the parsed value, freed before the call returns).  docs/provenance.md is
+ * the user-facing account.
  *
  * PROVENANCE WIRE FORMAT (version 1).  This is a wire contract: every aagw
  * that reads a topic must agree on it.  P is the header prefix (default
@@ -240,7 +242,9 @@ typedef enum {
         AAGW_REASON_ID_NOT_JSON,      /**< json rule, value is not JSON */
         AAGW_REASON_ID_NOT_OBJECT,    /**< json rule, JSON but no object */
         AAGW_REASON_ID_NO_FIELD,      /**< json rule, field absent */
-        AAGW_REASON_ID_DUP_FIELD,     /**< json rule, field twice */
+        AAGW_REASON_ID_DUP_FIELD,     /**< no longer returned: json-c keeps
+                                         the last of a repeated field; kept
+                                         so reason names stay stable */
         AAGW_REASON_ID_FIELD_INVALID, /**< json rule, not string/integer */
         AAGW_REASON_ID_EMPTY,         /**< the id would be empty */
         AAGW_REASON_ID_TOO_LONG,      /**< the id would exceed 1024 bytes */
@@ -573,7 +577,8 @@ typedef struct aagw_id_rule aagw_id_rule_t; /* opaque */
 /**
  * @brief Compile an id rule: "header:NAME" (the last header NAME), "key",
  * "json:FIELD" (a top-level string or integer field of a JSON object
- * value), "hash" (XXH3-128 of key and value, 32 hex digits) or "derived"
+ * value, parsed with json-c; a repeated field: the last one), "hash"
+ * (XXH3-128 of key and value, 32 hex digits) or "derived"
  * ("ORIGIN:TOPIC:PARTITION:OFFSET").  NAME and FIELD are 1..255 bytes.
  *
  * @returns a rule the caller destroys, or NULL with the reason in @p errstr.
@@ -588,7 +593,8 @@ void aagw_id_rule_destroy(aagw_id_rule_t *rule);
  * (used by the derived rule only).
  *
  * Writes the id and a NUL into @p buf (@p size >= AAGW_ID_MAX + 1 always
- * suffices), its length into @p lenp.  Never allocates.
+ * suffices), its length into @p lenp.  Only the json rule allocates
+ * (json-c's tree of the value, freed before returning); thread-safe.
  * @returns AAGW_REASON_OK or an AAGW_REASON_ID_* reason.
  */
 aagw_reason_t aagw_id_extract(const aagw_id_rule_t *rule, const char *origin,

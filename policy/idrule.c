@@ -2,7 +2,9 @@
  * fixed-size key it is stored under.
  *
  * A rule is compiled once per topic at configuration time; applying it is
- * per record, so it copies into the caller's buffer and never allocates. */
+ * per record, so it copies into the caller's buffer.  Only the json rule
+ * allocates: json-c builds the parsed value, and json.c frees it before
+ * returning. */
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include "policy_int.h"
 
@@ -21,7 +23,6 @@ enum id_kind {
 
 struct aagw_id_rule {
         enum id_kind kind;
-        size_t       arg_len;
         char         arg[AAGW_ID_ARG_MAX + 1]; /* header NAME, json FIELD */
 };
 
@@ -62,8 +63,7 @@ aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
                         snprintf(errstr, errstr_size, "out of memory");
                         return NULL;
                 }
-                rule->kind    = forms[i].kind;
-                rule->arg_len = al;
+                rule->kind = forms[i].kind;
                 memcpy(rule->arg, spec + wl, al);
                 return rule;
         }
@@ -206,7 +206,7 @@ aagw_reason_t aagw_id_extract(const aagw_id_rule_t *rule, const char *origin,
                 if (!rec->value)
                         return AAGW_REASON_ID_NO_VALUE;
                 r = policy_json_field(rec->value, rec->value_len, rule->arg,
-                                      rule->arg_len, buf, cap, &n);
+                                      buf, cap, &n);
                 if (r != AAGW_REASON_OK)
                         return r;
                 buf[n] = '\0';

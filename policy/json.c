@@ -1,415 +1,147 @@
-/* policy/json.c: a bounded JSON scanner for the json:FIELD id rule.
+/* policy/json.c: the json:FIELD id rule, on json-c.
  *
- * Why not json-c: it builds a tree of malloc()ed objects for every value,
- * and the id rule runs once per record on the replication hot path.  What
- * we need is narrow: one top-level field of an object.  This scanner
- * validates the whole value against RFC 8259 in one pass, keeps no state
- * but a bit stack for nesting (at most JSON_MAX_DEPTH levels, deeper counts
- * as not JSON), copies only the field's value into the caller's buffer and
- * allocates nothing.  It reads each byte at most twice, never past 'len'.
+ * The record value is untrusted producer data.  json-c's tokener parses
+ * all of it in strict mode (JSON_TOKENER_STRICT) with a nesting bound of
+ * JSON_MAX_DEPTH levels, the top-level object included; deeper counts as
+ * not JSON.  The whole value must be exactly one JSON value, with nothing
+ * but whitespace after it, and it must be an object.  We take its
+ * top-level member FIELD: a string gives its bytes, an integer its decimal
+ * text.  Everything json-c allocates (the tokener and the object tree) is
+ * freed before we return: there is no state between calls, so any thread
+ * may call this.  The cost is memory proportional to the value for the
+ * duration of the call, and a few hundred nanoseconds per typical record
+ * more than the hand-written scanner this replaced.
  *
- * Deliberate strictness: the whole value must be valid JSON, not just the
- * part before the field (so "{"id":"a"} trailing" is refused), and a field
- * that appears twice is refused rather than resolved, since JSON parsers
- * disagree on which copy wins and the id must be the same for every
- * reader.  Bytes >= 0x80 are passed through unchecked (no UTF-8
- * validation); "\u" escapes are decoded to UTF-8 and a lone surrogate
- * makes the field unusable. */
+ * What json-c 0.16 (Debian 12) decides for us, and the id rule inherits:
+ *   - a member that appears twice: the last one wins, as in most parsers
+ *     (JSON.parse, Python's json, Go's encoding/json).  json-c keeps no
+ *     trace of the earlier copy, so duplicates cannot be refused;
+ *   - a key is cut at an escaped NUL: "id\u0000x" is the key "id";
+ *   - "\u" escapes are decoded to UTF-8; a lone UTF-16 surrogate becomes
+ *     U+FFFD (EF BF BD), so ids that differ only in which lone surrogate
+ *     they hold are equal; other bytes pass unchecked (no UTF-8
+ *     validation);
+ *   - strict mode still accepts some text RFC 8259 does not: raw control
+ *     characters in strings, "-01" (as -1), "1." and "01.5" (as fractions),
+ *     NaN, Infinity and -Infinity (as fractions);
+ *   - an integer outside int64/uint64 range is clamped to INT64_MIN or
+ *     UINT64_MAX.  As a field we refuse those two values
+ *     (AAGW_REASON_ID_FIELD_INVALID): an overflow must not collapse
+ *     distinct ids into one.  (json-c 0.17 and later refuse the overflow
+ *     in strict mode, which makes the whole value not JSON.)
+ *   - "-0" is the integer 0, so its id is "0". */
 #include "policy_int.h"
 
+#include <json-c/json.h>
+#include <limits.h>
 #include <string.h>
 
 #define JSON_MAX_DEPTH 512 /* levels, the top-level object included */
 
-struct js {
-        const unsigned char *p;
-        const unsigned char *end;
-};
+/* Parse all 'len' bytes of 'v' into '*objp' (NULL for the JSON null),
+ * which the caller puts.  A value over INT_MAX bytes (json-c's length is
+ * an int; Kafka records are far smaller) and json-c running out of memory
+ * count as not JSON: the id rule has no other reason to give. */
+static aagw_reason_t parse(const char *v, size_t len, json_object **objp) {
+        struct json_tokener    *tok;
+        json_object            *obj;
+        enum json_tokener_error err;
+        size_t                  end;
 
-static void skip_ws(struct js *j) {
-        while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' ||
-                                 *j->p == '\n' || *j->p == '\r'))
-                j->p++;
-}
-
-static bool hex4(struct js *j, uint32_t *cp) {
-        uint32_t v = 0;
-
-        if (j->end - j->p < 4)
-                return false;
-        for (int i = 0; i < 4; i++) {
-                unsigned char c = j->p[i];
-                v <<= 4;
-                if (c >= '0' && c <= '9')
-                        v |= (uint32_t)(c - '0');
-                else if (c >= 'a' && c <= 'f')
-                        v |= (uint32_t)(c - 'a' + 10);
-                else if (c >= 'A' && c <= 'F')
-                        v |= (uint32_t)(c - 'A' + 10);
-                else
-                        return false;
+        if (len >= INT_MAX)
+                return AAGW_REASON_ID_NOT_JSON;
+        tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+        if (!tok)
+                return AAGW_REASON_ID_NOT_JSON;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        obj = json_tokener_parse_ex(tok, v, (int)len);
+        err = json_tokener_get_error(tok);
+        end = json_tokener_get_parse_end(tok);
+        if (err == json_tokener_continue) {
+                /* All bytes were read and the value is either cut short
+                 * or has no end of its own (a bare number or literal):
+                 * a NUL tells the tokener that the input ends here. */
+                obj = json_tokener_parse_ex(tok, "", 1);
+                err = json_tokener_get_error(tok);
+                end = len;
         }
-        j->p += 4;
-        *cp = v;
-        return true;
-}
-
-/* Store byte 'c' at position 'k' of 'out' if it fits; count it anyway so
- * the caller learns the full decoded length. */
-static void emit(char *out, size_t cap, size_t *k, unsigned char c) {
-        if (out && *k < cap)
-                out[*k] = (char)c;
-        (*k)++;
-}
-
-static void emit_utf8(char *out, size_t cap, size_t *k, uint32_t cp) {
-        if (cp < 0x80) {
-                emit(out, cap, k, (unsigned char)cp);
-        } else if (cp < 0x800) {
-                emit(out, cap, k, (unsigned char)(0xc0 | cp >> 6));
-                emit(out, cap, k, (unsigned char)(0x80 | (cp & 0x3f)));
-        } else if (cp < 0x10000) {
-                emit(out, cap, k, (unsigned char)(0xe0 | cp >> 12));
-                emit(out, cap, k, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
-                emit(out, cap, k, (unsigned char)(0x80 | (cp & 0x3f)));
-        } else {
-                emit(out, cap, k, (unsigned char)(0xf0 | cp >> 18));
-                emit(out, cap, k, (unsigned char)(0x80 | ((cp >> 12) & 0x3f)));
-                emit(out, cap, k, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
-                emit(out, cap, k, (unsigned char)(0x80 | (cp & 0x3f)));
+        json_tokener_free(tok);
+        /* Strict mode refuses trailing text itself, except after a NUL
+         * byte, which json-c takes for the end of the input. */
+        if (err != json_tokener_success || end != len) {
+                json_object_put(obj);
+                return AAGW_REASON_ID_NOT_JSON;
         }
+        *objp = obj;
+        return AAGW_REASON_OK;
 }
 
-/* Scan the string whose opening quote is at j->p, decoding it into 'out'
- * (up to 'cap' bytes; 'out' may be NULL).  '*n' gets the full decoded
- * length, which may exceed 'cap'; '*lone' is set if a lone surrogate was
- * seen.  Returns false on a syntax error. */
-static bool scan_string(struct js *j, char *out, size_t cap, size_t *n,
-                        bool *lone) {
-        size_t k = 0;
+/* The decimal text of an integer member, or FIELD_INVALID for the two
+ * values json-c clamps overflows to. */
+static aagw_reason_t int_text(json_object *f, char tmp[21], size_t *n) {
+        int64_t  i = json_object_get_int64(f);
+        uint64_t u;
 
-        j->p++;
-        while (j->p < j->end) {
-                unsigned char c = *j->p++;
-                uint32_t      cp, lo;
-
-                if (c == '"') {
-                        *n = k;
-                        return true;
-                }
-                if (c < 0x20)
-                        return false;
-                if (c != '\\') {
-                        emit(out, cap, &k, c);
-                        continue;
-                }
-                if (j->p >= j->end)
-                        return false;
-                switch (c = *j->p++) {
-                case '"':
-                case '\\':
-                case '/':
-                        emit(out, cap, &k, c);
-                        break;
-                case 'b':
-                        emit(out, cap, &k, '\b');
-                        break;
-                case 'f':
-                        emit(out, cap, &k, '\f');
-                        break;
-                case 'n':
-                        emit(out, cap, &k, '\n');
-                        break;
-                case 'r':
-                        emit(out, cap, &k, '\r');
-                        break;
-                case 't':
-                        emit(out, cap, &k, '\t');
-                        break;
-                case 'u':
-                        if (!hex4(j, &cp))
-                                return false;
-                        if (cp >= 0xdc00 && cp <= 0xdfff) {
-                                *lone = true;
-                                break;
-                        }
-                        if (cp >= 0xd800 && cp <= 0xdbff) {
-                                const unsigned char *save = j->p;
-                                if (j->end - j->p >= 6 && j->p[0] == '\\' &&
-                                    j->p[1] == 'u') {
-                                        j->p += 2;
-                                        if (!hex4(j, &lo))
-                                                return false;
-                                        if (lo >= 0xdc00 && lo <= 0xdfff) {
-                                                cp = 0x10000 +
-                                                     ((cp - 0xd800) << 10) +
-                                                     (lo - 0xdc00);
-                                                emit_utf8(out, cap, &k, cp);
-                                                break;
-                                        }
-                                        /* Not a pair: the second escape
-                                         * stands on its own. */
-                                        j->p = save;
-                                }
-                                *lone = true;
-                                break;
-                        }
-                        emit_utf8(out, cap, &k, cp);
-                        break;
-                default:
-                        return false;
-                }
+        if (i == INT64_MIN)
+                return AAGW_REASON_ID_FIELD_INVALID;
+        if (i < 0) {
+                tmp[0] = '-';
+                *n     = 1 + policy_fmt_dec(tmp + 1, (uint64_t)-i);
+                return AAGW_REASON_OK;
         }
-        return false;
-}
-
-/* Scan a number; '*integer' tells whether it had neither fraction nor
- * exponent. */
-static bool scan_number(struct js *j, bool *integer) {
-        if (j->p < j->end && *j->p == '-')
-                j->p++;
-        if (j->p >= j->end)
-                return false;
-        if (*j->p == '0') {
-                j->p++;
-        } else if (*j->p >= '1' && *j->p <= '9') {
-                while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-                        j->p++;
-        } else {
-                return false;
-        }
-        *integer = true;
-        if (j->p < j->end && *j->p == '.') {
-                const unsigned char *digits = ++j->p;
-                while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-                        j->p++;
-                if (j->p == digits)
-                        return false;
-                *integer = false;
-        }
-        if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
-                const unsigned char *digits;
-                j->p++;
-                if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
-                        j->p++;
-                digits = j->p;
-                while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-                        j->p++;
-                if (j->p == digits)
-                        return false;
-                *integer = false;
-        }
-        return true;
-}
-
-static bool scan_literal(struct js *j, const char *lit, size_t len) {
-        if ((size_t)(j->end - j->p) < len || memcmp(j->p, lit, len))
-                return false;
-        j->p += len;
-        return true;
-}
-
-/* An object member's key and colon: '"key" :' followed by whitespace. */
-static bool scan_key(struct js *j) {
-        size_t n;
-        bool   lone = false;
-
-        skip_ws(j);
-        if (j->p >= j->end || *j->p != '"' ||
-            !scan_string(j, NULL, 0, &n, &lone))
-                return false;
-        skip_ws(j);
-        if (j->p >= j->end || *j->p != ':')
-                return false;
-        j->p++;
-        return true;
-}
-
-/* Skip one complete value of any type, nested at most 'max_depth' levels.
- * Iterative, so a hostile "[[[[..." costs a bit per level instead of a
- * stack frame. */
-static bool skip_value(struct js *j, size_t max_depth) {
-        uint8_t is_obj[JSON_MAX_DEPTH / 8] = {0};
-        size_t  depth                      = 0;
-        size_t  n;
-        bool    lone, integer, obj;
-
-        for (;;) {
-                skip_ws(j);
-                if (j->p >= j->end)
-                        return false;
-                switch (*j->p) {
-                case '{':
-                case '[':
-                        obj = *j->p == '{';
-                        if (depth == max_depth)
-                                return false;
-                        if (obj)
-                                is_obj[depth / 8] |= (uint8_t)(1u << depth % 8);
-                        else
-                                is_obj[depth / 8] &=
-                                    (uint8_t) ~(1u << depth % 8);
-                        depth++;
-                        j->p++;
-                        skip_ws(j);
-                        if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
-                                j->p++;
-                                depth--;
-                                break;
-                        }
-                        if (obj && !scan_key(j))
-                                return false;
-                        continue;
-                case '"':
-                        lone = false;
-                        if (!scan_string(j, NULL, 0, &n, &lone))
-                                return false;
-                        break;
-                case 't':
-                        if (!scan_literal(j, "true", 4))
-                                return false;
-                        break;
-                case 'f':
-                        if (!scan_literal(j, "false", 5))
-                                return false;
-                        break;
-                case 'n':
-                        if (!scan_literal(j, "null", 4))
-                                return false;
-                        break;
-                default:
-                        if (!scan_number(j, &integer))
-                                return false;
-                        break;
-                }
-                /* A value ended: close finished containers, then either
-                 * stop (depth 0) or go on to the next element. */
-                for (;;) {
-                        if (!depth)
-                                return true;
-                        obj = is_obj[(depth - 1) / 8] >> (depth - 1) % 8 & 1;
-                        skip_ws(j);
-                        if (j->p >= j->end)
-                                return false;
-                        if (*j->p == ',') {
-                                j->p++;
-                                if (obj && !scan_key(j))
-                                        return false;
-                                break;
-                        }
-                        if (*j->p != (obj ? '}' : ']'))
-                                return false;
-                        j->p++;
-                        depth--;
-                }
-        }
-}
-
-/* The value of the field we look for: a string (decoded) or an integer
- * (its text, as written).  AAGW_REASON_ID_NOT_JSON means a syntax error. */
-static aagw_reason_t field_value(struct js *j, char *out, size_t cap,
-                                 size_t *outlen) {
-        const unsigned char *start = j->p;
-        size_t               n;
-        bool                 lone = false, integer;
-
-        if (*j->p == '"') {
-                if (!scan_string(j, out, cap, &n, &lone))
-                        return AAGW_REASON_ID_NOT_JSON;
-                if (lone)
-                        return AAGW_REASON_ID_FIELD_INVALID;
-        } else if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) {
-                if (!scan_number(j, &integer))
-                        return AAGW_REASON_ID_NOT_JSON;
-                if (!integer)
-                        return AAGW_REASON_ID_FIELD_INVALID;
-                n = (size_t)(j->p - start);
-                if (n <= cap)
-                        memcpy(out, start, n);
-        } else {
-                return skip_value(j, JSON_MAX_DEPTH - 1)
-                           ? AAGW_REASON_ID_FIELD_INVALID
-                           : AAGW_REASON_ID_NOT_JSON;
-        }
-        if (!n)
-                return AAGW_REASON_ID_EMPTY;
-        if (n > cap)
-                return AAGW_REASON_ID_TOO_LONG;
-        *outlen = n;
+        /* json-c keeps integers above INT64_MAX as uint64; get_int64()
+         * saturates them, get_uint64() does not. */
+        u = json_object_get_uint64(f);
+        if (u == UINT64_MAX)
+                return AAGW_REASON_ID_FIELD_INVALID;
+        *n = policy_fmt_dec(tmp, u);
         return AAGW_REASON_OK;
 }
 
 aagw_reason_t policy_json_field(const void *v, size_t len, const char *field,
-                                size_t field_len, char *out, size_t cap,
-                                size_t *outlen) {
-        struct js     j     = {v, (const unsigned char *)v + len};
-        aagw_reason_t res   = AAGW_REASON_ID_NO_FIELD;
-        bool          found = false, dup = false;
-        char          key[AAGW_ID_ARG_MAX];
+                                char *out, size_t cap, size_t *outlen) {
+        json_object  *obj = NULL, *f;
+        const char   *s;
+        char          tmp[21];
+        size_t        n = 0;
+        aagw_reason_t r;
 
-        skip_ws(&j);
-        if (j.p >= j.end)
-                return AAGW_REASON_ID_NOT_JSON;
-        if (*j.p != '{') {
-                if (!skip_value(&j, JSON_MAX_DEPTH))
-                        return AAGW_REASON_ID_NOT_JSON;
-                skip_ws(&j);
-                return j.p == j.end ? AAGW_REASON_ID_NOT_OBJECT
-                                    : AAGW_REASON_ID_NOT_JSON;
+        r = parse(v, len, &obj);
+        if (r != AAGW_REASON_OK)
+                return r;
+        if (!json_object_is_type(obj, json_type_object)) {
+                r = AAGW_REASON_ID_NOT_OBJECT;
+                goto out;
         }
-        j.p++;
-        skip_ws(&j);
-        if (j.p < j.end && *j.p == '}') {
-                j.p++;
+        if (!json_object_object_get_ex(obj, field, &f)) {
+                r = AAGW_REASON_ID_NO_FIELD;
+                goto out;
+        }
+        switch (json_object_get_type(f)) { /* NULL f: json_type_null */
+        case json_type_string:
+                s = json_object_get_string(f);
+                n = (size_t)json_object_get_string_len(f);
+                break;
+        case json_type_int:
+                r = int_text(f, tmp, &n);
+                if (r != AAGW_REASON_OK)
+                        goto out;
+                s = tmp;
+                break;
+        default: /* null, boolean, double (fraction, exponent), object,
+                  * array */
+                r = AAGW_REASON_ID_FIELD_INVALID;
+                goto out;
+        }
+        if (!n) {
+                r = AAGW_REASON_ID_EMPTY;
+        } else if (n > cap) {
+                r = AAGW_REASON_ID_TOO_LONG;
         } else {
-                for (;;) {
-                        size_t kn;
-                        bool   lone = false, match;
-
-                        skip_ws(&j);
-                        if (j.p >= j.end || *j.p != '"' ||
-                            !scan_string(&j, key, sizeof(key), &kn, &lone))
-                                return AAGW_REASON_ID_NOT_JSON;
-                        /* kn <= sizeof(key) whenever it equals field_len
-                         * (<= AAGW_ID_ARG_MAX), so the compared bytes were
-                         * all stored. */
-                        match = !lone && kn == field_len &&
-                                !memcmp(key, field, field_len);
-                        skip_ws(&j);
-                        if (j.p >= j.end || *j.p != ':')
-                                return AAGW_REASON_ID_NOT_JSON;
-                        j.p++;
-                        skip_ws(&j);
-                        if (j.p >= j.end)
-                                return AAGW_REASON_ID_NOT_JSON;
-                        if (match && !found) {
-                                found = true;
-                                res   = field_value(&j, out, cap, outlen);
-                                if (res == AAGW_REASON_ID_NOT_JSON)
-                                        return res;
-                        } else {
-                                /* Inside the top-level object: one level
-                                 * of the budget is used. */
-                                dup = dup || match;
-                                if (!skip_value(&j, JSON_MAX_DEPTH - 1))
-                                        return AAGW_REASON_ID_NOT_JSON;
-                        }
-                        skip_ws(&j);
-                        if (j.p < j.end && *j.p == ',') {
-                                j.p++;
-                                continue;
-                        }
-                        if (j.p < j.end && *j.p == '}') {
-                                j.p++;
-                                break;
-                        }
-                        return AAGW_REASON_ID_NOT_JSON;
-                }
+                memcpy(out, s, n);
+                *outlen = n;
         }
-        skip_ws(&j);
-        if (j.p != j.end)
-                return AAGW_REASON_ID_NOT_JSON;
-        if (dup)
-                return AAGW_REASON_ID_DUP_FIELD;
-        return res;
+out:
+        json_object_put(obj);
+        return r;
 }

@@ -88,9 +88,10 @@ bool policy_name_too_long(const aagw_repl_policy_t *pol, const char *source,
                           const char *topic);
 
 /* JSON: find top-level 'field' of the object in 'v' and copy its string or
- * integer value into 'out' (room for 'cap' bytes).  See json.c. */
+ * integer value into 'out' (room for 'cap' bytes, no NUL added).  Parses
+ * with json-c, so unlike the rest of the per-record path it allocates (and
+ * frees before returning).  See json.c. */
 aagw_reason_t policy_json_field(const void *v, size_t len, const char *field,
-                                size_t field_len, char *out, size_t cap,
-                                size_t *outlen);
+                                char *out, size_t cap, size_t *outlen);
 
 #endif /* AAGW_POLICY_INT_H */

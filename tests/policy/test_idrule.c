@@ -169,8 +169,28 @@ static const struct {
     {"{\"id\":42}", AAGW_REASON_OK, "42"},
     {"{\"id\":-7}", AAGW_REASON_OK, "-7"},
     {"{\"id\":0}", AAGW_REASON_OK, "0"},
-    {"{\"id\":123456789012345678901234567890}", AAGW_REASON_OK,
-     "123456789012345678901234567890"},
+    /* integers are rendered in decimal, which for RFC 8259 integers in
+     * range is the text as written */
+    {"{\"id\":9223372036854775807}", AAGW_REASON_OK, "9223372036854775807"},
+    {"{\"id\":9223372036854775808}", AAGW_REASON_OK, "9223372036854775808"},
+    {"{\"id\":18446744073709551614}", AAGW_REASON_OK, "18446744073709551614"},
+    {"{\"id\":-9223372036854775807}", AAGW_REASON_OK, "-9223372036854775807"},
+    /* Changed with json-c, which clamps an integer outside int64/uint64 to
+     * INT64_MIN or UINT64_MAX (0.16): those two values are refused, so an
+     * overflow cannot make distinct ids equal.  Was OK with the digits as
+     * written. */
+    {"{\"id\":123456789012345678901234567890}", AAGW_REASON_ID_FIELD_INVALID,
+     NULL},
+    {"{\"id\":18446744073709551615}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":-9223372036854775808}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":-9223372036854775809}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    /* New with json-c: "-0" is the integer 0 (the scanner gave "-0"), and
+     * json-c accepts a leading zero after the minus sign */
+    {"{\"id\":-0}", AAGW_REASON_OK, "0"},
+    {"{\"id\":-01}", AAGW_REASON_OK, "-1"},
+    /* elsewhere in the value an overflow does not matter (json-c 0.16) */
+    {"{\"id\":\"a\",\"n\":123456789012345678901234567890}", AAGW_REASON_OK,
+     "a"},
     {"{\"a\":1,\"b\":[1,{\"id\":\"x\"}],\"id\":\"top\",\"c\":null}",
      AAGW_REASON_OK, "top"},
     {"{\"a\":{\"id\":\"nested\"},\"id\":\"y\"}", AAGW_REASON_OK, "y"},
@@ -179,6 +199,20 @@ static const struct {
     {"{\"id\":\"\\ud83d\\ude00\"}", AAGW_REASON_OK, "\xf0\x9f\x98\x80"},
     {"{\"id\":\"\\u20AC\"}", AAGW_REASON_OK, "\xe2\x82\xac"},
     {"{\"id\":\"\xe2\x82\xac raw\"}", AAGW_REASON_OK, "\xe2\x82\xac raw"},
+    /* no UTF-8 validation */
+    {"{\"id\":\"\xff\xfe\"}", AAGW_REASON_OK, "\xff\xfe"},
+    /* Changed with json-c, which decodes a lone surrogate to U+FFFD (the
+     * scanner refused the field): the same id as a real U+FFFD */
+    {"{\"id\":\"\\ud800\"}", AAGW_REASON_OK, "\xef\xbf\xbd"},
+    {"{\"id\":\"\\udc00x\"}", AAGW_REASON_OK, "\xef\xbf\xbdx"},
+    {"{\"id\":\"\\ud800\\u0041\"}", AAGW_REASON_OK, "\xef\xbf\xbd\x41"},
+    {"{\"id\":\"\\ud800\\ud800\\udc00\"}", AAGW_REASON_OK,
+     "\xef\xbf\xbd\xf0\x90\x80\x80"},
+    {"{\"id\":\"\\ufffd\"}", AAGW_REASON_OK, "\xef\xbf\xbd"},
+    {"{\"id\":\"\xef\xbf\xbd\"}", AAGW_REASON_OK, "\xef\xbf\xbd"},
+    /* Changed with json-c: strict mode still takes raw control characters
+     * in strings (the scanner: not JSON) */
+    {"{\"id\":\"tab\there\"}", AAGW_REASON_OK, "tab\there"},
     /* the key may be written with escapes too */
     {"{\"\\u0069d\":\"k\"}", AAGW_REASON_OK, "k"},
     {"{\"x\":[[],{},\"\",true,false,null,1.5e-3,-0.0]  ,\"id\":\"z\"}",
@@ -186,15 +220,21 @@ static const struct {
     /* unusable field values */
     {"{\"id\":1.5}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":1e3}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":1E+3}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":1e400}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":-0.0}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":null}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":true}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":false}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":{\"v\":1}}", AAGW_REASON_ID_FIELD_INVALID, NULL},
     {"{\"id\":[\"a\"]}", AAGW_REASON_ID_FIELD_INVALID, NULL},
-    {"{\"id\":\"\\ud800\"}", AAGW_REASON_ID_FIELD_INVALID, NULL},
-    {"{\"id\":\"\\udc00x\"}", AAGW_REASON_ID_FIELD_INVALID, NULL},
-    {"{\"id\":\"\\ud800\\u0041\"}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    /* New with json-c: it takes these (as fractions) in strict mode */
+    {"{\"id\":1.}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":01.5}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":NaN}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":Infinity}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":-Infinity}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":\"a\",\"x\":[NaN,1.]}", AAGW_REASON_OK, "a"},
     {"{\"id\":\"\"}", AAGW_REASON_ID_EMPTY, NULL},
     /* missing */
     {"{}", AAGW_REASON_ID_NO_FIELD, NULL},
@@ -203,15 +243,25 @@ static const struct {
     {"{\"idx\":\"x\",\"i\":\"y\"}", AAGW_REASON_ID_NO_FIELD, NULL},
     {"{\"a\":{\"id\":\"x\"}}", AAGW_REASON_ID_NO_FIELD, NULL},
     {"{\"\\ud800id\":\"x\"}", AAGW_REASON_ID_NO_FIELD, NULL},
-    /* twice: refused, whatever the values */
-    {"{\"id\":\"a\",\"id\":\"b\"}", AAGW_REASON_ID_DUP_FIELD, NULL},
-    {"{\"id\":\"a\",\"x\":1,\"id\":\"a\"}", AAGW_REASON_ID_DUP_FIELD, NULL},
-    {"{\"id\":1.5,\"id\":\"a\"}", AAGW_REASON_ID_DUP_FIELD, NULL},
+    /* Changed with json-c: twice, the last one wins whatever the values
+     * (the scanner refused the field, id_dup_field).  json-c keeps no trace
+     * of the earlier copy. */
+    {"{\"id\":\"a\",\"id\":\"b\"}", AAGW_REASON_OK, "b"},
+    {"{\"id\":\"a\",\"x\":1,\"id\":\"a\"}", AAGW_REASON_OK, "a"},
+    {"{\"id\":1.5,\"id\":\"a\"}", AAGW_REASON_OK, "a"},
+    {"{\"id\":\"a\",\"id\":1.5}", AAGW_REASON_ID_FIELD_INVALID, NULL},
+    {"{\"id\":\"a\",\"id\":7}", AAGW_REASON_OK, "7"},
+    /* New with json-c: a key is cut at an escaped NUL */
+    {"{\"id\\u0000x\":\"v\"}", AAGW_REASON_OK, "v"},
+    {"{\"id\":\"a\",\"id\\u0000\":\"b\"}", AAGW_REASON_OK, "b"},
     /* JSON, not an object */
     {"[1,2]", AAGW_REASON_ID_NOT_OBJECT, NULL},
     {"\"id\"", AAGW_REASON_ID_NOT_OBJECT, NULL},
     {"42", AAGW_REASON_ID_NOT_OBJECT, NULL},
     {" null ", AAGW_REASON_ID_NOT_OBJECT, NULL},
+    {"-0", AAGW_REASON_ID_NOT_OBJECT, NULL},
+    {"true", AAGW_REASON_ID_NOT_OBJECT, NULL},
+    {"42 ", AAGW_REASON_ID_NOT_OBJECT, NULL},
     /* not JSON */
     {"", AAGW_REASON_ID_NOT_JSON, NULL},
     {"   ", AAGW_REASON_ID_NOT_JSON, NULL},
@@ -233,11 +283,9 @@ static const struct {
     {"{\"id\":\"a\\u12G4\"}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":\"a\\u12\"}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":\"\\ud800\\uZZZZ\"}", AAGW_REASON_ID_NOT_JSON, NULL},
-    {"{\"id\":\"tab\there\"}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":01}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":-}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":+1}", AAGW_REASON_ID_NOT_JSON, NULL},
-    {"{\"id\":1.}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":.5}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":1e}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":tru}", AAGW_REASON_ID_NOT_JSON, NULL},
@@ -252,6 +300,18 @@ static const struct {
     {"[1,2", AAGW_REASON_ID_NOT_JSON, NULL},
     {"42 43", AAGW_REASON_ID_NOT_JSON, NULL},
     {"\xef\xbb\xbf{\"id\":\"a\"}", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"nul", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"\"ab", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":0x10}", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":nan}", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":-Inf}", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":\"a\\'\"}", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":\"a\"}{}", AAGW_REASON_ID_NOT_JSON, NULL},
+    /* no comments, and only RFC 8259 whitespace */
+    {"{\"id\":\"a\"}/**/", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":\"a\"/**/}", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":\"a\"}\v", AAGW_REASON_ID_NOT_JSON, NULL},
+    {"{\"id\":\"a\"}\f", AAGW_REASON_ID_NOT_JSON, NULL},
     /* an error after the field still makes the value not JSON */
     {"{\"id\":1.5,\"x\":}", AAGW_REASON_ID_NOT_JSON, NULL},
     {"{\"id\":\"\",\"x\":}", AAGW_REASON_ID_NOT_JSON, NULL},
@@ -307,11 +367,38 @@ static void test_json_edges(void **state) {
         strcat(v, "\"}");
         r = rec_kv("k", v);
         expect_id("json:id", &r, AAGW_REASON_ID_TOO_LONG, NULL, 0);
+        /* Changed with json-c: 1025 digits overflow uint64 and are clamped,
+         * so the field is refused as unusable (was id_too_long). */
         k = (size_t)snprintf(v, sizeof(v), "{\"id\":");
         fill(v + k, '7', 1025);
         strcat(v, "}");
         r = rec_kv("k", v);
-        expect_id("json:id", &r, AAGW_REASON_ID_TOO_LONG, NULL, 0);
+        expect_id("json:id", &r, AAGW_REASON_ID_FIELD_INVALID, NULL, 0);
+        /* an escaped NUL is part of a string id */
+        r = rec_kv("k", "{\"id\":\"a\\u0000b\"}");
+        expect_id("json:id", &r, AAGW_REASON_OK, "a\0b", 3);
+        /* a raw NUL inside a string is not JSON */
+        r.value     = "{\"id\":\"a\0b\"}";
+        r.value_len = 12;
+        expect_id("json:id", &r, AAGW_REASON_ID_NOT_JSON, NULL, 0);
+        /* a 1024-byte id only fits a buffer of 1025 */
+        k = (size_t)snprintf(v, sizeof(v), "{\"id\":\"");
+        fill(v + k, 'x', 1024);
+        strcat(v, "\"}");
+        r = rec_kv("k", v);
+        {
+                aagw_id_rule_t *rule = must_rule("json:id");
+                char            buf[AAGW_ID_MAX + 1];
+                size_t          len = 0;
+                assert_int_equal(
+                    aagw_id_extract(rule, "east", &r, buf, AAGW_ID_MAX, &len),
+                    AAGW_REASON_ID_TOO_LONG);
+                assert_int_equal(aagw_id_extract(rule, "east", &r, buf,
+                                                 AAGW_ID_MAX + 1, &len),
+                                 AAGW_REASON_OK);
+                assert_int_equal(len, AAGW_ID_MAX);
+                aagw_id_rule_destroy(rule);
+        }
 
         /* 512 levels of nesting are fine, 513 are not JSON */
         k = (size_t)snprintf(v, sizeof(v), "{\"d\":");
@@ -330,11 +417,37 @@ static void test_json_edges(void **state) {
         k += (size_t)snprintf(v + k, sizeof(v) - k, ",\"id\":\"deep\"}");
         r = rec_kv("k", v);
         expect_id("json:id", &r, AAGW_REASON_ID_NOT_JSON, NULL, 0);
+        /* the bound counts a top-level array too: 512 levels are JSON
+         * (but no object), 513 are not JSON */
+        memset(v, '[', 512);
+        memset(v + 512, ']', 512);
+        v[1024] = '\0';
+        r       = rec_kv("k", v);
+        expect_id("json:id", &r, AAGW_REASON_ID_NOT_OBJECT, NULL, 0);
+        memset(v, '[', 513);
+        memset(v + 513, ']', 513);
+        v[1026] = '\0';
+        r       = rec_kv("k", v);
+        expect_id("json:id", &r, AAGW_REASON_ID_NOT_JSON, NULL, 0);
         /* deep and unterminated */
         memset(v, '[', sizeof(v) - 1);
         v[sizeof(v) - 1] = '\0';
         r                = rec_kv("k", v);
         expect_id("json:id", &r, AAGW_REASON_ID_NOT_JSON, NULL, 0);
+        for (k = 0; k + 5 < sizeof(v); k += 5)
+                memcpy(v + k, "{\"a\":", 5);
+        v[k] = '\0';
+        r    = rec_kv("k", v);
+        expect_id("json:id", &r, AAGW_REASON_ID_NOT_JSON, NULL, 0);
+        /* many members: the whole tree is built and freed */
+        k = (size_t)snprintf(v, sizeof(v), "{\"id\":\"wide\"");
+        for (int i = 0; k + 16 < sizeof(v); i++)
+                k += (size_t)snprintf(v + k, sizeof(v) - k, ",\"k%d\":[%d]", i,
+                                      i);
+        v[k++] = '}';
+        v[k]   = '\0';
+        r      = rec_kv("k", v);
+        expect_id("json:id", &r, AAGW_REASON_OK, "wide", -1);
 }
 
 /* The long escaped string above: check all of it, not only the prefix. */
