@@ -281,30 +281,6 @@ static void copy_str(char *dst, size_t size, const char *src) {
         dst[n] = '\0';
 }
 
-/* "TOPIC:PARTITION:OFFSET" into buf (>= AAGW_TOPIC_MAX + 48); returns
- * its length. */
-static int fmt_coords(char *buf, const char *topic, int32_t part,
-                      int64_t off) {
-        char   tmp[24];
-        size_t n = strlen(topic), k;
-        memcpy(buf, topic, n);
-        buf[n++] = ':';
-        k        = 0;
-        do
-                tmp[k++] = (char)('0' + part % 10);
-        while ((part /= 10) > 0);
-        while (k)
-                buf[n++] = tmp[--k];
-        buf[n++] = ':';
-        do
-                tmp[k++] = (char)('0' + off % 10);
-        while ((off /= 10) > 0);
-        while (k)
-                buf[n++] = tmp[--k];
-        buf[n] = '\0';
-        return (int)n;
-}
-
 static int64_t now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -548,17 +524,7 @@ static int ensure_output(gw_unify_t *u, struct utopic *ut, int want,
         if (create_output(u, ut->out, want) == 0)
                 return want;
         /* Auto-creation: ask the producer for this topic's metadata. */
-        const struct rd_kafka_metadata *tmd = NULL;
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
-        rd_kafka_resp_err_t err =
-            rd_kafka_metadata(u->producer, 0, rkt, &tmd, 5000);
-        rd_kafka_topic_destroy(rkt);
-        if (err)
-                return -1;
-        have = tmd->topic_cnt && !tmd->topics[0].err
-                   ? tmd->topics[0].partition_cnt
-                   : -1;
-        rd_kafka_metadata_destroy(tmd);
+        have = aagw_kafka_topic_autocreate(u->producer, ut->out, 5000);
         if (have > 0)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: %s auto-created with %d partitions",
@@ -566,52 +532,11 @@ static int ensure_output(gw_unify_t *u, struct utopic *ut, int want,
         return have;
 }
 
-/* Parse "TOPIC:PART:OFFSET" (the last two colons split). */
-static bool parse_coords(const char *v, size_t len, char *topic, size_t tsize,
-                         int32_t *part, int64_t *off) {
-        const char *c1 = NULL, *c2 = NULL;
-        for (size_t i = len; i > 0; i--) {
-                if (v[i - 1] != ':')
-                        continue;
-                if (!c2)
-                        c2 = v + i - 1;
-                else {
-                        c1 = v + i - 1;
-                        break;
-                }
-        }
-        if (!c1 || (size_t)(c1 - v) >= tsize || c1 == v)
-                return false;
-        char  num[32];
-        char *end;
-        size_t n = (size_t)(c2 - c1 - 1);
-        if (!n || n >= sizeof(num))
-                return false;
-        memcpy(num, c1 + 1, n);
-        num[n] = '\0';
-        long p = strtol(num, &end, 10);
-        if (*end || p < 0 || p > INT32_MAX)
-                return false;
-        n = (size_t)(v + len - c2 - 1);
-        if (!n || n >= sizeof(num))
-                return false;
-        memcpy(num, c2 + 1, n);
-        num[n] = '\0';
-        long long o = strtoll(num, &end, 10);
-        if (*end || o < 0)
-                return false;
-        memcpy(topic, v, (size_t)(c1 - v));
-        topic[c1 - v] = '\0';
-        *part         = (int32_t)p;
-        *off          = o;
-        return true;
-}
-
 static void replay_key(const char *topic, int32_t part, int64_t off,
                        uint8_t key[16]) {
-        char buf[AAGW_TOPIC_MAX + 48];
-        int  n = fmt_coords(buf, topic, part, off);
-        aagw_id_key(buf, (size_t)n, key);
+        char   buf[AAGW_COORDS_MAX];
+        size_t n = aagw_coords_format(buf, topic, part, off);
+        aagw_id_key(buf, n, key);
 }
 
 /* The entity key of a record under 'ut''s rule: the record key, or a JSON
@@ -633,31 +558,6 @@ static bool entity_key(const struct utopic *ut, const struct aagw_rec *rec,
         return true;
 }
 
-static size_t collect_headers(gw_unify_t *u, const rd_kafka_message_t *m) {
-        rd_kafka_headers_t *h = NULL;
-        size_t              n = 0;
-        const char         *name;
-        const void         *val;
-        size_t              sz;
-
-        if (rd_kafka_message_headers(m, &h) || !h)
-                return 0;
-        for (size_t i = 0; !rd_kafka_header_get_all(h, i, &name, &val, &sz);
-             i++) {
-                if (n == u->hdr_cap) {
-                        size_t nc = u->hdr_cap ? u->hdr_cap * 2 : 16;
-                        struct aagw_header *nh =
-                            realloc(u->hdrs, nc * sizeof(*nh));
-                        if (!nh)
-                                break;
-                        u->hdrs    = nh;
-                        u->hdr_cap = nc;
-                }
-                u->hdrs[n++] = (struct aagw_header){name, val, sz};
-        }
-        return n;
-}
-
 static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
                      const char *topic, struct aagw_rec *rec) {
         rd_kafka_timestamp_type_t tstype;
@@ -670,7 +570,7 @@ static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
         rec->key_len      = m->key_len;
         rec->value        = m->payload;
         rec->value_len    = m->len;
-        rec->hdr_cnt      = collect_headers(u, m);
+        rec->hdr_cnt      = aagw_kafka_headers_view(m, &u->hdrs, &u->hdr_cap);
         rec->hdrs         = u->hdrs;
 }
 
@@ -696,8 +596,8 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
         if (aagw_prov_decode(u->conf.policy, rec.hdrs, rec.hdr_cnt, p) !=
                 AAGW_REASON_OK ||
             !p->path_len || !inv ||
-            !parse_coords(inv, inlen, in_topic, sizeof(in_topic), &in_part,
-                          &in_off)) {
+            !aagw_coords_parse(inv, inlen, in_topic, sizeof(in_topic),
+                               &in_part, &in_off)) {
                 /* Not ours: someone else wrote into the unified topic.
                  * It is not folded (we did not deliver it). */
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
@@ -1218,7 +1118,7 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
         struct utopic      *ut = it->ut;
         struct aagw_prov_hdrs ph;
         rd_kafka_headers_t *h = NULL;
-        char                in[AAGW_TOPIC_MAX + 48];
+        char                in[AAGW_COORDS_MAX];
         uint64_t            hk;
 
         if (aagw_prov_encode(u->conf.policy, &it->v->prov, &ph)) {
@@ -1245,8 +1145,9 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
         for (size_t i = 0; i < ph.cnt; i++)
                 rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
                                     (ssize_t)ph.hdrs[i].size);
-        int n = fmt_coords(in, it->ui->topic, m->partition, m->offset);
-        rd_kafka_header_add(h, u->in_hdr, -1, in, n);
+        size_t n = aagw_coords_format(in, it->ui->topic, m->partition,
+                                      m->offset);
+        rd_kafka_header_add(h, u->in_hdr, -1, in, (ssize_t)n);
 
         memcpy(&hk, it->key, 8);
         int32_t part = (int32_t)(hk % (uint64_t)ut->out_parts);

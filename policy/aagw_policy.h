@@ -623,6 +623,29 @@ void aagw_id_key(const void *id, size_t len, uint8_t key[AAGW_ID_KEY_LEN]);
 void aagw_scoped_key(const char *scope, const void *data, size_t len,
                      uint8_t key[AAGW_ID_KEY_LEN]);
 
+/* ----------------------------- COORDINATES ----------------------------- */
+
+/** Room for "TOPIC:PARTITION:OFFSET" and its NUL. */
+#define AAGW_COORDS_MAX (AAGW_TOPIC_MAX + 32)
+
+/**
+ * @brief Write "TOPIC:PARTITION:OFFSET" (a record's coordinates, as in the
+ * hop and unify input headers) into @p buf, which has room for
+ * AAGW_COORDS_MAX bytes.  @returns the length without the NUL.
+ */
+size_t aagw_coords_format(char *buf, const char *topic, int32_t partition,
+                          int64_t offset);
+
+/**
+ * @brief Parse @p len bytes of "TOPIC:PARTITION:OFFSET" (split at the last
+ * two colons; the numbers decimal and not negative) into @p topic
+ * (@p tsize bytes, NUL-terminated), @p partition and @p offset.
+ * @returns false if the text is not such coordinates or the topic does
+ * not fit.
+ */
+bool aagw_coords_parse(const char *v, size_t len, char *topic, size_t tsize,
+                       int32_t *partition, int64_t *offset);
+
 /* ------------------------------ VERDICTS ------------------------------- */
 
 typedef enum {

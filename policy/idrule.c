@@ -236,3 +236,43 @@ void aagw_scoped_key(const char *scope, const void *data, size_t len,
         XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
         memcpy(key, c.digest, AAGW_ID_KEY_LEN);
 }
+
+size_t aagw_coords_format(char *buf, const char *topic, int32_t partition,
+                          int64_t offset) {
+        size_t n = strnlen(topic, AAGW_TOPIC_MAX);
+
+        memcpy(buf, topic, n);
+        buf[n++] = ':';
+        n += policy_fmt_dec(buf + n, (uint64_t)(partition < 0 ? 0 : partition));
+        buf[n++] = ':';
+        n += policy_fmt_dec(buf + n, (uint64_t)(offset < 0 ? 0 : offset));
+        buf[n] = '\0';
+        return n;
+}
+
+bool aagw_coords_parse(const char *v, size_t len, char *topic, size_t tsize,
+                       int32_t *partition, int64_t *offset) {
+        const char *c1 = NULL, *c2 = NULL;
+        uint64_t    p, o;
+
+        for (size_t i = len; i > 0; i--) {
+                if (v[i - 1] != ':')
+                        continue;
+                if (!c2)
+                        c2 = v + i - 1;
+                else {
+                        c1 = v + i - 1;
+                        break;
+                }
+        }
+        if (!c1 || c1 == v || (size_t)(c1 - v) >= tsize ||
+            !policy_parse_dec(c1 + 1, (size_t)(c2 - c1 - 1), INT32_MAX, &p) ||
+            !policy_parse_dec(c2 + 1, (size_t)(v + len - c2 - 1), INT64_MAX,
+                              &o))
+                return false;
+        memcpy(topic, v, (size_t)(c1 - v));
+        topic[c1 - v] = '\0';
+        *partition    = (int32_t)p;
+        *offset       = (int64_t)o;
+        return true;
+}

@@ -76,6 +76,23 @@ const char *aagw_kafka_prop_base(const char *name);
 int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
                             int timeout_ms, char *errstr, size_t errstr_size);
 
+/**
+ * @brief Have @p topic auto-created by the broker (a metadata request for
+ * it from @p producer, whose cluster may create topics on request).
+ * @returns its partition count, or -1 (not created, or no answer).
+ */
+int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
+                                int timeout_ms);
+
+/**
+ * @brief The headers of @p m as an array of views into the message (valid
+ * while it lives and its headers are not detached), in @p *buf, grown as
+ * needed (@p *cap entries; free() it when done).
+ * @returns the number of headers (0 also when out of memory).
+ */
+size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
+                               struct aagw_header **buf, size_t *cap);
+
 /* -------------------------------- FLOWS -------------------------------- */
 
 /**

@@ -512,48 +512,20 @@ static int partition_count(rd_kafka_t *rk, const struct rd_kafka_metadata *md,
 /* Try to create 'topic' with 'partitions' through the Admin API.
  * Returns 0 if created (or it exists), -1 if the broker would not. */
 static int admin_create(aagw_flow_t *f, const char *topic, int partitions) {
-        char                     err[256];
-        rd_kafka_NewTopic_t     *nt;
-        rd_kafka_AdminOptions_t *o;
-        rd_kafka_queue_t        *q;
-        rd_kafka_event_t        *ev;
-        int                      rc = -1;
+        char err[256];
+        int  rc;
 
         if (f->admin_create_unsupported)
                 return -1;
-        nt = rd_kafka_NewTopic_new(topic, partitions, -1, err, sizeof(err));
-        if (!nt)
-                return -1;
-        q = rd_kafka_queue_new(f->admin);
-        o = rd_kafka_AdminOptions_new(f->admin,
-                                      RD_KAFKA_ADMIN_OP_CREATETOPICS);
-        rd_kafka_AdminOptions_set_request_timeout(o, ADMIN_TIMEOUT_MS, err,
-                                                  sizeof(err));
-        rd_kafka_AdminOptions_set_operation_timeout(o, ADMIN_TIMEOUT_MS, err,
-                                                    sizeof(err));
-        rd_kafka_CreateTopics(f->admin, &nt, 1, o, q);
-        ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 2000);
-        if (ev && !rd_kafka_event_error(ev)) {
-                const rd_kafka_CreateTopics_result_t *r =
-                    rd_kafka_event_CreateTopics_result(ev);
-                size_t                         n;
-                const rd_kafka_topic_result_t **tr =
-                    rd_kafka_CreateTopics_result_topics(r, &n);
-                rd_kafka_resp_err_t e =
-                    n ? rd_kafka_topic_result_error(tr[0])
-                      : RD_KAFKA_RESP_ERR__FAIL;
-                if (!e || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-                        aagw_log(AAGW_LOG_INFO, "FLOW",
-                                 "%s: created topic %s with %d partitions at "
-                                 "%s",
-                                 f->name, topic, partitions, f->target);
-                        rc = 0;
-                } else
-                        aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: cannot create topic %s at %s: %s",
-                                 f->name, topic, f->target,
-                                 rd_kafka_err2str(e));
-        } else {
+        rc = aagw_kafka_topic_create(f->admin, topic, partitions,
+                                     ADMIN_TIMEOUT_MS, err, sizeof(err));
+        if (rc == 0) {
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: created topic %s with %d partitions at %s",
+                         f->name, topic, partitions, f->target);
+                return 0;
+        }
+        if (rc == -2) {
                 /* Timed out or unsupported: this cluster lacks the
                  * feature.  Say so once and rely on auto-creation. */
                 f->admin_create_unsupported = true;
@@ -561,15 +533,12 @@ static int admin_create(aagw_flow_t *f, const char *topic, int partitions) {
                          "%s: cluster %s does not create topics through the "
                          "Admin API (%s); relying on broker auto-creation "
                          "from now on",
-                         f->name, f->target,
-                         ev ? rd_kafka_event_error_string(ev) : "no answer");
-        }
-        if (ev)
-                rd_kafka_event_destroy(ev);
-        rd_kafka_AdminOptions_destroy(o);
-        rd_kafka_queue_destroy(q);
-        rd_kafka_NewTopic_destroy(nt);
-        return rc;
+                         f->name, f->target, err);
+        } else
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: cannot create topic %s at %s: %s", f->name,
+                         topic, f->target, err);
+        return -1;
 }
 
 /* Make sure the target topic exists with at least 'want' partitions.
@@ -593,17 +562,8 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         if (have < 0) {
                 /* Auto-create by asking for this topic's metadata from
                  * the producer, which may create topics. */
-                rd_kafka_topic_t *rkt = rd_kafka_topic_new(f->producer,
-                                                           tt->remote, NULL);
-                err = rd_kafka_metadata(f->producer, 0, rkt, &md, 5000);
-                rd_kafka_topic_destroy(rkt);
-                if (err)
-                        return -2;
-                have = md->topic_cnt && !md->topics[0].err
-                           ? md->topics[0].partition_cnt
-                           : -1;
-                rd_kafka_metadata_destroy(md);
-                if (have < 0)
+                if ((have = aagw_kafka_topic_autocreate(f->producer,
+                                                        tt->remote, 5000)) < 0)
                         return -2;
                 aagw_log(AAGW_LOG_INFO, "FLOW",
                          "%s: topic %s auto-created at %s with %d partitions",
@@ -760,72 +720,9 @@ static void discover(aagw_flow_t *f) {
 
 /* ---------------------------------------------------------- POSITIONS --- */
 
-/* Parse "TOPIC:PART:OFFSET" (the src/hop header text). */
-static bool parse_coords(const char *v, size_t len, char *topic, size_t tsize,
-                         int32_t *part, int64_t *off) {
-        const char *c2 = NULL, *c1 = NULL;
-        for (size_t i = len; i > 0; i--) {
-                if (v[i - 1] == ':') {
-                        if (!c2)
-                                c2 = v + i - 1;
-                        else {
-                                c1 = v + i - 1;
-                                break;
-                        }
-                }
-        }
-        if (!c1 || (size_t)(c1 - v) >= tsize || c1 == v)
-                return false;
-        memcpy(topic, v, (size_t)(c1 - v));
-        topic[c1 - v] = '\0';
-        char   num[24];
-        size_t n = (size_t)(c2 - c1 - 1);
-        if (n == 0 || n >= sizeof(num))
-                return false;
-        memcpy(num, c1 + 1, n);
-        num[n] = '\0';
-        char *end;
-        long  p = strtol(num, &end, 10);
-        if (*end || p < 0 || p > INT32_MAX)
-                return false;
-        n = (size_t)(v + len - c2 - 1);
-        if (n == 0 || n >= sizeof(num))
-                return false;
-        memcpy(num, c2 + 1, n);
-        num[n]     = '\0';
-        long long o = strtoll(num, &end, 10);
-        if (*end || o < 0)
-                return false;
-        *part = (int32_t)p;
-        *off  = o;
-        return true;
-}
-
 /* Fill f->hdrs from a message's headers; returns the count. */
 static size_t collect_headers(aagw_flow_t *f, const rd_kafka_message_t *m) {
-        rd_kafka_headers_t *h = NULL;
-        size_t              n = 0;
-        const char         *name;
-        const void         *val;
-        size_t              size;
-
-        if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR)
-                return 0;
-        size_t cnt = rd_kafka_header_cnt(h);
-        if (cnt > f->hdr_cap) {
-                struct aagw_header *nh = realloc(f->hdrs, cnt * sizeof(*nh));
-                if (!nh)
-                        return 0;
-                f->hdrs    = nh;
-                f->hdr_cap = cnt;
-        }
-        while (n < cnt && !rd_kafka_header_get_all(h, n, &name, &val, &size)) {
-                f->hdrs[n].name  = name;
-                f->hdrs[n].value = val;
-                f->hdrs[n].size  = size;
-                n++;
-        }
-        return n;
+        return aagw_kafka_headers_view(m, &f->hdrs, &f->hdr_cap);
 }
 
 /* If 'm' (read from the target) was written by this flow, return the
@@ -845,7 +742,7 @@ static int64_t written_by_us(aagw_flow_t *f, const rd_kafka_message_t *m,
                 return -1;
         for (size_t i = 0; i < n; i++) {
                 if (f->hdrs[i].value && !strcmp(f->hdrs[i].name, f->hop_hdr)) {
-                        if (!parse_coords(f->hdrs[i].value, f->hdrs[i].size, t,
+                        if (!aagw_coords_parse(f->hdrs[i].value, f->hdrs[i].size, t,
                                           sizeof(t), &p, &o))
                                 return -1;
                         return !strcmp(t, topic) && p == partition ? o : -1;
@@ -1311,10 +1208,10 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                                     v->hdrs.hdrs[i].value,
                                     (ssize_t)v->hdrs.hdrs[i].size);
         if (!v->fresh) {
-                char hop[AAGW_TOPIC_MAX + 40];
-                int  n = snprintf(hop, sizeof(hop), "%s:%d:%" PRId64,
-                                  tt->topic, (int)m->partition, m->offset);
-                rd_kafka_header_add(h, f->hop_hdr, -1, hop, n);
+                char   hop[AAGW_COORDS_MAX];
+                size_t n = aagw_coords_format(hop, tt->topic, m->partition,
+                                              m->offset);
+                rd_kafka_header_add(h, f->hop_hdr, -1, hop, (ssize_t)n);
         }
         struct token *tok = token_get(f);
         if (!tok) {

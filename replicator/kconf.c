@@ -2,6 +2,7 @@
 #include "aagw_replicator.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -131,4 +132,49 @@ int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
         rd_kafka_queue_destroy(q);
         rd_kafka_NewTopic_destroy(nt);
         return rc;
+}
+
+int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
+                                int timeout_ms) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t   *rkt = rd_kafka_topic_new(producer, topic, NULL);
+        rd_kafka_resp_err_t err;
+        int                 have;
+
+        if (!rkt)
+                return -1;
+        err = rd_kafka_metadata(producer, 0, rkt, &md, timeout_ms);
+        rd_kafka_topic_destroy(rkt);
+        if (err)
+                return -1;
+        have = md->topic_cnt && !md->topics[0].err ? md->topics[0].partition_cnt
+                                                   : -1;
+        rd_kafka_metadata_destroy(md);
+        return have > 0 ? have : -1;
+}
+
+size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
+                               struct aagw_header **buf, size_t *cap) {
+        rd_kafka_headers_t *h = NULL;
+        const char         *name;
+        const void         *val;
+        size_t              size, n = 0, cnt;
+
+        if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                return 0;
+        cnt = rd_kafka_header_cnt(h);
+        if (cnt > *cap) {
+                struct aagw_header *nb = realloc(*buf, cnt * sizeof(*nb));
+                if (!nb)
+                        return 0;
+                *buf = nb;
+                *cap = cnt;
+        }
+        while (n < cnt && !rd_kafka_header_get_all(h, n, &name, &val, &size)) {
+                (*buf)[n].name  = name;
+                (*buf)[n].value = val;
+                (*buf)[n].size  = size;
+                n++;
+        }
+        return n;
 }
