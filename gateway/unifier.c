@@ -196,7 +196,6 @@ struct token {
         rd_kafka_message_t *src;
         struct utopic      *ut;
         unsigned            slot;
-        struct token       *next_free;
 };
 
 /* Per-record scratch of one consumed batch. */
@@ -244,9 +243,7 @@ struct gw_unify {
         struct kmap  pend_lww;  /* lww: winners decided, not committed */
         struct kmap  replay;    /* input coordinates found in the output */
 
-        struct token  *free_tokens;
-        struct token **chunks;
-        size_t         nchunks;
+        struct aagw_pool tokens;
 
         /* batch scratch */
         struct item         *items;
@@ -312,35 +309,17 @@ static void ufail(gw_unify_t *u, const char *fmt, ...) {
 }
 
 static struct token *token_get(gw_unify_t *u) {
-        if (!u->free_tokens) {
-                enum { CHUNK = 4096 };
-                struct token  *c  = calloc(CHUNK, sizeof(*c));
-                struct token **cs = realloc(u->chunks,
-                                            (u->nchunks + 1) * sizeof(*cs));
-                if (!c || !cs) {
-                        free(c);
-                        if (cs)
-                                u->chunks = cs;
-                        return NULL;
-                }
-                u->chunks              = cs;
-                u->chunks[u->nchunks++] = c;
-                for (int i = 0; i < CHUNK; i++) {
-                        c[i].next_free = u->free_tokens;
-                        u->free_tokens = &c[i];
-                }
-        }
-        struct token *t = u->free_tokens;
-        u->free_tokens  = t->next_free;
+        struct token *t = aagw_pool_get(&u->tokens);
+        if (t)
+                memset(t, 0, sizeof(*t));
         return t;
 }
 
 static void token_put(gw_unify_t *u, struct token *t) {
         if (t->src)
                 rd_kafka_message_destroy(t->src);
-        t->src         = NULL;
-        t->next_free   = u->free_tokens;
-        u->free_tokens = t;
+        t->src = NULL;
+        aagw_pool_put(&u->tokens, t);
 }
 
 /* ------------------------------------------------------------- EPOCHS --- */
@@ -1485,33 +1464,22 @@ static void *unify_main(void *arg) {
 static rd_kafka_t *make_client(gw_unify_t *u, rd_kafka_type_t type,
                                const char *role, const char *const *extra,
                                char *errstr, size_t errstr_size) {
-        char             name[AAGW_ALIAS_MAX + 32];
-        rd_kafka_conf_t *conf;
-        rd_kafka_t      *rk;
+        char                     name[AAGW_ALIAS_MAX + 32];
+        struct aagw_kafka_client c = {
+            .type       = type,
+            .bootstraps = u->conf.bootstraps,
+            .name       = name,
+            .role       = !strcmp(role, "reader") ? "consumer" : role,
+            .props      = u->conf.props,
+            .prop_cnt   = u->conf.prop_cnt,
+            .extra      = extra,
+            .opaque     = u,
+            .dr_msg_cb  = type == RD_KAFKA_PRODUCER && !strcmp(role, "producer")
+                              ? dr_cb
+                              : NULL};
 
         snprintf(name, sizeof(name), "unify@%s-%s", u->site, role);
-        conf = aagw_kafka_conf_new(u->conf.bootstraps, name, errstr,
-                                   errstr_size);
-        if (!conf)
-                return NULL;
-        for (size_t i = 0; extra && extra[i]; i += 2)
-                if (aagw_kafka_conf_set(conf, extra[i], extra[i + 1], errstr,
-                                        errstr_size))
-                        goto fail;
-        if (aagw_kafka_conf_apply(conf,
-                                  !strcmp(role, "reader") ? "consumer" : role,
-                                  u->conf.props, u->conf.prop_cnt, errstr,
-                                  errstr_size))
-                goto fail;
-        rd_kafka_conf_set_opaque(conf, u);
-        if (type == RD_KAFKA_PRODUCER && !strcmp(role, "producer"))
-                rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-        if (!(rk = rd_kafka_new(type, conf, errstr, errstr_size)))
-                goto fail;
-        return rk;
-fail:
-        rd_kafka_conf_destroy(conf);
-        return NULL;
+        return aagw_kafka_client_new(&c, errstr, errstr_size);
 }
 
 gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
@@ -1524,7 +1492,8 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
                 snprintf(errstr, errstr_size, "out of memory");
                 return NULL;
         }
-        u->conf = *c;
+        u->conf        = *c;
+        u->tokens.size = sizeof(struct token);
         pthread_mutex_init(&u->lock, NULL);
         snprintf(u->site, sizeof(u->site), "%s", c->site);
         snprintf(u->scope_in, sizeof(u->scope_in), "unify:%s", c->site);
@@ -1655,9 +1624,7 @@ void gw_unify_destroy(gw_unify_t *u) {
         kmap_free(&u->pend_ids);
         kmap_free(&u->pend_lww);
         kmap_free(&u->replay);
-        for (size_t i = 0; i < u->nchunks; i++)
-                free(u->chunks[i]);
-        free(u->chunks);
+        aagw_pool_free(&u->tokens);
         free(u->items);
         free(u->verdicts);
         free(u->lk_ids);

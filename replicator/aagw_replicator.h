@@ -66,6 +66,57 @@ aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
  *  "admin."), for validation; a pointer into @p name. */
 const char *aagw_kafka_prop_base(const char *name);
 
+/* -------------------------------- POOLS -------------------------------- */
+
+/**
+ * A free list of fixed-size objects (the per-record tokens that ride on
+ * produced messages as their opaque): allocated in chunks of 4096, never
+ * returned to the system until aagw_pool_free(), no locking (one thread).
+ */
+struct aagw_pool {
+        size_t  size;   /**< object size, set before first use */
+        void   *free;   /**< free list, linked through each object's start */
+        void  **chunks;
+        size_t  nchunks;
+};
+
+/** @returns an object of @p p->size bytes (contents unspecified), or NULL
+ *  when out of memory. */
+void *aagw_pool_get(struct aagw_pool *p);
+/** Give @p obj back to @p p. */
+void aagw_pool_put(struct aagw_pool *p, void *obj);
+/** Free every chunk (objects still out become invalid). */
+void aagw_pool_free(struct aagw_pool *p);
+
+/** What aagw_kafka_client_new() builds. */
+struct aagw_kafka_client {
+        rd_kafka_type_t    type;
+        const char        *bootstraps;
+        const char        *name;  /**< client.id suffix, e.g. "east->west-consumer" */
+        const char        *role;  /**< property prefix that applies:
+                                       "consumer", "producer" or "admin" */
+        const char *const *props; /**< user name/value pairs */
+        size_t             prop_cnt;
+        const char *const *extra; /**< managed name/value pairs, NULL-ended */
+        void              *opaque;
+        /** Delivery reports (producers); NULL: none. */
+        void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                          void *opaque);
+        /** Rebalances (group consumers); NULL: librdkafka's default. */
+        void (*rebalance_cb)(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t *parts,
+                             void *opaque);
+};
+
+/**
+ * @brief A librdkafka client: aagw_kafka_conf_new(), the managed
+ * settings, then the user's properties for its role, callbacks, and
+ * rd_kafka_new().
+ * @returns the handle, or NULL with the reason in @p errstr.
+ */
+rd_kafka_t *aagw_kafka_client_new(const struct aagw_kafka_client *c,
+                                  char *errstr, size_t errstr_size);
+
 /**
  * @brief Create @p topic with @p partitions (broker default replication)
  * through the Admin API of @p rk, waiting up to @p timeout_ms.

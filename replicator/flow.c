@@ -100,7 +100,6 @@ struct token {
         rd_kafka_message_t *src; /* the consumed record: its key and value
                                     are produced without a copy, so it
                                     lives until the final delivery report */
-        struct token       *next_free;
 };
 
 struct aagw_flow {
@@ -126,9 +125,7 @@ struct aagw_flow {
 
         struct ttrack **topics;
         size_t          ntopics;
-        struct token   *free_tokens;
-        struct token  **token_chunks;
-        size_t          nchunks;
+        struct aagw_pool tokens;
         int64_t         last_save_ms, last_refresh_ms;
         bool            subscription_dirty;
 
@@ -192,26 +189,9 @@ static void flow_fail(aagw_flow_t *f, const char *fmt, ...) {
 /* -------------------------------------------------------------- TOKENS -- */
 
 static struct token *token_get(aagw_flow_t *f) {
-        if (!f->free_tokens) {
-                enum { CHUNK = 4096 };
-                struct token  *c = calloc(CHUNK, sizeof(*c));
-                struct token **cs =
-                    realloc(f->token_chunks, (f->nchunks + 1) * sizeof(*cs));
-                if (!c || !cs) {
-                        free(c);
-                        if (cs)
-                                f->token_chunks = cs;
-                        return NULL;
-                }
-                f->token_chunks            = cs;
-                f->token_chunks[f->nchunks++] = c;
-                for (int i = 0; i < CHUNK; i++) {
-                        c[i].next_free = f->free_tokens;
-                        f->free_tokens = &c[i];
-                }
-        }
-        struct token *t = f->free_tokens;
-        f->free_tokens  = t->next_free;
+        struct token *t = aagw_pool_get(&f->tokens);
+        if (t)
+                memset(t, 0, sizeof(*t));
         return t;
 }
 
@@ -220,8 +200,7 @@ static void token_put(aagw_flow_t *f, struct token *t) {
                 rd_kafka_message_destroy(t->src);
                 t->src = NULL;
         }
-        t->next_free   = f->free_tokens;
-        f->free_tokens = t;
+        aagw_pool_put(&f->tokens, t);
 }
 
 /* ---------------------------------------------------------------- RING -- */
@@ -1305,34 +1284,26 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                const char *const *props, size_t nprops,
                                const char *const *extra, char *errstr,
                                size_t errstr_size) {
-        char             rolename[256];
-        rd_kafka_conf_t *conf;
-        rd_kafka_t      *rk;
+        char                     name[256];
+        struct aagw_kafka_client c = {
+            .type       = type,
+            .bootstraps = bootstraps,
+            .name       = name,
+            .role       = !strcmp(role, "reader") ? "consumer" : role,
+            .props      = props,
+            .prop_cnt   = nprops,
+            .extra      = extra,
+            .opaque     = f,
+            .dr_msg_cb  = type == RD_KAFKA_PRODUCER && !strcmp(role, "producer")
+                              ? dr_cb
+                              : NULL,
+            .rebalance_cb =
+                type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer")
+                    ? rebalance_cb
+                    : NULL};
 
-        snprintf(rolename, sizeof(rolename), "%s-%s", f->name, role);
-        conf = aagw_kafka_conf_new(bootstraps, rolename, errstr, errstr_size);
-        if (!conf)
-                return NULL;
-        for (size_t i = 0; extra && extra[i]; i += 2)
-                if (aagw_kafka_conf_set(conf, extra[i], extra[i + 1], errstr,
-                                        errstr_size))
-                        goto fail;
-        if (aagw_kafka_conf_apply(conf,
-                                  !strcmp(role, "reader") ? "consumer" : role,
-                                  props, nprops, errstr, errstr_size))
-                goto fail;
-        rd_kafka_conf_set_opaque(conf, f);
-        if (type == RD_KAFKA_PRODUCER && !strcmp(role, "producer"))
-                rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-        if (type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer"))
-                rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
-        rk = rd_kafka_new(type, conf, errstr, errstr_size);
-        if (!rk)
-                goto fail;
-        return rk;
-fail:
-        rd_kafka_conf_destroy(conf);
-        return NULL;
+        snprintf(name, sizeof(name), "%s-%s", f->name, role);
+        return aagw_kafka_client_new(&c, errstr, errstr_size);
 }
 
 aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
@@ -1344,7 +1315,8 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                 snprintf(errstr, errstr_size, "out of memory");
                 return NULL;
         }
-        f->conf = *c;
+        f->conf        = *c;
+        f->tokens.size = sizeof(struct token);
         f->pol  = c->policy;
         pthread_mutex_init(&f->lock, NULL);
         snprintf(f->source, sizeof(f->source), "%s", c->source);
@@ -1514,9 +1486,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                 rd_kafka_destroy(f->reader);
         if (f->admin)
                 rd_kafka_destroy(f->admin);
-        for (size_t i = 0; i < f->nchunks; i++)
-                free(f->token_chunks[i]);
-        free(f->token_chunks);
+        aagw_pool_free(&f->tokens);
         free(f->hdrs);
         pthread_mutex_destroy(&f->lock);
         free(f);

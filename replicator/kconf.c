@@ -178,3 +178,67 @@ size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
         }
         return n;
 }
+
+rd_kafka_t *aagw_kafka_client_new(const struct aagw_kafka_client *c,
+                                  char *errstr, size_t errstr_size) {
+        rd_kafka_conf_t *conf = aagw_kafka_conf_new(c->bootstraps, c->name,
+                                                    errstr, errstr_size);
+        rd_kafka_t      *rk;
+
+        if (!conf)
+                return NULL;
+        for (size_t i = 0; c->extra && c->extra[i]; i += 2)
+                if (aagw_kafka_conf_set(conf, c->extra[i], c->extra[i + 1],
+                                        errstr, errstr_size))
+                        goto fail;
+        if (aagw_kafka_conf_apply(conf, c->role, c->props, c->prop_cnt, errstr,
+                                  errstr_size))
+                goto fail;
+        rd_kafka_conf_set_opaque(conf, c->opaque);
+        if (c->dr_msg_cb)
+                rd_kafka_conf_set_dr_msg_cb(conf, c->dr_msg_cb);
+        if (c->rebalance_cb)
+                rd_kafka_conf_set_rebalance_cb(conf, c->rebalance_cb);
+        if (!(rk = rd_kafka_new(c->type, conf, errstr, errstr_size)))
+                goto fail;
+        return rk;
+fail:
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+}
+
+void *aagw_pool_get(struct aagw_pool *p) {
+        if (!p->free) {
+                enum { CHUNK = 4096 };
+                size_t sz = p->size < sizeof(void *) ? sizeof(void *) : p->size;
+                char  *c  = malloc(CHUNK * sz);
+                void **cs = realloc(p->chunks, (p->nchunks + 1) * sizeof(*cs));
+                if (!c || !cs) {
+                        free(c);
+                        if (cs)
+                                p->chunks = cs;
+                        return NULL;
+                }
+                p->chunks               = cs;
+                p->chunks[p->nchunks++] = c;
+                for (int i = 0; i < CHUNK; i++)
+                        aagw_pool_put(p, c + (size_t)i * sz);
+        }
+        void *obj = p->free;
+        memcpy(&p->free, obj, sizeof(void *));
+        return obj;
+}
+
+void aagw_pool_put(struct aagw_pool *p, void *obj) {
+        memcpy(obj, &p->free, sizeof(void *));
+        p->free = obj;
+}
+
+void aagw_pool_free(struct aagw_pool *p) {
+        for (size_t i = 0; i < p->nchunks; i++)
+                free(p->chunks[i]);
+        free(p->chunks);
+        p->chunks  = NULL;
+        p->nchunks = 0;
+        p->free    = NULL;
+}
