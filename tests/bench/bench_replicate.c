@@ -86,11 +86,7 @@ enum { EXIT_SKIP = 77 }; /* kcat is missing; BENCH_EXIT_* for the rest */
 
 enum meas { M_AAGW, M_BARE, M_PIPE, M_PRODUCE, M_BARE_BIG, M_CNT };
 
-static const struct {
-        char        letter;
-        const char *name; /* machine-readable */
-        const char *label;
-} meas_info[M_CNT] = {
+static const struct bench_meas_info meas_info[M_CNT] = {
     {'a', "aagw", "aagw"},
     {'b', "bare", "bare librdkafka loop"},
     {'c', "kcat_pipe", "kcat -C | kcat -P"},
@@ -127,7 +123,7 @@ struct round {
         int64_t           *expect; /* records per partition */
         int64_t           *scratch;
         struct result      res[M_CNT];
-        struct result (*all)[M_CNT]; /* every run's res */
+        struct result (*all)[M_CNT]; /* every run's res (b.all) */
 };
 
 /* ----------------------------------------------------------- RECORDS --- */
@@ -163,8 +159,7 @@ static int records_file_write(const struct bench_opts *o, const char *path) {
 static int counts_check(struct round *r, rd_kafka_t *rk, const char *topic,
                         const char *what, char *errstr, size_t errstr_size) {
         return bench_counts_check(rk, topic, r->b.o->partitions, r->expect,
-                                  NULL, r->scratch, what, errstr,
-                                  errstr_size);
+                                  NULL, r->scratch, what, errstr, errstr_size);
 }
 
 /* Produce the N records to 'topic' on east, each to the partition kcat
@@ -208,8 +203,8 @@ static int preload(struct round *r, const char *topic, char *errstr,
                          pl.first_err[0] ? pl.first_err : "timeout");
                 goto out;
         }
-        rc = counts_check(r, r->b.east_rk, topic, "source", errstr,
-                          errstr_size);
+        rc =
+            counts_check(r, r->b.east_rk, topic, "source", errstr, errstr_size);
 out:
         if (rkt)
                 rd_kafka_topic_destroy(rkt);
@@ -265,10 +260,9 @@ static void build_argv(struct round *r, enum meas m, const char *src,
                 bench_bare_argv(&r->b, argv, src, r->b.west, dst, NULL, 0);
                 return;
         case M_BARE_BIG:
-                bench_bare_argv(&r->b, argv, src, r->b.west, dst,
-                                bare_big_props,
-                                sizeof(bare_big_props) /
-                                    sizeof(bare_big_props[0]));
+                bench_bare_argv(
+                    &r->b, argv, src, r->b.west, dst, bare_big_props,
+                    sizeof(bare_big_props) / sizeof(bare_big_props[0]));
                 return;
         case M_PIPE:
                 /* One shell, so that wait4() on it counts both kcats.
@@ -336,15 +330,13 @@ static int measure(struct bench_round *b, int mi) {
                 goto out;
         /* Replicators run until told to stop; the kcats end by themselves
          * (-e: at the end of every partition; -P: at the end of input). */
-        if (bench_meas_stop(&mm,
-                            m == M_AAGW || m == M_BARE || m == M_BARE_BIG))
+        if (bench_meas_stop(&mm, m == M_AAGW || m == M_BARE || m == M_BARE_BIG))
                 goto out;
         getrusage(RUSAGE_CHILDREN, &ru1);
         bench_sample_take(&s1, NULL, b->sandbox);
         /* The record counts below decide for aagw under a wrapper. */
-        if (bench_meas_exit_ok(&mm, m == M_AAGW && o->aagw_prefix
-                                        ? o->aagw_prefix[0]
-                                        : NULL))
+        if (bench_meas_exit_ok(
+                &mm, m == M_AAGW && o->aagw_prefix ? o->aagw_prefix[0] : NULL))
                 goto out;
         /* After the exit: nothing lost, nothing written twice, every
          * record in the partition it belongs to. */
@@ -390,15 +382,13 @@ out:
 /* ------------------------------------------------------------ REPORT --- */
 
 static double ratio(const struct result *res, enum meas x, enum meas y) {
-        if (!res[x].valid || !res[y].valid)
-                return NAN;
-        return res[x].steady_rps / res[y].steady_rps;
+        return bench_ratio(res, sizeof(*res),
+                           offsetof(struct result, steady_rps), x, y);
 }
 
 static double cpu_ratio(const struct result *res) {
-        if (!res[M_AAGW].valid || !res[M_BARE].valid)
-                return NAN;
-        return res[M_AAGW].cpu_per_m / res[M_BARE].cpu_per_m;
+        return bench_ratio(res, sizeof(*res),
+                           offsetof(struct result, cpu_per_m), M_AAGW, M_BARE);
 }
 
 static void print_round(const struct round *r) {
@@ -411,19 +401,12 @@ static void print_round(const struct round *r) {
                "steady rec/s", "wall rec/s", "wall s", "start s", "CPU s/1M",
                "mock s/1M", "others");
         for (int m = 0; m < M_CNT; m++) {
-                char label[40];
-
-                if (!(r->b.o->only & (1u << m)))
+                if (!(r->b.o->only & (1u << m)) ||
+                    !bench_print_row(&meas_info[m], res[m].valid, 26, 12))
                         continue;
-                snprintf(label, sizeof(label), "%c %s", meas_info[m].letter,
-                         meas_info[m].label);
-                if (!res[m].valid) {
-                        printf("  %-26s %12s\n", label, "FAILED");
-                        continue;
-                }
-                printf("  %-26s %12.0f %12.0f %8.2f %8.2f %9.2f %9.2f "
+                printf(" %12.0f %12.0f %8.2f %8.2f %9.2f %9.2f "
                        "%7.2f\n",
-                       label, res[m].steady_rps, res[m].wall_rps, res[m].wall_s,
+                       res[m].steady_rps, res[m].wall_rps, res[m].wall_s,
                        res[m].startup_s, res[m].cpu_per_m,
                        res[m].mock_cpu_per_m, res[m].others_cores);
         }
@@ -440,8 +423,7 @@ static void print_round(const struct round *r) {
         fflush(stdout);
 }
 
-static void print_summary(const struct bench_opts *o,
-                          struct result (*res)[M_CNT]) {
+static void print_summary(const struct bench_opts *o, const void *all) {
         static const struct bench_field fields[] = {
             {"steady rec/s", offsetof(struct result, steady_rps), 0},
             {"wall rec/s", offsetof(struct result, wall_rps), 0},
@@ -449,79 +431,57 @@ static void print_summary(const struct bench_opts *o,
             {"others (cores)", offsetof(struct result, others_cores), 2},
             {NULL, 0, 0},
         };
-        double *v = calloc((unsigned)o->runs, sizeof(*v));
+        const size_t             rps      = offsetof(struct result, steady_rps);
+        const size_t             cpu      = offsetof(struct result, cpu_per_m);
+        const struct bench_ratio ratios[] = {
+            {"a/d", rps, M_AAGW, M_PRODUCE, TARGET_A_D, true},
+            {"a/c", rps, M_AAGW, M_PIPE, TARGET_A_C, true},
+            {"CPU a/b", cpu, M_AAGW, M_BARE, TARGET_CPU_A_B, false},
+            {"(a/b, no target)", rps, M_AAGW, M_BARE, NAN, false},
+            {"(a/e, no target)", rps, M_AAGW, M_BARE_BIG, NAN, false},
+            {NULL, 0, 0, 0, 0, false},
+        };
 
-        if (!v)
-                return;
-        bench_print_fields(o, M_CNT, res, sizeof(res[0][0]), fields);
-        printf("targets:\n");
-        for (int k = 0; k < o->runs; k++)
-                v[k] = ratio(res[k], M_AAGW, M_PRODUCE);
-        bench_print_target("a/d", v, o->runs, TARGET_A_D, true);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = ratio(res[k], M_AAGW, M_PIPE);
-        bench_print_target("a/c", v, o->runs, TARGET_A_C, true);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = cpu_ratio(res[k]);
-        bench_print_target("CPU a/b", v, o->runs, TARGET_CPU_A_B, false);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = ratio(res[k], M_AAGW, M_BARE);
-        bench_print_range("(a/b, no target)", v, o->runs, 2);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = ratio(res[k], M_AAGW, M_BARE_BIG);
-        bench_print_range("(a/e, no target)", v, o->runs, 2);
-        free(v);
+        bench_print_summary(o, M_CNT, all, sizeof(struct result), fields,
+                            ratios);
 }
 
 /* -------------------------------------------------------------- MAIN --- */
 
 static void usage(FILE *out) {
-        fprintf(
-            out,
-            "Usage: bench_replicate [OPTIONS]\n"
-            "\n"
-            "Replication benchmark, one direction between two `aagw "
-            "sandbox` clusters:\n"
-            "  a  aagw\n"
-            "  b  a bare librdkafka consume -> produce loop (this program, "
-            "--bare)\n"
-            "  c  kcat -C | kcat -P\n"
-            "  d  kcat -P of the same records from a file (the ceiling)\n"
-            "  e  b with a consumer queue big enough to avoid librdkafka's "
-            "fetch stall\n"
-            "See docs/benchmarks.md.\n"
-            "\n"
-            "Options:\n"
-            "  -n, --records N       records per measurement (default "
-            "1000000)\n"
-            "  -r, --runs K          rounds, each with a fresh sandbox "
-            "(default 1)\n"
-            "  -m, --only LETTERS    measure only these of abcde "
-            "(default abcde)\n"
-            "  -p, --partitions P    partitions per topic (default 64)\n"
-            "  -b, --brokers B       brokers per cluster (default 3)\n"
-            "  -s, --value-size S    value bytes (default 200)\n"
-            "      --poll-ms MS      target polling interval (default "
-            "20)\n"
-            "      --aagw-prefix CMD run aagw under CMD (words split on "
-            "spaces), e.g.\n"
-            "                        'perf record -g -o /tmp/aagw.data "
-            "--'; its CPU\n"
-            "                        figures then include CMD's\n"
-            "      --aagw-arg ARG    append ARG to aagw's command line "
-            "(repeat), e.g.\n"
-            "                        --aagw-arg=--set --aagw-arg=KEY=VALUE\n"
-            "      --bare-prop consumer.K=V|producer.K=V\n"
-            "                        a librdkafka property for the bare "
-            "loop (repeat)\n"
-            "  -k, --keep            keep the log directory\n"
-            "  -h, --help            this text\n"
-            "\n"
-            "Environment: AAGW_BIN (default: the aagw of this build), "
-            "KCAT, TMPDIR.\n"
-            "Exit status: 0 all measurements valid, 1 a measurement "
-            "failed, 2 usage,\n"
-            "77 kcat missing.\n");
+        fprintf(out,
+                "Usage: bench_replicate [OPTIONS]\n"
+                "\n"
+                "Replication benchmark, one direction between two `aagw "
+                "sandbox` clusters:\n"
+                "  a  aagw\n"
+                "  b  a bare librdkafka consume -> produce loop (this program, "
+                "--bare)\n"
+                "  c  kcat -C | kcat -P\n"
+                "  d  kcat -P of the same records from a file (the ceiling)\n"
+                "  e  b with a consumer queue big enough to avoid librdkafka's "
+                "fetch stall\n"
+                "See docs/benchmarks.md.\n"
+                "\n"
+                "Options:\n"
+                "  -n, --records N       records per measurement (default "
+                "1000000)\n"
+                "  -r, --runs K          rounds, each with a fresh sandbox "
+                "(default 1)\n"
+                "  -m, --only LETTERS    measure only these of abcde "
+                "(default abcde)\n");
+        bench_usage_common(out);
+        fprintf(out,
+                "                        a librdkafka property for the bare "
+                "loop (repeat)\n"
+                "  -k, --keep            keep the log directory\n"
+                "  -h, --help            this text\n"
+                "\n"
+                "Environment: AAGW_BIN (default: the aagw of this build), "
+                "KCAT, TMPDIR.\n"
+                "Exit status: 0 all measurements valid, 1 a measurement "
+                "failed, 2 usage,\n"
+                "77 kcat missing.\n");
 }
 
 /* The version `kcat -V` prints, for the report.  Runs before any measurement:
@@ -557,7 +517,6 @@ static int round_start(struct bench_round *b) {
         size_t                   cnt = 0;
         rd_kafka_topic_t        *rkt;
 
-        memset(r->res, 0, sizeof(r->res)); /* nothing valid yet */
         /* Every topic on both clusters (the sandbox cannot do otherwise);
          * the unused copies stay empty. */
         for (int m = 0; m < M_CNT; m++) {
@@ -585,40 +544,32 @@ static int round_start(struct bench_round *b) {
         return 0;
 }
 
-static void summary(struct bench_round *b) {
-        print_summary(b->o, ((struct round *)b)->all);
-}
-
 static void round_end(struct bench_round *b) {
-        struct round *r = (struct round *)b;
-
-        print_round(r);
-        memcpy(r->all[b->run], r->res, sizeof(r->res));
+        print_round((const struct round *)b);
 }
 
 int main(int argc, char **argv) {
         static const struct bench_prog prog = {
+            .name           = PROG,
             .meas_cnt       = M_CNT,
+            .res_size       = sizeof(struct result) * M_CNT,
             .min_value_size = 16,
             .usage          = usage,
             .round_start    = round_start,
             .measure        = measure,
             .round_end      = round_end,
-            .summary        = summary,
+            .summary        = print_summary,
         };
-        struct bench_opts              o;
-        struct round                   r;
-        char kv[128], tail[160], *dir = NULL, *records_file = NULL;
-        char self[PATH_MAX];
-        int  rc;
+        struct bench_opts o;
+        struct round      r;
+        char              kv[128], tail[160], *dir = NULL, *records_file = NULL;
+        char              self[PATH_MAX];
+        int               rc;
 
-        bench_set_prog(PROG);
-        if (argc > 1 && !strcmp(argv[1], "--bare"))
-                return bench_bare_main(PROG, argc - 1, argv + 1);
-
-        rc = bench_parse_opts(argc, argv, &prog, &o);
-        if (rc != BENCH_EXIT_OK)
-                return rc == BENCH_OPTS_HELP ? BENCH_EXIT_OK : rc;
+        rc = bench_main_start(&prog, argc, argv, &o);
+        if (rc >= 0)
+                return rc;
+        rc = BENCH_EXIT_OK;
         if (!harness_kcat_available() &&
             (o.only & ((1u << M_PIPE) | (1u << M_PRODUCE)))) {
                 bench_errorf("kcat not found (set KCAT or PATH): measurements "
@@ -633,6 +584,8 @@ int main(int argc, char **argv) {
         r.b.o     = &o;
         r.b.self  = self;
         r.all     = calloc((size_t)o.runs, sizeof(*r.all));
+        r.b.res   = r.res;
+        r.b.all   = r.all;
         r.expect  = calloc((size_t)o.partitions, sizeof(*r.expect));
         r.scratch = calloc((size_t)o.partitions, sizeof(*r.scratch));
         if (!r.all || !r.expect || !r.scratch) {
@@ -657,7 +610,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
 
         r.records_file = records_file;
-        rc = bench_run(&prog, &r.b, dir);
+        rc             = bench_run(&prog, &r.b, dir);
 out:
         free(r.expect);
         free(r.scratch);

@@ -100,11 +100,7 @@
 
 enum meas { M_UNIFY, M_BARE, M_BARE_Q, M_CNT };
 
-static const struct {
-        char        letter;
-        const char *name; /* machine-readable */
-        const char *label;
-} meas_info[M_CNT] = {
+static const struct bench_meas_info meas_info[M_CNT] = {
     {'a', "unify", "aagw unify stage"},
     {'b', "bare", "bare pipe"},
     {'c', "bare_unifyq", "bare pipe, unify's queue"},
@@ -159,7 +155,7 @@ struct round {
         int64_t *scratch;
         int64_t  n_src, n_rem;
         struct result res[M_CNT];
-        struct result (*all)[M_CNT]; /* every run's res */
+        struct result (*all)[M_CNT]; /* every run's res (b.all) */
 };
 
 /* ----------------------------------------------------------- RECORDS --- */
@@ -209,8 +205,8 @@ static int retention_check(struct round *r, const char *topic, char *errstr,
                            size_t errstr_size) {
         int64_t sum;
 
-        if (bench_watermarks(r->b.east_rk, topic, r->b.o->partitions, true, NULL,
-                             &sum, errstr, errstr_size))
+        if (bench_watermarks(r->b.east_rk, topic, r->b.o->partitions, true,
+                             NULL, &sum, errstr, errstr_size))
                 return -1;
         if (sum) {
                 snprintf(errstr, errstr_size,
@@ -270,11 +266,11 @@ static int preload(struct round *r, const struct names *t, char *errstr,
         struct bench_preload     pl = {0}, wpl = {0};
         rd_kafka_t              *rk = NULL, *wrk = NULL;
         rd_kafka_topic_t        *src = NULL, *rem = NULL, *wsrc = NULL;
-        char                    *val  = malloc(o->value_size + 1);
-        int64_t             *woff = calloc((size_t)o->partitions, sizeof(*woff));
-        struct aagw_verdict *v    = malloc(sizeof(*v));
-        int64_t              ts   = (int64_t)time(NULL) * 1000;
-        int                  rc   = -1;
+        char                    *val = malloc(o->value_size + 1);
+        int64_t *woff           = calloc((size_t)o->partitions, sizeof(*woff));
+        struct aagw_verdict *v  = malloc(sizeof(*v));
+        int64_t              ts = (int64_t)time(NULL) * 1000;
+        int                  rc = -1;
         char                 key[32];
 
         if (!val || !woff || !v) {
@@ -283,8 +279,8 @@ static int preload(struct round *r, const struct names *t, char *errstr,
         }
         if (!(rk = bench_preload_producer(r->b.east, &pl, errstr,
                                           errstr_size)) ||
-            !(wrk = bench_preload_producer(r->b.west, &wpl, errstr,
-                                           errstr_size)))
+            !(wrk =
+                  bench_preload_producer(r->b.west, &wpl, errstr, errstr_size)))
                 goto out;
         src  = rd_kafka_topic_new(rk, t->src, NULL);
         rem  = rd_kafka_topic_new(rk, t->remote, NULL);
@@ -567,10 +563,9 @@ static void build_argv(struct round *r, enum meas m, const struct names *t,
         /* b, c: T and west.T; the unify stage writes at its site. */
         srcs = bench_buf_printf(buf, bufsize, &off, "%s,%s", t->src, t->remote);
         if (m == M_BARE_Q)
-                bench_bare_argv(&r->b, argv, srcs, r->b.east, t->dst,
-                                unify_queue_props,
-                                sizeof(unify_queue_props) /
-                                    sizeof(unify_queue_props[0]));
+                bench_bare_argv(
+                    &r->b, argv, srcs, r->b.east, t->dst, unify_queue_props,
+                    sizeof(unify_queue_props) / sizeof(unify_queue_props[0]));
         else
                 bench_bare_argv(&r->b, argv, srcs, r->b.east, t->dst, NULL, 0);
 }
@@ -628,9 +623,8 @@ static int measure(struct bench_round *b, int mi) {
         /* A wrapper (perf record) passes SIGTERM on and reports the
          * signal; the checks below still decide. */
         if (bench_meas_stop(&mm, true) ||
-            bench_meas_exit_ok(&mm, m == M_UNIFY && o->aagw_prefix
-                                        ? o->aagw_prefix[0]
-                                        : NULL))
+            bench_meas_exit_ok(
+                &mm, m == M_UNIFY && o->aagw_prefix ? o->aagw_prefix[0] : NULL))
                 goto out;
 
         /* After the exit: nothing lost, nothing written twice. */
@@ -646,10 +640,10 @@ static int measure(struct bench_round *b, int mi) {
                             "%s; expected in %" PRId64 " accepted %" PRId64
                             " dropped %" PRId64 " out %" PRId64
                             ", the rest 0 (see %s)",
-                            mm.tag, res->us.in, res->us.accepted, res->us.dropped,
-                            res->us.superseded, res->us.identical,
-                            res->us.rejected, res->us.out, res->us.recovered,
-                            res->us.inflight,
+                            mm.tag, res->us.in, res->us.accepted,
+                            res->us.dropped, res->us.superseded,
+                            res->us.identical, res->us.rejected, res->us.out,
+                            res->us.recovered, res->us.inflight,
                             res->us.seen ? "" : " (no STATS line)", in,
                             r->n_src, r->n_rem, r->n_src, mm.err);
                         goto out;
@@ -677,9 +671,9 @@ static int measure(struct bench_round *b, int mi) {
                                      " distinct ids of %" PRId64 ", %" PRId64
                                      " ids seen more than once, %" PRId64
                                      " bad keys, %" PRId64 " bad values",
-                                     mm.tag, t.dst, res->rb.records, res->rb.distinct,
-                               want, res->rb.repeated, res->rb.bad_key,
-                               res->rb.bad_value);
+                                     mm.tag, t.dst, res->rb.records,
+                                     res->rb.distinct, want, res->rb.repeated,
+                                     res->rb.bad_key, res->rb.bad_value);
                         goto out;
                 }
         } else if (counts_check(r, t.dst, r->exp_src, r->exp_rem, "target",
@@ -759,15 +753,13 @@ out:
 /* ------------------------------------------------------------ REPORT --- */
 
 static double ratio(const struct result *res, enum meas x, enum meas y) {
-        if (!res[x].valid || !res[y].valid)
-                return NAN;
-        return res[x].steady_in_rps / res[y].steady_in_rps;
+        return bench_ratio(res, sizeof(*res),
+                           offsetof(struct result, steady_in_rps), x, y);
 }
 
 static double cpu_ratio(const struct result *res, enum meas x, enum meas y) {
-        if (!res[x].valid || !res[y].valid)
-                return NAN;
-        return res[x].cpu_steady_per_m / res[y].cpu_steady_per_m;
+        return bench_ratio(res, sizeof(*res),
+                           offsetof(struct result, cpu_steady_per_m), x, y);
 }
 
 static void print_round(const struct round *r) {
@@ -782,19 +774,12 @@ static void print_round(const struct round *r) {
                "measurement", "in rec/s", "out rec/s", "wall in/s", "start s",
                "steady s", "CPU/1M", "life/1M", "mock/1M", "others");
         for (int m = 0; m < M_CNT; m++) {
-                char label[48];
-
-                if (!(r->b.o->only & (1u << m)))
+                if (!(r->b.o->only & (1u << m)) ||
+                    !bench_print_row(&meas_info[m], res[m].valid, 28, 11))
                         continue;
-                snprintf(label, sizeof(label), "%c %s", meas_info[m].letter,
-                         meas_info[m].label);
-                if (!res[m].valid) {
-                        printf("  %-28s %11s\n", label, "FAILED");
-                        continue;
-                }
-                printf("  %-28s %11.0f %11.0f %10.0f %7.2f %7.2f %8.2f %8.2f "
+                printf(" %11.0f %11.0f %10.0f %7.2f %7.2f %8.2f %8.2f "
                        "%8.2f %6.2f\n",
-                       label, res[m].steady_in_rps, res[m].steady_out_rps,
+                       res[m].steady_in_rps, res[m].steady_out_rps,
                        res[m].wall_in_rps, res[m].startup_s, res[m].steady_s,
                        res[m].cpu_steady_per_m, res[m].cpu_life_per_m,
                        res[m].mock_cpu_per_m, res[m].others_cores);
@@ -823,34 +808,25 @@ static void print_round(const struct round *r) {
         fflush(stdout);
 }
 
-static void print_summary(const struct bench_opts *o,
-                          struct result (*res)[M_CNT]) {
+static void print_summary(const struct bench_opts *o, const void *all) {
         static const struct bench_field fields[] = {
             {"steady in rec/s", offsetof(struct result, steady_in_rps), 0},
-            {"CPU s/1M (steady)", offsetof(struct result, cpu_steady_per_m),
-             2},
+            {"CPU s/1M (steady)", offsetof(struct result, cpu_steady_per_m), 2},
             {"others (cores)", offsetof(struct result, others_cores), 2},
             {NULL, 0, 0},
         };
-        double *v = calloc((unsigned)o->runs, sizeof(*v));
+        const size_t rps = offsetof(struct result, steady_in_rps);
+        const size_t cpu = offsetof(struct result, cpu_steady_per_m);
+        const struct bench_ratio ratios[] = {
+            {"a/b", rps, M_UNIFY, M_BARE, TARGET_A_B, true},
+            {"(a/c)", rps, M_UNIFY, M_BARE_Q, TARGET_A_B, true},
+            {"(CPU a/b, no target)", cpu, M_UNIFY, M_BARE, NAN, false},
+            {"(CPU a/c, no target)", cpu, M_UNIFY, M_BARE_Q, NAN, false},
+            {NULL, 0, 0, 0, 0, false},
+        };
 
-        if (!v)
-                return;
-        bench_print_fields(o, M_CNT, res, sizeof(res[0][0]), fields);
-        printf("targets:\n");
-        for (int k = 0; k < o->runs; k++)
-                v[k] = ratio(res[k], M_UNIFY, M_BARE);
-        bench_print_target("a/b", v, o->runs, TARGET_A_B, true);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = ratio(res[k], M_UNIFY, M_BARE_Q);
-        bench_print_target("(a/c)", v, o->runs, TARGET_A_B, true);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = cpu_ratio(res[k], M_UNIFY, M_BARE);
-        bench_print_range("(CPU a/b, no target)", v, o->runs, 2);
-        for (int k = 0; k < o->runs; k++)
-                v[k] = cpu_ratio(res[k], M_UNIFY, M_BARE_Q);
-        bench_print_range("(CPU a/c, no target)", v, o->runs, 2);
-        free(v);
+        bench_print_summary(o, M_CNT, all, sizeof(struct result), fields,
+                            ratios);
 }
 
 /* -------------------------------------------------------------- MAIN --- */
@@ -881,30 +857,18 @@ static void usage(FILE *out) {
             "  -r, --runs K          rounds, each with a fresh sandbox "
             "(default 1)\n"
             "  -m, --only LETTERS    measure only these of abc (default "
-            "abc)\n"
-            "  -p, --partitions P    partitions per topic (default 64)\n"
-            "  -b, --brokers B       brokers per cluster (default 3)\n"
-            "  -s, --value-size S    value bytes (default 200)\n"
-            "      --poll-ms MS      target polling interval (default "
-            "20)\n"
-            "      --aagw-prefix CMD run aagw under CMD (words split on "
-            "spaces), e.g.\n"
-            "                        'perf record -g -o /tmp/aagw.data "
-            "--'; its CPU\n"
-            "                        figures then include CMD's\n"
-            "      --aagw-arg ARG    append ARG to aagw's command line "
-            "(repeat), e.g.\n"
-            "                        --aagw-arg=--set --aagw-arg=KEY=VALUE\n"
-            "      --bare-prop consumer.K=V|producer.K=V\n"
-            "                        a librdkafka property for b and c "
-            "(repeat)\n"
-            "  -k, --keep            keep the log directory\n"
-            "  -h, --help            this text\n"
-            "\n"
-            "Environment: AAGW_BIN (default: the aagw of this build), "
-            "TMPDIR.\n"
-            "Exit status: 0 all measurements valid, 1 a measurement "
-            "failed, 2 usage.\n");
+            "abc)\n");
+        bench_usage_common(out);
+        fprintf(out,
+                "                        a librdkafka property for b and c "
+                "(repeat)\n"
+                "  -k, --keep            keep the log directory\n"
+                "  -h, --help            this text\n"
+                "\n"
+                "Environment: AAGW_BIN (default: the aagw of this build), "
+                "TMPDIR.\n"
+                "Exit status: 0 all measurements valid, 1 a measurement "
+                "failed, 2 usage.\n");
 }
 
 /* This program's own options (bench_cli.own_opt). */
@@ -972,7 +936,6 @@ static int round_start(struct bench_round *b) {
         char                     key[32];
         rd_kafka_topic_t        *rkt;
 
-        memset(r->res, 0, sizeof(r->res)); /* nothing valid yet */
         /* Every topic on both clusters (the sandbox cannot do otherwise);
          * at west they stay empty. */
         for (int m = 0; m < M_CNT; m++) {
@@ -1007,21 +970,16 @@ static int round_start(struct bench_round *b) {
         return 0;
 }
 
-static void summary(struct bench_round *b) {
-        print_summary(b->o, ((struct round *)b)->all);
-}
-
 static void round_end(struct bench_round *b) {
-        struct round *r = (struct round *)b;
-
-        print_round(r);
-        memcpy(r->all[b->run], r->res, sizeof(r->res));
+        print_round((const struct round *)b);
 }
 
 int main(int argc, char **argv) {
-        static struct unify_opts u = {.dup_pct = 10, .id = ID_KEY};
+        static struct unify_opts       u    = {.dup_pct = 10, .id = ID_KEY};
         static const struct bench_prog prog = {
+            .name           = PROG,
             .meas_cnt       = M_CNT,
+            .res_size       = sizeof(struct result) * M_CNT,
             .min_value_size = 48,
             .shortopts      = "d:i:",
             .longopts       = unify_longopts,
@@ -1031,21 +989,18 @@ int main(int argc, char **argv) {
             .round_start    = round_start,
             .measure        = measure,
             .round_end      = round_end,
-            .summary        = summary,
+            .summary        = print_summary,
         };
-        struct bench_opts              o;
-        struct round                   r;
-        char                          *dir = NULL;
-        char                           self[PATH_MAX];
-        int                            rc;
+        struct bench_opts o;
+        struct round      r;
+        char             *dir = NULL;
+        char              self[PATH_MAX];
+        int               rc;
 
-        bench_set_prog(PROG);
-        if (argc > 1 && !strcmp(argv[1], "--bare"))
-                return bench_bare_main(PROG, argc - 1, argv + 1);
-
-        rc = bench_parse_opts(argc, argv, &prog, &o);
-        if (rc != BENCH_EXIT_OK)
-                return rc == BENCH_OPTS_HELP ? BENCH_EXIT_OK : rc;
+        rc = bench_main_start(&prog, argc, argv, &o);
+        if (rc >= 0)
+                return rc;
+        rc = BENCH_EXIT_OK;
         memset(&r, 0, sizeof(r));
         r.b.o = &o;
         r.u   = &u;
@@ -1060,6 +1015,8 @@ int main(int argc, char **argv) {
         }
         r.b.self  = self;
         r.all     = calloc((size_t)o.runs, sizeof(*r.all));
+        r.b.res   = r.res;
+        r.b.all   = r.all;
         r.exp_src = calloc((size_t)o.partitions, sizeof(*r.exp_src));
         r.exp_rem = calloc((size_t)o.partitions, sizeof(*r.exp_rem));
         r.scratch = calloc((size_t)o.partitions, sizeof(*r.scratch));

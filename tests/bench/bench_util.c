@@ -62,7 +62,7 @@ void bench_nap_ms(int ms) {
 /* A configuration with 'bootstraps' and 'props' (name, value pairs,
  * NULL-terminated; may be NULL).  @returns it, or NULL with the reason
  * in 'errstr'. */
-static rd_kafka_conf_t *conf_new(const char *bootstraps,
+static rd_kafka_conf_t *conf_new(const char        *bootstraps,
                                  const char *const *props, char *errstr,
                                  size_t errstr_size) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -83,18 +83,15 @@ fail:
 rd_kafka_t *bench_client_new(rd_kafka_type_t type, const char *bootstraps,
                              const char *const *props, char *errstr,
                              size_t errstr_size) {
-        rd_kafka_conf_t *conf = conf_new(bootstraps, NULL, errstr, errstr_size);
-        rd_kafka_t      *rk;
+        rd_kafka_conf_t *conf =
+            conf_new(bootstraps, props, errstr, errstr_size);
+        rd_kafka_t *rk;
 
         if (!conf)
                 return NULL;
         if (rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", errstr,
                               errstr_size))
                 goto fail;
-        for (size_t i = 0; props && props[i]; i += 2)
-                if (rd_kafka_conf_set(conf, props[i], props[i + 1], errstr,
-                                      errstr_size))
-                        goto fail;
         rk = rd_kafka_new(type, conf, errstr, errstr_size);
         if (rk)
                 return rk;
@@ -381,7 +378,7 @@ static void preload_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
         }
 }
 
-rd_kafka_t *bench_preload_producer(const char *bootstraps,
+rd_kafka_t *bench_preload_producer(const char           *bootstraps,
                                    struct bench_preload *pl, char *errstr,
                                    size_t errstr_size) {
         /* clang-format off */
@@ -392,8 +389,9 @@ rd_kafka_t *bench_preload_producer(const char *bootstraps,
                                      "enable.idempotence", "true",
                                      NULL};
         /* clang-format on */
-        rd_kafka_conf_t *conf = conf_new(bootstraps, props, errstr, errstr_size);
-        rd_kafka_t      *rk;
+        rd_kafka_conf_t *conf =
+            conf_new(bootstraps, props, errstr, errstr_size);
+        rd_kafka_t *rk;
 
         if (!conf)
                 return NULL;
@@ -608,6 +606,37 @@ bad:
         return BENCH_EXIT_USAGE;
 }
 
+int bench_main_start(const struct bench_prog *p, int argc, char **argv,
+                     struct bench_opts *o) {
+        int rc;
+
+        bench_set_prog(p->name);
+        if (argc > 1 && !strcmp(argv[1], "--bare"))
+                return bench_bare_main(p->name, argc - 1, argv + 1);
+        rc = bench_parse_opts(argc, argv, p, o);
+        if (rc == BENCH_OPTS_HELP)
+                return BENCH_EXIT_OK;
+        return rc == BENCH_EXIT_OK ? -1 : rc;
+}
+
+void bench_usage_common(FILE *out) {
+        fputs("  -p, --partitions P    partitions per topic (default 64)\n"
+              "  -b, --brokers B       brokers per cluster (default 3)\n"
+              "  -s, --value-size S    value bytes (default 200)\n"
+              "      --poll-ms MS      target polling interval (default "
+              "20)\n"
+              "      --aagw-prefix CMD run aagw under CMD (words split on "
+              "spaces), e.g.\n"
+              "                        'perf record -g -o /tmp/aagw.data "
+              "--'; its CPU\n"
+              "                        figures then include CMD's\n"
+              "      --aagw-arg ARG    append ARG to aagw's command line "
+              "(repeat), e.g.\n"
+              "                        --aagw-arg=--set --aagw-arg=KEY=VALUE\n"
+              "      --bare-prop consumer.K=V|producer.K=V\n",
+              out);
+}
+
 char *bench_setup(const char *aagw_bin, const char *tag, char *self,
                   size_t self_size) {
         ssize_t sl;
@@ -735,7 +764,8 @@ void bench_sandbox_stop(struct bench_round *r) {
                 harness_proc_signal(r->sandbox, SIGTERM);
                 if (harness_proc_wait(r->sandbox, BENCH_STOP_TIMEOUT_MS,
                                       &status) != AAGW_OK)
-                        bench_errorf("sandbox: did not stop on SIGTERM; killed");
+                        bench_errorf(
+                            "sandbox: did not stop on SIGTERM; killed");
                 harness_proc_destroy(r->sandbox);
                 r->sandbox = NULL;
         }
@@ -749,6 +779,7 @@ static int round_run(const struct bench_prog *p, struct bench_round *r) {
         const unsigned only   = r->o->only;
         int            failed = 0;
 
+        memset(r->res, 0, p->res_size); /* nothing valid yet */
         if (p->round_start(r)) {
                 bench_sandbox_stop(r);
                 return -1;
@@ -792,8 +823,10 @@ int bench_run(const struct bench_prog *p, struct bench_round *r,
                 }
                 if (round_run(p, r))
                         failed++;
+                memcpy((char *)r->all + (size_t)k * p->res_size, r->res,
+                       p->res_size);
         }
-        p->summary(r);
+        p->summary(r->o, r->all);
         if (failed) {
                 rc = BENCH_EXIT_RUNTIME;
                 printf("\n%d run%s had invalid measurements; logs kept in "
@@ -936,8 +969,7 @@ int bench_meas_target_empty(struct bench_meas *mm, rd_kafka_t *rk,
                 return -1;
         }
         if (sum) {
-                bench_errorf("%s: target %s is not empty (%" PRId64
-                             " records)",
+                bench_errorf("%s: target %s is not empty (%" PRId64 " records)",
                              mm->tag, topic, sum);
                 return -1;
         }
@@ -947,8 +979,8 @@ int bench_meas_target_empty(struct bench_meas *mm, rd_kafka_t *rk,
 /* One poll's verdict on the measured program: 0 go on, 1 done, -1
  * failed (reason printed). */
 static int watch_check(struct bench_meas *mm, const struct bench_round *r,
-                       const char *topic, int64_t sum, int64_t want,
-                       double now, double t_last_progress) {
+                       const char *topic, int64_t sum, int64_t want, double now,
+                       double t_last_progress) {
         int sb_status;
 
         if (sum > want) {
@@ -966,8 +998,8 @@ static int watch_check(struct bench_meas *mm, const struct bench_round *r,
                              mm->tag, harness_exit_code(sb_status), sum, want);
                 return -1;
         }
-        if (!mm->exited && harness_proc_wait(mm->proc, 0, &mm->status) ==
-                               AAGW_OK) {
+        if (!mm->exited &&
+            harness_proc_wait(mm->proc, 0, &mm->status) == AAGW_OK) {
                 mm->exited = true;
                 mm->t_exit = now;
         }
@@ -978,7 +1010,8 @@ static int watch_check(struct bench_meas *mm, const struct bench_round *r,
                              sum, want, mm->err);
                 return -1;
         }
-        if (mm->t_first == 0 && now - mm->t0 > BENCH_START_TIMEOUT_MS / 1000.0) {
+        if (mm->t_first == 0 &&
+            now - mm->t0 > BENCH_START_TIMEOUT_MS / 1000.0) {
                 bench_errorf("%s: no record at the target after %d s (see %s)",
                              mm->tag, BENCH_START_TIMEOUT_MS / 1000, mm->err);
                 return -1;
@@ -1002,9 +1035,9 @@ int bench_meas_run(struct bench_meas *mm, const struct bench_round *r,
         double  t_last_progress = t0;
         int64_t sum = 0, last_sum = -1;
 
-        mm->t0   = t0;
-        mm->proc = harness_proc_spawn(argv, mm->out, mm->err, errstr,
-                                      sizeof(errstr));
+        mm->t0 = t0;
+        mm->proc =
+            harness_proc_spawn(argv, mm->out, mm->err, errstr, sizeof(errstr));
         if (!mm->proc) {
                 bench_errorf("%s: %s", mm->tag, errstr);
                 return -1;
@@ -1140,10 +1173,42 @@ void bench_print_target(const char *what, const double *v, int n, double target,
                           : "  (MISSED)");
 }
 
-void bench_print_fields(const struct bench_opts *o, int meas_cnt,
-                        const void *res, size_t res_size,
-                        const struct bench_field *f) {
-        double *v = calloc((unsigned)o->runs, sizeof(*v));
+bool bench_print_row(const struct bench_meas_info *mi, bool valid, int width,
+                     int failed_width) {
+        char label[64];
+
+        snprintf(label, sizeof(label), "%c %s", mi->letter, mi->label);
+        if (valid) {
+                printf("  %-*s", width, label);
+                return true;
+        }
+        printf("  %-*s %*s\n", width, label, failed_width, "FAILED");
+        return false;
+}
+
+/* The figure at 'off' of result 'i' of 'res' (results of 'size' bytes),
+ * or NAN if that result is not valid. */
+static double figure(const void *res, size_t size, size_t i, size_t off) {
+        const char *p = (const char *)res + i * size;
+        double      d;
+
+        if (!*(const bool *)p)
+                return NAN;
+        memcpy(&d, p + off, sizeof(d));
+        return d;
+}
+
+double bench_ratio(const void *res, size_t size, size_t off, int x, int y) {
+        return figure(res, size, (size_t)x, off) /
+               figure(res, size, (size_t)y, off);
+}
+
+void bench_print_summary(const struct bench_opts *o, int meas_cnt,
+                         const void *all, size_t size,
+                         const struct bench_field *f,
+                         const struct bench_ratio *q) {
+        const size_t run_size = size * (size_t)meas_cnt;
+        double      *v        = calloc((unsigned)o->runs, sizeof(*v));
 
         if (!v)
                 return;
@@ -1156,20 +1221,27 @@ void bench_print_fields(const struct bench_opts *o, int meas_cnt,
                 for (const struct bench_field *x = f; x->label; x++) {
                         char label[64];
 
-                        for (int k = 0; k < o->runs; k++) {
-                                const char *p = (const char *)res +
-                                                ((size_t)k * (size_t)meas_cnt +
-                                                 (size_t)m) *
-                                                    res_size;
-                                double      d;
-
-                                memcpy(&d, p + x->off, sizeof(d));
-                                v[k] = *(const bool *)p ? d : NAN;
-                        }
+                        for (int k = 0; k < o->runs; k++)
+                                v[k] = figure(all, size,
+                                              (size_t)k * (size_t)meas_cnt +
+                                                  (size_t)m,
+                                              x->off);
                         snprintf(label, sizeof(label), "%c %s", 'a' + m,
                                  x->label);
                         bench_print_range(label, v, o->runs, x->decimals);
                 }
+        }
+        printf("targets:\n");
+        for (; q->what; q++) {
+                for (int k = 0; k < o->runs; k++)
+                        v[k] = bench_ratio((const char *)all +
+                                               (size_t)k * run_size,
+                                           size, q->off, q->x, q->y);
+                if (isnan(q->target))
+                        bench_print_range(q->what, v, o->runs, 2);
+                else
+                        bench_print_target(q->what, v, o->runs, q->target,
+                                           q->at_least);
         }
         free(v);
 }
@@ -1264,9 +1336,10 @@ static rd_kafka_t *bare_client(rd_kafka_type_t type, const char *bootstraps,
                                const char *const *props, const char *role,
                                int extra_cnt, char **extra, char *errstr,
                                size_t errstr_size) {
-        rd_kafka_conf_t *conf = conf_new(bootstraps, props, errstr, errstr_size);
-        rd_kafka_t      *rk;
-        size_t           rlen = strlen(role);
+        rd_kafka_conf_t *conf =
+            conf_new(bootstraps, props, errstr, errstr_size);
+        rd_kafka_t *rk;
+        size_t      rlen = strlen(role);
 
         if (!conf)
                 return NULL;

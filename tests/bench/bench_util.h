@@ -29,8 +29,8 @@
 
 enum { BENCH_EXIT_OK = 0, BENCH_EXIT_RUNTIME = 1, BENCH_EXIT_USAGE = 2 };
 
-#define BENCH_KAFKA_TIMEOUT_MS 10000 /* one metadata / ListOffsets call */
-#define BENCH_FLUSH_TIMEOUT_MS 60000 /* the bare loop's flush at SIGTERM */
+#define BENCH_KAFKA_TIMEOUT_MS 10000   /* one metadata / ListOffsets call */
+#define BENCH_FLUSH_TIMEOUT_MS 60000   /* the bare loop's flush at SIGTERM */
 #define BENCH_SANDBOX_TIMEOUT_MS 60000 /* sandbox up, topics created */
 #define BENCH_START_TIMEOUT_MS 90000   /* spawn -> first record at target */
 #define BENCH_STALL_TIMEOUT_MS 30000   /* no progress at the target */
@@ -160,7 +160,7 @@ struct bench_preload {
  * reports count into @p pl (which must outlive it).
  * @returns the producer, or NULL with the reason in @p errstr.
  */
-rd_kafka_t *bench_preload_producer(const char *bootstraps,
+rd_kafka_t *bench_preload_producer(const char           *bootstraps,
                                    struct bench_preload *pl, char *errstr,
                                    size_t errstr_size);
 
@@ -182,7 +182,7 @@ int bench_counts_check(rd_kafka_t *rk, const char *topic, int cnt,
 
 /* ------------------------------------------------------------- OPTIONS -- */
 
-#define BENCH_LIST_MAX 32 /* --aagw-arg, --bare-prop */
+#define BENCH_LIST_MAX 32    /* --aagw-arg, --bare-prop */
 #define BENCH_OPTS_HELP (-1) /* bench_parse_opts(): help printed, exit 0 */
 
 /** The options every benchmark program has (docs/benchmarks.md). */
@@ -193,9 +193,9 @@ struct bench_opts {
         int         brokers;
         size_t      value_size;
         int         poll_ms;
-        unsigned    only;          /* bit per measurement */
+        unsigned    only; /* bit per measurement */
         bool        keep;
-        char      **aagw_prefix;   /* NULL-terminated, or NULL */
+        char      **aagw_prefix;               /* NULL-terminated, or NULL */
         const char *aagw_args[BENCH_LIST_MAX]; /* appended to aagw's argv */
         int         aagw_argc;
         const char *bare_props[BENCH_LIST_MAX]; /* consumer.K=V producer.K=V */
@@ -212,6 +212,20 @@ struct bench_opts {
  */
 struct bench_prog;
 int bench_parse_opts(int argc, char **argv, const struct bench_prog *p,
+                     struct bench_opts *o);
+
+/** Print the usage lines of the common options from --partitions to
+ *  "--bare-prop consumer.K=V|producer.K=V" (its description is the
+ *  program's). */
+void bench_usage_common(FILE *out);
+
+/**
+ * @brief The start of main(): take @p p->name for messages, run the bare
+ * loop if argv[1] is "--bare", else parse the options into @p o.
+ * @returns -1 to go on, else the exit status to return (help, usage
+ * error, the bare loop's).
+ */
+int bench_main_start(const struct bench_prog *p, int argc, char **argv,
                      struct bench_opts *o);
 
 /**
@@ -244,14 +258,25 @@ struct bench_round {
         harness_bootstraps_t    *bs;
         const char              *east, *west;       /* borrowed from bs */
         rd_kafka_t              *east_rk, *west_rk; /* west_rk: if asked */
+        void *res; /* this run's results (res_size bytes), zeroed per run */
+        void *all; /* o->runs copies of res, one per run */
+};
+
+/** One measurement of a program, at index letter - 'a'. */
+struct bench_meas_info {
+        char        letter;
+        const char *name; /* machine-readable */
+        const char *label;
 };
 
 /** A program: its measurements, its own options, its rounds. */
 struct bench_prog {
-        int    meas_cnt;       /* letters 'a' .. 'a' + meas_cnt - 1 */
-        size_t min_value_size; /* --value-size */
-        const char          *shortopts; /* own options, e.g. "d:i:", or NULL */
-        const struct option *longopts;  /* {NULL}-terminated, or NULL */
+        const char *name;           /* "bench_unify": messages, --bare */
+        int         meas_cnt;       /* letters 'a' .. 'a' + meas_cnt - 1 */
+        size_t      res_size;       /* one run's results (every measurement) */
+        size_t      min_value_size; /* --value-size */
+        const char *shortopts;      /* own options, e.g. "d:i:", or NULL */
+        const struct option *longopts; /* {NULL}-terminated, or NULL */
         /* Take own option 'opt' with 'arg'.  @returns false if 'arg' is
          * invalid.  NULL without own options. */
         bool (*own_opt)(int opt, const char *arg, void *ctx);
@@ -262,10 +287,10 @@ struct bench_prog {
         int (*round_start)(struct bench_round *r);
         /* Measurement 'm' (0-based): @returns 0, or -1 (reason printed). */
         int (*measure)(struct bench_round *r, int m);
-        /* After the measurements and the sandbox's stop: print, save. */
+        /* After the measurements and the sandbox's stop: print. */
         void (*round_end)(struct bench_round *r);
-        /* After the last run: the summary over all runs. */
-        void (*summary)(struct bench_round *r);
+        /* After the last run: the summary over o->runs results in 'all'. */
+        void (*summary)(const struct bench_opts *o, const void *all);
 };
 
 /**
@@ -285,7 +310,8 @@ void bench_sandbox_stop(struct bench_round *r);
  * @brief The runs: per run a directory "runK" below @p dir, then
  * round_start, the measurements of o->only in an order that rotates from
  * run to run (so that none always runs first, cold, or last, after the
- * most load), the sandbox's stop and round_end; then the summary, and
+ * most load), the sandbox's stop and round_end, and res saved to all;
+ * then the summary, and
  * @p dir removed if every measurement was valid (unless --keep).
  * @returns the exit status: BENCH_EXIT_OK if every measurement was valid.
  */
@@ -344,7 +370,7 @@ struct bench_meas {
         char            tag[32]; /* "run1-a" */
         const char     *label;   /* for messages */
         char           *out, *err, *statedir, *trace_path, *threads_path;
-        FILE           *trace;   /* seconds, records at the target */
+        FILE           *trace; /* seconds, records at the target */
         harness_proc_t *proc;
         double          t0, t_first, t_done, t_exit;
         int64_t         first_cnt; /* at the target at the first sighting */
@@ -407,6 +433,15 @@ void bench_print_range(const char *what, const double *v, int n, int decimals);
 void bench_print_target(const char *what, const double *v, int n, double target,
                         bool at_least);
 
+/**
+ * @brief Start measurement @p m's row of a round's table: "  x label"
+ * padded to @p width; if not @p valid, "FAILED" in a column of
+ * @p failed_width and the end of the line.
+ * @returns true if the caller prints the figures and the end of the line.
+ */
+bool bench_print_row(const struct bench_meas_info *mi, bool valid, int width,
+                     int failed_width);
+
 /** A figure of a measurement's result: its offset and label in the
  *  summary ("X label"), and the decimals. */
 struct bench_field {
@@ -415,15 +450,33 @@ struct bench_field {
         int         decimals;
 };
 
+/** The ratio of a figure of measurement x over that of y in one run,
+ *  against a target or (target NAN) none. */
+struct bench_ratio {
+        const char *what;
+        size_t      off; /* of a double */
+        int         x, y;
+        double      target;
+        bool        at_least;
+};
+
 /**
- * @brief Print the summary's header and, for each measurement in o->only,
- * the range of every field of @p f ({NULL}-terminated) over the runs.
- * @p res holds o->runs x @p meas_cnt results of @p res_size bytes each,
- * whose first member is "bool valid"; invalid ones do not count.
+ * @returns the figure at @p off of measurement @p x over that of @p y in
+ * @p res (one run: an array of results of @p size bytes each, whose first
+ * member is "bool valid"), or NAN if either is not valid.
  */
-void bench_print_fields(const struct bench_opts *o, int meas_cnt,
-                        const void *res, size_t res_size,
-                        const struct bench_field *f);
+double bench_ratio(const void *res, size_t size, size_t off, int x, int y);
+
+/**
+ * @brief The summary over the runs: a header; for each measurement in
+ * o->only the range of every field of @p f ({NULL}-terminated); then
+ * "targets:" and every ratio of @p q ({NULL}-terminated) per run.
+ * @p all holds o->runs x @p meas_cnt results of @p size bytes each.
+ */
+void bench_print_summary(const struct bench_opts *o, int meas_cnt,
+                         const void *all, size_t size,
+                         const struct bench_field *f,
+                         const struct bench_ratio *q);
 
 /* ----------------------------------------------------------- BARE LOOP -- */
 
