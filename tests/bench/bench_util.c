@@ -2,23 +2,48 @@
  * tests/bench/bench_util.c: what the benchmark programs share (see
  * bench_util.h).  Moved out of bench_replicate.c when bench_unify.c came
  * along; behaviour unchanged, except that the bare loop now reads a
- * comma-separated list of source topics.
+ * comma-separated list of source topics.  The options, the sandbox, the
+ * measurement skeleton and the run loop followed when bench_unify.c had
+ * grown a copy of each.
  */
 #include "bench_util.h"
 
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
+
+/* ------------------------------------------------------------- PROGRAM -- */
+
+static const char *prog_name = "bench";
+
+void bench_set_prog(const char *prog) {
+        prog_name = prog;
+}
+
+void bench_errorf(const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "%s: ", prog_name);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
 
 /* ---------------------------------------------------------------- TIME -- */
 
@@ -34,21 +59,39 @@ void bench_nap_ms(int ms) {
 
 /* --------------------------------------------------------------- KAFKA -- */
 
-rd_kafka_t *bench_client_new(rd_kafka_type_t type, const char *bootstraps,
-                             const char *const *props, char *errstr,
-                             size_t errstr_size) {
+/* A configuration with 'bootstraps' and 'props' (name, value pairs,
+ * NULL-terminated; may be NULL).  @returns it, or NULL with the reason
+ * in 'errstr'. */
+static rd_kafka_conf_t *conf_new(const char        *bootstraps,
+                                 const char *const *props, char *errstr,
+                                 size_t errstr_size) {
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        rd_kafka_t      *rk;
 
         if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps, errstr,
-                              errstr_size) ||
-            rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", errstr,
                               errstr_size))
                 goto fail;
         for (size_t i = 0; props && props[i]; i += 2)
                 if (rd_kafka_conf_set(conf, props[i], props[i + 1], errstr,
                                       errstr_size))
                         goto fail;
+        return conf;
+fail:
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+}
+
+rd_kafka_t *bench_client_new(rd_kafka_type_t type, const char *bootstraps,
+                             const char *const *props, char *errstr,
+                             size_t errstr_size) {
+        rd_kafka_conf_t *conf =
+            conf_new(bootstraps, props, errstr, errstr_size);
+        rd_kafka_t *rk;
+
+        if (!conf)
+                return NULL;
+        if (rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", errstr,
+                              errstr_size))
+                goto fail;
         rk = rd_kafka_new(type, conf, errstr, errstr_size);
         if (rk)
                 return rk;
@@ -274,6 +317,809 @@ char **bench_split_words(const char *s) {
         return v;
 }
 
+/* ------------------------------------------------------------- RECORDS -- */
+
+size_t bench_rec_key(size_t i, char *key, size_t size) {
+        return (size_t)snprintf(key, size, "k%010zu", i);
+}
+
+void bench_rec_value(size_t i, char *val, size_t vsize, bool json) {
+        size_t j;
+        int    n;
+
+        if (json)
+                n = snprintf(val, vsize + 1, "{\"id\":\"k%010zu\",\"pad\":\"",
+                             i);
+        else
+                n = snprintf(val, vsize + 1, "v%010zu|", i);
+        for (j = n > 0 ? (size_t)n : 0; j < vsize; j++)
+                val[j] = (char)('a' + (i * 7 + j) % 26);
+        if (json) {
+                val[vsize - 2] = '"';
+                val[vsize - 1] = '}';
+        }
+        val[vsize] = '\0';
+}
+
+int32_t bench_rec_partition(rd_kafka_topic_t *rkt, const char *key,
+                            size_t keylen, int partitions) {
+        return rd_kafka_msg_partitioner_consistent(rkt, key, keylen, partitions,
+                                                   NULL, NULL);
+}
+
+size_t bench_rec_vu(rd_kafka_vu_t *vu, rd_kafka_topic_t *rkt, int32_t partition,
+                    const char *key, size_t keylen, const char *val,
+                    size_t vlen) {
+        vu[0].vtype      = RD_KAFKA_VTYPE_RKT;
+        vu[0].u.rkt      = rkt;
+        vu[1].vtype      = RD_KAFKA_VTYPE_PARTITION;
+        vu[1].u.i32      = partition;
+        vu[2].vtype      = RD_KAFKA_VTYPE_MSGFLAGS;
+        vu[2].u.i        = RD_KAFKA_MSG_F_COPY;
+        vu[3].vtype      = RD_KAFKA_VTYPE_KEY;
+        vu[3].u.mem.ptr  = (void *)(uintptr_t)key; /* copied: F_COPY */
+        vu[3].u.mem.size = keylen;
+        vu[4].vtype      = RD_KAFKA_VTYPE_VALUE;
+        vu[4].u.mem.ptr  = (void *)(uintptr_t)val;
+        vu[4].u.mem.size = vlen;
+        return 5;
+}
+
+static void preload_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                       void *opaque) {
+        struct bench_preload *pl = opaque;
+
+        (void)rk;
+        if (!m->err) {
+                pl->delivered++;
+        } else if (pl->failed++ == 0) {
+                snprintf(pl->first_err, sizeof(pl->first_err), "%s",
+                         rd_kafka_err2str(m->err));
+        }
+}
+
+rd_kafka_t *bench_preload_producer(const char           *bootstraps,
+                                   struct bench_preload *pl, char *errstr,
+                                   size_t errstr_size) {
+        /* clang-format off */
+        const char *const props[] = {"acks", "all",
+                                     "linger.ms", "5",
+                                     "batch.num.messages", "10000",
+                                     "queue.buffering.max.messages", "500000",
+                                     "enable.idempotence", "true",
+                                     NULL};
+        /* clang-format on */
+        rd_kafka_conf_t *conf =
+            conf_new(bootstraps, props, errstr, errstr_size);
+        rd_kafka_t *rk;
+
+        if (!conf)
+                return NULL;
+        rd_kafka_conf_set_dr_msg_cb(conf, preload_dr);
+        rd_kafka_conf_set_opaque(conf, pl);
+        rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errstr_size);
+        if (!rk)
+                rd_kafka_conf_destroy(conf);
+        return rk;
+}
+
+int bench_produce(rd_kafka_t *rk, const rd_kafka_vu_t *vu, size_t cnt,
+                  const char *topic, char *errstr, size_t errstr_size) {
+        for (;;) {
+                rd_kafka_error_t   *error = rd_kafka_produceva(rk, vu, cnt);
+                rd_kafka_resp_err_t err   = error ? rd_kafka_error_code(error)
+                                                  : RD_KAFKA_RESP_ERR_NO_ERROR;
+
+                if (error)
+                        rd_kafka_error_destroy(error);
+                if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                        rd_kafka_poll(rk, 10);
+                        continue;
+                }
+                if (err) {
+                        snprintf(errstr, errstr_size, "preload %s: %s", topic,
+                                 rd_kafka_err2str(err));
+                        return -1;
+                }
+                rd_kafka_poll(rk, 0);
+                return 0;
+        }
+}
+
+int bench_counts_check(rd_kafka_t *rk, const char *topic, int cnt,
+                       const int64_t *expect, const int64_t *expect2,
+                       int64_t *scratch, const char *what, char *errstr,
+                       size_t errstr_size) {
+        int64_t sum, total = 0;
+
+        if (bench_watermarks(rk, topic, cnt, false, scratch, &sum, errstr,
+                             errstr_size))
+                return -1;
+        for (int i = 0; i < cnt; i++)
+                total += expect[i] + (expect2 ? expect2[i] : 0);
+        for (int i = 0; i < cnt; i++) {
+                int64_t want = expect[i] + (expect2 ? expect2[i] : 0);
+
+                if (scratch[i] != want) {
+                        snprintf(errstr, errstr_size,
+                                 "%s %s [%d] holds %" PRId64
+                                 " records, expected %" PRId64
+                                 " (total %" PRId64 " of %" PRId64 ")",
+                                 what, topic, i, scratch[i], want, sum, total);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------- OPTIONS -- */
+
+static const struct option common_longopts[] = {
+    {"records", required_argument, NULL, 'n'},
+    {"runs", required_argument, NULL, 'r'},
+    {"only", required_argument, NULL, 'm'},
+    {"partitions", required_argument, NULL, 'p'},
+    {"brokers", required_argument, NULL, 'b'},
+    {"value-size", required_argument, NULL, 's'},
+    {"poll-ms", required_argument, NULL, 'P'},
+    {"aagw-prefix", required_argument, NULL, 'A'},
+    {"aagw-arg", required_argument, NULL, 'X'},
+    {"bare-prop", required_argument, NULL, 'Y'},
+    {"keep", no_argument, NULL, 'k'},
+    {"help", no_argument, NULL, 'h'},
+};
+#define COMMON_LONGOPTS_CNT                                                    \
+        (sizeof(common_longopts) / sizeof(common_longopts[0]))
+#define OWN_LONGOPTS_MAX 16
+
+/* Take common option 'opt' with 'arg' into 'o'.  @returns 1 if taken,
+ * 0 if 'arg' is invalid, -1 if 'opt' is not a common option. */
+static int common_opt(int opt, const char *arg, const struct bench_prog *prog,
+                      struct bench_opts *o) {
+        size_t v;
+
+        switch (opt) {
+        case 'n':
+                return bench_parse_size(arg, 1, 100000000, &o->records);
+        case 'r':
+                if (!bench_parse_size(arg, 1, 100, &v))
+                        return 0;
+                o->runs = (int)v;
+                return 1;
+        case 'p':
+                if (!bench_parse_size(arg, 1, 10000, &v))
+                        return 0;
+                o->partitions = (int)v;
+                return 1;
+        case 'b':
+                if (!bench_parse_size(arg, 1, 16, &v))
+                        return 0;
+                o->brokers = (int)v;
+                return 1;
+        case 's':
+                return bench_parse_size(arg, prog->min_value_size, 100000,
+                                        &o->value_size);
+        case 'P':
+                if (!bench_parse_size(arg, 1, 1000, &v))
+                        return 0;
+                o->poll_ms = (int)v;
+                return 1;
+        case 'm':
+                o->only = 0;
+                for (const char *c = arg; *c; c++) {
+                        if (*c < 'a' || *c >= 'a' + prog->meas_cnt)
+                                return 0;
+                        o->only |= 1u << (*c - 'a');
+                }
+                return o->only != 0;
+        case 'A':
+                o->aagw_prefix = bench_split_words(arg);
+                return o->aagw_prefix != NULL;
+        case 'X':
+                if (o->aagw_argc == BENCH_LIST_MAX)
+                        return 0;
+                o->aagw_args[o->aagw_argc++] = arg;
+                return 1;
+        case 'Y':
+                if (o->bare_propc == BENCH_LIST_MAX || !strchr(arg, '=') ||
+                    (strncmp(arg, "consumer.", 9) &&
+                     strncmp(arg, "producer.", 9)))
+                        return 0;
+                o->bare_props[o->bare_propc++] = arg;
+                return 1;
+        case 'k':
+                o->keep = true;
+                return 1;
+        default:
+                return -1;
+        }
+}
+
+int bench_parse_opts(int argc, char **argv, const struct bench_prog *prog,
+                     struct bench_opts *o) {
+        struct option longopts[COMMON_LONGOPTS_CNT + OWN_LONGOPTS_MAX + 1];
+        char          shortopts[64];
+        size_t        n = 0;
+        int           opt;
+
+        memcpy(longopts, common_longopts, sizeof(common_longopts));
+        n = COMMON_LONGOPTS_CNT;
+        for (size_t i = 0; prog->longopts && prog->longopts[i].name; i++) {
+                assert(i < OWN_LONGOPTS_MAX);
+                longopts[n++] = prog->longopts[i];
+        }
+        memset(&longopts[n], 0, sizeof(longopts[n]));
+        snprintf(shortopts, sizeof(shortopts), ":n:%sr:m:p:b:s:kh",
+                 prog->shortopts ? prog->shortopts : "");
+
+        *o     = (struct bench_opts){.records    = 1000000,
+                                     .runs       = 1,
+                                     .partitions = 64,
+                                     .brokers    = 3,
+                                     .value_size = 200,
+                                     .poll_ms    = 20,
+                                     .only       = (1u << prog->meas_cnt) - 1};
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
+               -1) {
+                int taken;
+
+                switch (opt) {
+                case 'h':
+                        prog->usage(stdout);
+                        return BENCH_OPTS_HELP;
+                case ':':
+                        fprintf(stderr,
+                                "%s: option '%s' requires an argument\n",
+                                prog_name, argv[optind - 1]);
+                        prog->usage(stderr);
+                        return BENCH_EXIT_USAGE;
+                case '?':
+                        goto unknown;
+                default:
+                        break;
+                }
+                taken = common_opt(opt, optarg, prog, o);
+                if (taken < 0 && prog->own_opt)
+                        taken = prog->own_opt(opt, optarg, prog->ctx);
+                if (taken < 0)
+                        goto unknown;
+                if (!taken)
+                        goto bad;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "%s: unexpected argument '%s'\n", prog_name,
+                        argv[optind]);
+                prog->usage(stderr);
+                return BENCH_EXIT_USAGE;
+        }
+        return BENCH_EXIT_OK;
+unknown:
+        fprintf(stderr, "%s: unknown option '%s'\n", prog_name,
+                argv[optind - 1]);
+        prog->usage(stderr);
+        return BENCH_EXIT_USAGE;
+bad:
+        fprintf(stderr, "%s: invalid value '%s' for '%s'\n", prog_name, optarg,
+                argv[optind - 1]);
+        prog->usage(stderr);
+        return BENCH_EXIT_USAGE;
+}
+
+int bench_main_start(const struct bench_prog *p, int argc, char **argv,
+                     struct bench_opts *o) {
+        int rc;
+
+        bench_set_prog(p->name);
+        if (argc > 1 && !strcmp(argv[1], "--bare"))
+                return bench_bare_main(p->name, argc - 1, argv + 1);
+        rc = bench_parse_opts(argc, argv, p, o);
+        if (rc == BENCH_OPTS_HELP)
+                return BENCH_EXIT_OK;
+        return rc == BENCH_EXIT_OK ? -1 : rc;
+}
+
+void bench_usage_common(FILE *out) {
+        fputs("  -p, --partitions P    partitions per topic (default 64)\n"
+              "  -b, --brokers B       brokers per cluster (default 3)\n"
+              "  -s, --value-size S    value bytes (default 200)\n"
+              "      --poll-ms MS      target polling interval (default "
+              "20)\n"
+              "      --aagw-prefix CMD run aagw under CMD (words split on "
+              "spaces), e.g.\n"
+              "                        'perf record -g -o /tmp/aagw.data "
+              "--'; its CPU\n"
+              "                        figures then include CMD's\n"
+              "      --aagw-arg ARG    append ARG to aagw's command line "
+              "(repeat), e.g.\n"
+              "                        --aagw-arg=--set --aagw-arg=KEY=VALUE\n"
+              "      --bare-prop consumer.K=V|producer.K=V\n",
+              out);
+}
+
+char *bench_setup(const char *aagw_bin, const char *tag, char *self,
+                  size_t self_size) {
+        ssize_t sl;
+        char   *dir;
+
+        if (!getenv("AAGW_BIN") || !*getenv("AAGW_BIN"))
+                setenv("AAGW_BIN", aagw_bin, 1);
+        sl = readlink("/proc/self/exe", self, self_size - 1);
+        if (sl <= 0) {
+                bench_errorf("/proc/self/exe: %s", strerror(errno));
+                return NULL;
+        }
+        self[sl] = '\0';
+        signal(SIGPIPE, SIG_IGN);
+        dir = harness_tmpdir_new(tag);
+        if (!dir)
+                bench_errorf("cannot create a temporary directory: %s",
+                             strerror(errno));
+        return dir;
+}
+
+void bench_print_host(const char *tail) {
+        struct utsname un;
+        time_t         now = time(NULL);
+        char           date[64];
+
+        uname(&un);
+        strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+        printf("%s: %s, %s %s, %ld CPUs online, librdkafka %s%s\n", prog_name,
+               date, un.sysname, un.release, sysconf(_SC_NPROCESSORS_ONLN),
+               rd_kafka_version_str(), tail);
+}
+
+/* -------------------------------------------------------------- ROUNDS -- */
+
+int bench_sandbox_start(struct bench_round *r, const char *const *topics,
+                        bool west_client) {
+        const char **argv;
+        char        *bsfile = harness_path_join(r->dir, "bootstraps");
+        char        *out    = harness_path_join(r->dir, "sandbox.out");
+        char        *err    = harness_path_join(r->dir, "sandbox.err");
+        char         parts[16], brokers[16], errstr[512];
+        size_t       a = 0, cnt = 0;
+        int          rc = -1;
+
+        while (topics[cnt])
+                cnt++;
+        argv = calloc(16 + 2 * cnt, sizeof(*argv));
+        if (!argv || !bsfile || !out || !err) {
+                bench_errorf("out of memory");
+                goto out;
+        }
+        snprintf(parts, sizeof(parts), "%d", r->o->partitions);
+        snprintf(brokers, sizeof(brokers), "%d", r->o->brokers);
+        argv[a++] = harness_aagw_bin();
+        argv[a++] = "sandbox";
+        argv[a++] = "--clusters";
+        argv[a++] = "east,west";
+        argv[a++] = "--brokers";
+        argv[a++] = brokers;
+        argv[a++] = "--partitions";
+        argv[a++] = parts;
+        argv[a++] = "--log-level";
+        argv[a++] = "warn";
+        argv[a++] = "--bootstraps-file";
+        argv[a++] = bsfile;
+        for (size_t i = 0; i < cnt; i++) {
+                argv[a++] = "--topic";
+                argv[a++] = topics[i];
+        }
+        argv[a] = NULL;
+
+        r->sandbox = harness_proc_spawn(argv, out, err, errstr, sizeof(errstr));
+        if (!r->sandbox) {
+                bench_errorf("sandbox: %s", errstr);
+                goto out;
+        }
+        if (!harness_wait_file(bsfile, BENCH_SANDBOX_TIMEOUT_MS)) {
+                bench_errorf("sandbox: no bootstraps after %d ms (see %s)",
+                             BENCH_SANDBOX_TIMEOUT_MS, err);
+                goto out;
+        }
+        r->bs = harness_bootstraps_load(bsfile, errstr, sizeof(errstr));
+        if (!r->bs) {
+                bench_errorf("sandbox: %s", errstr);
+                goto out;
+        }
+        r->east = harness_bootstraps_get(r->bs, "east");
+        r->west = harness_bootstraps_get(r->bs, "west");
+        if (!r->east || !r->west) {
+                bench_errorf("sandbox: %s lacks east or west", bsfile);
+                goto out;
+        }
+        r->east_rk = bench_client_new(RD_KAFKA_PRODUCER, r->east, NULL, errstr,
+                                      sizeof(errstr));
+        if (r->east_rk && west_client)
+                r->west_rk = bench_client_new(RD_KAFKA_PRODUCER, r->west, NULL,
+                                              errstr, sizeof(errstr));
+        if (!r->east_rk || (west_client && !r->west_rk)) {
+                bench_errorf("client: %s", errstr);
+                goto out;
+        }
+        rc = 0;
+out:
+        free(argv);
+        free(bsfile);
+        free(out);
+        free(err);
+        return rc;
+}
+
+void bench_sandbox_stop(struct bench_round *r) {
+        int status;
+
+        if (r->east_rk)
+                rd_kafka_destroy(r->east_rk);
+        if (r->west_rk)
+                rd_kafka_destroy(r->west_rk);
+        r->east_rk = r->west_rk = NULL;
+        if (r->sandbox) {
+                if (harness_proc_wait(r->sandbox, 0, &status) == AAGW_OK)
+                        bench_errorf("sandbox: had exited (status %d) before "
+                                     "the end of the round",
+                                     harness_exit_code(status));
+                harness_proc_signal(r->sandbox, SIGTERM);
+                if (harness_proc_wait(r->sandbox, BENCH_STOP_TIMEOUT_MS,
+                                      &status) != AAGW_OK)
+                        bench_errorf(
+                            "sandbox: did not stop on SIGTERM; killed");
+                harness_proc_destroy(r->sandbox);
+                r->sandbox = NULL;
+        }
+        harness_bootstraps_destroy(r->bs);
+        r->bs   = NULL;
+        r->east = r->west = NULL;
+}
+
+/* One run: the sandbox, the measurements in this run's order, the end. */
+static int round_run(const struct bench_prog *p, struct bench_round *r) {
+        const unsigned only   = r->o->only;
+        int            failed = 0;
+
+        memset(r->res, 0, p->res_size); /* nothing valid yet */
+        if (p->round_start(r)) {
+                bench_sandbox_stop(r);
+                return -1;
+        }
+        printf("\nrun %d: order", r->run + 1);
+        for (int i = 0; i < p->meas_cnt; i++) {
+                int m = (i + r->run) % p->meas_cnt;
+
+                if (only & (1u << m))
+                        printf(" %c", 'a' + m);
+        }
+        printf("; sandbox east=%s west=%s\n", r->east, r->west);
+        fflush(stdout);
+        for (int i = 0; i < p->meas_cnt; i++) {
+                int m = (i + r->run) % p->meas_cnt;
+
+                if ((only & (1u << m)) && p->measure(r, m))
+                        failed++;
+        }
+        bench_sandbox_stop(r);
+        p->round_end(r);
+        return failed ? -1 : 0;
+}
+
+int bench_run(const struct bench_prog *p, struct bench_round *r,
+              const char *dir) {
+        int failed = 0, rc = BENCH_EXIT_OK;
+
+        for (int k = 0; k < r->o->runs; k++) {
+                char name[32];
+
+                r->run = k;
+                snprintf(name, sizeof(name), "run%d", k + 1);
+                free(r->dir);
+                r->dir = harness_path_join(dir, name);
+                if (!r->dir || mkdir(r->dir, 0755) == -1) {
+                        bench_errorf("%s: %s", r->dir ? r->dir : name,
+                                     strerror(errno));
+                        rc = BENCH_EXIT_RUNTIME;
+                        goto out;
+                }
+                if (round_run(p, r))
+                        failed++;
+                memcpy((char *)r->all + (size_t)k * p->res_size, r->res,
+                       p->res_size);
+        }
+        p->summary(r->o, r->all);
+        if (failed) {
+                rc = BENCH_EXIT_RUNTIME;
+                printf("\n%d run%s had invalid measurements; logs kept in "
+                       "%s\n",
+                       failed, failed == 1 ? "" : "s", dir);
+        } else if (!r->o->keep) {
+                harness_rmtree(dir);
+        } else {
+                printf("logs kept in %s\n", dir);
+        }
+out:
+        free(r->dir);
+        r->dir = NULL;
+        return rc;
+}
+
+/* --------------------------------------------------------- MEASUREMENT -- */
+
+void bench_aagw_argv(const struct bench_round *r, const char **argv,
+                     const char *topic, const char *statedir,
+                     const char *const *mode, const char *const *tail,
+                     char *buf, size_t bufsize) {
+        const struct bench_opts *o   = r->o;
+        size_t                   off = 0, a = 0;
+        const char              *east_arg, *west_arg, *regex, *gwid;
+
+        east_arg = bench_buf_printf(buf, bufsize, &off, "east=%s", r->east);
+        west_arg = bench_buf_printf(buf, bufsize, &off, "west=%s", r->west);
+        regex    = bench_buf_printf(buf, bufsize, &off, "^%s$", topic);
+        gwid = bench_buf_printf(buf, bufsize, &off, "bench-r%d", r->run + 1);
+        for (size_t i = 0; o->aagw_prefix && o->aagw_prefix[i]; i++)
+                argv[a++] = o->aagw_prefix[i];
+        argv[a++] = harness_aagw_bin();
+        argv[a++] = "--cluster";
+        argv[a++] = east_arg;
+        argv[a++] = "--cluster";
+        argv[a++] = west_arg;
+        for (size_t i = 0; mode && mode[i]; i++)
+                argv[a++] = mode[i];
+        argv[a++] = "--topic";
+        argv[a++] = regex;
+        argv[a++] = "--gateway-id";
+        argv[a++] = gwid;
+        argv[a++] = "--state-dir";
+        argv[a++] = statedir;
+        for (size_t i = 0; tail && tail[i]; i++)
+                argv[a++] = tail[i];
+        for (int i = 0; i < o->aagw_argc; i++)
+                argv[a++] = o->aagw_args[i];
+        assert(a < BENCH_ARGV_MAX);
+        argv[a] = NULL;
+}
+
+void bench_bare_argv(const struct bench_round *r, const char **argv,
+                     const char *srcs, const char *dst_bootstraps,
+                     const char *dst, const char *const *props, size_t propc) {
+        size_t a = 0;
+
+        argv[a++] = r->self;
+        argv[a++] = "--bare";
+        argv[a++] = r->east;
+        argv[a++] = srcs;
+        argv[a++] = dst_bootstraps;
+        argv[a++] = dst;
+        for (size_t i = 0; i < propc; i++)
+                argv[a++] = props[i];
+        for (int i = 0; i < r->o->bare_propc; i++)
+                argv[a++] = r->o->bare_props[i];
+        argv[a] = NULL;
+}
+
+void bench_sample_take(struct bench_sample *s, harness_proc_t *p,
+                       harness_proc_t *sandbox) {
+        struct rusage ru;
+
+        getrusage(RUSAGE_SELF, &ru);
+        s->t     = bench_now_s();
+        s->child = p ? bench_tree_cpu_s(harness_proc_pid(p)) : 0;
+        s->mock  = bench_proc_cpu_s(harness_proc_pid(sandbox));
+        s->busy  = bench_machine_busy_s();
+        s->self  = bench_tv_s(ru.ru_utime) + bench_tv_s(ru.ru_stime);
+}
+
+double bench_others_cores(const struct bench_sample *a,
+                          const struct bench_sample *b, double child) {
+        double c = ((b->busy - a->busy) - child - (b->mock - a->mock) -
+                    (b->self - a->self)) /
+                   (b->t - a->t);
+
+        return c < 0 ? 0 : c; /* tick rounding */
+}
+
+int bench_meas_init(struct bench_meas *mm, const struct bench_round *r,
+                    char letter, const char *label) {
+        char buf[64];
+
+        memset(mm, 0, sizeof(*mm));
+        mm->label = label;
+        snprintf(mm->tag, sizeof(mm->tag), "run%d-%c", r->run + 1, letter);
+        snprintf(buf, sizeof(buf), "%s.out", mm->tag);
+        mm->out = harness_path_join(r->dir, buf);
+        snprintf(buf, sizeof(buf), "%s.err", mm->tag);
+        mm->err = harness_path_join(r->dir, buf);
+        snprintf(buf, sizeof(buf), "%s.state", mm->tag);
+        mm->statedir = harness_path_join(r->dir, buf);
+        snprintf(buf, sizeof(buf), "%s.trace", mm->tag);
+        mm->trace_path = harness_path_join(r->dir, buf);
+        snprintf(buf, sizeof(buf), "%s.threads", mm->tag);
+        mm->threads_path = harness_path_join(r->dir, buf);
+        if (!mm->out || !mm->err || !mm->statedir || !mm->trace_path ||
+            !mm->threads_path) {
+                bench_errorf("out of memory");
+                return -1;
+        }
+        return 0;
+}
+
+void bench_meas_deinit(struct bench_meas *mm, bool keep_state) {
+        harness_proc_destroy(mm->proc);
+        if (mm->trace)
+                fclose(mm->trace);
+        if (mm->statedir && !keep_state)
+                harness_rmtree(mm->statedir);
+        free(mm->out);
+        free(mm->err);
+        free(mm->statedir);
+        free(mm->trace_path);
+        free(mm->threads_path);
+        memset(mm, 0, sizeof(*mm));
+}
+
+int bench_meas_target_empty(struct bench_meas *mm, rd_kafka_t *rk,
+                            const char *topic, int partitions) {
+        char    errstr[512];
+        int64_t sum;
+
+        if (bench_watermarks(rk, topic, partitions, false, NULL, &sum, errstr,
+                             sizeof(errstr))) {
+                bench_errorf("%s: %s", mm->tag, errstr);
+                return -1;
+        }
+        if (sum) {
+                bench_errorf("%s: target %s is not empty (%" PRId64 " records)",
+                             mm->tag, topic, sum);
+                return -1;
+        }
+        return 0;
+}
+
+/* One poll's verdict on the measured program: 0 go on, 1 done, -1
+ * failed (reason printed). */
+static int watch_check(struct bench_meas *mm, const struct bench_round *r,
+                       const char *topic, int64_t sum, int64_t want, double now,
+                       double t_last_progress) {
+        int sb_status;
+
+        if (sum > want) {
+                bench_errorf("%s: target %s holds %" PRId64
+                             " records, more than the %" PRId64
+                             " expected: duplicates",
+                             mm->tag, topic, sum, want);
+                return -1;
+        }
+        if (sum == want)
+                return 1;
+        if (harness_proc_wait(r->sandbox, 0, &sb_status) == AAGW_OK) {
+                bench_errorf("%s: the sandbox exited (status %d) at %" PRId64
+                             " of %" PRId64 " records",
+                             mm->tag, harness_exit_code(sb_status), sum, want);
+                return -1;
+        }
+        if (!mm->exited &&
+            harness_proc_wait(mm->proc, 0, &mm->status) == AAGW_OK) {
+                mm->exited = true;
+                mm->t_exit = now;
+        }
+        if (mm->exited && now - mm->t_exit > BENCH_EXIT_GRACE_MS / 1000.0) {
+                bench_errorf("%s: %s exited (status %d) with %" PRId64
+                             " of %" PRId64 " records at the target (see %s)",
+                             mm->tag, mm->label, harness_exit_code(mm->status),
+                             sum, want, mm->err);
+                return -1;
+        }
+        if (mm->t_first == 0 &&
+            now - mm->t0 > BENCH_START_TIMEOUT_MS / 1000.0) {
+                bench_errorf("%s: no record at the target after %d s (see %s)",
+                             mm->tag, BENCH_START_TIMEOUT_MS / 1000, mm->err);
+                return -1;
+        }
+        if (mm->t_first != 0 &&
+            now - t_last_progress > BENCH_STALL_TIMEOUT_MS / 1000.0) {
+                bench_errorf("%s: stalled at %" PRId64 " of %" PRId64
+                             " records for %d s (see %s)",
+                             mm->tag, sum, want, BENCH_STALL_TIMEOUT_MS / 1000,
+                             mm->err);
+                return -1;
+        }
+        return 0;
+}
+
+int bench_meas_run(struct bench_meas *mm, const struct bench_round *r,
+                   const char *const *argv, double t0, rd_kafka_t *rk,
+                   const char *topic, int64_t want, struct bench_sample *first,
+                   struct bench_sample *done) {
+        char    errstr[512];
+        double  t_last_progress = t0;
+        int64_t sum = 0, last_sum = -1;
+
+        mm->t0 = t0;
+        mm->proc =
+            harness_proc_spawn(argv, mm->out, mm->err, errstr, sizeof(errstr));
+        if (!mm->proc) {
+                bench_errorf("%s: %s", mm->tag, errstr);
+                return -1;
+        }
+        /* seconds since the start, records at the target: one line per
+         * poll, for a look at stalls and ramps. */
+        mm->trace = fopen(mm->trace_path, "w");
+
+        for (double next = t0;;) {
+                double now;
+                int    verdict;
+
+                next += r->o->poll_ms / 1000.0;
+                now = bench_now_s();
+                if (next > now)
+                        bench_nap_ms((int)((next - now) * 1000.0 + 0.5));
+                else
+                        next = now;
+                if (bench_watermarks(rk, topic, r->o->partitions, false, NULL,
+                                     &sum, errstr, sizeof(errstr))) {
+                        bench_errorf("%s: %s", mm->tag, errstr);
+                        return -1;
+                }
+                now = bench_now_s();
+                if (mm->trace)
+                        fprintf(mm->trace, "%.3f %" PRId64 "\n", now - t0, sum);
+                if (sum > 0 && mm->t_first == 0) {
+                        if (first)
+                                bench_sample_take(first, mm->proc, r->sandbox);
+                        mm->t_first   = now;
+                        mm->first_cnt = sum;
+                }
+                if (sum != last_sum) {
+                        last_sum        = sum;
+                        t_last_progress = now;
+                }
+                verdict =
+                    watch_check(mm, r, topic, sum, want, now, t_last_progress);
+                if (verdict < 0)
+                        return -1;
+                if (verdict > 0) {
+                        if (done)
+                                bench_sample_take(done, mm->proc, r->sandbox);
+                        mm->t_done = now;
+                        return 0;
+                }
+        }
+}
+
+int bench_meas_stop(struct bench_meas *mm, bool term) {
+        if (mm->exited)
+                return 0;
+        if (term) {
+                bench_threads_dump(harness_proc_pid(mm->proc),
+                                   mm->threads_path);
+                harness_proc_signal(mm->proc, SIGTERM);
+        }
+        if (harness_proc_wait(mm->proc, BENCH_STOP_TIMEOUT_MS, &mm->status) !=
+            AAGW_OK) {
+                bench_errorf("%s: %s did not exit within %d s%s", mm->tag,
+                             mm->label, BENCH_STOP_TIMEOUT_MS / 1000,
+                             term ? " of SIGTERM" : "");
+                return -1;
+        }
+        return 0;
+}
+
+int bench_meas_exit_ok(struct bench_meas *mm, const char *wrapper) {
+        int code = harness_exit_code(mm->status);
+
+        if (code == 0)
+                return 0;
+        if (wrapper) {
+                printf("%s: exit status %d of '%s' ignored\n", mm->tag, code,
+                       wrapper);
+                return 0;
+        }
+        bench_errorf("%s: %s exited with status %d (see %s)", mm->tag,
+                     mm->label, code, mm->err);
+        return -1;
+}
+
 /* ------------------------------------------------------------- SUMMARY -- */
 
 bool bench_range(const double *v, int n, double *lo, double *hi) {
@@ -325,6 +1171,79 @@ void bench_print_target(const char *what, const double *v, int n, double target,
                met == cnt ? ""
                : met      ? "  (MIXED)"
                           : "  (MISSED)");
+}
+
+bool bench_print_row(const struct bench_meas_info *mi, bool valid, int width,
+                     int failed_width) {
+        char label[64];
+
+        snprintf(label, sizeof(label), "%c %s", mi->letter, mi->label);
+        if (valid) {
+                printf("  %-*s", width, label);
+                return true;
+        }
+        printf("  %-*s %*s\n", width, label, failed_width, "FAILED");
+        return false;
+}
+
+/* The figure at 'off' of result 'i' of 'res' (results of 'size' bytes),
+ * or NAN if that result is not valid. */
+static double figure(const void *res, size_t size, size_t i, size_t off) {
+        const char *p = (const char *)res + i * size;
+        double      d;
+
+        if (!*(const bool *)p)
+                return NAN;
+        memcpy(&d, p + off, sizeof(d));
+        return d;
+}
+
+double bench_ratio(const void *res, size_t size, size_t off, int x, int y) {
+        return figure(res, size, (size_t)x, off) /
+               figure(res, size, (size_t)y, off);
+}
+
+void bench_print_summary(const struct bench_opts *o, int meas_cnt,
+                         const void *all, size_t size,
+                         const struct bench_field *f,
+                         const struct bench_ratio *q) {
+        const size_t run_size = size * (size_t)meas_cnt;
+        double      *v        = calloc((unsigned)o->runs, sizeof(*v));
+
+        if (!v)
+                return;
+        printf("\nsummary over %d run%s (min .. max; ratios are per run, "
+               "against baselines of the same run)\n",
+               o->runs, o->runs == 1 ? "" : "s");
+        for (int m = 0; m < meas_cnt; m++) {
+                if (!(o->only & (1u << m)))
+                        continue;
+                for (const struct bench_field *x = f; x->label; x++) {
+                        char label[64];
+
+                        for (int k = 0; k < o->runs; k++)
+                                v[k] = figure(all, size,
+                                              (size_t)k * (size_t)meas_cnt +
+                                                  (size_t)m,
+                                              x->off);
+                        snprintf(label, sizeof(label), "%c %s", 'a' + m,
+                                 x->label);
+                        bench_print_range(label, v, o->runs, x->decimals);
+                }
+        }
+        printf("targets:\n");
+        for (; q->what; q++) {
+                for (int k = 0; k < o->runs; k++)
+                        v[k] = bench_ratio((const char *)all +
+                                               (size_t)k * run_size,
+                                           size, q->off, q->x, q->y);
+                if (isnan(q->target))
+                        bench_print_range(q->what, v, o->runs, 2);
+                else
+                        bench_print_target(q->what, v, o->runs, q->target,
+                                           q->at_least);
+        }
+        free(v);
 }
 
 /* ----------------------------------------------------------- BARE LOOP -- */
@@ -417,17 +1336,13 @@ static rd_kafka_t *bare_client(rd_kafka_type_t type, const char *bootstraps,
                                const char *const *props, const char *role,
                                int extra_cnt, char **extra, char *errstr,
                                size_t errstr_size) {
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        rd_kafka_t      *rk;
-        size_t           rlen = strlen(role);
+        rd_kafka_conf_t *conf =
+            conf_new(bootstraps, props, errstr, errstr_size);
+        rd_kafka_t *rk;
+        size_t      rlen = strlen(role);
 
-        if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps, errstr,
-                              errstr_size))
-                goto fail;
-        for (size_t i = 0; props[i]; i += 2)
-                if (rd_kafka_conf_set(conf, props[i], props[i + 1], errstr,
-                                      errstr_size))
-                        goto fail;
+        if (!conf)
+                return NULL;
         for (int i = 0; i < extra_cnt; i++) {
                 char  name[256];
                 char *eq = strchr(extra[i], '=');
