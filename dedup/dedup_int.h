@@ -296,13 +296,18 @@ struct aagw_store {
         rocksdb_t                           *db;
         rocksdb_options_t                   *dbopts;
         rocksdb_options_t                   *cfopts[CF_COUNT];
-        rocksdb_block_based_table_options_t *topts_bloom, *topts_plain;
+        rocksdb_block_based_table_options_t *topts_bloom, *topts_plain,
+            *topts_seen;
         rocksdb_filterpolicy_t              *bloom; /* owned by topts */
         rocksdb_cache_t                     *cache;
+        size_t cache_cap;        /* block cache share of cache_mb */
+        _Atomic size_t readers_mem; /* table readers, last accounted */
+        bool   cache_warned;     /* readers outgrew the share (logged) */
         rocksdb_compactionfilter_t          *cfilter[CF_COUNT];
         struct dedup_cfilter                 cfstate[CF_COUNT];
         rocksdb_writeoptions_t              *wopts;
         rocksdb_readoptions_t               *ropts; /* point reads */
+        rocksdb_readoptions_t               *sropts; /* seen lookups */
         rocksdb_envoptions_t                *envopts;
         rocksdb_ingestexternalfileoptions_t *ingopts;
         rocksdb_flushoptions_t              *flushopts;
@@ -344,6 +349,11 @@ int64_t dedup_mono_us(void);
 size_t dedup_pos_encode(char *key, size_t size, const char *scope,
                         const char *topic, int32_t partition,
                         const struct aagw_pos *pos, uint8_t val[16]);
+
+/* Take the table readers' memory (the seen family's index and filter
+ * blocks, outside the block cache) off the block cache's capacity, so
+ * that cache_mb stays a bound.  Cheap; called after each indexed run. */
+void dedup_cache_account(aagw_store_t *st);
 
 /* The store's "now": the clock, never going back. */
 int64_t dedup_now(aagw_store_t *st);
