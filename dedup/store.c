@@ -244,18 +244,30 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
                                     c, st->topts_seen);
                                 rocksdb_options_set_bottommost_compression(
                                     c, rocksdb_no_compression);
+                                /* Epochs are key ranges that only grow
+                                 * while they are the newest, then wait to
+                                 * be dropped whole: one level below L0
+                                 * (L1, never full), so the newest epoch's
+                                 * L0 files merge into its L1 files once
+                                 * per 32 runs, instead of cascading down
+                                 * the levels of dynamic level sizes (with
+                                 * 30 runs per epoch, as at 100M ids:
+                                 * compaction CPU -25%, docs/benchmarks.md);
+                                 * L1 is then the last level and its files
+                                 * carry no Bloom filter.
+                                 * Only the newest epoch has L0 files and
+                                 * only its lookups probe them (in-memory
+                                 * Bloom filters, see above). */
                                 rocksdb_options_set_level_compaction_dynamic_level_bytes(
-                                    c, 1);
-                                /* Only the newest epoch has L0 files and
-                                 * only its lookups probe them: let more
-                                 * runs gather before a merge (a merge
-                                 * rewrites the epoch's data). */
+                                    c, 0);
+                                rocksdb_options_set_max_bytes_for_level_base(
+                                    c, (uint64_t)1 << 50);
                                 rocksdb_options_set_level0_file_num_compaction_trigger(
-                                    c, 16);
+                                    c, 32);
                                 rocksdb_options_set_level0_slowdown_writes_trigger(
-                                    c, 48);
+                                    c, 96);
                                 rocksdb_options_set_level0_stop_writes_trigger(
-                                    c, 64);
+                                    c, 128);
                                 /* The id filter sends RocksDB (nearly) only
                                  * ids that are there: the last level's
                                  * Bloom filters would only take memory. */
