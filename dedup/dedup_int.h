@@ -47,12 +47,23 @@
  * journal range.  After a crash the open replays the journal into the tail
  * (re-ingesting a run twice is harmless: same keys, same values).
  *
- * Memory (cache_mb = M): block cache 3M/8 (index and filter blocks
- * charged to it), memtables M/4 (db_write_buffer_size), tail M/4 (two runs
- * of M/8: the active one and the one being indexed; a third, indexed run
- * is kept for reuse but its pages are those of the previous one), M/8 for
- * the indexer's sort arrays, SST writers and RocksDB's own bookkeeping.
- * The id filter is filter_mb on top.
+ * The seen family's files are laid out for the lookups the filter lets
+ * through (a duplicate, or a false positive), which land anywhere in the
+ * window: no compression, one index and one Bloom filter block per file
+ * held by the table reader (no block cache lookup per level probed), and
+ * lookups read data blocks without filling the block cache (store.c,
+ * make_options()).  Its data lives in L1 (no dynamic level sizes, L1
+ * never full): only the newest epoch has L0 files, merged into its L1
+ * files once per 32 runs.
+ *
+ * Memory (cache_mb = M): block cache 3M/8 less the table readers (index
+ * and filter blocks of the seen ids; dedup_cache_account() shrinks the
+ * cache's capacity by them, down to 3M/64), memtables M/4
+ * (db_write_buffer_size), tail M/4 (two runs of M/8: the active one and
+ * the one being indexed; a third, indexed run is kept for reuse but its
+ * pages are those of the previous one), M/8 for the indexer's sort
+ * arrays, SST writers and RocksDB's own bookkeeping.  The id filter is
+ * filter_mb on top.
  *
  * ------------------------------- FILTER --------------------------------
  *

@@ -150,6 +150,36 @@ static void cfilter_destroy(void *state) {
  * their keys are random, so only the last level / sorted run (where the
  * data stays) is compressed.  The journal is transient and not
  * compressed. */
+/* Levels of the seen family: 2 (L0 and L1) for a store created by this
+ * version, so that its data is in the last level, whose files carry no
+ * Bloom filter (optimize_filters_for_hits): with more levels, ingestion
+ * puts each epoch's first runs in L6..L2 (the lowest levels they do not
+ * overlap), L1 is not the last level, and its filters held ~10 bits per
+ * id in the table readers (~100 MiB at 100M ids).  A state dir written
+ * with more levels keeps them (RocksDB cannot open it with fewer); its
+ * OPTIONS file says how many. */
+static int seen_num_levels(const aagw_store_t *st) {
+        rocksdb_env_t      *env = rocksdb_create_default_env();
+        rocksdb_options_t  *dbo = NULL, **cfo = NULL;
+        char              **names = NULL, *err = NULL;
+        size_t              n = 0;
+        int                 levels = 2;
+
+        rocksdb_load_latest_options(st->dbpath, env, true, NULL, &dbo, &n,
+                                    &names, &cfo, &err);
+        if (err) {
+                rocksdb_free(err); /* no OPTIONS file: a new store */
+        } else {
+                for (size_t i = 0; i < n; i++)
+                        if (!strcmp(names[i], dedup_cf_names[CF_SEEN]) &&
+                            rocksdb_options_get_num_levels(cfo[i]) > 2)
+                                levels = rocksdb_options_get_num_levels(cfo[i]);
+                rocksdb_load_latest_options_destroy(dbo, names, cfo, n);
+        }
+        rocksdb_env_destroy(env);
+        return levels;
+}
+
 static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
         size_t M     = st->cache_mb << 20;
         size_t cache = M / 8 * 3;
@@ -247,7 +277,9 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
                                 /* Epochs are key ranges that only grow
                                  * while they are the newest, then wait to
                                  * be dropped whole: one level below L0
-                                 * (L1, never full), so the newest epoch's
+                                 * (L1, never full; the only one in a new
+                                 * store, see seen_num_levels()), so the
+                                 * newest epoch's
                                  * L0 files merge into its L1 files once
                                  * per 32 runs, instead of cascading down
                                  * the levels of dynamic level sizes (with
@@ -258,6 +290,8 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
                                  * Only the newest epoch has L0 files and
                                  * only its lookups probe them (in-memory
                                  * Bloom filters, see above). */
+                                rocksdb_options_set_num_levels(
+                                    c, seen_num_levels(st));
                                 rocksdb_options_set_level_compaction_dynamic_level_bytes(
                                     c, 0);
                                 rocksdb_options_set_max_bytes_for_level_base(

@@ -1187,9 +1187,10 @@ static void test_readers_accounted(void **state) {
 }
 
 /* Seen files written with another table layout (a state dir from an
- * older aagw: compressed blocks, other index and filter settings) are
- * read as they are: ids stored there are found, before and after the
- * filter rebuild. */
+ * older aagw: compressed blocks, other index and filter settings, seven
+ * levels; the raw open records RocksDB's default of 7 in the OPTIONS
+ * file, which the store then keeps) are read as they are: ids stored
+ * there are found, before and after the filter rebuild. */
 static void test_old_layout_files(void **state) {
         struct h                h;
         struct raw              r;
