@@ -385,6 +385,10 @@ struct aagw_store_stats {
                                         (the tail was full): back-pressure */
         size_t   tail_bytes;       /**< gauge: unindexed tail in memory */
         size_t   cache_usage;      /**< gauge: RocksDB block cache bytes */
+        size_t   readers_bytes;    /**< gauge: RocksDB table readers (the
+                                        seen ids' index and filter blocks),
+                                        taken off the block cache's
+                                        capacity */
 };
 
 /** Fill @p out with the current figures (cheap; no I/O). */

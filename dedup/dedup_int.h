@@ -47,12 +47,23 @@
  * journal range.  After a crash the open replays the journal into the tail
  * (re-ingesting a run twice is harmless: same keys, same values).
  *
- * Memory (cache_mb = M): block cache 3M/8 (index and filter blocks
- * charged to it), memtables M/4 (db_write_buffer_size), tail M/4 (two runs
- * of M/8: the active one and the one being indexed; a third, indexed run
- * is kept for reuse but its pages are those of the previous one), M/8 for
- * the indexer's sort arrays, SST writers and RocksDB's own bookkeeping.
- * The id filter is filter_mb on top.
+ * The seen family's files are laid out for the lookups the filter lets
+ * through (a duplicate, or a false positive), which land anywhere in the
+ * window: no compression, one index and one Bloom filter block per file
+ * held by the table reader (no block cache lookup per level probed), and
+ * lookups read data blocks without filling the block cache (store.c,
+ * make_options()).  Its data lives in L1 (no dynamic level sizes, L1
+ * never full): only the newest epoch has L0 files, merged into its L1
+ * files once per 32 runs.
+ *
+ * Memory (cache_mb = M): block cache 3M/8 less the table readers (index
+ * and filter blocks of the seen ids; dedup_cache_account() shrinks the
+ * cache's capacity by them, down to 3M/64), memtables M/4
+ * (db_write_buffer_size), tail M/4 (two runs of M/8: the active one and
+ * the one being indexed; a third, indexed run is kept for reuse but its
+ * pages are those of the previous one), M/8 for the indexer's sort
+ * arrays, SST writers and RocksDB's own bookkeeping.  The id filter is
+ * filter_mb on top.
  *
  * ------------------------------- FILTER --------------------------------
  *
@@ -296,13 +307,18 @@ struct aagw_store {
         rocksdb_t                           *db;
         rocksdb_options_t                   *dbopts;
         rocksdb_options_t                   *cfopts[CF_COUNT];
-        rocksdb_block_based_table_options_t *topts_bloom, *topts_plain;
+        rocksdb_block_based_table_options_t *topts_bloom, *topts_plain,
+            *topts_seen;
         rocksdb_filterpolicy_t              *bloom; /* owned by topts */
         rocksdb_cache_t                     *cache;
+        size_t cache_cap;        /* block cache share of cache_mb */
+        _Atomic size_t readers_mem; /* table readers, last accounted */
+        bool   cache_warned;     /* readers outgrew the share (logged) */
         rocksdb_compactionfilter_t          *cfilter[CF_COUNT];
         struct dedup_cfilter                 cfstate[CF_COUNT];
         rocksdb_writeoptions_t              *wopts;
         rocksdb_readoptions_t               *ropts; /* point reads */
+        rocksdb_readoptions_t               *sropts; /* seen lookups */
         rocksdb_envoptions_t                *envopts;
         rocksdb_ingestexternalfileoptions_t *ingopts;
         rocksdb_flushoptions_t              *flushopts;
@@ -344,6 +360,11 @@ int64_t dedup_mono_us(void);
 size_t dedup_pos_encode(char *key, size_t size, const char *scope,
                         const char *topic, int32_t partition,
                         const struct aagw_pos *pos, uint8_t val[16]);
+
+/* Take the table readers' memory (the seen family's index and filter
+ * blocks, outside the block cache) off the block cache's capacity, so
+ * that cache_mb stays a bound.  Cheap; called after each indexed run. */
+void dedup_cache_account(aagw_store_t *st);
 
 /* The store's "now": the clock, never going back. */
 int64_t dedup_now(aagw_store_t *st);

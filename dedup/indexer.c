@@ -563,6 +563,9 @@ static void housekeeping(aagw_store_t *st, bool all) {
                 aagw_log(AAGW_LOG_WARN, "DEDUP", "%s (replayed next open)",
                          err);
 
+        if (!all)
+                dedup_cache_account(st);
+
         int64_t cutoff = dedup_now(st) - st->window_ms;
         int64_t step   = st->window_ms / 64 > 1000 ? st->window_ms / 64 : 1000;
         if (!all && cutoff > 0 && cutoff - st->expired_upto >= step)

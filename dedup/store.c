@@ -123,13 +123,63 @@ static void cfilter_destroy(void *state) {
 /* ------------------------------ OPTIONS ------------------------------ */
 
 /* Everything RocksDB allocates is bounded by cache_mb (M): block cache
- * 3M/8 with index and filter blocks charged to it (partitioned, so no
- * single metadata block is too large for a cache shard), all memtables
- * M/4 via db_write_buffer_size.  The tail takes M/4 (dedup_int.h).
+ * 3M/8, from which the seen family's table readers are deducted (see
+ * dedup_cache_account()), all memtables M/4 via db_write_buffer_size.  The
+ * tail takes M/4 (dedup_int.h).
  *
- * Compression: the hashed families are written by the indexer; their keys
- * are random, so only the last level / sorted run (where the data stays)
- * is compressed.  The journal is transient and not compressed. */
+ * The seen family is read by lookups that the id filter let through (a
+ * duplicate, or one of its rare false positives), each a random key, so
+ * its read path is as short as RocksDB allows (measured with bench_dedup
+ * --probe at 10M ids in the window: 9.0 us per stored id before, 4.9 us
+ * after; docs/benchmarks.md):
+ *  - no compression at any level: a read is one pread of the block from
+ *    the page cache, no decompression (the data blocks are not worth
+ *    caching: the reads are uniform over the whole window, and lookups
+ *    read with fill_cache off);
+ *  - index and filter blocks unpartitioned and held by the table readers,
+ *    not the block cache: no cache lookup, no shard lock, no LRU update
+ *    per level probed (L0 files of the newest epoch, each with its Bloom
+ *    filter); their memory is taken off the block cache's capacity;
+ *  - no Bloom filter in the last level (optimize_filters_for_hits): the id
+ *    filter sends it (nearly) only ids that are there.
+ * The other hashed families (lww, audit by id / key) keep partitioned
+ * index and filter blocks charged to the block cache: only lww is read
+ * per record, and not at the seen family's rate.
+ *
+ * Compression: the other hashed families are written by the indexer;
+ * their keys are random, so only the last level / sorted run (where the
+ * data stays) is compressed.  The journal is transient and not
+ * compressed. */
+/* Levels of the seen family: 2 (L0 and L1) for a store created by this
+ * version, so that its data is in the last level, whose files carry no
+ * Bloom filter (optimize_filters_for_hits): with more levels, ingestion
+ * puts each epoch's first runs in L6..L2 (the lowest levels they do not
+ * overlap), L1 is not the last level, and its filters held ~10 bits per
+ * id in the table readers (~100 MiB at 100M ids).  A state dir written
+ * with more levels keeps them (RocksDB cannot open it with fewer); its
+ * OPTIONS file says how many. */
+static int seen_num_levels(const aagw_store_t *st) {
+        rocksdb_env_t      *env = rocksdb_create_default_env();
+        rocksdb_options_t  *dbo = NULL, **cfo = NULL;
+        char              **names = NULL, *err = NULL;
+        size_t              n = 0;
+        int                 levels = 2;
+
+        rocksdb_load_latest_options(st->dbpath, env, true, NULL, &dbo, &n,
+                                    &names, &cfo, &err);
+        if (err) {
+                rocksdb_free(err); /* no OPTIONS file: a new store */
+        } else {
+                for (size_t i = 0; i < n; i++)
+                        if (!strcmp(names[i], dedup_cf_names[CF_SEEN]) &&
+                            rocksdb_options_get_num_levels(cfo[i]) > 2)
+                                levels = rocksdb_options_get_num_levels(cfo[i]);
+                rocksdb_load_latest_options_destroy(dbo, names, cfo, n);
+        }
+        rocksdb_env_destroy(env);
+        return levels;
+}
+
 static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
         size_t M     = st->cache_mb << 20;
         size_t cache = M / 8 * 3;
@@ -143,7 +193,8 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
         rocksdb_lru_cache_options_t *lo = rocksdb_lru_cache_options_create();
         rocksdb_lru_cache_options_set_capacity(lo, cache);
         rocksdb_lru_cache_options_set_num_shard_bits(lo, shard);
-        st->cache = rocksdb_cache_create_lru_opts(lo);
+        st->cache     = rocksdb_cache_create_lru_opts(lo);
+        st->cache_cap = cache;
         rocksdb_lru_cache_options_destroy(lo);
 
         for (int b = 0; b < 2; b++) {
@@ -176,6 +227,18 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
                         st->topts_plain = t;
                 }
         }
+        /* The seen family (see above): index and filter in the table
+         * readers (cache_index_and_filter_blocks off, the default), one
+         * binary-search index and one full filter per file. */
+        st->topts_seen = rocksdb_block_based_options_create();
+        rocksdb_block_based_options_set_block_cache(st->topts_seen, st->cache);
+        rocksdb_block_based_options_set_data_block_index_type(
+            st->topts_seen,
+            rocksdb_block_based_table_data_block_index_type_binary_search_and_hash);
+        rocksdb_block_based_options_set_data_block_hash_ratio(st->topts_seen,
+                                                              0.75);
+        rocksdb_block_based_options_set_filter_policy(
+            st->topts_seen, rocksdb_filterpolicy_create_bloom_full(10));
 
         rocksdb_options_t *o = rocksdb_options_create();
         st->dbopts           = o;
@@ -204,35 +267,54 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
                         /* Filled by SST ingestion: the memtable stays
                          * empty. */
                         wb = M / 64;
-                        rocksdb_options_set_block_based_table_factory(
-                            c, st->topts_bloom);
-                        if (cf == CF_SEEN) {
-                                rocksdb_options_set_level_compaction_dynamic_level_bytes(
-                                    c, 1);
-                                /* Only the newest epoch has L0 files and
-                                 * only its lookups probe them: let more
-                                 * runs gather before a merge (a merge
-                                 * rewrites the epoch's data). */
-                                rocksdb_options_set_level0_file_num_compaction_trigger(
-                                    c, 16);
-                                rocksdb_options_set_level0_slowdown_writes_trigger(
-                                    c, 48);
-                                rocksdb_options_set_level0_stop_writes_trigger(
-                                    c, 64);
-                        } else {
-                                rocksdb_options_set_compaction_style(
-                                    c, rocksdb_universal_compaction);
-                        }
                         rocksdb_options_set_compression(c,
                                                         rocksdb_no_compression);
-                        rocksdb_options_set_bottommost_compression(
-                            c, rocksdb_lz4_compression);
-                        /* The id filter sends RocksDB (nearly) only ids
-                         * that are there: the last sorted run's Bloom
-                         * filter would only take cache from data. */
-                        if (cf == CF_SEEN)
+                        if (cf == CF_SEEN) {
+                                rocksdb_options_set_block_based_table_factory(
+                                    c, st->topts_seen);
+                                rocksdb_options_set_bottommost_compression(
+                                    c, rocksdb_no_compression);
+                                /* Epochs are key ranges that only grow
+                                 * while they are the newest, then wait to
+                                 * be dropped whole: one level below L0
+                                 * (L1, never full; the only one in a new
+                                 * store, see seen_num_levels()), so the
+                                 * newest epoch's
+                                 * L0 files merge into its L1 files once
+                                 * per 32 runs, instead of cascading down
+                                 * the levels of dynamic level sizes (with
+                                 * 30 runs per epoch, as at 100M ids:
+                                 * compaction CPU -25%, docs/benchmarks.md);
+                                 * L1 is then the last level and its files
+                                 * carry no Bloom filter.
+                                 * Only the newest epoch has L0 files and
+                                 * only its lookups probe them (in-memory
+                                 * Bloom filters, see above). */
+                                rocksdb_options_set_num_levels(
+                                    c, seen_num_levels(st));
+                                rocksdb_options_set_level_compaction_dynamic_level_bytes(
+                                    c, 0);
+                                rocksdb_options_set_max_bytes_for_level_base(
+                                    c, (uint64_t)1 << 50);
+                                rocksdb_options_set_level0_file_num_compaction_trigger(
+                                    c, 32);
+                                rocksdb_options_set_level0_slowdown_writes_trigger(
+                                    c, 96);
+                                rocksdb_options_set_level0_stop_writes_trigger(
+                                    c, 128);
+                                /* The id filter sends RocksDB (nearly) only
+                                 * ids that are there: the last level's
+                                 * Bloom filters would only take memory. */
                                 rocksdb_options_set_optimize_filters_for_hits(
                                     c, 1);
+                        } else {
+                                rocksdb_options_set_block_based_table_factory(
+                                    c, st->topts_bloom);
+                                rocksdb_options_set_compaction_style(
+                                    c, rocksdb_universal_compaction);
+                                rocksdb_options_set_bottommost_compression(
+                                    c, rocksdb_lz4_compression);
+                        }
                 } else {
                         wb = cf == CF_JOURNAL || cf == CF_AUDIT ? M / 16
                                                                 : M / 64;
@@ -272,6 +354,39 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
         (void)errstr;
         (void)errstr_size;
         return 0;
+}
+
+/* The block cache's capacity is its share of cache_mb less what the table
+ * readers hold, down to an eighth of the share: past that (a window of
+ * hundreds of millions of ids with a small cache_mb) the readers are
+ * over the budget, which is logged once and shows in the stats. */
+void dedup_cache_account(aagw_store_t *st) {
+        uint64_t total = 0, v;
+        size_t   cap, floor = st->cache_cap / 8;
+
+        if (!st->db || !st->cache)
+                return;
+        for (int cf = 0; cf < CF_COUNT; cf++)
+                if (st->cf[cf] &&
+                    !rocksdb_property_int_cf(st->db, st->cf[cf],
+                                             "rocksdb.estimate-table-readers-mem",
+                                             &v))
+                        total += v;
+        atomic_store(&st->readers_mem, (size_t)total);
+        cap = total + floor < st->cache_cap ? st->cache_cap - (size_t)total
+                                            : floor;
+        if (cap == floor && !st->cache_warned) {
+                st->cache_warned = true;
+                aagw_log(AAGW_LOG_WARN, "DEDUP",
+                         "table readers hold %" PRIu64 " MiB (index and "
+                         "filter blocks of the seen ids): more than the "
+                         "block cache's %zu MiB share of cache_mb; memory "
+                         "exceeds cache_mb by up to %" PRIu64 " MiB",
+                         total >> 20, st->cache_cap >> 20,
+                         (total + floor - st->cache_cap) >> 20);
+        }
+        if (cap != rocksdb_cache_get_capacity(st->cache))
+                rocksdb_cache_set_capacity(st->cache, cap);
 }
 
 /* Every windowed family is compacted at least once per window (at least
@@ -343,6 +458,10 @@ static aagw_store_t *store_new(const char *dir, const struct aagw_store_opts *o,
         st->wopts      = rocksdb_writeoptions_create();
         rocksdb_writeoptions_set_sync(st->wopts, 0);
         st->ropts   = rocksdb_readoptions_create();
+        /* Seen lookups: data blocks straight from the file (see
+         * make_options()); checksums are still verified. */
+        st->sropts = rocksdb_readoptions_create();
+        rocksdb_readoptions_set_fill_cache(st->sropts, 0);
         st->envopts = rocksdb_envoptions_create();
         st->ingopts = rocksdb_ingestexternalfileoptions_create();
         rocksdb_ingestexternalfileoptions_set_move_files(st->ingopts, 1);
@@ -512,6 +631,7 @@ aagw_store_t *aagw_store_open(const aagw_statedir_t        *sd,
         }
         if (dedup_replay_journal(st, errstr, errstr_size))
                 goto fail;
+        dedup_cache_account(st);
         set_periodic_compaction(st);
         if (dedup_threads_start(st, errstr, errstr_size))
                 goto fail;
@@ -595,6 +715,7 @@ aagw_store_t *aagw_store_open_secondary(const char                   *state_dir,
         }
         if (dedup_replay_journal(st, errstr, errstr_size))
                 goto fail;
+        dedup_cache_account(st);
         return st;
 fail:
         aagw_store_close(st);
@@ -637,9 +758,11 @@ void aagw_store_close(aagw_store_t *st) {
         }
         if (st->dbopts)
                 rocksdb_options_destroy(st->dbopts);
-        /* The bloom policy belongs to topts_bloom. */
+        /* The bloom policies belong to the table options. */
         if (st->topts_bloom)
                 rocksdb_block_based_options_destroy(st->topts_bloom);
+        if (st->topts_seen)
+                rocksdb_block_based_options_destroy(st->topts_seen);
         if (st->topts_plain)
                 rocksdb_block_based_options_destroy(st->topts_plain);
         if (st->cache)
@@ -648,6 +771,8 @@ void aagw_store_close(aagw_store_t *st) {
                 rocksdb_writeoptions_destroy(st->wopts);
         if (st->ropts)
                 rocksdb_readoptions_destroy(st->ropts);
+        if (st->sropts)
+                rocksdb_readoptions_destroy(st->sropts);
         if (st->envopts)
                 rocksdb_envoptions_destroy(st->envopts);
         if (st->ingopts)
@@ -861,6 +986,7 @@ void aagw_store_stats_get(aagw_store_t *st, struct aagw_store_stats *out) {
         out->index_us       = atomic_load(&st->us_index);
         out->tail_wait_us   = atomic_load(&st->us_tail_wait);
         out->cache_usage = st->cache ? rocksdb_cache_get_usage(st->cache) : 0;
+        out->readers_bytes = atomic_load(&st->readers_mem);
         pthread_mutex_lock(&st->mu);
         out->filter_ready = st->filter && st->filter_ready;
         if (st->filter) {

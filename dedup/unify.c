@@ -402,7 +402,9 @@ static int mget_flush(aagw_store_t *st, int kind, struct mget *m,
                 kl[j] = (const char *)m->k[j];
                 ks[j] = m->klen;
         }
-        rocksdb_batched_multi_get_cf(st->db, st->ropts, cf, m->n, kl, ks, vals,
+        rocksdb_batched_multi_get_cf(st->db,
+                                     kind == DK_SEEN ? st->sropts : st->ropts,
+                                     cf, m->n, kl, ks, vals,
                                      errs, false);
         for (size_t j = 0; j < m->n; j++) {
                 size_t      i = m->idx[j];

@@ -189,6 +189,7 @@ static void usage(FILE *f, const char *prog) {
                 "          [--cache-mb MB] [--filter-mb MB] [--window-ms MS]\n"
                 "          [--audit none|drops] [--dir DIR] [--keep] "
                 "[--reopen]\n"
+                "          [--probe P]\n"
                 "  --ids N        ids in the window (default 1000000)\n"
                 "  --measure M    ids measured after the prefill "
                 "(default max(N/2, 1M))\n"
@@ -200,6 +201,10 @@ static void usage(FILE *f, const char *prog) {
                 "recent retries)\n"
                 "  --cache-mb MB  store cache_mb (default 256)\n"
                 "  --filter-mb MB store filter_mb (default 64)\n"
+                "  --probe P      after the measurement, P lookups of stored "
+                "ids only\n"
+                "                 (drawn like the duplicates): the read "
+                "path's cost\n"
                 "  --dir DIR      state dir (default a new dir under "
                 "$TMPDIR or /tmp, removed unless --keep)\n",
                 prog);
@@ -211,7 +216,7 @@ struct phase {
 };
 
 int main(int argc, char **argv) {
-        uint64_t    nwin = 1000000, measure = 0, batch = 1000;
+        uint64_t    nwin = 1000000, measure = 0, batch = 1000, probe = 0;
         double      dup = 0.10, span = 1.0;
         size_t      cache_mb = 256, filter_mb = 64;
         int64_t     window_ms = 24 * 3600 * INT64_C(1000);
@@ -232,6 +237,7 @@ int main(int argc, char **argv) {
             {"dir", required_argument, NULL, 'D'},
             {"keep", no_argument, NULL, 'k'},
             {"reopen", no_argument, NULL, 'r'},
+            {"probe", required_argument, NULL, 'p'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         while ((opt = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
@@ -271,6 +277,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'r':
                         reopen = 1;
+                        break;
+                case 'p':
+                        probe = strtoull(optarg, NULL, 10);
                         break;
                 case 'h':
                         usage(stdout, argv[0]);
@@ -473,6 +482,35 @@ int main(int argc, char **argv) {
                        "%.3f us\n",
                        c_lookup * 1e6 / (double)n, c_commit * 1e6 / (double)n);
         }
+        if (probe && measuring && rc == EXIT_OK) {
+                /* Lookups only: duplicates drawn as above (nothing
+                 * committed), so each is a read of the stored id. */
+                uint64_t live = nwin - nwin / 100;
+                if ((double)live > span * (double)nwin)
+                        live = (uint64_t)(span * (double)nwin);
+                uint64_t pwrong = 0, done = 0;
+                double   pc = thread_cpu_s(), pt = mono_s();
+                while (done < probe) {
+                        for (uint64_t i = 0; i < batch; i++)
+                                id_key(next - live + rnd() % live, keys[i]);
+                        if (aagw_store_seen_lookup(
+                                st, (const uint8_t(*)[16])keys, batch, found,
+                                NULL, err, sizeof(err))) {
+                                fprintf(stderr, "lookup: %s\n", err);
+                                rc = EXIT_RUNTIME;
+                                break;
+                        }
+                        for (uint64_t i = 0; i < batch; i++)
+                                pwrong += !found[i];
+                        done += batch;
+                }
+                printf("probe: %" PRIu64 " lookups of stored ids: %.3f us "
+                       "main-thread CPU each, %.3f us wall; %" PRIu64
+                       " not found\n",
+                       done, (thread_cpu_s() - pc) * 1e6 / (double)done,
+                       (mono_s() - pt) * 1e6 / (double)done, pwrong);
+                wrong += pwrong;
+        }
         print_threads();
         long hwm = status_kb("VmHWM:"), rss = status_kb("VmRSS:");
         printf("RSS: peak %ld kB (%.0f MiB), now %ld kB; budget cache_mb + "
@@ -487,9 +525,11 @@ int main(int argc, char **argv) {
                s.seen_read_hits);
         printf("commits %" PRIu64 ", tail runs indexed %" PRIu64
                " in %.2f s, commits waited %.2f s for the indexer, indexer "
-               "errors %" PRIu64 ", block cache %zu bytes\n",
+               "errors %" PRIu64 ", block cache %zu bytes, table readers "
+               "%zu bytes\n",
                s.commits, s.runs_indexed, (double)s.index_us / 1e6,
-               (double)s.tail_wait_us / 1e6, s.indexer_errors, s.cache_usage);
+               (double)s.tail_wait_us / 1e6, s.indexer_errors, s.cache_usage,
+               s.readers_bytes);
         printf("disk: %.1f MiB (%.1f bytes per id in the window)\n",
                (double)du(dir) / 1048576, (double)du(dir) / (double)nwin);
         if (wrong) {

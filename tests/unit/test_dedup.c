@@ -1158,6 +1158,98 @@ static void test_corrupt_values(void **state) {
         aagw_statedir_close(h.sd);
 }
 
+/* The seen ids' index and filter blocks are held by RocksDB's table
+ * readers, outside the block cache: the store reports their size (taken
+ * off the block cache's capacity) and lookups stay exact. */
+static void test_readers_accounted(void **state) {
+        struct h                h;
+        struct aagw_store_opts  o = {.cache_mb = 8, .filter_mb = 1};
+        struct aagw_store_stats s;
+        (void)state;
+
+        h_open(&h, "readers", &o);
+        wait_filter(h.st);
+        commit_ids(h.st, 0, 30000, wall_ms(), 1000);
+        assert_int_equal(aagw_store_flush(h.st, h.err, sizeof(h.err)), AAGW_OK);
+        for (int i = 0; i < 500; i++) {
+                aagw_store_stats_get(h.st, &s);
+                if (s.readers_bytes)
+                        break;
+                usleep(10000);
+        }
+        assert_true(s.runs_indexed > 0);
+        assert_true(s.readers_bytes > 0);
+        /* The cache gives up what the readers hold: 8 MiB * 3/8. */
+        assert_true(s.cache_usage <= (size_t)3 << 20);
+        check_ids(h.st, 0, 30000, true);
+        check_ids(h.st, 30000, 40000, false);
+        h_close(&h);
+}
+
+/* Seen files written with another table layout (a state dir from an
+ * older aagw: compressed blocks, other index and filter settings, seven
+ * levels; the raw open records RocksDB's default of 7 in the OPTIONS
+ * file, which the store then keeps) are read as they are: ids stored
+ * there are found, before and after the filter rebuild. */
+static void test_old_layout_files(void **state) {
+        struct h                h;
+        struct raw              r;
+        struct aagw_store_opts  o = {.cache_mb = 8, .filter_mb = 1};
+        rocksdb_readoptions_t  *ro;
+        rocksdb_iterator_t     *it;
+        rocksdb_flushoptions_t *fo;
+        size_t                  n = 0;
+        char                   *err = NULL;
+        (void)state;
+
+        h_open(&h, "oldlayout", &o);
+        commit_ids(h.st, 0, 10, wall_ms(), 10);
+        assert_int_equal(aagw_store_flush(h.st, h.err, sizeof(h.err)), AAGW_OK);
+        h_close(&h);
+
+        /* Copy one stored value under 5,000 other ids, with RocksDB's
+         * default options (Snappy or LZ4 blocks, no Bloom filter). */
+        raw_open(&r, h.dir);
+        ro = rocksdb_readoptions_create();
+        it = rocksdb_create_iterator_cf(r.db, ro, raw_cf(&r, "seen"));
+        rocksdb_iter_seek_to_first(it);
+        assert_true(rocksdb_iter_valid(it));
+        size_t         kl, vl;
+        const char    *k0 = rocksdb_iter_key(it, &kl);
+        const char    *v0 = rocksdb_iter_value(it, &vl);
+        uint8_t        sk[24], val[256];
+        assert_int_equal(kl, 24);
+        assert_true(vl <= sizeof(val));
+        memcpy(sk, k0, 8); /* the epoch */
+        memcpy(val, v0, vl);
+        rocksdb_iter_destroy(it);
+        rocksdb_readoptions_destroy(ro);
+        for (uint64_t i = 1000; i < 6000; i++, n++) {
+                idkey(i, sk + 8);
+                raw_put(&r, "seen", sk, 24, val, vl);
+        }
+        fo = rocksdb_flushoptions_create();
+        rocksdb_flushoptions_set_wait(fo, 1);
+        rocksdb_flush_cf(r.db, fo, raw_cf(&r, "seen"), &err);
+        rocksdb_flushoptions_destroy(fo);
+        if (err)
+                fail_msg("raw flush: %s", err);
+        raw_close(&r);
+        assert_int_equal(n, 5000);
+
+        h.sd = aagw_statedir_open(h.dir, h.err, sizeof(h.err));
+        assert_non_null(h.sd);
+        h.st = aagw_store_open(h.sd, &o, h.err, sizeof(h.err));
+        if (!h.st)
+                fail_msg("store open: %s", h.err);
+        check_ids(h.st, 1000, 6000, true); /* maybe before the rebuild */
+        check_ids(h.st, 0, 10, true);
+        wait_filter(h.st);
+        check_ids(h.st, 1000, 6000, true);
+        check_ids(h.st, 6000, 10000, false);
+        h_close(&h);
+}
+
 int main(int argc, char **argv) {
         if (argc == 4 && !strcmp(argv[1], "--writer"))
                 return writer_main(argv[2], atoi(argv[3]));
@@ -1175,6 +1267,8 @@ int main(int argc, char **argv) {
             cmocka_unit_test(test_bounded_filter),
             cmocka_unit_test(test_batch_bad_input),
             cmocka_unit_test(test_corrupt_values),
+            cmocka_unit_test(test_readers_accounted),
+            cmocka_unit_test(test_old_layout_files),
         };
         return cmocka_run_group_tests_name("dedup", tests, group_setup,
                                            group_teardown);
