@@ -778,6 +778,40 @@ static int not_found(struct ctx *x, const char *what) {
         return EXIT_RUNTIME;
 }
 
+/* The common end of audit id and audit key: print the header (when
+ * something was found in the state), then the entries the query
+ * 'by' yields for (arg, len) through 'cb', as a table or JSON lines;
+ * "not found" when neither the state nor the log knows 'what'. */
+static int list_entries(struct ctx *x, const char *hdr, size_t nfound,
+                        const char *const *heads, const bool *right,
+                        aagw_err_t (*by)(aagw_store_t *, const void *, size_t,
+                                         aagw_audit_cb_t *, void *, char *,
+                                         size_t),
+                        const void *arg, size_t len, aagw_audit_cb_t *cb,
+                        const char *what) {
+        x->header = hdr;
+        if (nfound && !x->o->json)
+                print_header(x);
+        table_init(&x->t, heads, right);
+        if (by(x->st, arg, len, cb, x, x->err, sizeof(x->err))) {
+                table_deinit(&x->t);
+                gw_errorf("audit: %s", x->err);
+                return EXIT_RUNTIME;
+        }
+        if (!nfound && !x->n) {
+                table_deinit(&x->t);
+                return not_found(x, what);
+        }
+        if (!x->o->json) {
+                if (x->n)
+                        table_flush(&x->t);
+                else
+                        puts("(no audit entries in the window)");
+        }
+        table_deinit(&x->t);
+        return x->t.oom ? EXIT_RUNTIME : EXIT_OK;
+}
+
 static int cmd_id(struct ctx *x) {
         static const char *const heads[] = {"TIME",   "EVENT", "SITE",
                                             "ORIGIN", "TOPIC", "PARTITION",
@@ -850,28 +884,8 @@ static int cmd_id(struct ctx *x) {
         if (off < sizeof(hdr))
                 snprintf(hdr + off, sizeof(hdr) - off, "window:      %s\n\n",
                          x->window);
-        x->header = hdr;
-        if (nfound && !x->o->json)
-                print_header(x);
-        table_init(&x->t, heads, right);
-        if (aagw_store_audit_by_id(x->st, id, len, cb_id, x, x->err,
-                                   sizeof(x->err))) {
-                table_deinit(&x->t);
-                gw_errorf("audit: %s", x->err);
-                return EXIT_RUNTIME;
-        }
-        if (!nfound && !x->n) {
-                table_deinit(&x->t);
-                return not_found(x, "id");
-        }
-        if (!x->o->json) {
-                if (x->n)
-                        table_flush(&x->t);
-                else
-                        puts("(no audit entries in the window)");
-        }
-        table_deinit(&x->t);
-        return x->t.oom ? EXIT_RUNTIME : EXIT_OK;
+        return list_entries(x, hdr, nfound, heads, right,
+                            aagw_store_audit_by_id, id, len, cb_id, "id");
 }
 
 static int cmd_key(struct ctx *x) {
@@ -958,28 +972,8 @@ static int cmd_key(struct ctx *x) {
         if (off < sizeof(hdr))
                 snprintf(hdr + off, sizeof(hdr) - off, "window:  %s\n\n",
                          x->window);
-        x->header = hdr;
-        if (nfound && !x->o->json)
-                print_header(x);
-        table_init(&x->t, heads, right);
-        if (aagw_store_audit_by_key(x->st, k, len, cb_key, x, x->err,
-                                    sizeof(x->err))) {
-                table_deinit(&x->t);
-                gw_errorf("audit: %s", x->err);
-                return EXIT_RUNTIME;
-        }
-        if (!nfound && !x->n) {
-                table_deinit(&x->t);
-                return not_found(x, "key");
-        }
-        if (!x->o->json) {
-                if (x->n)
-                        table_flush(&x->t);
-                else
-                        puts("(no audit entries in the window)");
-        }
-        table_deinit(&x->t);
-        return x->t.oom ? EXIT_RUNTIME : EXIT_OK;
+        return list_entries(x, hdr, nfound, heads, right,
+                            aagw_store_audit_by_key, k, len, cb_key, "key");
 }
 
 /* ---------------------------- audit recent ----------------------------- */
