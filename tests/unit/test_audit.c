@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "aagw_dedup.h"
+#include "harness.h"
 
 static char    tmpdir[] = "/tmp/aagw-audit-XXXXXX";
 static char    maindir[600]; /* the store most tests query (90m window) */
@@ -38,48 +39,29 @@ struct result {
 };
 static struct result r;
 
-static void slurp(const char *path, char *buf, size_t size) {
-        FILE  *f = fopen(path, "rb");
-        size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-        buf[n]   = '\0';
-        if (f)
-                fclose(f);
-}
-
-/* Run aagw with the NULL-terminated arguments, stdin from /dev/null. */
+/* Run aagw with the NULL-terminated arguments, stdin empty (the
+ * harness's runner: stdout and stderr captured, a deadline). */
 static void run(struct result *res, ...) {
-        const char *argv[64];
-        int         argc = 0;
-        va_list     ap;
-        char        outp[700], errp[700];
-        pid_t       pid;
-        int         st;
+        const char      *argv[64];
+        int              argc = 0;
+        va_list          ap;
+        harness_output_t o;
+        char             err[256];
 
-        argv[argc++] = getenv("AAGW_BIN");
+        argv[argc++] = harness_aagw_bin();
         assert_non_null(argv[0]);
         va_start(ap, res);
         while (argc < 63 && (argv[argc] = va_arg(ap, const char *)))
                 argc++;
         va_end(ap);
         argv[argc] = NULL;
-        snprintf(outp, sizeof(outp), "%s/out", tmpdir);
-        snprintf(errp, sizeof(errp), "%s/err", tmpdir);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                int in  = open("/dev/null", O_RDONLY);
-                int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-                int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-                dup2(in, 0);
-                dup2(out, 1);
-                dup2(err, 2);
-                execv(argv[0], (char **)argv);
-                _exit(127);
-        }
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        slurp(outp, res->out, sizeof(res->out));
-        slurp(errp, res->err, sizeof(res->err));
+        if (harness_run(argv, NULL, 0, 60000, &o, err, sizeof(err)) !=
+            AAGW_OK)
+                fail_msg("aagw: %s", err);
+        res->status = harness_exit_code(o.status);
+        snprintf(res->out, sizeof(res->out), "%s", o.out);
+        snprintf(res->err, sizeof(res->err), "%s", o.err);
+        harness_output_deinit(&o);
 }
 
 static int64_t wall_ms(void) {
