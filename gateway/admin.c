@@ -501,16 +501,20 @@ static char *metrics(const struct gw_admin *a) {
         for (size_t i = 0; i < a->view.nflows; i++)
                 aagw_flow_stats(a->view.flows[i], &st[i]);
 
+/* One metric: its HELP and TYPE lines, then one sample per flow (or
+ * unify stage) i < n, labelled label="labelv". */
+#define SERIES(kind, metric, help, n, label, labelv, fmt, val)                 \
+        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric " " kind    \
+                      "\n");                                                   \
+        for (size_t i = 0; i < (n); i++)                                       \
+        sb_printf(&b, metric "{" label "=\"%s\"} " fmt "\n", labelv, val)
 #define FLOWS for (size_t i = 0; i < a->view.nflows; i++)
 #define NAME  aagw_flow_name(a->view.flows[i])
 #define COUNTER(metric, help, field)                                           \
-        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric            \
-                      " counter\n");                                           \
-        FLOWS sb_printf(&b, metric "{flow=\"%s\"} %" PRIu64 "\n", NAME,        \
-                        st[i].field)
+        SERIES("counter", metric, help, a->view.nflows, "flow", NAME,          \
+               "%" PRIu64, st[i].field)
 #define GAUGE(metric, help, fmt, expr)                                         \
-        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric " gauge\n");\
-        FLOWS sb_printf(&b, metric "{flow=\"%s\"} " fmt "\n", NAME, expr)
+        SERIES("gauge", metric, help, a->view.nflows, "flow", NAME, fmt, expr)
 
         sb_printf(&b, "# HELP aagw_info Build information.\n"
                       "# TYPE aagw_info gauge\n"
@@ -636,15 +640,14 @@ static char *metrics(const struct gw_admin *a) {
 #define SITES for (size_t i = 0; i < a->view.nunify; i++)
 #define SITE  gw_unify_site(a->view.unify[i])
 #define UCOUNTER(metric, help, field)                                          \
-        sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric            \
-                      " counter\n");                                           \
-        SITES sb_printf(&b, metric "{site=\"%s\"} %" PRIu64 "\n", SITE,      \
-                        us[i].field)
-        sb_printf(&b, "# HELP aagw_unify_up 1 while the unify stage of the "
-                      "site runs (or starts), 0 once failed or stopped.\n"
-                      "# TYPE aagw_unify_up gauge\n");
-        SITES sb_printf(&b, "aagw_unify_up{site=\"%s\"} %d\n", SITE,
-                        gw_unify_state(a->view.unify[i]) <= AAGW_FLOW_PAUSED);
+        SERIES("counter", metric, help, a->view.nunify, "site", SITE,          \
+               "%" PRIu64, us[i].field)
+#define UGAUGE(metric, help, fmt, expr)                                        \
+        SERIES("gauge", metric, help, a->view.nunify, "site", SITE, fmt, expr)
+        UGAUGE("aagw_unify_up",
+               "1 while the unify stage of the site runs (or starts), 0 once "
+               "failed or stopped.",
+               "%d", gw_unify_state(a->view.unify[i]) <= AAGW_FLOW_PAUSED);
         UCOUNTER("aagw_unify_records_in_total",
                  "Input records taken in by the unify stage.", records_in);
         UCOUNTER("aagw_unify_records_out_total",
@@ -675,21 +678,18 @@ static char *metrics(const struct gw_admin *a) {
                  replayed);
         UCOUNTER("aagw_unify_commits_total",
                  "Epochs stored (one RocksDB WriteBatch each).", commits);
-        sb_printf(&b, "# HELP aagw_unify_inflight_records Records written to "
-                      "unified topics and not yet acknowledged.\n"
-                      "# TYPE aagw_unify_inflight_records gauge\n");
-        SITES sb_printf(&b, "aagw_unify_inflight_records{site=\"%s\"} %" PRId64
-                            "\n",
-                        SITE, us[i].inflight);
-        sb_printf(&b, "# HELP aagw_unify_lag_records Input records not yet "
-                      "read by the unify stage (-1: not known yet).\n"
-                      "# TYPE aagw_unify_lag_records gauge\n");
-        SITES sb_printf(&b, "aagw_unify_lag_records{site=\"%s\"} %" PRId64
-                            "\n",
-                        SITE, us[i].lag);
+        UGAUGE("aagw_unify_inflight_records",
+               "Records written to unified topics and not yet acknowledged.",
+               "%" PRId64, us[i].inflight);
+        UGAUGE("aagw_unify_lag_records",
+               "Input records not yet read by the unify stage (-1: not known "
+               "yet).",
+               "%" PRId64, us[i].lag);
 #undef SITES
 #undef SITE
 #undef UCOUNTER
+#undef UGAUGE
+#undef SERIES
         free(us);
         return b.p;
 }
@@ -776,6 +776,28 @@ static aagw_flow_t *flow_by_path(const struct gw_admin *a, const char *name,
         return NULL;
 }
 
+/* The first flow or unify stage that failed, as "what failed: why\n" in
+ * 'msg'; false if none did. */
+static bool first_failure(const struct gw_admin *a, char *msg, size_t size) {
+        char err[600];
+
+        for (size_t i = 0; i < a->view.nflows; i++)
+                if (aagw_flow_state(a->view.flows[i]) == AAGW_FLOW_FAILED) {
+                        aagw_flow_error(a->view.flows[i], err, sizeof(err));
+                        snprintf(msg, size, "flow %s failed: %s\n",
+                                 aagw_flow_name(a->view.flows[i]), err);
+                        return true;
+                }
+        for (size_t i = 0; i < a->view.nunify; i++)
+                if (gw_unify_state(a->view.unify[i]) == AAGW_FLOW_FAILED) {
+                        gw_unify_error(a->view.unify[i], err, sizeof(err));
+                        snprintf(msg, size, "unify stage at %s failed: %s\n",
+                                 gw_unify_site(a->view.unify[i]), err);
+                        return true;
+                }
+        return false;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                               const char *url, const char *method,
                               const char *version, const char *upload,
@@ -814,32 +836,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                 return reply_405(c, "GET, HEAD", "use GET\n");
 
         if (!strcmp(url, "/healthz") && get) {
-                for (size_t i = 0; i < a->view.nflows; i++) {
-                        if (aagw_flow_state(a->view.flows[i]) ==
-                            AAGW_FLOW_FAILED) {
-                                char err[600], msg[800];
-                                aagw_flow_error(a->view.flows[i], err,
-                                                sizeof(err));
-                                snprintf(msg, sizeof(msg), "flow %s failed: %s\n",
-                                         aagw_flow_name(a->view.flows[i]), err);
-                                return reply_text(
-                                    c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
-                        }
-                }
-                for (size_t i = 0; i < a->view.nunify; i++) {
-                        if (gw_unify_state(a->view.unify[i]) ==
-                            AAGW_FLOW_FAILED) {
-                                char err[600], msg[800];
-                                gw_unify_error(a->view.unify[i], err,
-                                               sizeof(err));
-                                snprintf(msg, sizeof(msg),
-                                         "unify stage at %s failed: %s\n",
-                                         gw_unify_site(a->view.unify[i]), err);
-                                return reply_text(
-                                    c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
-                        }
-                }
-                return reply_text(c, MHD_HTTP_OK, "ok\n");
+                char msg[800];
+                return first_failure(a, msg, sizeof(msg))
+                           ? reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg)
+                           : reply_text(c, MHD_HTTP_OK, "ok\n");
         }
         if (!strcmp(url, "/status") && get) {
                 const char *fmt =
