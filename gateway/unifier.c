@@ -175,6 +175,7 @@ struct utopic {
         int32_t               out_parts;
         int64_t              *out_max[EPOCHS]; /* per partition, -1: none */
         bool                  ready;           /* output recovered */
+        bool                  inputs_full_logged;
         struct uinput        *in[MAX_INPUTS];
         size_t                nin;
         _Atomic uint64_t      accepted, dropped, superseded, identical,
@@ -262,6 +263,7 @@ struct gw_unify {
         int64_t          last_lag_ms;
         int64_t          now_batch;  /* wall clock, read once per batch */
         bool             audit_accepted; /* dedup: log deliveries too */
+        bool             topics_full_logged;
         rd_kafka_topic_t *last_rkt;  /* input of the previous record */
         struct utopic    *last_ut;
         struct uinput    *last_ui;
@@ -816,8 +818,19 @@ static struct utopic *utopic_get(gw_unify_t *u, const char *name, bool create) {
         for (size_t i = 0; i < u->ntopics; i++)
                 if (!strcmp(u->topics[i]->name, name))
                         return u->topics[i];
-        if (!create || u->ntopics == MAX_TOPICS)
+        if (!create)
                 return NULL;
+        if (u->ntopics == MAX_TOPICS) {
+                if (!u->topics_full_logged)
+                        aagw_log(AAGW_LOG_ERROR, "UNIFY",
+                                 "unify@%s: more than %d topics to unify; "
+                                 "%s and later ones are not unified (narrow "
+                                 "replication.topics or set unify.topics.T."
+                                 "mode: off)",
+                                 u->site, MAX_TOPICS, name);
+                u->topics_full_logged = true;
+                return NULL;
+        }
 
         const aagw_config_t *cfg = u->conf.cfg;
         char                 key[AAGW_TOPIC_MAX + 64], err[256];
@@ -967,8 +980,17 @@ static void discover(gw_unify_t *u) {
                         if (!strcmp(ut->in[k]->topic, mt->topic))
                                 ui = ut->in[k];
                 if (!ui) {
-                        if (ut->nin == MAX_INPUTS)
+                        if (ut->nin == MAX_INPUTS) {
+                                if (ut->inputs_full_logged)
+                                        continue;
+                                ut->inputs_full_logged = true;
+                                aagw_log(AAGW_LOG_ERROR, "UNIFY",
+                                         "unify@%s: %s: more than %d inputs "
+                                         "for %s; not unified",
+                                         u->site, mt->topic, MAX_INPUTS,
+                                         ut->out);
                                 continue;
+                        }
                         if (!(ui = calloc(1, sizeof(*ui))))
                                 continue;
                         snprintf(ui->topic, sizeof(ui->topic), "%s",
