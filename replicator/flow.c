@@ -140,7 +140,7 @@ struct aagw_flow {
 
         /* counters */
         _Atomic uint64_t records_in, records_out, bytes_out, bad_passed,
-            dead_lettered, produce_errors, lat_count, lat_sum;
+            dead_lettered, produce_errors, lat_sum;
         _Atomic uint64_t skipped[AAGW_SKIP_COUNT];
         _Atomic uint64_t rejected[AAGW_REASON_COUNT];
         _Atomic uint64_t lat_buckets[AAGW_LAT_BUCKETS];
@@ -284,7 +284,6 @@ static void lat_observe(aagw_flow_t *f, int64_t ms) {
         while (b < AAGW_LAT_BUCKETS - 1 && ms > aagw_lat_bounds_ms[b])
                 b++;
         INC(f->lat_buckets[b]);
-        INC(f->lat_count);
         atomic_fetch_add_explicit(&f->lat_sum, (uint64_t)ms, RELAXED);
 }
 
@@ -1527,14 +1526,18 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->bad_passed     = LOAD(f->bad_passed);
         st->dead_lettered  = LOAD(f->dead_lettered);
         st->produce_errors = LOAD(f->produce_errors);
-        st->lat_count      = LOAD(f->lat_count);
         st->lat_sum_ms     = LOAD(f->lat_sum);
         for (int i = 0; i < AAGW_SKIP_COUNT; i++)
                 st->skipped[i] = LOAD(f->skipped[i]);
         for (int i = 0; i < AAGW_REASON_COUNT; i++)
                 st->rejected[i] = LOAD(f->rejected[i]);
-        for (int i = 0; i < AAGW_LAT_BUCKETS; i++)
+        /* The count is the sum of the buckets read here, not a counter
+         * read at another instant: a scrape's +Inf bucket always equals
+         * its _count, as Prometheus expects of a histogram. */
+        for (int i = 0; i < AAGW_LAT_BUCKETS; i++) {
                 st->lat_buckets[i] = LOAD(f->lat_buckets[i]);
+                st->lat_count += st->lat_buckets[i];
+        }
         st->inflight       = LOAD(f->inflight);
         st->topics         = LOAD(f->ntopics_active);
         st->partitions     = LOAD(f->nparts_assigned);
