@@ -541,6 +541,10 @@ static char *metrics(const struct gw_admin *a) {
         COUNTER("aagw_replication_produce_errors_total",
                 "Permanent delivery failures (then dead-lettered).",
                 produce_errors);
+        COUNTER("aagw_replication_fetch_wakeups_total",
+                "Times the source consumer's idle fetchers were woken "
+                "(librdkafka before 2.2).",
+                fetch_wakeups);
         GAUGE("aagw_replication_lag_records",
               "Records behind the source high watermark.", "%" PRId64,
               st[i].lag);
@@ -678,6 +682,10 @@ static char *metrics(const struct gw_admin *a) {
                  replayed);
         UCOUNTER("aagw_unify_commits_total",
                  "Epochs stored (one RocksDB WriteBatch each).", commits);
+        UCOUNTER("aagw_unify_fetch_wakeups_total",
+                 "Times the input consumer's idle fetchers were woken "
+                 "(librdkafka before 2.2).",
+                 fetch_wakeups);
         UGAUGE("aagw_unify_inflight_records",
                "Records written to unified topics and not yet acknowledged.",
                "%" PRId64, us[i].inflight);

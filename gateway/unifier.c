@@ -53,6 +53,7 @@
 #define MAX_INPUTS      8  /* inputs per logical topic: T + copies */
 #define EPOCHS          8  /* decided but not yet committed batches */
 #define BATCH_MAX       4096
+#define WAKE_INTERVAL_MS 20 /* aagw_kafka_wake_fetchers(), at most */
 #define ADMIN_TIMEOUT_MS 3000
 #define SCAN_TIMEOUT_MS 60000
 #define REPLAY_MAX      (1 << 20) /* input coordinates found at start */
@@ -90,6 +91,15 @@ static struct kent *kmap_find(struct kmap *m, const uint8_t *k) {
                 if (!memcmp(m->e[i].key, k, 16))
                         return &m->e[i];
         }
+}
+
+/* Bring the home slot of 'k' towards the cache: a map of pending keys
+ * is larger than L2 and every key lands somewhere random in it, so each
+ * probe would otherwise wait for memory.  Issued a while before the
+ * probe (see process() and commit_ready()). */
+static void kmap_prefetch(const struct kmap *m, const uint8_t *k) {
+        if (m->cap)
+                __builtin_prefetch(&m->e[kmap_home(m, k)]);
 }
 
 static int kmap_grow(struct kmap *m) {
@@ -206,6 +216,7 @@ struct item {
         struct uinput      *ui;
         int                 state; /* 0 decide, 1 skip (not ours / replay) */
         bool                lookup; /* asked the store */
+        bool                probe;  /* check the pending map first */
         bool                own_hdrs; /* carries headers under our prefix */
         size_t              li;     /* index in the lookup arrays */
         uint8_t             key[16]; /* id hash (dedup), ekey hash (lww) */
@@ -257,10 +268,12 @@ struct gw_unify {
         size_t               hdr_cap;
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
-            commits, accepted, dropped, superseded, identical, rejected;
+            commits, accepted, dropped, superseded, identical, rejected,
+            fetch_wakeups;
         _Atomic int64_t  inflight, lag;
         _Atomic int32_t  ntopics_pub, ninputs_pub;
-        int64_t          last_lag_ms;
+        int64_t          last_lag_ms, last_wake_ms;
+        bool             backlog; /* the last poll filled a whole batch */
         int64_t          now_batch;  /* wall clock, read once per batch */
         bool             audit_accepted; /* dedup: log deliveries too */
         bool             topics_full_logged;
@@ -270,7 +283,14 @@ struct gw_unify {
 };
 
 #define RELAXED memory_order_relaxed
-#define INC(x) atomic_fetch_add_explicit(&(x), 1, RELAXED)
+/* Counters have one writer, the unify thread (delivery reports run in
+ * its rd_kafka_poll()): a relaxed load and store, not a locked
+ * read-modify-write, per update.  Readers (stats) still see whole
+ * values. */
+#define ADD(x, n)                                                              \
+        atomic_store_explicit(&(x), atomic_load_explicit(&(x), RELAXED) + (n), \
+                              RELAXED)
+#define INC(x) ADD(x, 1)
 
 /* Copy the string 'src' into 'dst' (size bytes), truncating: snprintf
  * without the format parsing, on the per-record path. */
@@ -358,7 +378,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         if (!tok)
                 return;
         struct epoch *ep = &u->epochs[tok->slot];
-        atomic_fetch_sub_explicit(&u->inflight, 1, RELAXED);
+        ADD(u->inflight, -1);
         if (m->err) {
                 /* Purged at a stop, or permanent (retriable errors never
                  * end here: unlimited delivery timeout).  The epoch never
@@ -411,6 +431,11 @@ static void commit_ready(gw_unify_t *u) {
                         struct kmap *km = ep->kmode[i] == MODE_LWW
                                               ? &u->pend_lww
                                               : &u->pend_ids;
+                        if (i + 8 < ep->nkeys)
+                                kmap_prefetch(ep->kmode[i + 8] == MODE_LWW
+                                                  ? &u->pend_lww
+                                                  : &u->pend_ids,
+                                              ep->keys[i + 8]);
                         struct kent *e = kmap_find(km, ep->keys[i]);
                         if (e && e->epoch == ep->seq)
                                 kmap_del(km, e);
@@ -1187,7 +1212,7 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
                 rd_kafka_poll(u->producer, 10);
         }
         ep->outstanding++;
-        atomic_fetch_add_explicit(&u->inflight, 1, RELAXED);
+        ADD(u->inflight, 1);
         it->m = NULL; /* the token owns it now */
         return 0;
 }
@@ -1262,11 +1287,8 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 if (it->ut->mode == MODE_DEDUP) {
                         aagw_scoped_key(u->site, it->v->prov.id,
                                         it->v->prov.id_len, it->key);
-                        if (kmap_find(&u->pend_ids, it->key))
-                                continue;
-                        it->lookup = true;
-                        it->li     = nids;
-                        memcpy(u->lk_ids[nids++], it->key, 16);
+                        kmap_prefetch(&u->pend_ids, it->key);
+                        it->probe = true;
                 } else {
                         /* The key bytes must outlive this pass: a JSON
                          * field is copied into the verdict's scratch. */
@@ -1279,6 +1301,23 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         }
                         aagw_scoped_key(it->ut->scope, it->ekey,
                                         it->ekey_len, it->key);
+                        kmap_prefetch(&u->pend_lww, it->key);
+                        it->probe = true;
+                }
+        }
+        /* Pass 1b: keys decided in a pending epoch need no lookup (the
+         * probes come a whole pass after their prefetch). */
+        for (size_t i = 0; i < n; i++) {
+                struct item *it = &u->items[i];
+                if (!it->probe)
+                        continue;
+                if (it->ut->mode == MODE_DEDUP) {
+                        if (kmap_find(&u->pend_ids, it->key))
+                                continue;
+                        it->lookup = true;
+                        it->li     = nids;
+                        memcpy(u->lk_ids[nids++], it->key, 16);
+                } else {
                         if (kmap_find(&u->pend_lww, it->key))
                                 continue;
                         it->lookup = true;
@@ -1305,6 +1344,11 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
         for (size_t i = 0; i < n && !atomic_load(&u->stop); i++) {
                 struct item   *it = &u->items[i];
                 struct utopic *ut = it->ut;
+                if (i + 8 < n && it[8].probe)
+                        kmap_prefetch(it[8].ut->mode == MODE_DEDUP
+                                          ? &u->pend_ids
+                                          : &u->pend_lww,
+                                      it[8].key);
                 if (it->state)
                         continue;
                 if (it->v->kind != AAGW_VERDICT_REPLICATE ||
@@ -1446,8 +1490,12 @@ static void *unify_main(void *arg) {
                         discover(u);
                         u->last_refresh_ms = mono_ms();
                 }
-                ssize_t n = rd_kafka_consume_batch_queue(u->cq, 100, msgs,
-                                                         BATCH_MAX);
+                /* The call waits for a full batch or the timeout: short
+                 * while catching up, so that a queue running dry is
+                 * noticed (and the fetchers woken) in milliseconds. */
+                ssize_t n = rd_kafka_consume_batch_queue(
+                    u->cq, u->backlog ? 10 : 100, msgs, BATCH_MAX);
+                u->backlog = n == BATCH_MAX;
                 if (n > 0) {
                         process(u, msgs, (size_t)n);
                         for (ssize_t i = 0; i < n; i++)
@@ -1457,6 +1505,13 @@ static void *unify_main(void *arg) {
                 }
                 rd_kafka_poll(u->producer, 0);
                 commit_ready(u);
+                /* Short poll, empty queue, inputs with more: librdkafka
+                 * 2.0 may have parked the fetchers (see kconf.c). */
+                if (n < BATCH_MAX && !rd_kafka_queue_length(u->cq) &&
+                    aagw_kafka_wake_fetchers(u->consumer, mono_ms(),
+                                             &u->last_wake_ms,
+                                             WAKE_INTERVAL_MS) > 0)
+                        INC(u->fetch_wakeups);
                 if (mono_ms() - u->last_lag_ms >= 500) {
                         update_lag(u);
                         u->last_lag_ms = mono_ms();
@@ -1688,6 +1743,7 @@ void gw_unify_stats(const gw_unify_t *uc, struct gw_unify_stats *st) {
         st->recovered   = LD(recovered);
         st->replayed    = LD(replayed);
         st->commits     = LD(commits);
+        st->fetch_wakeups = LD(fetch_wakeups);
         st->inflight    = LD(inflight);
         st->lag         = LD(lag);
         st->topics      = LD(ntopics_pub);

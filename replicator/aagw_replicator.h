@@ -144,6 +144,27 @@ int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
 size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
                                struct aagw_header **buf, size_t *cap);
 
+/**
+ * @brief Restart a consumer's fetchers that librdkafka 2.0 left idle.
+ *
+ * librdkafka before 2.2 stops fetching while the consumer's queue holds
+ * queued.min.messages records or queued.max.messages.kbytes, and looks
+ * again only when each broker's thread next wakes up, up to a second
+ * later (confluentinc/librdkafka#2879; fetch.queue.backoff.ms from 2.2).
+ * A consumer that drained its queue then waits for the rest of that
+ * second.  Call this when a poll of @p consumer came back short and its
+ * queue is empty: for the assigned partitions whose high watermark (from
+ * their last fetch) is past the consumer's position, it asks the leaders
+ * for their end offsets.  That request wakes each leader's thread, which
+ * re-checks its partitions and fetches again.  No fetch state changes
+ * (unlike a seek).  At most once per @p min_interval_ms (@p *last_ms:
+ * the caller's monotonic ms of the last call that sent a request).
+ * @returns the number of lagging partitions asked about (0: none, or
+ * too soon).
+ */
+int aagw_kafka_wake_fetchers(rd_kafka_t *consumer, int64_t now_ms,
+                             int64_t *last_ms, int min_interval_ms);
+
 /* -------------------------------- FLOWS -------------------------------- */
 
 /**
@@ -266,6 +287,7 @@ struct aagw_flow_stats {
         uint64_t bad_passed;   /**< bad provenance stripped (pass) */
         uint64_t dead_lettered;
         uint64_t produce_errors; /**< permanent delivery failures */
+        uint64_t fetch_wakeups; /**< aagw_kafka_wake_fetchers() requests */
         uint64_t lat_count, lat_sum_ms;
         uint64_t lat_buckets[AAGW_LAT_BUCKETS]; /**< count per bucket (not
                                                      cumulative) */

@@ -45,6 +45,8 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
 
 #define SAVE_INTERVAL_MS 1000
 #define ADMIN_TIMEOUT_MS 3000
+/* Fetcher wake-ups (aagw_kafka_wake_fetchers()): at most this often. */
+#define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
 
 /* --------------------------------------------------------------- TYPES -- */
@@ -126,7 +128,9 @@ struct aagw_flow {
         struct ttrack **topics;
         size_t          ntopics;
         struct aagw_pool tokens;
-        int64_t         last_save_ms, last_refresh_ms;
+        int64_t         last_save_ms, last_refresh_ms, last_wake_ms;
+        _Atomic uint64_t fetch_wakeups; /* aagw_kafka_wake_fetchers() */
+        bool            backlog; /* the last poll filled a whole batch */
         bool            subscription_dirty;
 
         int64_t now_cache; /* wall ms, refreshed around each poll */
@@ -154,7 +158,14 @@ struct aagw_flow {
 };
 
 #define RELAXED memory_order_relaxed
-#define INC(x) atomic_fetch_add_explicit(&(x), 1, RELAXED)
+/* Counters have one writer, the flow thread (delivery reports run in
+ * its rd_kafka_poll()): a relaxed load and store, not a locked
+ * read-modify-write, per update.  Readers (stats) still see whole
+ * values. */
+#define ADD(x, n)                                                              \
+        atomic_store_explicit(&(x), atomic_load_explicit(&(x), RELAXED) + (n), \
+                              RELAXED)
+#define INC(x) ADD(x, 1)
 
 static int64_t now_ms(void) {
         struct timespec ts;
@@ -284,7 +295,7 @@ static void lat_observe(aagw_flow_t *f, int64_t ms) {
         while (b < AAGW_LAT_BUCKETS - 1 && ms > aagw_lat_bounds_ms[b])
                 b++;
         INC(f->lat_buckets[b]);
-        atomic_fetch_add_explicit(&f->lat_sum, (uint64_t)ms, RELAXED);
+        ADD(f->lat_sum, (uint64_t)ms);
 }
 
 /* ---------------------------------------------------- DELIVERY REPORTS -- */
@@ -322,7 +333,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 /* Shutting down with records unacknowledged: they are
                  * neither delivered nor failed; the position stays before
                  * them and a restart sends them again. */
-                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                ADD(f->inflight, -1);
                 token_put(f, tok);
                 return;
         }
@@ -347,7 +358,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                           ": dead-letter delivery failed: %s",
                           pt->tt->topic, (int)pt->partition, sl->src_off,
                           rd_kafka_err2str(m->err));
-                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                ADD(f->inflight, -1);
                 token_put(f, tok);
                 return;
         }
@@ -358,13 +369,12 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 sl->out_off = m->offset;
                 INC(f->records_out);
                 INC(pt->records_out);
-                atomic_fetch_add_explicit(&f->bytes_out, m->len + m->key_len,
-                                          RELAXED);
+                ADD(f->bytes_out, m->len + m->key_len);
                 lat_observe(f, f->now_cache - sl->origin_ms);
                 if (pt->tt->is_hb)
                         heartbeat_seen(f, m);
         }
-        atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+        ADD(f->inflight, -1);
         token_put(f, tok);
         ring_advance(f, pt);
 }
@@ -440,7 +450,7 @@ static void produce_dlq(aagw_flow_t *f, struct token *tok,
                              ": cannot dead-letter to %s: %s",
                           pt->tt->topic, (int)pt->partition, sl->src_off,
                           f->dlq_topic, rd_kafka_err2str(err));
-                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                ADD(f->inflight, -1);
                 token_put(f, tok);
         }
 }
@@ -864,8 +874,7 @@ static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
                              : "resuming at its log start");
         } else if (next < lo) {
                 INC(f->truncations);
-                atomic_fetch_add_explicit(&f->truncated_records,
-                                          (uint64_t)(lo - next), RELAXED);
+                ADD(f->truncated_records, (uint64_t)(lo - next));
                 aagw_log(AAGW_LOG_ERROR, "FLOW",
                          "%s: %s [%d]: source log start %" PRId64
                          " passed the stored position %" PRId64 ": %" PRId64
@@ -1033,8 +1042,7 @@ static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
             lo <= pt->read_next)
                 return;
         INC(f->truncations);
-        atomic_fetch_add_explicit(&f->truncated_records,
-                                  (uint64_t)(offset - pt->read_next), RELAXED);
+        ADD(f->truncated_records, (uint64_t)(offset - pt->read_next));
         aagw_log(AAGW_LOG_ERROR, "FLOW",
                  "%s: %s [%d]: source log start %" PRId64 " passed the read "
                  "position %" PRId64 ": records %" PRId64 "..%" PRId64
@@ -1135,7 +1143,7 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 tok->pt  = pt;
                 tok->seq = seq;
                 tok->src = m;
-                atomic_fetch_add_explicit(&f->inflight, 1, RELAXED);
+                ADD(f->inflight, 1);
                 produce_dlq(f, tok, m,
                             aagw_reason_name(v->reason ? v->reason
                                                        : v->id_reason));
@@ -1201,12 +1209,12 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         tok->seq = seq;
         tok->dlq = false;
         tok->src = m;
-        atomic_fetch_add_explicit(&f->inflight, 1, RELAXED);
+        ADD(f->inflight, 1);
         rd_kafka_resp_err_t err;
         if (produce_retry(f, tt->rkt, m->partition, m, h, rec.timestamp_ms,
                           tok, &err)) {
                 rd_kafka_headers_destroy(h);
-                atomic_fetch_sub_explicit(&f->inflight, 1, RELAXED);
+                ADD(f->inflight, -1);
                 tok->src = NULL; /* the caller still owns 'm' */
                 token_put(f, tok);
                 if (!atomic_load(&f->stop))
@@ -1248,14 +1256,26 @@ static void *flow_main(void *arg) {
                  * batch, not per record.  Rebalance events are served
                  * from the same queue (the callback runs in here). */
                 rd_kafka_message_t *batch[1024];
-                ssize_t             n = rd_kafka_consume_batch_queue(
-                    f->cq, 100, batch, sizeof(batch) / sizeof(batch[0]));
+                const ssize_t       cap = sizeof(batch) / sizeof(batch[0]);
+                /* The call waits for a full batch or the timeout: short
+                 * while catching up, so that a queue running dry is
+                 * noticed (and the fetchers woken) in milliseconds. */
+                ssize_t n = rd_kafka_consume_batch_queue(
+                    f->cq, f->backlog ? 10 : 100, batch, (size_t)cap);
+                f->backlog = n == cap;
                 for (ssize_t i = 0; i < n; i++) {
                         if (atomic_load(&f->stop) || !handle(f, batch[i]))
                                 rd_kafka_message_destroy(batch[i]);
                 }
                 f->now_cache = now_ms();
                 rd_kafka_poll(f->producer, 0);
+                /* A short poll and an empty queue while partitions have
+                 * more: librdkafka 2.0 may have parked the fetchers. */
+                if (n < cap && !f->paused && !rd_kafka_queue_length(f->cq) &&
+                    aagw_kafka_wake_fetchers(f->consumer, mono_ms(),
+                                             &f->last_wake_ms,
+                                             WAKE_INTERVAL_MS) > 0)
+                        INC(f->fetch_wakeups);
                 int64_t now = mono_ms();
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
                         save_positions(f, false);
@@ -1526,6 +1546,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->bad_passed     = LOAD(f->bad_passed);
         st->dead_lettered  = LOAD(f->dead_lettered);
         st->produce_errors = LOAD(f->produce_errors);
+        st->fetch_wakeups  = LOAD(f->fetch_wakeups);
         st->lat_sum_ms     = LOAD(f->lat_sum);
         for (int i = 0; i < AAGW_SKIP_COUNT; i++)
                 st->skipped[i] = LOAD(f->skipped[i]);

@@ -153,6 +153,41 @@ int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
         return have > 0 ? have : -1;
 }
 
+int aagw_kafka_wake_fetchers(rd_kafka_t *consumer, int64_t now_ms,
+                             int64_t *last_ms, int min_interval_ms) {
+        rd_kafka_topic_partition_list_t *a = NULL, *lag;
+        int                              n = 0;
+
+        if (now_ms - *last_ms < min_interval_ms)
+                return 0;
+        if (rd_kafka_assignment(consumer, &a) || !a)
+                return 0;
+        if (a->cnt && !rd_kafka_position(consumer, a) &&
+            (lag = rd_kafka_topic_partition_list_new(a->cnt))) {
+                for (int i = 0; i < a->cnt; i++) {
+                        const rd_kafka_topic_partition_t *tp = &a->elems[i];
+                        int64_t                           lo, hi;
+                        if (tp->offset >= 0 &&
+                            !rd_kafka_get_watermark_offsets(
+                                consumer, tp->topic, tp->partition, &lo, &hi) &&
+                            hi > tp->offset)
+                                rd_kafka_topic_partition_list_add(
+                                    lag, tp->topic, tp->partition)
+                                    ->offset = RD_KAFKA_OFFSET_END;
+                }
+                if ((n = lag->cnt) > 0) {
+                        *last_ms = now_ms;
+                        /* The answer does not matter, only the request:
+                         * a short timeout keeps the caller's thread from
+                         * waiting on a slow broker. */
+                        rd_kafka_offsets_for_times(consumer, lag, 1000);
+                }
+                rd_kafka_topic_partition_list_destroy(lag);
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        return n;
+}
+
 size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
                                struct aagw_header **buf, size_t *cap) {
         rd_kafka_headers_t *h = NULL;
