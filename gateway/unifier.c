@@ -599,17 +599,28 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
                         inv   = rec.hdrs[i].value;
                         inlen = rec.hdrs[i].size;
                 }
-        if (aagw_prov_decode(u->conf.policy, rec.hdrs, rec.hdr_cnt, p) !=
-                AAGW_REASON_OK ||
-            !p->path_len || !inv ||
-            !aagw_coords_parse(inv, inlen, in_topic, sizeof(in_topic),
-                               &in_part, &in_off)) {
+        bool ok = aagw_prov_decode(u->conf.policy, rec.hdrs, rec.hdr_cnt,
+                                   p) == AAGW_REASON_OK &&
+                  p->path_len;
+        if (ok && inv) {
+                ok = aagw_coords_parse(inv, inlen, in_topic, sizeof(in_topic),
+                                       &in_part, &in_off);
+        } else if (ok) {
+                /* No input header: the stage stamped this record's
+                 * provenance itself (origin here, one hop), so its source
+                 * coordinates are where the stage read it. */
+                ok = p->path_len == 1 && !strcmp(p->origin, u->site);
+                copy_str(in_topic, sizeof(in_topic), p->src_topic);
+                in_part = p->src_partition;
+                in_off  = p->src_offset;
+        }
+        if (!ok) {
                 /* Not ours: someone else wrote into the unified topic.
                  * It is not folded (we did not deliver it). */
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: %s [%d] offset %" PRId64
-                         " was not written by aagw (no %s/%s header); "
-                         "ignored",
+                         " was not written by aagw (no %s header, or "
+                         "no %s for a record not stamped here); ignored",
                          u->site, ut->out, (int)m->partition, m->offset,
                          u->prov_hdr, u->in_hdr);
                 return 0;
@@ -1147,12 +1158,9 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
         char                in[AAGW_COORDS_MAX];
         uint64_t            hk;
 
-        if (aagw_prov_encode(u->conf.policy, &it->v->prov, &ph)) {
-                ufail(u, "%s [%d] offset %" PRId64
-                         ": cannot encode its provenance",
-                      it->ui->topic, (int)m->partition, m->offset);
-                return -1;
-        }
+        /* Resolved (validated or stamped) in pass 1, unchanged since.
+         * Not into it->v->hdrs: lww keeps the entity key there. */
+        aagw_prov_encode_resolved(u->conf.policy, &it->v->prov, &ph);
         if (!rd_kafka_message_detach_headers(m, &h) && h && it->own_hdrs) {
                 const char *name;
                 const void *val;
@@ -1171,9 +1179,14 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
         for (size_t i = 0; i < ph.cnt; i++)
                 rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
                                     (ssize_t)ph.hdrs[i].size);
-        size_t n = aagw_coords_format(in, it->ui->topic, m->partition,
-                                      m->offset);
-        rd_kafka_header_add(h, u->in_hdr, -1, in, (ssize_t)n);
+        /* Where the stage read the record, for the start-up scan.  A
+         * record stamped here carries it already: its provenance's source
+         * coordinates are the input's (see fold_record()). */
+        if (!it->v->fresh) {
+                size_t n = aagw_coords_format(in, it->ui->topic, m->partition,
+                                              m->offset);
+                rd_kafka_header_add(h, u->in_hdr, -1, in, (ssize_t)n);
+        }
 
         memcpy(&hk, it->key, 8);
         int32_t part = (int32_t)(hk % (uint64_t)ut->out_parts);

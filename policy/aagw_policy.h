@@ -660,6 +660,10 @@ typedef enum {
  *  (neither trusted nor checked) and every record is stamped as local to
  *  the source.  Tests only. */
 #define AAGW_VERDICT_F_NO_HEADER_CHECK 0x2
+/** The caller ran aagw_repl_precheck() for this source, target, topic
+ *  and flags, and it returned AAGW_SKIP_NONE: those checks are not run
+ *  again per record (the flow does this once per topic). */
+#define AAGW_VERDICT_F_PRECHECKED      0x4
 
 /**
  * @brief The outcome of aagw_repl_verdict() / aagw_prov_resolve(), in
@@ -716,6 +720,21 @@ aagw_err_t aagw_repl_verdict(const aagw_repl_policy_t *pol,
                              struct aagw_verdict *v);
 
 /**
+ * @brief What aagw_repl_verdict() checks that depends only on the flow and
+ * the topic, not on a record: the endpoints, the topic's name, the
+ * topic-name loop rules (step 1, unless NO_TOPIC_CHECK in @p flags) and
+ * the remote name's length.  Run once per topic; when @p *cause is
+ * AAGW_SKIP_NONE, that topic's records may be decided with
+ * AAGW_VERDICT_F_PRECHECKED, with the same answers.
+ * @returns AAGW_OK and @p *cause (the topic's skip cause, or NONE), or
+ * AAGW_ERR_INVAL as aagw_repl_verdict() would for any record of it.
+ */
+aagw_err_t aagw_repl_precheck(const aagw_repl_policy_t *pol,
+                              const char *source, const char *target,
+                              const char *topic, unsigned flags,
+                              aagw_skip_t *cause);
+
+/**
  * @brief The provenance of a record as read at @p site, for the unify
  * stage: step 2 of aagw_repl_verdict() alone.  v->kind is REPLICATE (the
  * record is usable; v->prov is valid, fresh if it carried none) or REJECT.
@@ -726,6 +745,15 @@ aagw_err_t aagw_prov_resolve(const aagw_repl_policy_t *pol, const char *site,
                              const struct aagw_rec *rec,
                              const aagw_id_rule_t *id_rule, unsigned flags,
                              struct aagw_verdict *v);
+
+/**
+ * @brief aagw_prov_encode() for provenance that is valid by construction:
+ * v->prov of a verdict that aagw_prov_resolve() or aagw_repl_verdict()
+ * returned as REPLICATE, unchanged since.  Nothing is checked again.
+ */
+void aagw_prov_encode_resolved(const aagw_repl_policy_t *pol,
+                               const struct aagw_prov *p,
+                               struct aagw_prov_hdrs *out);
 
 /* ===== MM2 INTERNAL TOPICS AND OFFSET TRANSLATION (offsets issue) ===== */
 

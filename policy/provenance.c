@@ -339,8 +339,7 @@ aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
 void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
                               const struct aagw_prov *p,
                               struct aagw_prov_hdrs *out) {
-        char   derived[DERIVED_ID_MAX + 1];
-        size_t n = 0, dlen;
+        size_t n = 0, dlen, olen, src;
         char  *b;
 
         /* Everything is validated: the value fits by the static assert. */
@@ -355,6 +354,7 @@ void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
                 n += len;
         }
         b[n++] = ';';
+        src    = n;
         dlen   = strlen(p->src_topic);
         memcpy(b + n, p->src_topic, dlen);
         n += dlen;
@@ -362,13 +362,18 @@ void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
         n += policy_fmt_dec(b + n, (uint64_t)p->src_partition);
         b[n++] = ':';
         n += policy_fmt_dec(b + n, (uint64_t)p->src_offset);
+        /* The derived id is ORIGIN ':' followed by the src field just
+         * written (aagw_id_derive()); it is left out, the reader rebuilds
+         * it.  Compared in place, not formatted a second time. */
+        dlen   = n - src;
+        olen   = strlen(p->origin);
+        bool derived = p->id_len == olen + 1 + dlen &&
+                       !memcmp(p->id, p->origin, olen) && p->id[olen] == ':' &&
+                       !memcmp(p->id + olen + 1, b + src, dlen);
         b[n++] = ';';
         n += aagw_hlc_format(p->hlc, b + n, AAGW_PROV_ENC_MAX - n);
         b[n++] = ';';
-        /* The derived id is left out: the reader rebuilds it. */
-        dlen = aagw_id_derive(p->origin, p->src_topic, p->src_partition,
-                              p->src_offset, derived, sizeof(derived));
-        if (p->id_len != dlen || memcmp(p->id, derived, dlen)) {
+        if (!derived) {
                 memcpy(b + n, p->id, p->id_len);
                 n += p->id_len;
         }

@@ -149,6 +149,12 @@ static void resolve(const aagw_repl_policy_t *pol, const char *site,
         v->kind = stamp(pol, site, rec, id_rule, v);
 }
 
+void aagw_prov_encode_resolved(const aagw_repl_policy_t *pol,
+                               const struct aagw_prov *p,
+                               struct aagw_prov_hdrs *out) {
+        policy_prov_encode_valid(pol, p, out);
+}
+
 aagw_err_t aagw_prov_resolve(const aagw_repl_policy_t *pol, const char *site,
                              const struct aagw_rec *rec,
                              const aagw_id_rule_t *id_rule, unsigned flags,
@@ -173,6 +179,43 @@ static aagw_err_t skip(struct aagw_verdict *v, aagw_skip_t cause) {
         return AAGW_OK;
 }
 
+/* Steps 1 and the name length: the same answer for every record of a
+ * topic.  The arguments are checked. */
+static aagw_skip_t topic_rules(const aagw_repl_policy_t *pol,
+                               const char *source, const char *target,
+                               const char *topic, unsigned flags) {
+        aagw_skip_t cause;
+
+        /* 1. The name: cheapest, and needs no header at all. */
+        if (!(flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)) {
+                cause = policy_topic_cycle(pol, source, target, topic);
+                if (cause != AAGW_SKIP_NONE)
+                        return cause;
+        }
+        /* Not loop prevention but feasibility: the copy needs a name. */
+        if (policy_name_too_long(pol, source, topic))
+                return AAGW_SKIP_NAME_TOO_LONG;
+        return AAGW_SKIP_NONE;
+}
+
+static bool flow_ok(const aagw_repl_policy_t *pol, const char *source,
+                    const char *target) {
+        return endpoint_ok(pol, source) && endpoint_ok(pol, target) &&
+               strcmp(source, target);
+}
+
+aagw_err_t aagw_repl_precheck(const aagw_repl_policy_t *pol,
+                              const char *source, const char *target,
+                              const char *topic, unsigned flags,
+                              aagw_skip_t *cause) {
+        if (!pol || !source || !target || !topic || !cause ||
+            !flow_ok(pol, source, target) ||
+            !policy_topic_valid(topic, strnlen(topic, AAGW_TOPIC_MAX + 1)))
+                return AAGW_ERR_INVAL;
+        *cause = topic_rules(pol, source, target, topic, flags);
+        return AAGW_OK;
+}
+
 aagw_err_t aagw_repl_verdict(const aagw_repl_policy_t *pol, const char *source,
                              const char *target, const struct aagw_rec *rec,
                              const aagw_id_rule_t *id_rule, unsigned flags,
@@ -180,20 +223,21 @@ aagw_err_t aagw_repl_verdict(const aagw_repl_policy_t *pol, const char *source,
         struct aagw_prov *p;
         aagw_skip_t       cause;
 
-        if (!pol || !source || !target || !rec || !v ||
-            !endpoint_ok(pol, source) || !endpoint_ok(pol, target) ||
-            !strcmp(source, target) || !rec_ok(rec))
+        if (!pol || !source || !target || !rec || !v)
                 return AAGW_ERR_INVAL;
-
-        /* 1. The name: cheapest, and needs no header at all. */
-        if (!(flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)) {
-                cause = policy_topic_cycle(pol, source, target, rec->topic);
+        if (flags & AAGW_VERDICT_F_PRECHECKED) {
+                /* Endpoints, topic name and topic rules: checked once
+                 * for the topic by aagw_repl_precheck(). */
+                if (!rec->topic || rec->partition < 0 || rec->offset < 0 ||
+                    (!rec->hdrs && rec->hdr_cnt))
+                        return AAGW_ERR_INVAL;
+        } else {
+                if (!flow_ok(pol, source, target) || !rec_ok(rec))
+                        return AAGW_ERR_INVAL;
+                cause = topic_rules(pol, source, target, rec->topic, flags);
                 if (cause != AAGW_SKIP_NONE)
                         return skip(v, cause);
         }
-        /* Not loop prevention but feasibility: the copy needs a name. */
-        if (policy_name_too_long(pol, source, rec->topic))
-                return skip(v, AAGW_SKIP_NAME_TOO_LONG);
 
         /* 2. What the record says about itself. */
         resolve(pol, source, rec, id_rule, flags, v);

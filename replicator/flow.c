@@ -92,6 +92,7 @@ struct ttrack {
         bool                refused; /* target lacks partitions */
         bool                seen;    /* in the last discovery */
         bool                is_hb;   /* the MM2 heartbeats topic */
+        bool                prechecked; /* aagw_repl_precheck() passed */
 };
 
 /* The msg_opaque of every produced record: which slot it fills. */
@@ -620,6 +621,14 @@ static void discover(aagw_flow_t *f) {
                                 continue;
                         }
                         tt->is_hb   = mm2_is_heartbeats(mt->topic);
+                        /* The per-topic part of every verdict, once. */
+                        aagw_skip_t tc;
+                        tt->prechecked =
+                            aagw_repl_precheck(f->pol, f->source, f->target,
+                                               mt->topic,
+                                               f->conf.verdict_flags,
+                                               &tc) == AAGW_OK &&
+                            tc == AAGW_SKIP_NONE;
                         tt->id_rule = f->conf.id_rule_for
                                           ? f->conf.id_rule_for(f->conf.opaque,
                                                                 mt->topic)
@@ -1103,7 +1112,10 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         rec.hdrs         = f->hdrs;
 
         if (aagw_repl_verdict(f->pol, f->source, f->target, &rec, tt->id_rule,
-                              f->conf.verdict_flags, v)) {
+                              f->conf.verdict_flags |
+                                  (tt->prechecked ? AAGW_VERDICT_F_PRECHECKED
+                                                  : 0),
+                              v)) {
                 flow_fail(f, "%s [%d] offset %" PRId64 ": verdict failed",
                           tt->topic, (int)m->partition, m->offset);
                 return false;

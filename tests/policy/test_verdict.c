@@ -825,6 +825,167 @@ static void test_simulated_topologies(void **state) {
         }
 }
 
+/* ----------------------------- PER TOPIC ------------------------------ */
+
+/* Same outcome, field for field and byte for byte. */
+static void expect_same(const struct aagw_verdict *a,
+                        const struct aagw_verdict *b, const char *what) {
+        if (a->kind != b->kind || a->skip != b->skip ||
+            a->reason != b->reason || a->id_reason != b->id_reason ||
+            a->fresh != b->fresh ||
+            (a->kind == AAGW_VERDICT_REJECT && a->action != b->action))
+                fail_msg("%s: kind %d/%d skip %d/%d reason %d/%d", what,
+                         a->kind, b->kind, a->skip, b->skip, a->reason,
+                         b->reason);
+        if (a->kind != AAGW_VERDICT_REPLICATE)
+                return;
+        assert_int_equal(a->hdrs.cnt, b->hdrs.cnt);
+        assert_int_equal(a->hdrs.hdrs[0].size, b->hdrs.hdrs[0].size);
+        if (memcmp(a->hdrs.hdrs[0].value, b->hdrs.hdrs[0].value,
+                   a->hdrs.hdrs[0].size))
+                fail_msg("%s: aagw.prov differs", what);
+}
+
+/* aagw_repl_precheck() once per topic, then PRECHECKED per record, gives
+ * what the full verdict gives: every policy kind, flow, topic shape,
+ * flag combination and kind of record. */
+static void test_precheck_matches_verdict(void **state) {
+        char        longt[250];
+        const char *topics[] = {"clicks",        "west.clicks",
+                                "east.clicks",   "north.west.clicks",
+                                "west.east.clicks", "heartbeats",
+                                fill(longt, 'a', 245)};
+        const char *paths[] = {NULL, "east", "west", "east>west",
+                               "north>east", "east>north>west"};
+        struct aagw_header h[2];
+        size_t             checked = 0, skipped_topics = 0;
+        (void)state;
+
+        for (int naming = 0; naming < 2; naming++) {
+                for (int hop = 0; hop < 2; hop++) {
+                        aagw_repl_policy_t *pol = pol_of(
+                            three, 3,
+                            naming ? AAGW_NAMING_IDENTITY : AAGW_NAMING_PREFIX,
+                            hop);
+                        for (size_t s = 0; s < 3; s++)
+                        for (size_t d = 0; d < 3; d++) {
+                        if (s == d)
+                                continue;
+                        for (size_t t = 0; t < sizeof(topics) / sizeof(*topics); t++)
+                        for (unsigned fl = 0; fl < 4; fl++) {
+                                aagw_skip_t c;
+                                assert_int_equal(
+                                    aagw_repl_precheck(pol, three[s], three[d],
+                                                       topics[t], fl, &c),
+                                    AAGW_OK);
+                                if (c != AAGW_SKIP_NONE)
+                                        skipped_topics++;
+                                for (size_t k = 0; k < sizeof(paths) / sizeof(*paths); k++) {
+                                        struct aagw_verdict a, b;
+                                        size_t             n = 0;
+                                        if (paths[k])
+                                                prov_set(h, paths[k]), n = 1;
+                                        struct aagw_rec r = mkrec(topics[t], h, n);
+                                        verdict(pol, three[s], three[d], &r,
+                                                NULL, fl, &a);
+                                        if (c != AAGW_SKIP_NONE) {
+                                                assert_int_equal(a.kind, AAGW_VERDICT_SKIP);
+                                                assert_int_equal(a.skip, c);
+                                                continue;
+                                        }
+                                        verdict(pol, three[s], three[d], &r,
+                                                NULL,
+                                                fl | AAGW_VERDICT_F_PRECHECKED,
+                                                &b);
+                                        expect_same(&a, &b, topics[t]);
+                                        checked++;
+                                }
+                        }
+                        }
+                        aagw_repl_policy_destroy(pol);
+                }
+        }
+        /* Both branches were taken, many times. */
+        assert_true(checked > 1000);
+        assert_true(skipped_topics > 100);
+
+        /* What the verdict refuses, the precheck refuses. */
+        aagw_repl_policy_t *pol = pol_of(two, 2, AAGW_NAMING_PREFIX, false);
+        aagw_skip_t         c;
+        assert_int_equal(aagw_repl_precheck(pol, "east", "east", "clicks", 0, &c),
+                         AAGW_ERR_INVAL);
+        assert_int_equal(aagw_repl_precheck(pol, "east", "mars", "clicks", 0, &c),
+                         AAGW_ERR_INVAL);
+        assert_int_equal(aagw_repl_precheck(pol, "east", "west", "bad topic", 0,
+                                            &c),
+                         AAGW_ERR_INVAL);
+        assert_int_equal(aagw_repl_precheck(pol, "east", "west", NULL, 0, &c),
+                         AAGW_ERR_INVAL);
+        assert_int_equal(aagw_repl_precheck(pol, "east", "west", "clicks", 0,
+                                            NULL),
+                         AAGW_ERR_INVAL);
+        /* PRECHECKED still refuses what is wrong with the record itself. */
+        struct aagw_rec     r = mkrec("clicks", NULL, 0);
+        struct aagw_verdict v;
+        r.offset              = -1;
+        assert_int_equal(aagw_repl_verdict(pol, "east", "west", &r, NULL,
+                                           AAGW_VERDICT_F_PRECHECKED, &v),
+                         AAGW_ERR_INVAL);
+        aagw_repl_policy_destroy(pol);
+}
+
+/* The encoding of resolved provenance is aagw_prov_encode()'s, byte for
+ * byte; the id is left out exactly when it is the derived one. */
+static void test_encode_resolved(void **state) {
+        aagw_repl_policy_t *pol = pol_of(two, 2, AAGW_NAMING_PREFIX, false);
+        const char *ids[] = {NULL, /* the derived id */
+                             "east:clicks:3:12345", "east:clicks:3:123",
+                             "west:clicks:3:1234", "east:clicks:31:234",
+                             "east:clicks:3:1234x", "id-1",
+                             "east:clicks:3:1234"};
+        const bool  omitted[] = {true, false, false, false, false, false,
+                                 false, true};
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(ids) / sizeof(*ids); i++) {
+                struct aagw_verdict   v;
+                struct aagw_prov_hdrs a, b;
+                struct aagw_header    h[1];
+                struct aagw_rec       r;
+                if (ids[i]) {
+                        static char val[512];
+                        snprintf(val, sizeof(val),
+                                 "1;east;clicks:3:1234;1714557600123:7;%s",
+                                 ids[i]);
+                        h[0] = hdr("aagw.prov", val);
+                        r    = mkrec("clicks", h, 1);
+                } else {
+                        r = mkrec("clicks", NULL, 0);
+                }
+                assert_int_equal(aagw_prov_resolve(pol, "east", &r, NULL, 0, &v),
+                                 AAGW_OK);
+                assert_int_equal(v.kind, AAGW_VERDICT_REPLICATE);
+                assert_int_equal(aagw_prov_encode(pol, &v.prov, &a), AAGW_OK);
+                aagw_prov_encode_resolved(pol, &v.prov, &b);
+                assert_int_equal(a.hdrs[0].size, b.hdrs[0].size);
+                assert_memory_equal(a.hdrs[0].value, b.hdrs[0].value,
+                                    a.hdrs[0].size);
+                const char *val = b.hdrs[0].value;
+                bool        empty = val[b.hdrs[0].size - 1] == ';';
+                if (empty != omitted[i])
+                        fail_msg("id %s: encoded \"%.*s\"",
+                                 ids[i] ? ids[i] : "(derived)",
+                                 (int)b.hdrs[0].size, val);
+                /* And it reads back as the same id. */
+                struct aagw_prov back;
+                assert_int_equal(aagw_prov_decode(pol, b.hdrs, b.cnt, &back),
+                                 AAGW_REASON_OK);
+                assert_int_equal(back.id_len, v.prov.id_len);
+                assert_memory_equal(back.id, v.prov.id, back.id_len);
+        }
+        aagw_repl_policy_destroy(pol);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_fresh_record),
@@ -842,6 +1003,8 @@ int main(void) {
             cmocka_unit_test(test_reuse),
             cmocka_unit_test(test_resolve),
             cmocka_unit_test(test_simulated_topologies),
+            cmocka_unit_test(test_precheck_matches_verdict),
+            cmocka_unit_test(test_encode_resolved),
         };
         return cmocka_run_group_tests_name("verdict", tests, NULL, NULL);
 }
