@@ -53,7 +53,7 @@
 #define MAX_INPUTS      8  /* inputs per logical topic: T + copies */
 #define EPOCHS          8  /* decided but not yet committed batches */
 #define BATCH_MAX       4096
-#define WAKE_INTERVAL_MS 20 /* aagw_kafka_wake_fetchers(), at most */
+#define WAKE_INTERVAL_MS 20 /* aagw_fetch_waker_poke(), at most */
 #define ADMIN_TIMEOUT_MS 3000
 #define SCAN_TIMEOUT_MS 60000
 #define REPLAY_MAX      (1 << 20) /* input coordinates found at start */
@@ -272,7 +272,8 @@ struct gw_unify {
             fetch_wakeups;
         _Atomic int64_t  inflight, lag;
         _Atomic int32_t  ntopics_pub, ninputs_pub;
-        int64_t          last_lag_ms, last_wake_ms;
+        int64_t          last_lag_ms;
+        aagw_fetch_waker_t *waker;
         bool             backlog; /* the last poll filled a whole batch */
         int64_t          now_batch;  /* wall clock, read once per batch */
         bool             audit_accepted; /* dedup: log deliveries too */
@@ -1521,9 +1522,8 @@ static void *unify_main(void *arg) {
                 /* Short poll, empty queue, inputs with more: librdkafka
                  * 2.0 may have parked the fetchers (see kconf.c). */
                 if (n < BATCH_MAX && !rd_kafka_queue_length(u->cq) &&
-                    aagw_kafka_wake_fetchers(u->consumer, mono_ms(),
-                                             &u->last_wake_ms,
-                                             WAKE_INTERVAL_MS) > 0)
+                    aagw_fetch_waker_poke(u->waker, mono_ms(),
+                                          WAKE_INTERVAL_MS) > 0)
                         INC(u->fetch_wakeups);
                 if (mono_ms() - u->last_lag_ms >= 500) {
                         update_lag(u);
@@ -1641,6 +1641,10 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
                 goto fail;
         rd_kafka_poll_set_consumer(u->consumer);
         u->cq = rd_kafka_queue_get_consumer(u->consumer);
+        if (!(u->waker = aagw_fetch_waker_new(u->consumer))) {
+                snprintf(errstr, errstr_size, "cannot start a thread");
+                goto fail;
+        }
         if (!(u->producer = make_client(u, RD_KAFKA_PRODUCER, "producer",
                                         producer_extra, errstr, errstr_size)) ||
             !(u->reader = make_client(u, RD_KAFKA_CONSUMER, "reader",
@@ -1677,6 +1681,7 @@ void gw_unify_destroy(gw_unify_t *u) {
         atomic_store(&u->stop, true);
         if (u->thread_started)
                 pthread_join(u->thread, NULL);
+        aagw_fetch_waker_destroy(u->waker);
         if (u->consumer) {
                 rd_kafka_consumer_close(u->consumer);
                 if (u->cq)

@@ -145,25 +145,40 @@ size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
                                struct aagw_header **buf, size_t *cap);
 
 /**
- * @brief Restart a consumer's fetchers that librdkafka 2.0 left idle.
+ * @brief Restarts a consumer's fetchers that librdkafka 2.0 left idle.
  *
  * librdkafka before 2.2 stops fetching while the consumer's queue holds
  * queued.min.messages records or queued.max.messages.kbytes, and looks
  * again only when each broker's thread next wakes up, up to a second
  * later (confluentinc/librdkafka#2879; fetch.queue.backoff.ms from 2.2).
  * A consumer that drained its queue then waits for the rest of that
- * second.  Call this when a poll of @p consumer came back short and its
- * queue is empty: for the assigned partitions whose high watermark (from
- * their last fetch) is past the consumer's position, it asks the leaders
- * for their end offsets.  That request wakes each leader's thread, which
- * re-checks its partitions and fetches again.  No fetch state changes
- * (unlike a seek).  At most once per @p min_interval_ms (@p *last_ms:
- * the caller's monotonic ms of the last call that sent a request).
- * @returns the number of lagging partitions asked about (0: none, or
- * too soon).
+ * second.  A waker asks the leaders of the lagging partitions for their
+ * end offsets: the request wakes each leader's thread, which re-checks
+ * its partitions and fetches again.  No fetch state changes (unlike a
+ * seek).  The request runs on the waker's own thread, since a broker may
+ * answer only after a pending fetch long-poll: the caller never waits.
  */
-int aagw_kafka_wake_fetchers(rd_kafka_t *consumer, int64_t now_ms,
-                             int64_t *last_ms, int min_interval_ms);
+typedef struct aagw_fetch_waker aagw_fetch_waker_t;
+
+/** A waker for @p consumer (which must outlive it); NULL: out of memory
+ *  or no thread. */
+aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer);
+
+/**
+ * @brief Call when a poll of the consumer came back short with its queue
+ * empty.  Finds the assigned partitions whose high watermark (from their
+ * last fetch) is past the consumer's position and hands them to the
+ * waker's thread; never blocks on the network.  Nothing is sent within
+ * @p min_interval_ms of the last request, or while one is still out.
+ * @returns the number of lagging partitions handed over (0: none, too
+ * soon, or busy).
+ */
+int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
+                          int min_interval_ms);
+
+/** Stop the thread (waiting for a request in progress) and free; NULL is
+ *  a no-op.  Before the consumer is closed. */
+void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w);
 
 /* -------------------------------- FLOWS -------------------------------- */
 

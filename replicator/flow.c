@@ -45,7 +45,7 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
 
 #define SAVE_INTERVAL_MS 1000
 #define ADMIN_TIMEOUT_MS 3000
-/* Fetcher wake-ups (aagw_kafka_wake_fetchers()): at most this often. */
+/* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
 #define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
 
@@ -115,6 +115,10 @@ struct aagw_flow {
         const aagw_repl_policy_t *pol;
         struct aagw_flow_conf     conf;
         rd_kafka_t               *consumer, *producer, *reader, *admin;
+        /* Source metadata and watermarks on connections of their own: on
+         * the consumer's, a request waits behind the fetch long-poll of
+         * that broker (up to fetch.wait.max.ms), and the flow with it. */
+        rd_kafka_t               *meta;
         rd_kafka_queue_t         *cq; /* the consumer's queue */
         rd_kafka_topic_t         *dlq_rkt;
         pthread_t                 thread;
@@ -129,8 +133,9 @@ struct aagw_flow {
         struct ttrack **topics;
         size_t          ntopics;
         struct aagw_pool tokens;
-        int64_t         last_save_ms, last_refresh_ms, last_wake_ms;
-        _Atomic uint64_t fetch_wakeups; /* aagw_kafka_wake_fetchers() */
+        int64_t         last_save_ms, last_refresh_ms;
+        aagw_fetch_waker_t *waker;
+        _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
         bool            backlog; /* the last poll filled a whole batch */
         bool            subscription_dirty;
 
@@ -578,7 +583,7 @@ static void discover(aagw_flow_t *f) {
         rd_kafka_resp_err_t              err;
         bool                             changed = false;
 
-        err = rd_kafka_metadata(f->consumer, 1, NULL, &md, 5000);
+        err = rd_kafka_metadata(f->meta, 1, NULL, &md, 5000);
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: metadata of %s failed: %s", f->name, f->source,
@@ -865,7 +870,7 @@ static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
         int64_t lo, hi;
 
         if (next < 0 ||
-            rd_kafka_query_watermark_offsets(f->consumer, pt->tt->topic,
+            rd_kafka_query_watermark_offsets(f->meta, pt->tt->topic,
                                              pt->partition, &lo, &hi, 10000))
                 return next;
         pt->hi_seen = hi;
@@ -1284,9 +1289,8 @@ static void *flow_main(void *arg) {
                 /* A short poll and an empty queue while partitions have
                  * more: librdkafka 2.0 may have parked the fetchers. */
                 if (n < cap && !f->paused && !rd_kafka_queue_length(f->cq) &&
-                    aagw_kafka_wake_fetchers(f->consumer, mono_ms(),
-                                             &f->last_wake_ms,
-                                             WAKE_INTERVAL_MS) > 0)
+                    aagw_fetch_waker_poke(f->waker, mono_ms(),
+                                          WAKE_INTERVAL_MS) > 0)
                         INC(f->fetch_wakeups);
                 int64_t now = mono_ms();
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
@@ -1302,6 +1306,8 @@ static void *flow_main(void *arg) {
          * group (the revoke callback drains and saves once more). */
         drain(f, 8000);
         save_positions(f, true);
+        aagw_fetch_waker_destroy(f->waker);
+        f->waker = NULL;
         rd_kafka_consumer_close(f->consumer);
         if (atomic_load(&f->state) != AAGW_FLOW_FAILED)
                 atomic_store(&f->state, AAGW_FLOW_STOPPED);
@@ -1320,7 +1326,9 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
             .type       = type,
             .bootstraps = bootstraps,
             .name       = name,
-            .role       = !strcmp(role, "reader") ? "consumer" : role,
+            .role       = !strcmp(role, "reader") ? "consumer"
+                          : !strcmp(role, "meta") ? "admin"
+                                                  : role,
             .props      = props,
             .prop_cnt   = nprops,
             .extra      = extra,
@@ -1421,6 +1429,10 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                 goto fail;
         rd_kafka_poll_set_consumer(f->consumer);
         f->cq = rd_kafka_queue_get_consumer(f->consumer);
+        if (!(f->waker = aagw_fetch_waker_new(f->consumer))) {
+                snprintf(errstr, errstr_size, "cannot start a thread");
+                goto fail;
+        }
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
                                   c->target_bootstraps, c->target_props,
                                   c->target_prop_cnt, producer_extra, errstr,
@@ -1432,6 +1444,11 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                 c->target_prop_cnt, reader_extra, errstr,
                                 errstr_size);
         if (!f->reader)
+                goto fail;
+        f->meta = make_client(f, RD_KAFKA_PRODUCER, "meta",
+                              c->source_bootstraps, c->source_props,
+                              c->source_prop_cnt, NULL, errstr, errstr_size);
+        if (!f->meta)
                 goto fail;
         f->admin = make_client(f, RD_KAFKA_PRODUCER, "admin",
                                c->target_bootstraps, c->target_props,
@@ -1509,12 +1526,15 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                 rd_kafka_topic_destroy(f->dlq_rkt);
         if (f->producer)
                 rd_kafka_destroy(f->producer);
+        aagw_fetch_waker_destroy(f->waker);
         if (f->cq)
                 rd_kafka_queue_destroy(f->cq);
         if (f->consumer)
                 rd_kafka_destroy(f->consumer);
         if (f->reader)
                 rd_kafka_destroy(f->reader);
+        if (f->meta)
+                rd_kafka_destroy(f->meta);
         if (f->admin)
                 rd_kafka_destroy(f->admin);
         aagw_pool_free(&f->tokens);

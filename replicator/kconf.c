@@ -1,6 +1,9 @@
 /* replicator/kconf.c: librdkafka client configurations. */
 #include "aagw_replicator.h"
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,39 +156,112 @@ int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
         return have > 0 ? have : -1;
 }
 
-int aagw_kafka_wake_fetchers(rd_kafka_t *consumer, int64_t now_ms,
-                             int64_t *last_ms, int min_interval_ms) {
-        rd_kafka_topic_partition_list_t *a = NULL, *lag;
-        int                              n = 0;
+struct aagw_fetch_waker {
+        rd_kafka_t                      *consumer;
+        pthread_t                        thread;
+        pthread_mutex_t                  lock;
+        pthread_cond_t                   cond;
+        rd_kafka_topic_partition_list_t *req;  /* handed over, not sent */
+        bool                             busy; /* req set, or being sent */
+        bool                             stop;
+        int64_t                          last_ms;
+};
 
-        if (now_ms - *last_ms < min_interval_ms)
+static void *waker_main(void *arg) {
+        aagw_fetch_waker_t *w = arg;
+
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                while (!w->req && !w->stop)
+                        pthread_cond_wait(&w->cond, &w->lock);
+                if (w->stop)
+                        break;
+                rd_kafka_topic_partition_list_t *l = w->req;
+                w->req = NULL;
+                pthread_mutex_unlock(&w->lock);
+                /* Only the request matters, not the answer. */
+                rd_kafka_offsets_for_times(w->consumer, l, 5000);
+                rd_kafka_topic_partition_list_destroy(l);
+                pthread_mutex_lock(&w->lock);
+                w->busy = false;
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer) {
+        aagw_fetch_waker_t *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return NULL;
+        w->consumer = consumer;
+        w->last_ms  = INT64_MIN / 2;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        if (pthread_create(&w->thread, NULL, waker_main, w)) {
+                pthread_cond_destroy(&w->cond);
+                pthread_mutex_destroy(&w->lock);
+                free(w);
+                return NULL;
+        }
+        return w;
+}
+
+int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
+                          int min_interval_ms) {
+        rd_kafka_topic_partition_list_t *a = NULL, *lag = NULL;
+        int                              n = 0;
+        bool                             busy;
+
+        if (!w || now_ms - w->last_ms < min_interval_ms)
                 return 0;
-        if (rd_kafka_assignment(consumer, &a) || !a)
+        pthread_mutex_lock(&w->lock);
+        busy = w->busy;
+        pthread_mutex_unlock(&w->lock);
+        if (busy || rd_kafka_assignment(w->consumer, &a) || !a)
                 return 0;
-        if (a->cnt && !rd_kafka_position(consumer, a) &&
+        if (a->cnt && !rd_kafka_position(w->consumer, a) &&
             (lag = rd_kafka_topic_partition_list_new(a->cnt))) {
                 for (int i = 0; i < a->cnt; i++) {
                         const rd_kafka_topic_partition_t *tp = &a->elems[i];
                         int64_t                           lo, hi;
                         if (tp->offset >= 0 &&
                             !rd_kafka_get_watermark_offsets(
-                                consumer, tp->topic, tp->partition, &lo, &hi) &&
+                                w->consumer, tp->topic, tp->partition, &lo,
+                                &hi) &&
                             hi > tp->offset)
                                 rd_kafka_topic_partition_list_add(
                                     lag, tp->topic, tp->partition)
                                     ->offset = RD_KAFKA_OFFSET_END;
                 }
-                if ((n = lag->cnt) > 0) {
-                        *last_ms = now_ms;
-                        /* The answer does not matter, only the request:
-                         * a short timeout keeps the caller's thread from
-                         * waiting on a slow broker. */
-                        rd_kafka_offsets_for_times(consumer, lag, 1000);
-                }
-                rd_kafka_topic_partition_list_destroy(lag);
         }
         rd_kafka_topic_partition_list_destroy(a);
+        if (lag && (n = lag->cnt) > 0) {
+                w->last_ms = now_ms;
+                pthread_mutex_lock(&w->lock);
+                w->req  = lag;
+                w->busy = true;
+                pthread_cond_signal(&w->cond);
+                pthread_mutex_unlock(&w->lock);
+        } else if (lag) {
+                rd_kafka_topic_partition_list_destroy(lag);
+        }
         return n;
+}
+
+void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        if (w->req)
+                rd_kafka_topic_partition_list_destroy(w->req);
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
 }
 
 size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
