@@ -173,15 +173,23 @@ bool aagw_repl_group_allowed(const aagw_repl_policy_t *pol, const char *group) {
 aagw_skip_t aagw_repl_topic_check(const aagw_repl_policy_t *pol,
                                   const char *source, const char *target,
                                   const char *topic) {
-        aagw_skip_t cause;
-
         if (aagw_repl_topic_is_internal(pol, topic))
                 return AAGW_SKIP_INTERNAL;
         if (!aagw_repl_topic_allowed(pol, topic))
                 return AAGW_SKIP_FILTERED;
-        cause = policy_topic_cycle(pol, source, target, topic);
-        if (cause != AAGW_SKIP_NONE)
-                return cause;
+        return policy_name_rules(pol, source, target, topic, true);
+}
+
+aagw_skip_t policy_name_rules(const aagw_repl_policy_t *pol,
+                              const char *source, const char *target,
+                              const char *topic, bool cycle) {
+        if (cycle) {
+                aagw_skip_t cause =
+                    policy_topic_cycle(pol, source, target, topic);
+                if (cause != AAGW_SKIP_NONE)
+                        return cause;
+        }
+        /* Not loop prevention but feasibility: the copy needs a name. */
         if (policy_name_too_long(pol, source, topic))
                 return AAGW_SKIP_NAME_TOO_LONG;
         return AAGW_SKIP_NONE;

@@ -87,6 +87,13 @@ aagw_skip_t policy_topic_cycle(const aagw_repl_policy_t *pol,
 bool policy_name_too_long(const aagw_repl_policy_t *pol, const char *source,
                           const char *topic);
 
+/* The rules on the topic's name: the loop rules (if 'cycle'), then the
+ * remote name's length.  Shared by aagw_repl_topic_check() and the
+ * verdict. */
+aagw_skip_t policy_name_rules(const aagw_repl_policy_t *pol,
+                              const char *source, const char *target,
+                              const char *topic, bool cycle);
+
 /* JSON: find top-level 'field' of the object in 'v' and copy its string or
  * integer value into 'out' (room for 'cap' bytes, no NUL added).  Parses
  * with json-c, so unlike the rest of the per-record path it allocates (and

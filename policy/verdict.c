@@ -179,25 +179,6 @@ static aagw_err_t skip(struct aagw_verdict *v, aagw_skip_t cause) {
         return AAGW_OK;
 }
 
-/* Steps 1 and the name length: the same answer for every record of a
- * topic.  The arguments are checked. */
-static aagw_skip_t topic_rules(const aagw_repl_policy_t *pol,
-                               const char *source, const char *target,
-                               const char *topic, unsigned flags) {
-        aagw_skip_t cause;
-
-        /* 1. The name: cheapest, and needs no header at all. */
-        if (!(flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)) {
-                cause = policy_topic_cycle(pol, source, target, topic);
-                if (cause != AAGW_SKIP_NONE)
-                        return cause;
-        }
-        /* Not loop prevention but feasibility: the copy needs a name. */
-        if (policy_name_too_long(pol, source, topic))
-                return AAGW_SKIP_NAME_TOO_LONG;
-        return AAGW_SKIP_NONE;
-}
-
 static bool flow_ok(const aagw_repl_policy_t *pol, const char *source,
                     const char *target) {
         return endpoint_ok(pol, source) && endpoint_ok(pol, target) &&
@@ -212,7 +193,8 @@ aagw_err_t aagw_repl_precheck(const aagw_repl_policy_t *pol,
             !flow_ok(pol, source, target) ||
             !policy_topic_valid(topic, strnlen(topic, AAGW_TOPIC_MAX + 1)))
                 return AAGW_ERR_INVAL;
-        *cause = topic_rules(pol, source, target, topic, flags);
+        *cause = policy_name_rules(pol, source, target, topic,
+                                   !(flags & AAGW_VERDICT_F_NO_TOPIC_CHECK));
         return AAGW_OK;
 }
 
@@ -234,7 +216,10 @@ aagw_err_t aagw_repl_verdict(const aagw_repl_policy_t *pol, const char *source,
         } else {
                 if (!flow_ok(pol, source, target) || !rec_ok(rec))
                         return AAGW_ERR_INVAL;
-                cause = topic_rules(pol, source, target, rec->topic, flags);
+                /* 1. The name: cheapest, and needs no header at all. */
+                cause = policy_name_rules(
+                    pol, source, target, rec->topic,
+                    !(flags & AAGW_VERDICT_F_NO_TOPIC_CHECK));
                 if (cause != AAGW_SKIP_NONE)
                         return skip(v, cause);
         }
