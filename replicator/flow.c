@@ -761,11 +761,59 @@ static int64_t written_by_us(aagw_flow_t *f, const rd_kafka_message_t *m,
 static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
                                 int64_t next);
 
+/* The highest source offset among this flow's copies at target offsets
+ * [from, to) of pt's remote partition, or -1 if none.  '*done' is false
+ * if the deadline or a stop cut the read short. */
+static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
+                           int64_t to, int64_t deadline, bool *done) {
+        rd_kafka_topic_partition_list_t *a =
+            rd_kafka_topic_partition_list_new(1);
+        int64_t found = -1, last = from - 1;
+
+        rd_kafka_topic_partition_list_add(a, pt->tt->remote, pt->partition)
+            ->offset = from;
+        rd_kafka_assign(f->reader, a);
+        rd_kafka_topic_partition_list_destroy(a);
+        while (last < to - 1 && mono_ms() < deadline &&
+               !atomic_load(&f->stop)) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(f->reader, 200);
+                if (!m)
+                        continue;
+                if (!m->err) {
+                        /* Past the range (its end was compacted away):
+                         * done, and that record is not ours to judge. */
+                        if (m->offset < to) {
+                                int64_t o = written_by_us(f, m, pt->tt->topic,
+                                                          pt->partition);
+                                if (o > found)
+                                        found = o;
+                        }
+                        last = m->offset;
+                } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: reading %s [%d] at %s: %s", f->name,
+                                 pt->tt->remote, (int)pt->partition, f->target,
+                                 rd_kafka_message_errstr(m));
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_assign(f->reader, NULL);
+        *done = last >= to - 1;
+        return found;
+}
+
 /* Where to resume source partition 'pt': the stored position, moved past
  * every record of ours found in the target partition after the stored
- * target offset.  Returns the offset, or RD_KAFKA_OFFSET_BEGINNING. */
+ * target offset.  Returns the offset, or RD_KAFKA_OFFSET_BEGINNING.
+ *
+ * Our copies of one source partition are appended to one target
+ * partition in source order, so the last of them names the highest
+ * source offset copied.  The target is read backwards in growing
+ * chunks from its end until a chunk holds one of ours: a few records
+ * normally, and not the whole partition when the stored state is old or
+ * lost (the target may hold far more than can be read at start). */
 static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
-        int64_t next = -1, out_next = -1, lo, hi, found = -1, scanned = 0;
+        int64_t next = -1, out_next = -1, lo, hi, found = -1;
         const char *topic = pt->tt->topic;
 
         if (f->conf.pos_load &&
@@ -779,44 +827,23 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 lo = hi = 0;
         }
         int64_t from = out_next > lo ? out_next : lo;
-        if (from < hi) {
-                rd_kafka_topic_partition_list_t *a =
-                    rd_kafka_topic_partition_list_new(1);
-                rd_kafka_topic_partition_list_add(a, pt->tt->remote,
-                                                  pt->partition)
-                    ->offset = from;
-                rd_kafka_assign(f->reader, a);
-                rd_kafka_topic_partition_list_destroy(a);
-                int64_t deadline = mono_ms() + 30000, last = from - 1;
-                while (last < hi - 1 && mono_ms() < deadline &&
-                       !atomic_load(&f->stop)) {
-                        rd_kafka_message_t *m =
-                            rd_kafka_consumer_poll(f->reader, 200);
-                        if (!m)
-                                continue;
-                        if (!m->err) {
-                                int64_t o = written_by_us(f, m, topic,
-                                                          pt->partition);
-                                if (o > found)
-                                        found = o;
-                                last = m->offset;
-                                scanned++;
-                        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                                aagw_log(AAGW_LOG_WARN, "FLOW",
-                                         "%s: reading %s [%d] at %s: %s",
-                                         f->name, pt->tt->remote,
-                                         (int)pt->partition, f->target,
-                                         rd_kafka_message_errstr(m));
-                        }
-                        rd_kafka_message_destroy(m);
-                }
-                rd_kafka_assign(f->reader, NULL);
-                if (last < hi - 1)
+        int64_t end = hi, span = 4096, deadline = mono_ms() + 30000;
+        while (found < 0 && end > from && !atomic_load(&f->stop)) {
+                int64_t start = end - span > from ? end - span : from;
+                bool    done;
+                found = scan_copies(f, pt, start, end, deadline, &done);
+                if (!done) {
                         aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: reconciling %s [%d]: read to %" PRId64
-                                 " of %" PRId64 " before the deadline",
+                                 "%s: reconciling %s [%d]: could not read "
+                                 "target offsets %" PRId64 "..%" PRId64
+                                 " before the deadline",
                                  f->name, pt->tt->remote, (int)pt->partition,
-                                 last + 1, hi);
+                                 start, end - 1);
+                        break;
+                }
+                end = start;
+                if (span < ((int64_t)1 << 24))
+                        span *= 4;
         }
         if (found >= 0 && found + 1 > next) {
                 aagw_log(AAGW_LOG_INFO, "FLOW",
@@ -829,7 +856,6 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
         }
         pt->out_next = hi > out_next ? hi : out_next;
         next = check_truncation(f, pt, next);
-        (void)scanned;
         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
 }
 
