@@ -431,7 +431,7 @@ static void gen_stop(struct gw_demo *d) {
 struct figures {
         uint64_t produced, replicated, unified, dropped, conflicts, unify_in;
         uint64_t lat[AAGW_LAT_BUCKETS];
-        int64_t  repl_lag, unify_lag, inflight;
+        int64_t  repl_lag, unify_lag, inflight, unify_inflight;
         bool     have_unify;
 };
 
@@ -467,6 +467,7 @@ static void figures(struct gw_demo *d, const struct gw_engine_view *v, int i,
                 fg->unify_in   = st.records_in;
                 fg->unify_lag  = st.lag;
                 fg->inflight += st.inflight;
+                fg->unify_inflight = st.inflight;
         }
 }
 
@@ -517,7 +518,13 @@ static void live_line(struct gw_demo *d, const struct gw_engine_view *v, int i,
 }
 
 /* Idle: every record the generator wrote was taken in by both unify
- * stages, and nothing is behind or in flight anywhere. */
+ * stages (so every one was replicated too: each stage reads the other
+ * site's records from their copies), the stages are not behind, and
+ * nothing they wrote is in flight.  The flows' lag and in-flight count
+ * are not asked for: what is left of them once the unify stages have
+ * everything is the MM2 heartbeat the gateway itself writes every
+ * second, behind or in flight for part of each second (how long depends
+ * on the machine), which the checks do not read. */
 static bool idle(struct gw_demo *d, const struct gw_engine_view *v) {
         uint64_t all = 0;
         for (int i = 0; i < SITES; i++)
@@ -525,8 +532,8 @@ static bool idle(struct gw_demo *d, const struct gw_engine_view *v) {
         for (int i = 0; i < SITES; i++) {
                 struct figures fg;
                 figures(d, v, i, &fg);
-                if (!fg.have_unify || fg.unify_in < all || fg.repl_lag != 0 ||
-                    fg.unify_lag != 0 || fg.inflight != 0)
+                if (!fg.have_unify || fg.unify_in < all ||
+                    fg.unify_lag != 0 || fg.unify_inflight != 0)
                         return false;
         }
         return true;
