@@ -393,14 +393,8 @@ static char *status_json(const struct gw_admin *a) {
         json_object_object_add(v, "rocksdb",
                                json_object_new_string(AAGW_ROCKSDB_VERSION));
         json_object_object_add(o, "versions", v);
-        {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                json_object_object_add(
-                    o, "now_ms",
-                    json_object_new_int64((int64_t)ts.tv_sec * 1000 +
-                                          ts.tv_nsec / 1000000));
-        }
+        json_object_object_add(o, "now_ms",
+                               json_object_new_int64(aagw_wall_ms()));
         json_object_object_add(o, "sites", sites_json(a));
         flows = json_object_new_array();
         for (size_t i = 0; i < a->view.nflows; i++)

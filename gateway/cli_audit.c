@@ -205,12 +205,6 @@ static void fmt_window(int64_t ms, char *buf, size_t size) {
         snprintf(buf, size, "%" PRId64 "ms", ms);
 }
 
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* -------------------------------- TABLES -------------------------------- */
 
 /* An aligned table.  Rows are kept until flushed (at the end, or every
@@ -1058,7 +1052,7 @@ static int cmd_recent(struct ctx *x) {
 
         memset(&r, 0, sizeof(r));
         r.cap = (size_t)x->o->limit;
-        if (aagw_store_audit_since(x->st, now_ms() - since, x->o->verdict,
+        if (aagw_store_audit_since(x->st, aagw_wall_ms() - since, x->o->verdict,
                                    cb_recent, &r, x->err, sizeof(x->err))) {
                 gw_errorf("audit: %s", x->err);
                 rc = EXIT_RUNTIME;
@@ -1271,7 +1265,7 @@ static void print_counter(struct ctx *x, struct counter *c, const char *what,
 }
 
 static int cmd_summary(struct ctx *x) {
-        int64_t         now = now_ms(), window = aagw_store_window_ms(x->st);
+        int64_t         now = aagw_wall_ms(), window = aagw_store_window_ms(x->st);
         int64_t         since = x->o->has_since && x->o->since_ms < window
                                     ? x->o->since_ms
                                     : window;

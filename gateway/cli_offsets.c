@@ -74,18 +74,6 @@ struct ctx {
         char        err[1024];
 };
 
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Take our options out of argv (they are not config flags), leaving the
  * rest for gw_config_from_args().  Returns -1 on a usage error. */
 static int take_opts(int *argcp, char **argv, struct opts *o) {
@@ -185,7 +173,7 @@ static int64_t read_range(rd_kafka_t *rk, const char *topic, int32_t partition,
                           bool (*fn)(void *, const rd_kafka_message_t *),
                           void *arg) {
         rd_kafka_topic_partition_list_t *a;
-        int64_t deadline = mono_ms() + TIMEOUT_MS, n = 0, last = from - 1;
+        int64_t deadline = aagw_mono_ms() + TIMEOUT_MS, n = 0, last = from - 1;
 
         if (from >= to)
                 return 0;
@@ -193,7 +181,7 @@ static int64_t read_range(rd_kafka_t *rk, const char *topic, int32_t partition,
         rd_kafka_topic_partition_list_add(a, topic, partition)->offset = from;
         rd_kafka_assign(rk, a);
         rd_kafka_topic_partition_list_destroy(a);
-        while (last < to - 1 && mono_ms() < deadline) {
+        while (last < to - 1 && aagw_mono_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
                         continue;
@@ -978,7 +966,7 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
 int gw_cmd_drill(int argc, char **argv) {
         struct ctx          c;
         struct drill_report d;
-        int64_t             t0 = mono_ms(), hb_src, hb_dst;
+        int64_t             t0 = aagw_mono_ms(), hb_src, hb_dst;
         char                hb_remote[AAGW_TOPIC_MAX + 1];
         int                 rc = setup(&c, argc, argv, usage_drill, true);
 
@@ -999,7 +987,7 @@ int gw_cmd_drill(int argc, char **argv) {
         aagw_repl_remote_topic(c.pol, c.o.from, AAGW_MM2_HEARTBEATS_TOPIC,
                                hb_remote, sizeof(hb_remote));
         hb_dst      = newest_heartbeat(&c, false, hb_remote);
-        d.hb_age_ms = hb_dst >= 0 ? wall_ms() - hb_dst : -1;
+        d.hb_age_ms = hb_dst >= 0 ? aagw_wall_ms() - hb_dst : -1;
         if (hb_dst < 0 || d.hb_age_ms > (int64_t)c.o.max_hb_age_s * 1000) {
                 snprintf(d.reason, sizeof(d.reason),
                          hb_dst < 0 ? "no heartbeat from %s in %s at %s: "
@@ -1018,11 +1006,11 @@ int gw_cmd_drill(int argc, char **argv) {
                 goto done;
         }
         d.partitions   = (int)c.nrows;
-        int64_t waited = mono_ms(), deadline = t0 + c.o.deadline_s * 1000LL;
-        while ((d.rpo_records = lag_now(&c)) != 0 && mono_ms() < deadline &&
+        int64_t waited = aagw_mono_ms(), deadline = t0 + c.o.deadline_s * 1000LL;
+        while ((d.rpo_records = lag_now(&c)) != 0 && aagw_mono_ms() < deadline &&
                !gw_wait_stop(200))
                 ;
-        d.lag_wait_ms = mono_ms() - waited;
+        d.lag_wait_ms = aagw_mono_ms() - waited;
         /* RPO in time: how far the target's view of the source trails the
          * source at cut-over, by the newest heartbeat on each side. */
         hb_src = newest_heartbeat(&c, true, AAGW_MM2_HEARTBEATS_TOPIC);
@@ -1070,7 +1058,7 @@ int gw_cmd_drill(int argc, char **argv) {
                  "group %s resumes at %s with no gap and no repeat", c.o.group,
                  c.o.to);
 done:
-        d.rto_s = (double)(mono_ms() - t0) / 1000.0;
+        d.rto_s = (double)(aagw_mono_ms() - t0) / 1000.0;
         print_report(&c, &d);
         if (!d.ok)
                 gw_errorf("drill failed: %s", d.reason);

@@ -139,18 +139,6 @@ struct gw_demo {
 
 /* ------------------------------------------------------------ HELPERS --- */
 
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Append a zeroed flag; returns its index, or SIZE_MAX out of memory. */
 static size_t flags_push(struct flags *f) {
         if (f->cnt == f->cap) {
@@ -261,7 +249,7 @@ static void new_click(struct gw_demo *d, int i, int64_t now) {
         size_t       seq  = flags_push(&s->events);
         int          user = (int)(rand_r(&d->seed) % USERS);
         int          page = (int)(rand_r(&d->seed) % 50);
-        int64_t      ts   = wall_ms();
+        int64_t      ts   = aagw_wall_ms();
 
         if (seq == SIZE_MAX)
                 return;
@@ -309,7 +297,7 @@ static void emit_update(struct gw_demo *d, int i, int user, int64_t ts) {
 
 static void new_update(struct gw_demo *d, int i) {
         int     user = (int)(rand_r(&d->seed) % USERS);
-        int64_t ts   = wall_ms();
+        int64_t ts   = aagw_wall_ms();
 
         emit_update(d, i, user, ts);
         if ((int)(rand_r(&d->seed) % 1000) >= CONTENDED_PERMILLE)
@@ -329,13 +317,13 @@ static void new_update(struct gw_demo *d, int i) {
 
 static void *gen_main(void *arg) {
         struct gw_demo *d             = arg;
-        int64_t         start         = mono_ms();
+        int64_t         start         = aagw_mono_ms();
         uint64_t        clicks[SITES] = {0}, updates[SITES] = {0};
         const uint64_t  max_clicks  = (uint64_t)MAX_SECONDS * CLICKS_PER_S;
         const uint64_t  max_updates = (uint64_t)MAX_SECONDS * UPDATES_PER_S;
 
         while (!atomic_load(&d->gen_stop)) {
-                int64_t  now = mono_ms();
+                int64_t  now = aagw_mono_ms();
                 uint64_t el  = (uint64_t)(now - start);
                 for (int i = 0; i < SITES; i++) {
                         uint64_t want = el * CLICKS_PER_S / 1000;
@@ -581,7 +569,7 @@ static int read_topic(struct gw_demo *d, int site, const char *topic,
         rd_kafka_conf_t                 *conf;
         rd_kafka_t                      *rk;
         json_tokener                    *tok = json_tokener_new();
-        int64_t hi[256], left = 0, deadline = mono_ms() + READ_TIMEOUT_MS;
+        int64_t hi[256], left = 0, deadline = aagw_mono_ms() + READ_TIMEOUT_MS;
         int     nparts = 0, rc = -1;
         char    id[128];
 
@@ -643,7 +631,7 @@ static int read_topic(struct gw_demo *d, int site, const char *topic,
                          site_alias[site], rd_kafka_err2str(e));
                 goto out;
         }
-        while (left > 0 && mono_ms() < deadline) {
+        while (left > 0 && aagw_mono_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
                 if (!m)
                         continue;
@@ -1068,7 +1056,7 @@ static void summary(struct gw_demo *d, const struct gw_engine_view *v,
 
 static bool demo_tick(void *opaque, const struct gw_engine_view *v) {
         struct gw_demo *d   = opaque;
-        int64_t         now = mono_ms();
+        int64_t         now = aagw_mono_ms();
         char            err[512];
 
         if (d->st == ST_INIT) {
@@ -1192,7 +1180,7 @@ gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out, char *err,
         d->duration_s     = duration_s;
         d->out            = out;
         d->contended_user = -1;
-        d->seed           = (unsigned)wall_ms();
+        d->seed           = (unsigned)aagw_wall_ms();
         for (int i = 0; i < SITES; i++)
                 d->s[i].alias = site_alias[i];
         if (!realpath(aagw_config_str(cfg, "gateway.state_dir"), d->state_dir))

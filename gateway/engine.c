@@ -402,17 +402,11 @@ static void stop_flows(struct engine *e, int timeout_ms) {
         }
 }
 
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Give 'hooks' their once-a-second look at the running engine; true when
  * they ask to stop. */
 static bool hooks_tick(struct engine *e, const struct gw_engine_hooks *hooks,
                        bool signalled, int64_t *next_ms) {
-        if (!hooks || !hooks->tick || mono_ms() < *next_ms)
+        if (!hooks || !hooks->tick || aagw_mono_ms() < *next_ms)
                 return false;
         struct gw_engine_view v = {
             .flows          = e->flows,
@@ -422,7 +416,7 @@ static bool hooks_tick(struct engine *e, const struct gw_engine_hooks *hooks,
             .stop_requested = signalled,
         };
         bool stop = hooks->tick(hooks->opaque, &v);
-        *next_ms  = mono_ms() + 1000;
+        *next_ms  = aagw_mono_ms() + 1000;
         return stop;
 }
 

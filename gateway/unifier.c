@@ -285,12 +285,8 @@ struct gw_unify {
 
 #define RELAXED memory_order_relaxed
 /* Counters have one writer, the unify thread (delivery reports run in
- * its rd_kafka_poll()): a relaxed load and store, not a locked
- * read-modify-write, per update.  Readers (stats) still see whole
- * values. */
-#define ADD(x, n)                                                              \
-        atomic_store_explicit(&(x), atomic_load_explicit(&(x), RELAXED) + (n), \
-                              RELAXED)
+ * its rd_kafka_poll()). */
+#define ADD(x, n) AAGW_STAT_ADD(x, n)
 #define INC(x) ADD(x, 1)
 
 /* Copy the string 'src' into 'dst' (size bytes), truncating: snprintf
@@ -299,18 +295,6 @@ static void copy_str(char *dst, size_t size, const char *src) {
         size_t n = strnlen(src, size - 1);
         memcpy(dst, src, n);
         dst[n] = '\0';
-}
-
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void ufail(gw_unify_t *u, const char *fmt, ...)
@@ -626,7 +610,7 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
                          u->prov_hdr, u->in_hdr);
                 return 0;
         }
-        int64_t now = now_ms();
+        int64_t now = aagw_wall_ms();
         struct aagw_audit a = {
             .time_ms = now, .verdict = AAGW_AUDIT_ACCEPTED, .site = u->site,
             .origin = p->origin, .topic = in_topic, .partition = in_part,
@@ -754,9 +738,9 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                 }
                 /* A deadline on progress, not on the whole scan: a long
                  * output (state dir lost) takes as long as it takes. */
-                int64_t deadline = mono_ms() + SCAN_TIMEOUT_MS, at = from;
+                int64_t deadline = aagw_mono_ms() + SCAN_TIMEOUT_MS, at = from;
                 while (at < hi) {
-                        if (mono_ms() > deadline || atomic_load(&u->stop)) {
+                        if (aagw_mono_ms() > deadline || atomic_load(&u->stop)) {
                                 ufail(u,
                                       "reading %s [%d] from %" PRId64
                                       " to %" PRId64 ": no progress for %d s "
@@ -799,7 +783,7 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                                 }
                                 found++;
                                 at       = m->offset + 1;
-                                deadline = mono_ms() + SCAN_TIMEOUT_MS;
+                                deadline = aagw_mono_ms() + SCAN_TIMEOUT_MS;
                                 /* Bounded memory on a long scan: what is
                                  * folded so far can be stored (folding is
                                  * idempotent; the output position moves
@@ -1236,7 +1220,7 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
         struct epoch *ep = open_epoch(u);
         size_t        nids = 0, nlww = 0;
 
-        u->now_batch = now_ms();
+        u->now_batch = aagw_wall_ms();
         char          err[512];
 
         /* Pass 1: provenance, ids and keys; which ones the store must
@@ -1496,13 +1480,13 @@ static void *unify_main(void *arg) {
         }
         u->epochs[u->open_slot].seq = ++u->next_seq;
         discover(u);
-        u->last_refresh_ms = mono_ms();
+        u->last_refresh_ms = aagw_mono_ms();
         if (atomic_load(&u->state) == AAGW_FLOW_STARTING)
                 atomic_store(&u->state, AAGW_FLOW_RUNNING);
         while (!atomic_load(&u->stop)) {
-                if (mono_ms() - u->last_refresh_ms >= refresh_ms) {
+                if (aagw_mono_ms() - u->last_refresh_ms >= refresh_ms) {
                         discover(u);
-                        u->last_refresh_ms = mono_ms();
+                        u->last_refresh_ms = aagw_mono_ms();
                 }
                 /* The call waits for a full batch or the timeout: short
                  * while catching up, so that a queue running dry is
@@ -1522,20 +1506,20 @@ static void *unify_main(void *arg) {
                 /* Short poll, empty queue, inputs with more: librdkafka
                  * 2.0 may have parked the fetchers (see kconf.c). */
                 if (n < BATCH_MAX && !rd_kafka_queue_length(u->cq) &&
-                    aagw_fetch_waker_poke(u->waker, mono_ms(),
+                    aagw_fetch_waker_poke(u->waker, aagw_mono_ms(),
                                           WAKE_INTERVAL_MS) > 0)
                         INC(u->fetch_wakeups);
-                if (mono_ms() - u->last_lag_ms >= 500) {
+                if (aagw_mono_ms() - u->last_lag_ms >= 500) {
                         update_lag(u);
-                        u->last_lag_ms = mono_ms();
+                        u->last_lag_ms = aagw_mono_ms();
                 }
         }
         /* Drain: what was produced is acknowledged and committed, or the
          * next start finds it in the output. */
-        int64_t deadline = mono_ms() + 10000;
+        int64_t deadline = aagw_mono_ms() + 10000;
         seal_epoch(u);
         while (atomic_load(&u->state) != AAGW_FLOW_FAILED &&
-               atomic_load(&u->inflight) > 0 && mono_ms() < deadline) {
+               atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline) {
                 rd_kafka_poll(u->producer, 20);
                 commit_ready(u);
         }
@@ -1621,14 +1605,6 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
             "queued.min.messages", "1000000",
             "queued.max.messages.kbytes", "65536",
             NULL};
-        const char *producer_extra[] = {
-            "enable.idempotence", "true",
-            "acks", "all",
-            "message.timeout.ms", "0",
-            "linger.ms", "5",
-            "batch.num.messages", "10000",
-            "queue.buffering.max.messages", "500000",
-            NULL};
         const char *reader_extra[] = {
             "group.id", rgroup,
             "enable.auto.commit", "false",
@@ -1646,7 +1622,8 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
                 goto fail;
         }
         if (!(u->producer = make_client(u, RD_KAFKA_PRODUCER, "producer",
-                                        producer_extra, errstr, errstr_size)) ||
+                                        aagw_kafka_producer_props, errstr,
+                                        errstr_size)) ||
             !(u->reader = make_client(u, RD_KAFKA_CONSUMER, "reader",
                                       reader_extra, errstr, errstr_size)) ||
             !(u->admin = make_client(u, RD_KAFKA_PRODUCER, "admin", NULL,

@@ -9,6 +9,10 @@
 #ifndef AAGW_REPLICATOR_H
 #define AAGW_REPLICATOR_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
 #include <librdkafka/rdkafka.h>
 
 #include "aagw_policy.h"
@@ -16,6 +20,35 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------------- CLOCKS -------------------------------- */
+
+/** Wall-clock milliseconds since the epoch (record timestamps, ages). */
+static inline int64_t aagw_wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/** Monotonic milliseconds (intervals and deadlines). */
+static inline int64_t aagw_mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/**
+ * Add @p n to the _Atomic counter @p x that only one thread writes (a
+ * stage's counters, written by its thread, read by stats): a relaxed load
+ * and store instead of a locked read-modify-write per update.  Readers
+ * still see whole values.
+ */
+#define AAGW_STAT_ADD(x, n)                                                    \
+        atomic_store_explicit(&(x),                                            \
+                              atomic_load_explicit(&(x),                       \
+                                                   memory_order_relaxed) +     \
+                                  (n),                                         \
+                              memory_order_relaxed)
 
 /* --------------------------- CLIENT SETTINGS --------------------------- */
 
@@ -87,6 +120,14 @@ void *aagw_pool_get(struct aagw_pool *p);
 void aagw_pool_put(struct aagw_pool *p, void *obj);
 /** Free every chunk (objects still out become invalid). */
 void aagw_pool_free(struct aagw_pool *p);
+
+/**
+ * The managed properties (aagw_kafka_client.extra) of every data-path
+ * producer, the flows' and the unify stages': idempotent, acks=all, no
+ * delivery timeout (a record is delivered or fails permanently, never
+ * expires), batches of up to 10,000 after 5 ms.
+ */
+extern const char *const aagw_kafka_producer_props[];
 
 /** What aagw_kafka_client_new() builds. */
 struct aagw_kafka_client {

@@ -165,25 +165,9 @@ struct aagw_flow {
 
 #define RELAXED memory_order_relaxed
 /* Counters have one writer, the flow thread (delivery reports run in
- * its rd_kafka_poll()): a relaxed load and store, not a locked
- * read-modify-write, per update.  Readers (stats) still see whole
- * values. */
-#define ADD(x, n)                                                              \
-        atomic_store_explicit(&(x), atomic_load_explicit(&(x), RELAXED) + (n), \
-                              RELAXED)
+ * its rd_kafka_poll()). */
+#define ADD(x, n) AAGW_STAT_ADD(x, n)
 #define INC(x) ADD(x, 1)
-
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Fail the flow closed: it stops consuming and reports why. */
 static void flow_fail(aagw_flow_t *f, const char *fmt, ...)
@@ -414,7 +398,7 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
                         return -1;
                 }
                 rd_kafka_poll(f->producer, 10);
-                f->now_cache = now_ms();
+                f->now_cache = aagw_wall_ms();
         }
 }
 
@@ -774,7 +758,7 @@ static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
             ->offset = from;
         rd_kafka_assign(f->reader, a);
         rd_kafka_topic_partition_list_destroy(a);
-        while (last < to - 1 && mono_ms() < deadline &&
+        while (last < to - 1 && aagw_mono_ms() < deadline &&
                !atomic_load(&f->stop)) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(f->reader, 200);
                 if (!m)
@@ -827,7 +811,7 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 lo = hi = 0;
         }
         int64_t from = out_next > lo ? out_next : lo;
-        int64_t end = hi, span = 4096, deadline = mono_ms() + 30000;
+        int64_t end = hi, span = 4096, deadline = aagw_mono_ms() + 30000;
         while (found < 0 && end > from && !atomic_load(&f->stop)) {
                 int64_t start = end - span > from ? end - span : from;
                 bool    done;
@@ -1000,10 +984,10 @@ out:
 
 /* Wait for every in-flight record (delivery reports arrive here). */
 static void drain(aagw_flow_t *f, int timeout_ms) {
-        int64_t deadline = mono_ms() + timeout_ms;
-        while (atomic_load(&f->inflight) > 0 && mono_ms() < deadline) {
+        int64_t deadline = aagw_mono_ms() + timeout_ms;
+        while (atomic_load(&f->inflight) > 0 && aagw_mono_ms() < deadline) {
                 rd_kafka_poll(f->producer, 50);
-                f->now_cache = now_ms();
+                f->now_cache = aagw_wall_ms();
         }
         if (atomic_load(&f->inflight) > 0)
                 aagw_log(AAGW_LOG_WARN, "FLOW",
@@ -1288,9 +1272,9 @@ static void set_paused(aagw_flow_t *f, bool pause) {
 static void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
-        f->now_cache = now_ms();
+        f->now_cache = aagw_wall_ms();
         discover(f);
-        f->last_refresh_ms = f->last_save_ms = mono_ms();
+        f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         while (!atomic_load(&f->stop)) {
                 bool want_pause = atomic_load(&f->paused_req);
                 if (want_pause != f->paused)
@@ -1310,22 +1294,22 @@ static void *flow_main(void *arg) {
                         if (atomic_load(&f->stop) || !handle(f, batch[i]))
                                 rd_kafka_message_destroy(batch[i]);
                 }
-                f->now_cache = now_ms();
+                f->now_cache = aagw_wall_ms();
                 rd_kafka_poll(f->producer, 0);
                 /* A short poll and an empty queue while partitions have
                  * more: librdkafka 2.0 may have parked the fetchers. */
                 if (n < cap && !f->paused && !rd_kafka_queue_length(f->cq) &&
-                    aagw_fetch_waker_poke(f->waker, mono_ms(),
+                    aagw_fetch_waker_poke(f->waker, aagw_mono_ms(),
                                           WAKE_INTERVAL_MS) > 0)
                         INC(f->fetch_wakeups);
-                int64_t now = mono_ms();
+                int64_t now = aagw_mono_ms();
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
                         save_positions(f, false);
                         f->last_save_ms = now;
                 }
                 if (now - f->last_refresh_ms >= f->conf.refresh_ms) {
                         discover(f);
-                        f->last_refresh_ms = mono_ms();
+                        f->last_refresh_ms = aagw_mono_ms();
                 }
         }
         /* Stop: no more consuming; finish in-flight, store, leave the
@@ -1424,14 +1408,6 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             "queued.min.messages", "1000000",
             "queued.max.messages.kbytes", "65536",
             NULL};
-        const char *producer_extra[] = {
-            "enable.idempotence", "true",
-            "acks", "all",
-            "message.timeout.ms", "0",
-            "linger.ms", "5",
-            "batch.num.messages", "10000",
-            "queue.buffering.max.messages", "500000",
-            NULL};
         /* The reader only ever assign()s: the group id is never joined or
          * committed to, but librdkafka's consumer wants one. */
         char reader_group[600];
@@ -1461,7 +1437,8 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         }
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
                                   c->target_bootstraps, c->target_props,
-                                  c->target_prop_cnt, producer_extra, errstr,
+                                  c->target_prop_cnt,
+                                  aagw_kafka_producer_props, errstr,
                                   errstr_size);
         if (!f->producer)
                 goto fail;
@@ -1626,7 +1603,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->resets            = LOAD(f->resets);
         st->heartbeat_latency_ms = LOAD(f->hb_latency_ms);
         st->heartbeat_age_ms =
-            LOAD(f->hb_last_ms) ? now_ms() - LOAD(f->hb_last_ms) : -1;
+            LOAD(f->hb_last_ms) ? aagw_wall_ms() - LOAD(f->hb_last_ms) : -1;
         mm2_stats(f->mm2, st);
         pthread_mutex_lock(&f->lock);
         for (size_t i = 0; i < f->ntopics; i++) {

@@ -156,6 +156,15 @@ int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
         return have > 0 ? have : -1;
 }
 
+const char *const aagw_kafka_producer_props[] = {
+    "enable.idempotence", "true",
+    "acks", "all",
+    "message.timeout.ms", "0",
+    "linger.ms", "5",
+    "batch.num.messages", "10000",
+    "queue.buffering.max.messages", "500000",
+    NULL};
+
 struct aagw_fetch_waker {
         rd_kafka_t                      *consumer;
         pthread_t                        thread;

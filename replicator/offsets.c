@@ -85,12 +85,6 @@ static bool cancelled(void) {
         return cancel_flag && atomic_load(cancel_flag);
 }
 
-static int64_t wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool mm2_is_heartbeats(const char *topic) {
         return !strcmp(topic, AAGW_MM2_HEARTBEATS_TOPIC);
 }
@@ -169,7 +163,7 @@ static void heartbeat(struct mm2 *m) {
         unsigned char key[2 * AAGW_ALIAS_MAX + 8], val[16];
         size_t        kl =
             aagw_mm2_heartbeat_key(m->source, m->target, key, sizeof(key));
-        size_t vl = aagw_mm2_heartbeat_value(wall_ms(), val, sizeof(val));
+        size_t vl = aagw_mm2_heartbeat_value(aagw_wall_ms(), val, sizeof(val));
         rd_kafka_resp_err_t err = rd_kafka_producev(
             m->src_producer, RD_KAFKA_V_RKT(m->hb_rkt), RD_KAFKA_V_PARTITION(0),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, kl),
@@ -380,7 +374,7 @@ static void *mm2_main(void *arg) {
         cancel_flag = &m->stopping;
         pthread_mutex_lock(&m->lock);
         while (!m->stop) {
-                int64_t now = wall_ms();
+                int64_t now = aagw_wall_ms();
                 pthread_mutex_unlock(&m->lock);
                 if (m->conf.heartbeat_ms > 0 && now >= next_hb) {
                         heartbeat(m);
@@ -391,7 +385,7 @@ static void *mm2_main(void *arg) {
                          * written its first syncs by then. */
                         if (next_ck)
                                 checkpoints(m);
-                        next_ck = wall_ms() + m->conf.checkpoint_ms;
+                        next_ck = aagw_wall_ms() + m->conf.checkpoint_ms;
                 }
                 rd_kafka_poll(m->src_producer, 0);
                 pthread_mutex_lock(&m->lock);
