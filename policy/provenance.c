@@ -346,18 +346,17 @@ void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
         b      = out->buf;
         b[n++] = '1';
         b[n++] = ';';
-        for (size_t i = 0; i < p->path_len; i++) {
-                size_t len = strlen(p->path[i]);
-                if (i)
-                        b[n++] = '>';
-                memcpy(b + n, p->path[i], len);
-                n += len;
+        /* stpcpy: one pass over each name, not strlen and then memcpy.
+         * path[0] is the origin (validated), so its length is olen. */
+        olen = (size_t)(stpcpy(b + n, p->path[0]) - (b + n));
+        n += olen;
+        for (size_t i = 1; i < p->path_len; i++) {
+                b[n++] = '>';
+                n      = (size_t)(stpcpy(b + n, p->path[i]) - b);
         }
         b[n++] = ';';
         src    = n;
-        dlen   = strlen(p->src_topic);
-        memcpy(b + n, p->src_topic, dlen);
-        n += dlen;
+        n      = (size_t)(stpcpy(b + n, p->src_topic) - b);
         b[n++] = ':';
         n += policy_fmt_dec(b + n, (uint64_t)p->src_partition);
         b[n++] = ':';
@@ -366,7 +365,6 @@ void policy_prov_encode_valid(const aagw_repl_policy_t *pol,
          * written (aagw_id_derive()); it is left out, the reader rebuilds
          * it.  Compared in place, not formatted a second time. */
         dlen   = n - src;
-        olen   = strlen(p->origin);
         bool derived = p->id_len == olen + 1 + dlen &&
                        !memcmp(p->id, p->origin, olen) && p->id[olen] == ':' &&
                        !memcmp(p->id + olen + 1, b + src, dlen);

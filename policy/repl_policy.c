@@ -75,16 +75,36 @@ bool policy_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out) {
         return true;
 }
 
-size_t policy_fmt_dec(char *buf, uint64_t v) {
-        char   tmp[20];
-        size_t n = 0;
+/* Two digits per division, written from the end: offsets and
+ * millisecond clocks have 6 to 13 digits, and every copied record
+ * formats three of them (the hop's offset, the clock, the derived id). */
+static const char dec_pairs[201] = "00010203040506070809"
+                                   "10111213141516171819"
+                                   "20212223242526272829"
+                                   "30313233343536373839"
+                                   "40414243444546474849"
+                                   "50515253545556575859"
+                                   "60616263646566676869"
+                                   "70717273747576777879"
+                                   "80818283848586878889"
+                                   "90919293949596979899";
 
-        do {
-                tmp[n++] = (char)('0' + v % 10);
-                v /= 10;
-        } while (v);
-        for (size_t i = 0; i < n; i++)
-                buf[i] = tmp[n - 1 - i];
+size_t policy_fmt_dec(char *buf, uint64_t v) {
+        size_t n = 1;
+        for (uint64_t t = v; t >= 10; t /= 10)
+                n++;
+        char *p = buf + n;
+        while (v >= 100) {
+                unsigned r = (unsigned)(v % 100);
+                v /= 100;
+                *--p = dec_pairs[2 * r + 1];
+                *--p = dec_pairs[2 * r];
+        }
+        if (v >= 10) {
+                *--p = dec_pairs[2 * v + 1];
+                *--p = dec_pairs[2 * v];
+        } else
+                *--p = (char)('0' + v);
         return n;
 }
 

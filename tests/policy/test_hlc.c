@@ -1,4 +1,6 @@
 /* tests/policy/test_hlc.c: the hybrid logical clock. */
+#include <inttypes.h>
+
 #include "policy_test.h"
 
 #define H(ms, c) aagw_hlc_make((ms), (c))
@@ -154,6 +156,30 @@ static void test_format(void **state) {
         assert_int_equal(aagw_hlc_format(H(1, 2), NULL, 0), 3);
 }
 
+/* Every digit count of both fields, checked against printf. */
+static void test_format_digits(void **state) {
+        char     buf[32], want[32];
+        uint64_t p10 = 1;
+        (void)state;
+
+        for (int k = 0; k <= 15; k++, p10 *= 10) {
+                const uint64_t ms[] = {p10 - 1, p10, p10 + 1, p10 * 5 + 7,
+                                       p10 * 9 + p10 - 1};
+                for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+                        uint64_t m = ms[i] > AAGW_HLC_MS_MAX ? AAGW_HLC_MS_MAX
+                                                              : ms[i];
+                        for (uint32_t c = 0; c <= 0xffff; c += 997) {
+                                int n = snprintf(want, sizeof(want),
+                                                 "%" PRIu64 ":%" PRIu32, m, c);
+                                assert_int_equal(
+                                    aagw_hlc_format(H(m, c), buf, sizeof(buf)),
+                                    n);
+                                assert_string_equal(buf, want);
+                        }
+                }
+        }
+}
+
 static void test_parse(void **state) {
         static const char *const bad[] = {"",
                                           ":",
@@ -226,6 +252,7 @@ int main(void) {
             cmocka_unit_test(test_merge_exceeds_both),
             cmocka_unit_test(test_plausible),
             cmocka_unit_test(test_format),
+            cmocka_unit_test(test_format_digits),
             cmocka_unit_test(test_parse),
             cmocka_unit_test(test_roundtrip),
         };
