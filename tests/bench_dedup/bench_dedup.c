@@ -25,6 +25,10 @@
  * and the filter's figures.  --reopen also closes and reopens the store at
  * the end and reports how long the filter rebuild takes.
  *
+ * Linked with the aagw program's allocator (jemalloc in a normal build):
+ * RocksDB, the store and its indexer allocate per batch and per file, and
+ * the figures should be those of the gateway, not of glibc's malloc.
+ *
  *   build-dedup-rel/tests/bench_dedup/bench_dedup --ids 10000000
  */
 #include <dirent.h>
@@ -341,8 +345,9 @@ int main(int argc, char **argv) {
 
         printf("dedup bench: %" PRIu64 " ids in the window, batch %" PRIu64
                ", %.0f%% duplicates from the newest %.0f%% of the window, "
-               "cache_mb %zu, filter_mb %zu, audit %s\n",
-               nwin, batch, dup * 100, span * 100, cache_mb, filter_mb, audit);
+               "cache_mb %zu, filter_mb %zu, audit %s, %s\n",
+               nwin, batch, dup * 100, span * 100, cache_mb, filter_mb, audit,
+               BENCH_ALLOCATOR);
         printf("state dir %s\n", dir);
         fflush(stdout);
         double tprefill = mono_s();
