@@ -1604,6 +1604,8 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
             "enable.partition.eof", "false",
             "queued.min.messages", "1000000",
             "queued.max.messages.kbytes", "65536",
+            /* Why: replicator/flow.c, the flows' consumer. */
+            "fetch.wait.max.ms", "50",
             NULL};
         const char *reader_extra[] = {
             "group.id", rgroup,
