@@ -221,6 +221,30 @@ int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
  *  a no-op.  Before the consumer is closed. */
 void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w);
 
+/** How often a partition that did not move since it was last woken is
+ *  woken again: librdkafka's own re-check interval, so never slower than
+ *  without a waker. */
+#define AAGW_WAKE_STILL_MS 1000
+
+/** What the waker remembers of a partition it woke. */
+struct aagw_wake_mark {
+        int64_t pos, hi; /**< position and high watermark when woken */
+        int64_t at_ms;   /**< when; INT64_MIN: never */
+};
+
+/**
+ * @brief Whether a lagging partition (position @p pos below high watermark
+ * @p hi) is to be woken at @p now_ms, given its mark; updates the mark when
+ * it is.  A partition whose position or high watermark moved since it was
+ * last woken is woken at once: the wake-up worked, or there is more.  One
+ * that did not move is woken again only after AAGW_WAKE_STILL_MS: its
+ * fetcher was not parked, or its log ends in records a consumer never
+ * returns (transaction markers keep the high watermark above the last
+ * record), and a request every few milliseconds would change nothing.
+ */
+bool aagw_wake_due(struct aagw_wake_mark *m, int64_t pos, int64_t hi,
+                   int64_t now_ms);
+
 /* -------------------------------- FLOWS -------------------------------- */
 
 /**

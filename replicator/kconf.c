@@ -165,6 +165,14 @@ const char *const aagw_kafka_producer_props[] = {
     "queue.buffering.max.messages", "500000",
     NULL};
 
+/* The marks of the partitions a waker woke: open addressing on a hash of
+ * (topic, partition), linear probing.  A collision only merges two
+ * partitions' marks, i.e. changes when one of them is woken, nothing else. */
+struct wake_slot {
+        uint64_t              key; /* 0: empty */
+        struct aagw_wake_mark mark;
+};
+
 struct aagw_fetch_waker {
         rd_kafka_t                      *consumer;
         pthread_t                        thread;
@@ -174,7 +182,60 @@ struct aagw_fetch_waker {
         bool                             busy; /* req set, or being sent */
         bool                             stop;
         int64_t                          last_ms;
+        struct wake_slot                *slots; /* poke()'s thread only */
+        size_t                           nslots, nused;
 };
+
+bool aagw_wake_due(struct aagw_wake_mark *m, int64_t pos, int64_t hi,
+                   int64_t now_ms) {
+        if (m->at_ms != INT64_MIN && m->pos == pos && m->hi == hi &&
+            now_ms - m->at_ms < AAGW_WAKE_STILL_MS)
+                return false;
+        m->pos   = pos;
+        m->hi    = hi;
+        m->at_ms = now_ms;
+        return true;
+}
+
+static uint64_t wake_key(const char *topic, int32_t partition) {
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+        for (const unsigned char *p = (const unsigned char *)topic; *p; p++)
+                h = (h ^ *p) * 1099511628211ULL;
+        h = (h ^ (uint32_t)partition) * 1099511628211ULL;
+        return h ? h : 1;
+}
+
+/* The mark of (topic, partition), created if new; NULL: out of memory. */
+static struct aagw_wake_mark *wake_mark(aagw_fetch_waker_t *w,
+                                        const char *topic, int32_t partition) {
+        uint64_t key = wake_key(topic, partition);
+
+        if ((w->nused + 1) * 2 > w->nslots) {
+                size_t            n  = w->nslots ? w->nslots * 2 : 256;
+                struct wake_slot *ns = calloc(n, sizeof(*ns));
+                if (!ns)
+                        return NULL;
+                for (size_t i = 0; i < w->nslots; i++) {
+                        if (!w->slots[i].key)
+                                continue;
+                        size_t j = (size_t)w->slots[i].key & (n - 1);
+                        while (ns[j].key)
+                                j = (j + 1) & (n - 1);
+                        ns[j] = w->slots[i];
+                }
+                free(w->slots);
+                w->slots  = ns;
+                w->nslots = n;
+        }
+        size_t i = (size_t)key & (w->nslots - 1);
+        for (; w->slots[i].key; i = (i + 1) & (w->nslots - 1))
+                if (w->slots[i].key == key)
+                        return &w->slots[i].mark;
+        w->slots[i].key        = key;
+        w->slots[i].mark.at_ms = INT64_MIN;
+        w->nused++;
+        return &w->slots[i].mark;
+}
 
 static void *waker_main(void *arg) {
         aagw_fetch_waker_t *w = arg;
@@ -234,11 +295,14 @@ int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
                 for (int i = 0; i < a->cnt; i++) {
                         const rd_kafka_topic_partition_t *tp = &a->elems[i];
                         int64_t                           lo, hi;
+                        struct aagw_wake_mark *m;
                         if (tp->offset >= 0 &&
                             !rd_kafka_get_watermark_offsets(
                                 w->consumer, tp->topic, tp->partition, &lo,
                                 &hi) &&
-                            hi > tp->offset)
+                            hi > tp->offset &&
+                            (m = wake_mark(w, tp->topic, tp->partition)) &&
+                            aagw_wake_due(m, tp->offset, hi, now_ms))
                                 rd_kafka_topic_partition_list_add(
                                     lag, tp->topic, tp->partition)
                                     ->offset = RD_KAFKA_OFFSET_END;
@@ -268,6 +332,7 @@ void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w) {
         pthread_join(w->thread, NULL);
         if (w->req)
                 rd_kafka_topic_partition_list_destroy(w->req);
+        free(w->slots);
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
         free(w);
