@@ -208,8 +208,9 @@ aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer);
 /**
  * @brief Call when a poll of the consumer came back short with its queue
  * empty.  Finds the assigned partitions whose high watermark (from their
- * last fetch) is past the consumer's position and hands them to the
- * waker's thread; never blocks on the network.  Nothing is sent within
+ * last fetch) is past the consumer's position and that are due
+ * (aagw_wake_due()), and hands them to the waker's thread; never blocks on
+ * the network.  Nothing is sent within
  * @p min_interval_ms of the last request, or while one is still out.
  * @returns the number of lagging partitions handed over (0: none, too
  * soon, or busy).
