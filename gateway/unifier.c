@@ -1546,6 +1546,9 @@ static rd_kafka_t *make_client(gw_unify_t *u, rd_kafka_type_t type,
             .role       = !strcmp(role, "reader") ? "consumer" : role,
             .props      = u->conf.props,
             .prop_cnt   = u->conf.prop_cnt,
+            .common     = type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer")
+                              ? aagw_kafka_consumer_props
+                              : NULL,
             .extra      = extra,
             .opaque     = u,
             .dr_msg_cb  = type == RD_KAFKA_PRODUCER && !strcmp(role, "producer")
@@ -1602,10 +1605,6 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
             "enable.auto.offset.store", "false",
             "auto.offset.reset", "earliest",
             "enable.partition.eof", "false",
-            "queued.min.messages", "1000000",
-            "queued.max.messages.kbytes", "65536",
-            /* Why: replicator/flow.c, the flows' consumer. */
-            "fetch.wait.max.ms", "50",
             NULL};
         const char *reader_extra[] = {
             "group.id", rgroup,

@@ -129,6 +129,14 @@ void aagw_pool_free(struct aagw_pool *p);
  */
 extern const char *const aagw_kafka_producer_props[];
 
+/**
+ * The managed properties (aagw_kafka_client.common) of every data-path
+ * consumer, the flows' and the unify stages': a deep queue (1,000,000
+ * records, 64 MiB) and fetch.wait.max.ms 50.  Why, in kconf.c and
+ * docs/operations.md ("Catch-up and librdkafka's fetch pause").
+ */
+extern const char *const aagw_kafka_consumer_props[];
+
 /** What aagw_kafka_client_new() builds. */
 struct aagw_kafka_client {
         rd_kafka_type_t    type;
@@ -138,7 +146,11 @@ struct aagw_kafka_client {
                                        "consumer", "producer" or "admin" */
         const char *const *props; /**< user name/value pairs */
         size_t             prop_cnt;
-        const char *const *extra; /**< managed name/value pairs, NULL-ended */
+        /** Managed name/value pairs shared by a kind of client
+         *  (aagw_kafka_consumer_props), NULL-ended; NULL: none. */
+        const char *const *common;
+        const char *const *extra; /**< managed name/value pairs, NULL-ended,
+                                       after common */
         void              *opaque;
         /** Delivery reports (producers); NULL: none. */
         void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,

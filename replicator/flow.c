@@ -1341,6 +1341,9 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                                   : role,
             .props      = props,
             .prop_cnt   = nprops,
+            .common     = type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer")
+                              ? aagw_kafka_consumer_props
+                              : NULL,
             .extra      = extra,
             .opaque     = f,
             .dr_msg_cb  = type == RD_KAFKA_PRODUCER && !strcmp(role, "producer")
@@ -1401,20 +1404,6 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             "session.timeout.ms", "10000",
             "heartbeat.interval.ms", "1000",
             "enable.partition.eof", "false",
-            /* librdkafka 2.0 stops fetching for about a second once
-             * queued.min.messages records wait in the queue (fixed by
-             * fetch.queue.backoff.ms in 2.2): a deep queue keeps the
-             * fetcher busy; the byte bound below keeps memory bounded. */
-            "queued.min.messages", "1000000",
-            "queued.max.messages.kbytes", "65536",
-            /* A broker connection has one fetch in flight.  When every
-             * partition in it is at its end, the broker holds it for
-             * fetch.wait.max.ms, and partitions that became fetchable
-             * meanwhile (start offset resolved, queue drained below the
-             * bound above, resumed) wait for it: up to half a second with
-             * the default 500, seen as the copy standing still.  50 ms
-             * bounds that, at 20 fetches a second per idle connection. */
-            "fetch.wait.max.ms", "50",
             NULL};
         /* The reader only ever assign()s: the group id is never joined or
          * committed to, but librdkafka's consumer wants one. */
