@@ -242,6 +242,16 @@ static bool out_changed(void *arg) {
         return v != 500;
 }
 
+/* The flow applied a pause (POST .../pause only asks for one: 202). */
+static bool flow_paused(void *arg) {
+        struct fx  *f = arg;
+        struct http h;
+        http(f, "GET", "/metrics", NULL, &h);
+        long long v = metric(h.body, "aagw_flow_paused{flow=\"east->west\"}");
+        http_deinit(&h);
+        return v == 1;
+}
+
 static void test_endpoints(void **state) {
         struct fx  *f = *state;
         struct http h;
@@ -329,6 +339,10 @@ static void test_endpoints(void **state) {
         http(f, "GET", "/flows/east-west/pause", NULL, &h);
         assert_int_equal(h.code, 405);
         http_deinit(&h);
+        /* The pause is taken at the flow's next poll: records produced
+         * before that may still be copied (with a 50 ms fetch wait they
+         * were, now and then). */
+        assert_true(harness_wait_until(flow_paused, f, 5000));
         produce(f, 500, 200);
         /* While paused none of them is copied: a quiet period of 3 s (an
          * unpaused flow copies them in well under a second) in which the
@@ -748,10 +762,14 @@ static void test_fetch_wakeups(void **state) {
         struct fx        *f     = *state;
         const int         total = 20000;
         struct wake_arg   w     = {.f = f, .want = total};
+        /* fetch.wait.max.ms back at librdkafka's 500: with aagw's 50, a
+         * broker with one partition still fetching re-checks its parked
+         * ones itself every 50 ms, and a run may never need the waker. */
         const char *const extra[] = {
             "--unify", "dedup",
             "--set", "clusters.east.properties.consumer.queued.max.messages."
                      "kbytes=16",
+            "--set", "clusters.east.properties.consumer.fetch.wait.max.ms=500",
             NULL};
 
         produce(f, 0, total);
