@@ -18,9 +18,13 @@
  *      prefetch       second of data, which avoids a fetch stall of
  *                     librdkafka < 2.2 (see bare_big_props): what a
  *                     replicator can reach here (informational)
+ *   f  bare + header  b adding one header per copy, named and sized as
+ *                     aagw's provenance header (aagw.prov, a fixed value
+ *                     of the length aagw writes here): what carrying
+ *                     provenance costs librdkafka alone (informational)
  *
  * and reports records/s, CPU seconds per million records and the ratios
- * a/b, a/c, a/d and CPU a/b.  docs/benchmarks.md explains the method and
+ * a/b, a/c, a/d and CPU a/b (and, without targets, a/e, a/f, CPU a/f).  docs/benchmarks.md explains the method and
  * holds the results.
  *
  * Method, per measurement:
@@ -84,7 +88,15 @@ enum { EXIT_SKIP = 77 }; /* kcat is missing; BENCH_EXIT_* for the rest */
 
 /* ------------------------------------------------------------- TYPES --- */
 
-enum meas { M_AAGW, M_BARE, M_PIPE, M_PRODUCE, M_BARE_BIG, M_CNT };
+enum meas {
+        M_AAGW,
+        M_BARE,
+        M_PIPE,
+        M_PRODUCE,
+        M_BARE_BIG,
+        M_BARE_HDR,
+        M_CNT
+};
 
 static const struct bench_meas_info meas_info[M_CNT] = {
     {'a', "aagw", "aagw"},
@@ -92,6 +104,7 @@ static const struct bench_meas_info meas_info[M_CNT] = {
     {'c', "kcat_pipe", "kcat -C | kcat -P"},
     {'d', "kcat_produce", "kcat -P (produce only)"},
     {'e', "bare_prefetch", "bare loop, big prefetch"},
+    {'f', "bare_header", "bare loop + provenance hdr"},
 };
 
 /* The consumer settings of measurement e.  librdkafka before 2.2 stops
@@ -264,6 +277,21 @@ static void build_argv(struct round *r, enum meas m, const char *src,
                     &r->b, argv, src, r->b.west, dst, bare_big_props,
                     sizeof(bare_big_props) / sizeof(bare_big_props[0]));
                 return;
+        case M_BARE_HDR: {
+                /* What aagw writes for a record of 'src' here (origin
+                 * east, path east>west, source coordinates, HLC; the id
+                 * is derived from the coordinates, so not carried), for
+                 * a record in the middle of partition 63. */
+                const char *hdr[1] = {buf};
+                snprintf(buf, bufsize,
+                         "bench.header=aagw.prov=1;east>west;%s:63:%" PRId64
+                         ";1764480000123:0;",
+                         src,
+                         (int64_t)(r->b.o->records / 2 /
+                                   (size_t)r->b.o->partitions));
+                bench_bare_argv(&r->b, argv, src, r->b.west, dst, hdr, 1);
+                return;
+        }
         case M_PIPE:
                 /* One shell, so that wait4() on it counts both kcats.
                  * Bootstraps and topic names hold no shell metacharacters
@@ -330,7 +358,8 @@ static int measure(struct bench_round *b, int mi) {
                 goto out;
         /* Replicators run until told to stop; the kcats end by themselves
          * (-e: at the end of every partition; -P: at the end of input). */
-        if (bench_meas_stop(&mm, m == M_AAGW || m == M_BARE || m == M_BARE_BIG))
+        if (bench_meas_stop(&mm, m == M_AAGW || m == M_BARE ||
+                                     m == M_BARE_BIG || m == M_BARE_HDR))
                 goto out;
         getrusage(RUSAGE_CHILDREN, &ru1);
         bench_sample_take(&s1, NULL, b->sandbox);
@@ -386,9 +415,9 @@ static double ratio(const struct result *res, enum meas x, enum meas y) {
                            offsetof(struct result, steady_rps), x, y);
 }
 
-static double cpu_ratio(const struct result *res) {
+static double cpu_ratio(const struct result *res, enum meas y) {
         return bench_ratio(res, sizeof(*res),
-                           offsetof(struct result, cpu_per_m), M_AAGW, M_BARE);
+                           offsetof(struct result, cpu_per_m), M_AAGW, y);
 }
 
 static void print_round(const struct round *r) {
@@ -411,15 +440,17 @@ static void print_round(const struct round *r) {
                        res[m].mock_cpu_per_m, res[m].others_cores);
         }
         printf("  ratios (steady): a/b %.2f  a/c %.2f  a/d %.2f   CPU a/b "
-               "%.2f   (a/e %.2f)\n",
+               "%.2f   (a/e %.2f  a/f %.2f  CPU a/f %.2f)\n",
                ratio(res, M_AAGW, M_BARE), ratio(res, M_AAGW, M_PIPE),
-               ratio(res, M_AAGW, M_PRODUCE), cpu_ratio(res),
-               ratio(res, M_AAGW, M_BARE_BIG));
+               ratio(res, M_AAGW, M_PRODUCE), cpu_ratio(res, M_BARE),
+               ratio(res, M_AAGW, M_BARE_BIG), ratio(res, M_AAGW, M_BARE_HDR),
+               cpu_ratio(res, M_BARE_HDR));
         printf("BENCH_RATIOS run=%d a_b=%.3f a_c=%.3f a_d=%.3f cpu_a_b=%.3f "
-               "a_e=%.3f\n",
+               "a_e=%.3f a_f=%.3f cpu_a_f=%.3f\n",
                r->b.run + 1, ratio(res, M_AAGW, M_BARE),
                ratio(res, M_AAGW, M_PIPE), ratio(res, M_AAGW, M_PRODUCE),
-               cpu_ratio(res), ratio(res, M_AAGW, M_BARE_BIG));
+               cpu_ratio(res, M_BARE), ratio(res, M_AAGW, M_BARE_BIG),
+               ratio(res, M_AAGW, M_BARE_HDR), cpu_ratio(res, M_BARE_HDR));
         fflush(stdout);
 }
 
@@ -439,6 +470,8 @@ static void print_summary(const struct bench_opts *o, const void *all) {
             {"CPU a/b", cpu, M_AAGW, M_BARE, TARGET_CPU_A_B, false},
             {"(a/b, no target)", rps, M_AAGW, M_BARE, NAN, false},
             {"(a/e, no target)", rps, M_AAGW, M_BARE_BIG, NAN, false},
+            {"(CPU a/f, no target)", cpu, M_AAGW, M_BARE_HDR, NAN, false},
+            {"(CPU f/b, no target)", cpu, M_BARE_HDR, M_BARE, NAN, false},
             {NULL, 0, 0, 0, 0, false},
         };
 
@@ -468,8 +501,8 @@ static void usage(FILE *out) {
                 "1000000)\n"
                 "  -r, --runs K          rounds, each with a fresh sandbox "
                 "(default 1)\n"
-                "  -m, --only LETTERS    measure only these of abcde "
-                "(default abcde)\n");
+                "  -m, --only LETTERS    measure only these of abcdef "
+                "(default abcdef)\n");
         bench_usage_common(out);
         fprintf(out,
                 "                        a librdkafka property for the bare "

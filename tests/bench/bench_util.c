@@ -1276,7 +1276,8 @@ static void bare_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
 /* Produce one copy of 'm'; waits while the producer queue is full.
  * @returns 0, or -1 on a non-retriable error. */
 static int bare_copy(rd_kafka_t *pr, rd_kafka_topic_t *rkt,
-                     rd_kafka_message_t *m, struct bare_stats *st) {
+                     rd_kafka_message_t *m, struct bare_stats *st,
+                     const char *hname, const char *hval) {
         rd_kafka_headers_t       *hdrs = NULL;
         rd_kafka_timestamp_type_t tstype;
         int64_t                   ts = rd_kafka_message_timestamp(m, &tstype);
@@ -1285,6 +1286,13 @@ static int bare_copy(rd_kafka_t *pr, rd_kafka_topic_t *rkt,
         rd_kafka_error_t         *error;
 
         rd_kafka_message_detach_headers(m, &hdrs);
+        if (hname) {
+                /* bench.header: one more header on every copy, as a
+                 * replicator adds its provenance. */
+                if (!hdrs)
+                        hdrs = rd_kafka_headers_new(1);
+                rd_kafka_header_add(hdrs, hname, -1, hval, -1);
+        }
         vu[n].vtype        = RD_KAFKA_VTYPE_RKT;
         vu[n++].u.rkt      = rkt;
         vu[n].vtype        = RD_KAFKA_VTYPE_PARTITION;
@@ -1425,15 +1433,34 @@ int bench_bare_main(const char *prog, int argc, char **argv) {
         struct sigaction                 sa;
         char                             errstr[512], *topics = NULL;
         char                            *save = NULL, *t;
+        char                             hname[64];
+        const char                      *hval = NULL;
         int                              rc   = BENCH_EXIT_RUNTIME;
 
         if (argc < 5) {
                 fprintf(stderr,
                         "usage: %s --bare SRC_BOOTSTRAPS "
                         "SRC_TOPIC[,SRC_TOPIC...] DST_BOOTSTRAPS DST_TOPIC "
-                        "[consumer.K=V|producer.K=V]...\n",
+                        "[consumer.K=V|producer.K=V|bench.header=NAME=VALUE]"
+                        "...\n",
                         prog);
                 return BENCH_EXIT_USAGE;
+        }
+        for (int i = 5; i < argc; i++) {
+                const char *eq;
+
+                if (strncmp(argv[i], "bench.header=", 13))
+                        continue;
+                eq = strchr(argv[i] + 13, '=');
+                if (!eq || eq == argv[i] + 13 ||
+                    (size_t)(eq - argv[i] - 13) >= sizeof(hname)) {
+                        fprintf(stderr, "%s: bare: bad '%s'\n", prog,
+                                argv[i]);
+                        return BENCH_EXIT_USAGE;
+                }
+                snprintf(hname, sizeof(hname), "%.*s",
+                         (int)(eq - argv[i] - 13), argv[i] + 13);
+                hval = eq + 1;
         }
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = bare_on_term;
@@ -1488,7 +1515,7 @@ int bench_bare_main(const char *prog, int argc, char **argv) {
                         continue;
                 }
                 st.consumed++;
-                bare_copy(pr, rkt, m, &st);
+                bare_copy(pr, rkt, m, &st, hval ? hname : NULL, hval);
                 rd_kafka_message_destroy(m);
         }
 
