@@ -32,10 +32,14 @@
  *      queue      queued.max.messages.kbytes=65536): the same client
  *                 settings as a, so no fetch stall (docs/benchmarks.md,
  *                 "Why the consumers stall") in the baseline either.
+ *   d  bare pipe  b adding to every copy the provenance header that a
+ *      + header   writes on a record of T (aagw.prov, a fixed value of
+ *                 the same length): what that header costs librdkafka
+ *                 alone (informational).
  *
  * Both a and the bare pipes read the same N + D input records, so rates
  * are input records per second, and CPU is seconds per million input
- * records.  a writes N records, b and c write N + D.
+ * records.  a writes N records, b, c and d write N + D.
  *
  * Method, per measurement:
  *  - its own topics in the one sandbox of the round, all with the same
@@ -98,12 +102,13 @@
 
 /* ------------------------------------------------------------- TYPES --- */
 
-enum meas { M_UNIFY, M_BARE, M_BARE_Q, M_CNT };
+enum meas { M_UNIFY, M_BARE, M_BARE_Q, M_BARE_HDR, M_CNT };
 
 static const struct bench_meas_info meas_info[M_CNT] = {
     {'a', "unify", "aagw unify stage"},
     {'b', "bare", "bare pipe"},
     {'c', "bare_unifyq", "bare pipe, unify's queue"},
+    {'d', "bare_header", "bare pipe + provenance hdr"},
 };
 
 /* The consumer queue of the unify stage (gateway/unifier.c,
@@ -562,11 +567,24 @@ static void build_argv(struct round *r, enum meas m, const struct names *t,
         }
         /* b, c: T and west.T; the unify stage writes at its site. */
         srcs = bench_buf_printf(buf, bufsize, &off, "%s,%s", t->src, t->remote);
-        if (m == M_BARE_Q)
+        if (m == M_BARE_Q) {
                 bench_bare_argv(
                     &r->b, argv, srcs, r->b.east, t->dst, unify_queue_props,
                     sizeof(unify_queue_props) / sizeof(unify_queue_props[0]));
-        else
+        } else if (m == M_BARE_HDR) {
+                /* d: b adding the header the unify stage writes on a
+                 * local record of T (origin and path east, the record's
+                 * coordinates, HLC), for a record in the middle of
+                 * partition 63. */
+                const char *hdr[1];
+                hdr[0] = bench_buf_printf(
+                    buf, bufsize, &off,
+                    "bench.header=aagw.prov=1;east;%s:63:%zu;"
+                    "1764480000123:0;",
+                    t->src,
+                    r->b.o->records / 2 / (size_t)r->b.o->partitions);
+                bench_bare_argv(&r->b, argv, srcs, r->b.east, t->dst, hdr, 1);
+        } else
                 bench_bare_argv(&r->b, argv, srcs, r->b.east, t->dst, NULL, 0);
 }
 
@@ -795,16 +813,20 @@ static void print_round(const struct round *r) {
                        res[M_UNIFY].us.identical, res[M_UNIFY].us.rejected,
                        res[M_UNIFY].rb.records, res[M_UNIFY].rb.distinct,
                        res[M_UNIFY].rb.from_remote);
-        printf("  ratios (steady input rate): a/b %.2f  a/c %.2f   CPU a/b "
-               "%.2f  CPU a/c %.2f\n",
+        printf("  ratios (steady input rate): a/b %.2f  a/c %.2f  a/d %.2f"
+               "   CPU a/b %.2f  CPU a/c %.2f  CPU a/d %.2f\n",
                ratio(res, M_UNIFY, M_BARE), ratio(res, M_UNIFY, M_BARE_Q),
+               ratio(res, M_UNIFY, M_BARE_HDR),
                cpu_ratio(res, M_UNIFY, M_BARE),
-               cpu_ratio(res, M_UNIFY, M_BARE_Q));
+               cpu_ratio(res, M_UNIFY, M_BARE_Q),
+               cpu_ratio(res, M_UNIFY, M_BARE_HDR));
         printf("BENCH_RATIOS run=%d a_b=%.3f a_c=%.3f cpu_a_b=%.3f "
-               "cpu_a_c=%.3f\n",
+               "cpu_a_c=%.3f a_d=%.3f cpu_a_d=%.3f\n",
                r->b.run + 1, ratio(res, M_UNIFY, M_BARE),
                ratio(res, M_UNIFY, M_BARE_Q), cpu_ratio(res, M_UNIFY, M_BARE),
-               cpu_ratio(res, M_UNIFY, M_BARE_Q));
+               cpu_ratio(res, M_UNIFY, M_BARE_Q),
+               ratio(res, M_UNIFY, M_BARE_HDR),
+               cpu_ratio(res, M_UNIFY, M_BARE_HDR));
         fflush(stdout);
 }
 
@@ -822,6 +844,8 @@ static void print_summary(const struct bench_opts *o, const void *all) {
             {"(a/c)", rps, M_UNIFY, M_BARE_Q, TARGET_A_B, true},
             {"(CPU a/b, no target)", cpu, M_UNIFY, M_BARE, NAN, false},
             {"(CPU a/c, no target)", cpu, M_UNIFY, M_BARE_Q, NAN, false},
+            {"(a/d, no target)", rps, M_UNIFY, M_BARE_HDR, NAN, false},
+            {"(d/b, no target)", rps, M_BARE_HDR, M_BARE, NAN, false},
             {NULL, 0, 0, 0, 0, false},
         };
 
@@ -856,8 +880,8 @@ static void usage(FILE *out) {
             "                        \"id\" of the value (default key)\n"
             "  -r, --runs K          rounds, each with a fresh sandbox "
             "(default 1)\n"
-            "  -m, --only LETTERS    measure only these of abc (default "
-            "abc)\n");
+            "  -m, --only LETTERS    measure only these of abcd (default "
+            "abcd)\n");
         bench_usage_common(out);
         fprintf(out,
                 "                        a librdkafka property for b and c "
