@@ -81,6 +81,11 @@ struct aagw_store_opts {
                                 the last primary open recorded (24 h if
                                 none) */
         size_t  filter_mb; /**< in-memory id filter, MiB; 0: 64 */
+        bool    filter_exact; /**< the filter holds the ids themselves
+                                   (~26 bytes each): a duplicate is known
+                                   without a RocksDB read; else a Bloom
+                                   filter (~7 bytes per id at the default
+                                   size) whose "maybe" is read */
         aagw_store_clock_t *clock; /**< NULL: CLOCK_REALTIME */
         void               *clock_opaque;
 };
@@ -374,6 +379,8 @@ struct aagw_store_stats {
         uint64_t filter_ids;       /**< gauge: ids in the live slices */
         uint64_t seen_lookups;     /**< keys asked to seen_lookup */
         uint64_t seen_filtered;    /**< ... answered "absent" by the filter */
+        uint64_t seen_exact_hits;  /**< ... answered "seen" by the exact
+                                        filter, without a read */
         uint64_t seen_tail_hits;   /**< ... found in the unindexed tail */
         uint64_t seen_reads;       /**< ... read from RocksDB */
         uint64_t seen_read_hits;   /**< ... and found there (in window) */

@@ -76,6 +76,13 @@
  * reused only when everything in it has expired.  An id sets 8 bits in one
  * 64-byte block of its slot (one cache line).  A lookup probes the live
  * slots and reads RocksDB only in the epochs whose slot answered "maybe".
+ *
+ * With unify.filter: exact, each slot also holds the keys themselves (a
+ * table behind the Bloom slot, filter.c), and a "maybe" is settled there:
+ * a key found in an epoch wholly inside the window is a duplicate without
+ * a read (the seen lookup asks RocksDB only when the caller wants the
+ * first-seen record, or in the epoch the window's cutoff cuts, where the
+ * stored time decides).
  */
 #ifndef AAGW_DEDUP_INT_H
 #define AAGW_DEDUP_INT_H
@@ -217,18 +224,24 @@ struct dedup_filter;
 /* Slots needed for 'window_ms' in epochs of 'slice_ms', or -1 if more than
  * FILTER_SLOTS_MAX. */
 int dedup_filter_slots(int64_t window_ms, int64_t slice_ms);
-/* 'bytes' of memory (rounded down to whole blocks).  Returns NULL if out
- * of memory or too many slots.  Not thread-safe: the store locks. */
+/* 'bytes' of memory (rounded down to whole blocks or entries): a Bloom
+ * filter, or with 'exact' a table of the keys themselves (filter.c).
+ * Returns NULL if out of memory or too many slots.  Not thread-safe: the
+ * store locks. */
 struct dedup_filter *dedup_filter_new(size_t bytes, int64_t window_ms,
-                                      int64_t slice_ms);
+                                      int64_t slice_ms, bool exact);
 void                 dedup_filter_destroy(struct dedup_filter *f);
 /* Add 'n' keys with their times (ms) at store time 'now'.  Keys whose
  * time is outside the window are skipped. */
 void dedup_filter_add(struct dedup_filter *f, const uint8_t (*keys)[16],
                       const int64_t *times, size_t n, int64_t now);
-/* slots[i] = bit mask of the slots that may hold key i (live ones only). */
+/* slots[i] = bit mask of the slots that may hold key i (live ones only);
+ * sure[i] (may be NULL for a Bloom filter) = those of them that certainly
+ * do (exact mode only, else 0). */
 void dedup_filter_probe(const struct dedup_filter *f, const uint8_t (*keys)[16],
-                        size_t n, int64_t now, uint64_t *slots);
+                        size_t n, int64_t now, uint64_t *slots,
+                        uint64_t *sure);
+bool dedup_filter_is_exact(const struct dedup_filter *f);
 /* The epoch slot 'slot' holds (-1: none). */
 int64_t  dedup_filter_slot_epoch(const struct dedup_filter *f, int slot);
 size_t   dedup_filter_bytes(const struct dedup_filter *f);
@@ -301,6 +314,7 @@ struct aagw_store {
         bool    window_default; /* opened with window_ms 0 (24 h) */
         int64_t slice_ms; /* epoch length of the seen keys (meta) */
         size_t  cache_mb, filter_mb, run_cap;
+        bool    filter_exact;
 
         aagw_store_clock_t *clock;
         void               *clock_opaque;
@@ -350,8 +364,8 @@ struct aagw_store {
         bool                 ix_started, rb_started;
         struct dedup_buf     jbuf; /* commit scratch (commit_mu) */
 
-        _Atomic uint64_t n_lookups, n_filtered, n_tail_hits, n_reads,
-            n_read_hits, n_commits, n_runs, n_ix_errors, us_tail_wait, us_index;
+        _Atomic uint64_t n_lookups, n_filtered, n_exact_hits, n_tail_hits,
+            n_reads, n_read_hits, n_commits, n_runs, n_ix_errors, us_tail_wait, us_index;
 };
 
 /* CLOCK_MONOTONIC in microseconds (for the stats' durations). */

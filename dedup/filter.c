@@ -19,9 +19,22 @@
  *
  * Memory is one anonymous mapping of the configured size, transparent huge
  * pages requested (fewer TLB misses on random probes).
+ *
+ * Exact mode (unify.filter: exact) trades memory for reads.  Behind the
+ * Bloom filter (a tenth of the memory), each slot also has an
+ * open-addressing table of the 16-byte keys themselves (linear probing,
+ * filled to at most 70%: with 8 slots for 7 epochs, ~26 bytes per id in
+ * the window, ~29 with the Bloom part).  A slot the Bloom filter says
+ * "maybe" for is then looked up in its table, so a probe knows which slot
+ * holds a key, not just which may, at one table lookup per duplicate.  A
+ * key is as exact as the seen family's own (the same XXH3-128 hash).  A
+ * slot whose table is full stops taking keys and answers "maybe" for
+ * every key it does not hold, as the Bloom filter alone would; the
+ * all-zero key (the empty entry) is a flag of its own.
  */
 #include "dedup_int.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,14 +42,23 @@
 #define BLOCK_BYTES 64
 #define PREFETCH 6
 
+#define EXACT_ENTRY 16
+#define EXACT_FILL_PCT 70
+
 struct dedup_filter {
-        uint8_t *mem;
+        uint8_t *mem;  /* the Bloom slots, then the exact tables */
+        uint8_t *xmem; /* the exact tables (exact mode), else NULL */
         size_t   mem_bytes;
-        uint32_t nblocks; /* per slot */
+        uint32_t nblocks; /* per slot (Bloom) */
         int      nslots;
+        bool     exact;
+        uint64_t cap; /* entries per slot (exact) */
         int64_t  window_ms, slice_ms;
         int64_t  tag[FILTER_SLOTS_MAX]; /* epoch held, -1: empty */
-        uint64_t count[FILTER_SLOTS_MAX];
+        uint64_t count[FILTER_SLOTS_MAX]; /* ids added */
+        uint64_t used[FILTER_SLOTS_MAX];  /* entries taken (exact) */
+        bool     full[FILTER_SLOTS_MAX];  /* stopped taking keys (exact) */
+        bool     zero[FILTER_SLOTS_MAX];  /* holds the all-zero key */
 };
 
 int dedup_filter_slots(int64_t window_ms, int64_t slice_ms) {
@@ -45,7 +67,7 @@ int dedup_filter_slots(int64_t window_ms, int64_t slice_ms) {
 }
 
 struct dedup_filter *dedup_filter_new(size_t bytes, int64_t window_ms,
-                                      int64_t slice_ms) {
+                                      int64_t slice_ms, bool exact) {
         struct dedup_filter *f  = calloc(1, sizeof(*f));
         int                  ns = dedup_filter_slots(window_ms, slice_ms);
         size_t               nb;
@@ -54,14 +76,25 @@ struct dedup_filter *dedup_filter_new(size_t bytes, int64_t window_ms,
                 free(f);
                 return NULL;
         }
+        f->nslots = ns;
+        f->exact  = exact;
+        if (exact) {
+                size_t xbytes = bytes - bytes / 10;
+                f->cap        = xbytes / (size_t)ns / EXACT_ENTRY;
+                if (f->cap < 4)
+                        f->cap = 4;
+                if (f->cap > UINT32_MAX)
+                        f->cap = UINT32_MAX;
+                bytes /= 10;
+        }
         nb = bytes / (size_t)ns / BLOCK_BYTES;
         if (nb < 1)
                 nb = 1;
         if (nb > UINT32_MAX)
                 nb = UINT32_MAX;
-        f->nslots    = ns;
         f->nblocks   = (uint32_t)nb;
-        f->mem_bytes = nb * BLOCK_BYTES * (size_t)ns;
+        f->mem_bytes = nb * BLOCK_BYTES * (size_t)ns +
+                       f->cap * EXACT_ENTRY * (size_t)ns;
         /* Populated now: its pages are part of the configured memory
          * anyway, and faulting them in (zeroing) on first touch cost the
          * unify thread about 5% of its time during the first window. */
@@ -74,6 +107,8 @@ struct dedup_filter *dedup_filter_new(size_t bytes, int64_t window_ms,
 #ifdef MADV_HUGEPAGE
         (void)madvise(f->mem, f->mem_bytes, MADV_HUGEPAGE);
 #endif
+        if (exact)
+                f->xmem = f->mem + nb * BLOCK_BYTES * (size_t)ns;
         f->window_ms = window_ms;
         f->slice_ms  = slice_ms;
         for (int s = 0; s < FILTER_SLOTS_MAX; s++)
@@ -90,6 +125,10 @@ void dedup_filter_destroy(struct dedup_filter *f) {
 
 size_t dedup_filter_bytes(const struct dedup_filter *f) {
         return f->mem_bytes;
+}
+
+bool dedup_filter_is_exact(const struct dedup_filter *f) {
+        return f->exact;
 }
 
 int64_t dedup_filter_slot_epoch(const struct dedup_filter *f, int slot) {
@@ -129,6 +168,72 @@ static bool block_test(const uint64_t *blk, const uint8_t key[16]) {
         return miss == 0;
 }
 
+/* ------------------------------ EXACT ------------------------------ */
+
+static const uint8_t zero_key[16];
+
+/* The first entry of 'key' in slot 's'. */
+static uint8_t *exact_home(const struct dedup_filter *f, int s,
+                           const uint8_t key[16]) {
+        uint64_t i = ((uint64_t)(uint32_t)load64(key) * f->cap) >> 32;
+        return f->xmem + ((size_t)s * f->cap + i) * EXACT_ENTRY;
+}
+
+/* Whether slot 's' holds 'key'. */
+static bool exact_has(const struct dedup_filter *f, int s,
+                      const uint8_t key[16]) {
+        const uint8_t *first = f->xmem + (size_t)s * f->cap * EXACT_ENTRY;
+        const uint8_t *end   = first + f->cap * EXACT_ENTRY;
+        const uint8_t *e     = exact_home(f, s, key);
+
+        if (!memcmp(key, zero_key, 16))
+                return f->zero[s];
+        /* The table is never full (EXACT_FILL_PCT), so an empty entry ends
+         * every probe. */
+        for (;;) {
+                if (!memcmp(e, key, 16))
+                        return true;
+                if (!memcmp(e, zero_key, 16))
+                        return false;
+                if ((e += EXACT_ENTRY) == end)
+                        e = first;
+        }
+}
+
+static void exact_add(struct dedup_filter *f, int s, const uint8_t key[16]) {
+        const uint8_t *first = f->xmem + (size_t)s * f->cap * EXACT_ENTRY;
+        const uint8_t *end   = first + f->cap * EXACT_ENTRY;
+        uint8_t       *e     = exact_home(f, s, key);
+
+        if (!memcmp(key, zero_key, 16)) {
+                f->zero[s] = true;
+                return;
+        }
+        if (f->full[s])
+                return;
+        for (;;) {
+                if (!memcmp(e, key, 16))
+                        return; /* again (a replayed journal record) */
+                if (!memcmp(e, zero_key, 16))
+                        break;
+                if ((e += EXACT_ENTRY) == end)
+                        e = (uint8_t *)first;
+        }
+        if ((f->used[s] + 1) * 100 > f->cap * EXACT_FILL_PCT) {
+                f->full[s] = true; /* from now on: "maybe" for misses */
+                aagw_log(AAGW_LOG_WARN, "DEDUP",
+                         "exact filter: the slot of epoch %" PRId64
+                         " is full at %" PRIu64
+                         " ids; later ids of that epoch cost a RocksDB read "
+                         "when looked up (unify.filter_mb is %zu MiB; size "
+                         "it at ~29 bytes per id in the window)",
+                         f->tag[s], f->used[s], f->mem_bytes >> 20);
+                return;
+        }
+        memcpy(e, key, 16);
+        f->used[s]++;
+}
+
 /* The slot that may take an id of time 't' at 'now', emptying a slot whose
  * ids have all expired; -1 if the id itself has expired.
  *
@@ -148,6 +253,9 @@ static int slot_for(struct dedup_filter *f, int64_t t, int64_t now) {
                 return s;
         if (f->tag[s] > e)
                 return -1; /* unreachable for a live t, see above */
+        if (f->count[s] && f->exact)
+                memset(f->xmem + (size_t)s * f->cap * EXACT_ENTRY, 0,
+                       f->cap * EXACT_ENTRY);
         if (f->count[s])
                 for (size_t b = 0; b < f->nblocks; b++)
                         memset(f->mem + (b * (size_t)f->nslots + (size_t)s) *
@@ -155,6 +263,9 @@ static int slot_for(struct dedup_filter *f, int64_t t, int64_t now) {
                                0, BLOCK_BYTES);
         f->tag[s]   = e;
         f->count[s] = 0;
+        f->used[s]  = 0;
+        f->full[s]  = false;
+        f->zero[s]  = false;
         return s;
 }
 
@@ -173,12 +284,15 @@ void dedup_filter_add(struct dedup_filter *f, const uint8_t (*keys)[16],
                 if (s < 0)
                         continue;
                 block_set(block_of(f, s, keys[i]), keys[i]);
+                if (f->exact)
+                        exact_add(f, s, keys[i]);
                 f->count[s]++;
         }
 }
 
 void dedup_filter_probe(const struct dedup_filter *f, const uint8_t (*keys)[16],
-                        size_t n, int64_t now, uint64_t *slots) {
+                        size_t n, int64_t now, uint64_t *slots,
+                        uint64_t *sure) {
         int     live[FILTER_SLOTS_MAX], nlive = 0, lo_s = f->nslots, hi_s = 0;
         int64_t lo = dedup_epoch(now - f->window_ms, f->slice_ms);
 
@@ -193,6 +307,8 @@ void dedup_filter_probe(const struct dedup_filter *f, const uint8_t (*keys)[16],
                 }
         }
         for (size_t i = 0; i < n; i++) {
+                if (sure)
+                        sure[i] = 0;
                 if (i + PREFETCH < n && nlive) {
                         /* The live slots' lines are adjacent. */
                         const uint8_t *g =
@@ -206,6 +322,20 @@ void dedup_filter_probe(const struct dedup_filter *f, const uint8_t (*keys)[16],
                         if (block_test(g + live[j] * (BLOCK_BYTES / 8),
                                        keys[i]))
                                 slots[i] |= UINT64_C(1) << live[j];
+        }
+        if (!f->exact)
+                return;
+        /* The slots the Bloom filter said "maybe" for (a duplicate, or a
+         * rare false positive): their tables know. */
+        for (size_t i = 0; i < n; i++) {
+                for (uint64_t b = slots[i]; b; b &= b - 1) {
+                        int      s   = __builtin_ctzll(b);
+                        uint64_t bit = UINT64_C(1) << s;
+                        if (exact_has(f, s, keys[i]))
+                                sure[i] |= bit;
+                        else if (!f->full[s])
+                                slots[i] &= ~bit;
+                }
         }
 }
 

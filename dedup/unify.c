@@ -457,14 +457,14 @@ static aagw_err_t lookup(aagw_store_t *st, int kind, const uint8_t (*keys)[16],
         m->klen = kind == DK_SEEN ? DEDUP_SEENKEY_LEN : 16;
         for (size_t base = 0; base < n; base += CHUNK) {
                 size_t   cnt = n - base < CHUNK ? n - base : CHUNK;
-                uint64_t slots[CHUNK];
+                uint64_t slots[CHUNK], sure[CHUNK], sure_ok = 0;
                 int64_t  slot_epoch[FILTER_SLOTS_MAX];
                 uint16_t open[CHUNK];
                 size_t   nopen = 0;
                 int64_t  now = dedup_now(st), cutoff = now - st->window_ms;
                 int64_t  e_lo     = dedup_epoch(cutoff, st->slice_ms);
                 int64_t  e_hi     = dedup_epoch(now, st->slice_ms);
-                uint64_t filtered = 0, tail = 0, reads = 0;
+                uint64_t filtered = 0, tail = 0, reads = 0, exact = 0;
                 bool     use_filter;
                 int      bad = 0;
 
@@ -472,10 +472,21 @@ static aagw_err_t lookup(aagw_store_t *st, int kind, const uint8_t (*keys)[16],
                 use_filter = kind == DK_SEEN && st->filter && st->filter_ready;
                 if (use_filter) {
                         dedup_filter_probe(st->filter, keys + base, cnt, now,
-                                           slots);
-                        for (int s = 0; s < FILTER_SLOTS_MAX; s++)
+                                           slots, sure);
+                        for (int s = 0; s < FILTER_SLOTS_MAX; s++) {
                                 slot_epoch[s] =
                                     dedup_filter_slot_epoch(st->filter, s);
+                                /* An exact hit answers only in an epoch
+                                 * wholly inside the window: in the one
+                                 * the cutoff cuts, the stored time
+                                 * decides (a read).  And only when the
+                                 * caller wants no first-seen record. */
+                                if (out || !dedup_filter_is_exact(st->filter))
+                                        continue;
+                                if (slot_epoch[s] >= 0 &&
+                                    slot_epoch[s] * st->slice_ms >= cutoff)
+                                        sure_ok |= UINT64_C(1) << s;
+                        }
                 }
                 for (size_t i = 0; i < cnt && !bad; i++) {
                         const uint8_t *v;
@@ -485,6 +496,11 @@ static aagw_err_t lookup(aagw_store_t *st, int kind, const uint8_t (*keys)[16],
                         found[base + i] = false;
                         if (use_filter && !slots[i]) {
                                 filtered++;
+                                continue;
+                        }
+                        if (use_filter && (sure[i] & sure_ok)) {
+                                found[base + i] = true;
+                                exact++;
                                 continue;
                         }
                         v = dedup_run_get(st->active, kind, keys[base + i],
@@ -558,6 +574,7 @@ static aagw_err_t lookup(aagw_store_t *st, int kind, const uint8_t (*keys)[16],
                 if (kind == DK_SEEN) {
                         atomic_fetch_add(&st->n_lookups, cnt);
                         atomic_fetch_add(&st->n_filtered, filtered);
+                        atomic_fetch_add(&st->n_exact_hits, exact);
                         atomic_fetch_add(&st->n_tail_hits, tail);
                         atomic_fetch_add(&st->n_reads, reads);
                 }

@@ -148,6 +148,16 @@ const struct cfg_key aagw_config_keys[] = {
      "In-memory filter in front of the seen-id store, in MiB (on top of "
      "unify.cache_mb). About 1 MiB per million ids in the window keeps "
      "false positives (each costs a RocksDB read) to a few per cent."},
+    {"unify.filter", CT_ENUM, "bloom", NOLIMIT, "bloom|exact", NULL, 0,
+     "What the filter holds. bloom: a Bloom filter, ~1 MiB per million ids; "
+     "a duplicate, or a false positive, is then confirmed by a RocksDB "
+     "read. exact: the ids themselves (their 16-byte hashes) behind a "
+     "small Bloom filter, ~29 bytes per id in the window, so "
+     "unify.filter_mb must be sized for the window's ids (290 MiB for 10 "
+     "million); a duplicate is then known without a read (except in the "
+     "oldest epoch of the window, where its stored time decides). A full "
+     "filter keeps working, with a warning and a read for each id it "
+     "could not take."},
     {"unify.topics.*.mode", CT_ENUM, NULL, NOLIMIT, "dedup|lww|off", NULL, 0,
      "Per-topic override of unify.mode (the mapping key is the local topic "
      "name)."},

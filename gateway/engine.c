@@ -433,6 +433,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         so.cache_mb  = (size_t)aagw_config_int(cfg, "unify.cache_mb");
         so.window_ms = aagw_config_duration_ms(cfg, "unify.window");
         so.filter_mb = (size_t)aagw_config_int(cfg, "unify.filter_mb");
+        so.filter_exact =
+            !strcmp(aagw_config_str(cfg, "unify.filter"), "exact");
         if (!(e.store = aagw_store_open(sd, &so, err, sizeof(err)))) {
                 gw_errorf("state store: %s", err);
                 goto out;

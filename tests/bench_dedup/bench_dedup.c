@@ -205,6 +205,9 @@ static void usage(FILE *f, const char *prog) {
                 "recent retries)\n"
                 "  --cache-mb MB  store cache_mb (default 256)\n"
                 "  --filter-mb MB store filter_mb (default 64)\n"
+                "  --exact        exact filter (unify.filter: exact; size "
+                "--filter-mb\n"
+                "                 at ~26 bytes per id in the window)\n"
                 "  --probe P      after the measurement, P lookups of stored "
                 "ids only\n"
                 "                 (drawn like the duplicates): the read "
@@ -225,7 +228,7 @@ int main(int argc, char **argv) {
         size_t      cache_mb = 256, filter_mb = 64;
         int64_t     window_ms = 24 * 3600 * INT64_C(1000);
         const char *dir = NULL, *audit = "drops";
-        int         keep = 0, reopen = 0, opt;
+        int         keep = 0, reopen = 0, exact = 0, opt;
         char        err[1024], dirbuf[512];
 
         static const struct option lopts[] = {
@@ -242,6 +245,7 @@ int main(int argc, char **argv) {
             {"keep", no_argument, NULL, 'k'},
             {"reopen", no_argument, NULL, 'r'},
             {"probe", required_argument, NULL, 'p'},
+            {"exact", no_argument, NULL, 'x'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         while ((opt = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
@@ -285,6 +289,9 @@ int main(int argc, char **argv) {
                 case 'p':
                         probe = strtoull(optarg, NULL, 10);
                         break;
+                case 'x':
+                        exact = 1;
+                        break;
                 case 'h':
                         usage(stdout, argv[0]);
                         return EXIT_OK;
@@ -318,6 +325,7 @@ int main(int argc, char **argv) {
         atomic_store(&vclock, INT64_C(1700000000000));
         struct aagw_store_opts so = {.cache_mb     = cache_mb,
                                      .filter_mb    = filter_mb,
+                                     .filter_exact = exact,
                                      .window_ms    = window_ms,
                                      .clock        = virtual_clock,
                                      .clock_opaque = NULL};
@@ -345,9 +353,9 @@ int main(int argc, char **argv) {
 
         printf("dedup bench: %" PRIu64 " ids in the window, batch %" PRIu64
                ", %.0f%% duplicates from the newest %.0f%% of the window, "
-               "cache_mb %zu, filter_mb %zu, audit %s, %s\n",
-               nwin, batch, dup * 100, span * 100, cache_mb, filter_mb, audit,
-               BENCH_ALLOCATOR);
+               "cache_mb %zu, filter_mb %zu (%s), audit %s, %s\n",
+               nwin, batch, dup * 100, span * 100, cache_mb, filter_mb,
+               exact ? "exact" : "bloom", audit, BENCH_ALLOCATOR);
         printf("state dir %s\n", dir);
         fflush(stdout);
         double tprefill = mono_s();
@@ -523,11 +531,11 @@ int main(int argc, char **argv) {
                hwm, (double)hwm / 1024, rss, cache_mb + filter_mb);
         printf("filter: %zu bytes, %" PRIu64 " ids in live slices, "
                "ready %d; lookups %" PRIu64 ", answered by the filter "
-               "%" PRIu64 ", tail hits %" PRIu64 ", RocksDB reads %" PRIu64
-               " (hits %" PRIu64 ")\n",
+               "%" PRIu64 " absent and %" PRIu64 " seen, tail hits %" PRIu64
+               ", RocksDB reads %" PRIu64 " (hits %" PRIu64 ")\n",
                s.filter_bytes, s.filter_ids, s.filter_ready, s.seen_lookups,
-               s.seen_filtered, s.seen_tail_hits, s.seen_reads,
-               s.seen_read_hits);
+               s.seen_filtered, s.seen_exact_hits, s.seen_tail_hits,
+               s.seen_reads, s.seen_read_hits);
         printf("commits %" PRIu64 ", tail runs indexed %" PRIu64
                " in %.2f s, commits waited %.2f s for the indexer, indexer "
                "errors %" PRIu64 ", block cache %zu bytes, table readers "

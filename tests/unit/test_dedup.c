@@ -975,6 +975,139 @@ static void test_bounded_filter(void **state) {
         h_close(&h);
 }
 
+/* unify.filter: exact.  Stored ids are known without a RocksDB read, new
+ * ones are answered "absent" by the filter; a caller that wants the
+ * first-seen record still gets it (a read); after a reopen the rebuilt
+ * filter answers again. */
+static void test_exact_filter(void **state) {
+        struct h                h;
+        struct aagw_store_opts  o = {.cache_mb = 8, .filter_exact = true};
+        struct aagw_store_stats s0, s1;
+        struct aagw_seen        out;
+        uint8_t                 k[16];
+        bool                    f;
+        (void)state;
+
+        h_open(&h, "exact", &o);
+        wait_filter(h.st);
+        int64_t now = wall_ms();
+        commit_ids(h.st, 0, 60000, now, 500); /* several runs indexed */
+        aagw_store_stats_get(h.st, &s0);
+        assert_true(s0.runs_indexed >= 2);
+        check_ids(h.st, 0, 60000, true);
+        aagw_store_stats_get(h.st, &s1);
+        assert_int_equal(s1.seen_exact_hits - s0.seen_exact_hits, 60000);
+        assert_int_equal(s1.seen_reads, s0.seen_reads);
+        assert_int_equal(s1.seen_tail_hits, s0.seen_tail_hits);
+        check_ids(h.st, 60000, 70000, false);
+        aagw_store_stats_get(h.st, &s0);
+        assert_int_equal(s0.seen_filtered - s1.seen_filtered, 10000);
+        assert_int_equal(s0.seen_reads, s1.seen_reads);
+
+        /* With the first-seen record asked for: read, and right. */
+        idkey(12345, k);
+        assert_int_equal(aagw_store_seen_lookup(h.st,
+                                                (const uint8_t(*)[16]) & k, 1,
+                                                &f, &out, h.err, sizeof(h.err)),
+                         AAGW_OK);
+        assert_true(f);
+        assert_int_equal(out.offset, 12345);
+        aagw_store_stats_get(h.st, &s1);
+        assert_int_equal(s1.seen_exact_hits, s0.seen_exact_hits);
+        assert_int_equal(s1.seen_tail_hits + s1.seen_read_hits -
+                             s0.seen_tail_hits - s0.seen_read_hits,
+                         1);
+
+        /* Reopened: the rebuilt filter knows them all again. */
+        h_reopen(&h, &o);
+        wait_filter(h.st);
+        aagw_store_stats_get(h.st, &s0);
+        check_ids(h.st, 0, 60000, true);
+        check_ids(h.st, 60000, 61000, false);
+        aagw_store_stats_get(h.st, &s1);
+        assert_int_equal(s1.seen_exact_hits - s0.seen_exact_hits, 60000);
+        assert_int_equal(s1.seen_reads, s0.seen_reads);
+        h_close(&h);
+}
+
+/* Lines logged at warn or above, for tests that expect one. */
+static _Atomic int warn_full;
+
+static void warn_sink(aagw_log_level_t level, const char *line, void *opaque) {
+        (void)opaque;
+        if (level >= AAGW_LOG_WARN && strstr(line, "exact filter") &&
+            strstr(line, "is full"))
+                atomic_fetch_add(&warn_full, 1);
+}
+
+/* An exact filter too small for the window: the slot stops taking ids at
+ * 70% (with a warning) and answers "maybe" for the rest, so every answer
+ * stays right and the ids it could not take cost a read. */
+static void test_exact_filter_full(void **state) {
+        struct h                h;
+        struct aagw_store_opts  o = {.cache_mb = 8, .filter_mb = 1,
+                                     .filter_exact = true};
+        struct aagw_store_stats s0, s1;
+        (void)state;
+
+        aagw_log_set_sink(warn_sink, NULL);
+        h_open(&h, "exact-full", &o);
+        wait_filter(h.st);
+        /* 9/10 of 1 MiB over 8 slots: 7,372 entries each, full at
+         * 5,160. */
+        commit_ids(h.st, 0, 20000, wall_ms(), 1000);
+        aagw_store_stats_get(h.st, &s0);
+        check_ids(h.st, 0, 20000, true);
+        aagw_store_stats_get(h.st, &s1);
+        assert_int_equal(s1.seen_exact_hits - s0.seen_exact_hits, 5160);
+        assert_int_equal(atomic_load(&warn_full), 1);
+        assert_int_equal(s1.seen_exact_hits - s0.seen_exact_hits +
+                             s1.seen_tail_hits - s0.seen_tail_hits +
+                             s1.seen_read_hits - s0.seen_read_hits,
+                         20000);
+        /* New ids: the Bloom part answers most, the full slot's "maybe"
+         * the rest, with a read that finds nothing. */
+        check_ids(h.st, 20000, 25000, false);
+        aagw_store_stats_get(h.st, &s0);
+        assert_int_equal(s0.seen_filtered - s1.seen_filtered +
+                             s0.seen_reads - s1.seen_reads,
+                         5000);
+        assert_true(s0.seen_reads > s1.seen_reads);
+        assert_int_equal(s0.seen_read_hits, s1.seen_read_hits);
+        h_close(&h);
+        aagw_log_set_sink(NULL, NULL);
+}
+
+/* Exact filter and the window: an id whose epoch the cutoff cuts is
+ * decided by its stored time, so it expires to the millisecond, as with
+ * the Bloom filter. */
+static void test_exact_filter_window(void **state) {
+        struct h                h;
+        struct aagw_store_opts  o = {.window_ms = 60000, .clock = fake_clock,
+                                     .filter_exact = true};
+        struct aagw_store_stats s;
+        int64_t                 t0 = INT64_C(1700000000000);
+        (void)state;
+
+        atomic_store(&fake_now, t0);
+        h_open(&h, "exact-window", &o);
+        wait_filter(h.st);
+        commit_ids(h.st, 0, 100, t0 - 61000, 100); /* expired already */
+        commit_ids(h.st, 100, 200, t0 - 1000, 100);
+        check_ids(h.st, 0, 100, false);
+        check_ids(h.st, 100, 200, true);
+        /* Live while time >= now - window. */
+        atomic_store(&fake_now, t0 + 59000);
+        check_ids(h.st, 100, 200, true);
+        commit_ids(h.st, 200, 300, t0 + 59000, 100);
+        atomic_store(&fake_now, t0 + 59001);
+        check_ids(h.st, 100, 200, false);
+        check_ids(h.st, 200, 300, true);
+        aagw_store_stats_get(h.st, &s);
+        assert_true(s.seen_exact_hits >= 100); /* 200..299, newest epoch */
+        h_close(&h);
+}
+
 /* Bad input to a batch fails the add and its commit (nothing written). */
 static void test_batch_bad_input(void **state) {
         struct h          h;
@@ -1265,6 +1398,9 @@ int main(int argc, char **argv) {
             cmocka_unit_test(test_audit_queries),
             cmocka_unit_test(test_secondary),
             cmocka_unit_test(test_bounded_filter),
+            cmocka_unit_test(test_exact_filter),
+            cmocka_unit_test(test_exact_filter_full),
+            cmocka_unit_test(test_exact_filter_window),
             cmocka_unit_test(test_batch_bad_input),
             cmocka_unit_test(test_corrupt_values),
             cmocka_unit_test(test_readers_accounted),
