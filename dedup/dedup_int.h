@@ -56,13 +56,13 @@
  * never full): only the newest epoch has L0 files, merged into its L1
  * files once per 32 runs.
  *
- * Memory (cache_mb = M): block cache 5M/16 less the table readers (index
+ * Memory (cache_mb = M): block cache M/4 less the table readers (index
  * and filter blocks of the seen ids; dedup_cache_account() shrinks the
- * cache's capacity by them, down to an eighth of 5M/16), memtables M/4
+ * cache's capacity by them, down to M/32), memtables M/4
  * (db_write_buffer_size), tail M/4 (two runs of M/8: the active one and
  * the one being indexed; a third, indexed run is kept for reuse but its
  * pages are those of the previous one), M/8 for the indexer's sort
- * arrays, SST writers and RocksDB's own bookkeeping, and M/16 for what
+ * arrays, SST writers and RocksDB's own bookkeeping, and M/8 for what
  * none of these accounts for (allocator slack, flushes and compactions in
  * progress, thread stacks, the program's pages).  The id filter is
  * filter_mb on top.

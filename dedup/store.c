@@ -123,14 +123,14 @@ static void cfilter_destroy(void *state) {
 /* ------------------------------ OPTIONS ------------------------------ */
 
 /* Everything RocksDB allocates is bounded by cache_mb (M): block cache
- * 5M/16, from which the seen family's table readers are deducted (see
+ * M/4, from which the seen family's table readers are deducted (see
  * dedup_cache_account()), all memtables M/4 via db_write_buffer_size.  The
- * tail takes M/4 (dedup_int.h).  M/16 is left to what no part accounts
+ * tail takes M/4 (dedup_int.h).  M/8 is left to what no part accounts
  * for: allocator slack, the memory of flushes and compactions in
  * progress, thread stacks and the program's own pages, which all count in
  * the process's resident set (at 100M ids with cache_mb 256 the peak was
- * 7 MiB over cache_mb + filter_mb while the block cache had the whole of
- * 3M/8; docs/benchmarks.md).
+ * 7 MiB over cache_mb + filter_mb while the block cache had 3M/8, and
+ * 2-9 MiB under it with 5M/16; docs/benchmarks.md).
  *
  * The seen family is read by lookups that the id filter let through (a
  * duplicate, or one of its rare false positives), each a random key, so
@@ -187,7 +187,7 @@ static int seen_num_levels(const aagw_store_t *st) {
 
 static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
         size_t M     = st->cache_mb << 20;
-        size_t cache = M / 16 * 5;
+        size_t cache = M / 4;
         int    shard = 0;
 
         /* Shards of at least 1 MiB (metadata blocks are partitioned, so
