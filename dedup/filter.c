@@ -179,31 +179,31 @@ static uint8_t *exact_home(const struct dedup_filter *f, int s,
         return f->xmem + ((size_t)s * f->cap + i) * EXACT_ENTRY;
 }
 
+/* The entry of 'key' in slot 's' if it holds it, else the empty entry
+ * that ends its probe: the table is never full (EXACT_FILL_PCT).  Not for
+ * the all-zero key (the empty entry itself). */
+static uint8_t *exact_find(const struct dedup_filter *f, int s,
+                           const uint8_t key[16]) {
+        uint8_t *first = f->xmem + (size_t)s * f->cap * EXACT_ENTRY;
+        uint8_t *end   = first + f->cap * EXACT_ENTRY;
+        uint8_t *e     = exact_home(f, s, key);
+
+        while (memcmp(e, key, 16) && memcmp(e, zero_key, 16))
+                if ((e += EXACT_ENTRY) == end)
+                        e = first;
+        return e;
+}
+
 /* Whether slot 's' holds 'key'. */
 static bool exact_has(const struct dedup_filter *f, int s,
                       const uint8_t key[16]) {
-        const uint8_t *first = f->xmem + (size_t)s * f->cap * EXACT_ENTRY;
-        const uint8_t *end   = first + f->cap * EXACT_ENTRY;
-        const uint8_t *e     = exact_home(f, s, key);
-
         if (!memcmp(key, zero_key, 16))
                 return f->zero[s];
-        /* The table is never full (EXACT_FILL_PCT), so an empty entry ends
-         * every probe. */
-        for (;;) {
-                if (!memcmp(e, key, 16))
-                        return true;
-                if (!memcmp(e, zero_key, 16))
-                        return false;
-                if ((e += EXACT_ENTRY) == end)
-                        e = first;
-        }
+        return !memcmp(exact_find(f, s, key), key, 16);
 }
 
 static void exact_add(struct dedup_filter *f, int s, const uint8_t key[16]) {
-        const uint8_t *first = f->xmem + (size_t)s * f->cap * EXACT_ENTRY;
-        const uint8_t *end   = first + f->cap * EXACT_ENTRY;
-        uint8_t       *e     = exact_home(f, s, key);
+        uint8_t *e;
 
         if (!memcmp(key, zero_key, 16)) {
                 f->zero[s] = true;
@@ -211,14 +211,9 @@ static void exact_add(struct dedup_filter *f, int s, const uint8_t key[16]) {
         }
         if (f->full[s])
                 return;
-        for (;;) {
-                if (!memcmp(e, key, 16))
-                        return; /* again (a replayed journal record) */
-                if (!memcmp(e, zero_key, 16))
-                        break;
-                if ((e += EXACT_ENTRY) == end)
-                        e = (uint8_t *)first;
-        }
+        e = exact_find(f, s, key);
+        if (!memcmp(e, key, 16))
+                return; /* again (a replayed journal record) */
         if ((f->used[s] + 1) * 100 > f->cap * EXACT_FILL_PCT) {
                 f->full[s] = true; /* from now on: "maybe" for misses */
                 aagw_log(AAGW_LOG_WARN, "DEDUP",
@@ -272,14 +267,16 @@ static int slot_for(struct dedup_filter *f, int64_t t, int64_t now) {
 void dedup_filter_add(struct dedup_filter *f, const uint8_t (*keys)[16],
                       const int64_t *times, size_t n, int64_t now) {
         for (size_t i = 0; i < n; i++) {
-                if (i + PREFETCH < n)
-                        __builtin_prefetch(
-                            block_of(f,
-                                     (int)(dedup_epoch(times[i + PREFETCH],
-                                                       f->slice_ms) %
-                                           f->nslots),
-                                     keys[i + PREFETCH]),
-                            1);
+                if (i + PREFETCH < n) {
+                        int ps = (int)(dedup_epoch(times[i + PREFETCH],
+                                                   f->slice_ms) %
+                                       f->nslots);
+                        __builtin_prefetch(block_of(f, ps, keys[i + PREFETCH]),
+                                           1);
+                        if (f->exact)
+                                __builtin_prefetch(
+                                    exact_home(f, ps, keys[i + PREFETCH]), 1);
+                }
                 int s = slot_for(f, times[i], now);
                 if (s < 0)
                         continue;

@@ -471,19 +471,18 @@ static aagw_err_t lookup(aagw_store_t *st, int kind, const uint8_t (*keys)[16],
                 pthread_mutex_lock(&st->mu);
                 use_filter = kind == DK_SEEN && st->filter && st->filter_ready;
                 if (use_filter) {
+                        /* An exact hit answers only when the caller wants
+                         * no first-seen record, and only in an epoch
+                         * wholly inside the window: in the one the cutoff
+                         * cuts, the stored time decides (a read). */
+                        bool exact_answers =
+                            !out && dedup_filter_is_exact(st->filter);
                         dedup_filter_probe(st->filter, keys + base, cnt, now,
                                            slots, sure);
                         for (int s = 0; s < FILTER_SLOTS_MAX; s++) {
                                 slot_epoch[s] =
                                     dedup_filter_slot_epoch(st->filter, s);
-                                /* An exact hit answers only in an epoch
-                                 * wholly inside the window: in the one
-                                 * the cutoff cuts, the stored time
-                                 * decides (a read).  And only when the
-                                 * caller wants no first-seen record. */
-                                if (out || !dedup_filter_is_exact(st->filter))
-                                        continue;
-                                if (slot_epoch[s] >= 0 &&
+                                if (exact_answers && slot_epoch[s] >= 0 &&
                                     slot_epoch[s] * st->slice_ms >= cutoff)
                                         sure_ok |= UINT64_C(1) << s;
                         }
