@@ -13,7 +13,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,20 +520,15 @@ static int check_value(const struct cfg_key *k, const char *s, char **normp,
                         return -1;
                 }
                 break;
-        case CT_REGEXES: {
-                regex_t re;
-                int     rc = regcomp(&re, s, REG_EXTENDED | REG_NOSUB);
-                if (rc) {
-                        char rerr[256];
-                        regerror(rc, &re, rerr, sizeof(rerr));
-                        snprintf(why, size,
-                                 "invalid regular expression \"%s\": %s", s,
-                                 rerr);
+        case CT_REGEXES:
+                /* The same check the policy's filters make at start, so
+                 * `config check` refuses exactly what `run` would. */
+                if (aagw_regex_check(s, buf, sizeof(buf))) {
+                        snprintf(why, size, "invalid regular expression %s",
+                                 buf);
                         return -1;
                 }
-                regfree(&re);
                 break;
-        }
         case CT_FLOWS: {
                 /* "east->west", spaces around the arrow allowed. */
                 char        src[128], dst[128];
@@ -1686,7 +1680,7 @@ static const char *type_text(const struct cfg_key *k, char *buf, size_t size) {
         case CT_LIST:
                 return "list of strings";
         case CT_REGEXES:
-                return "list of regexes (POSIX extended, whole name)";
+                return "list of regexes (PCRE2/Java syntax, whole name)";
         case CT_FLOWS:
                 return "list of SOURCE->TARGET";
         case CT_PROPS:

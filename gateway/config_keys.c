@@ -68,8 +68,8 @@ const struct cfg_key aagw_config_keys[] = {
      "Separator between the source alias and the topic name under the "
      "prefix policy (1-8 of the characters . _ -)."},
     {"replication.topics", CT_REGEXES, ".*", NOLIMIT, NULL, "--topic", 0,
-     "Topics to replicate: POSIX extended regexes matched against the whole "
-     "topic name."},
+     "Topics to replicate: regexes in MirrorMaker 2's (Java) syntax, PCRE2, "
+     "matched against the whole topic name."},
     {"replication.topics_exclude", CT_REGEXES, NULL, NOLIMIT, NULL, NULL, 0,
      "Topics never replicated, in addition to the built-in exclusions "
      "(__.*, .*[-.]internal, .*\\.replica, unified outputs, aagw's own "

@@ -416,6 +416,16 @@ bool aagw_repl_topic_is_internal(const aagw_repl_policy_t *pol,
  *  .*\.replica).  Regexes match the whole name. */
 bool aagw_repl_topic_allowed(const aagw_repl_policy_t *pol, const char *topic);
 
+/**
+ * @brief Check one topic or group pattern the way the filters compile it:
+ * PCRE2 (the Perl/Java dialect of MirrorMaker 2's filters), matched against
+ * whole names.  The one check behind `aagw config check` and `aagw run`,
+ * so both accept and refuse the same patterns.
+ * @returns 0, or -1 with "\"pattern\": reason at offset N" in @p errstr
+ * (an empty pattern is refused).
+ */
+int aagw_regex_check(const char *pat, char *errstr, size_t errstr_size);
+
 /** @returns true if consumer group @p group is to be checkpointed: not
  *  under the own prefix, included and not excluded. */
 bool aagw_repl_group_allowed(const aagw_repl_policy_t *pol, const char *group);

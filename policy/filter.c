@@ -1,75 +1,35 @@
 /* policy/filter.c: include/exclude regex lists for topics and groups.
  *
- * Patterns are POSIX extended regexes (regcomp(3), REG_EXTENDED |
- * REG_NOSUB) that must match the whole name, as Java's
- * Pattern.matcher().matches() does in MirrorMaker 2's filters: "clicks"
- * matches only "clicks".  We get that by compiling "^(" pattern ")$". */
+ * Patterns follow MirrorMaker 2, which compiles them with Java's
+ * java.util.regex and tests Pattern.matcher(name).matches(): the pattern
+ * must match the whole name, and the syntax is Perl's family (\d, (?i),
+ * lazy and possessive quantifiers, lookaround).  PCRE2 speaks the same
+ * dialect for everything a topic or group pattern needs, so an MM2 list
+ * means the same here.  We do not wrap the pattern in "^(...)$": the
+ * PCRE2_ANCHORED | PCRE2_ENDANCHORED options give whole-name matching
+ * while the user's own parentheses keep their meaning, and PCRE2's error
+ * offsets point into what the user wrote.
+ *
+ * PCRE2's nesting limit (250 parentheses) and a match limit bound both
+ * compile and match: a hostile pattern is an error, never a deep stack. */
 #include "policy_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Wrapping a pattern in "^(...)$" is only faithful if the pattern's own
- * parentheses balance.  glibc treats an unmatched ')' in an ERE as a
- * literal, so "a)b" alone means the text "a)b", but wrapped it would close
- * our group early: "^(a)b)$" matches "ab)".  Find such a ')' (outside
- * bracket expressions and escapes) so it can be refused instead.
- * Unterminated brackets are left for regcomp() to report. */
-static bool has_unmatched_rparen(const char *pat) {
-        int depth = 0;
+/* Generous for topic names (at most 249 characters) yet small enough that
+ * a pathological pattern fails fast instead of spinning. */
+#define FILTER_MATCH_LIMIT 1000000u
 
-        for (const char *p = pat; *p; p++) {
-                if (*p == '\\') {
-                        if (p[1])
-                                p++;
-                        continue;
-                }
-                if (*p == '[') {
-                        /* A ']' first in the list (after an optional '^')
-                         * is a literal; "[:class:]", "[=e=]" and "[.c.]"
-                         * may hold a ']' of their own. */
-                        p++;
-                        if (*p == '^')
-                                p++;
-                        if (*p == ']')
-                                p++;
-                        while (*p && *p != ']') {
-                                if (*p == '[' && (p[1] == ':' || p[1] == '=' ||
-                                                  p[1] == '.')) {
-                                        char        d = p[1];
-                                        const char *q = p + 2;
-                                        while (*q &&
-                                               !(q[0] == d && q[1] == ']'))
-                                                q++;
-                                        if (!*q)
-                                                return false;
-                                        p = q + 2;
-                                        continue;
-                                }
-                                p++;
-                        }
-                        if (!*p)
-                                return false;
-                        continue;
-                }
-                if (*p == '(')
-                        depth++;
-                else if (*p == ')' && depth-- == 0)
-                        return true;
-        }
-        return false;
-}
-
-/* Compile one pattern, anchored, into 're'.  Returns 0, or -1 with
- * "what[i] \"pattern\": reason" in 'errstr' (regerror()'s text when
- * regcomp() refuses it). */
-static int compile_one(regex_t *re, const char *what, size_t i, const char *pat,
-                       char *errstr, size_t errstr_size) {
-        char   rerr[256];
-        char  *anchored;
-        size_t len;
-        int    rc;
+/* Compile one pattern into '*out'.  Returns 0, or -1 with
+ * "what[i] \"pattern\": reason at offset N" in 'errstr'; a pattern longer
+ * than 64 bytes is shown cut, so the reason always fits. */
+static int compile_one(pcre2_code **out, const char *what, size_t i,
+                       const char *pat, char *errstr, size_t errstr_size) {
+        int         ecode;
+        PCRE2_SIZE  eoff;
+        PCRE2_UCHAR msg[256];
 
         if (!pat || !*pat) {
                 snprintf(errstr, errstr_size,
@@ -77,50 +37,53 @@ static int compile_one(regex_t *re, const char *what, size_t i, const char *pat,
                          pat ? pat : "");
                 return -1;
         }
-        /* The bare pattern first, so regerror() describes what the user
-         * wrote rather than our wrapped version of it. */
-        rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
-        if (rc) {
-                regerror(rc, re, rerr, sizeof(rerr));
-                snprintf(errstr, errstr_size, "%s[%zu] \"%s\": %s", what, i,
-                         pat, rerr);
-                return -1;
-        }
-        regfree(re);
-        if (has_unmatched_rparen(pat)) {
+        *out = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                             PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_UTF |
+                                 PCRE2_MATCH_INVALID_UTF,
+                             &ecode, &eoff, NULL);
+        if (!*out) {
+                size_t len = strlen(pat);
+
+                pcre2_get_error_message(ecode, msg, sizeof(msg));
                 snprintf(errstr, errstr_size,
-                         "%s[%zu] \"%s\": unmatched ) (write \\) for a "
-                         "literal parenthesis)",
-                         what, i, pat);
+                         "%s[%zu] \"%.*s%s\": %s at offset %zu", what, i,
+                         len > 64 ? 60 : (int)len, pat,
+                         len > 64 ? "..." : "", (const char *)msg,
+                         (size_t)eoff);
                 return -1;
         }
-        len      = strlen(pat);
-        anchored = malloc(len + 5);
-        if (!anchored) {
-                snprintf(errstr, errstr_size, "out of memory");
+        return 0;
+}
+
+int aagw_regex_check(const char *pat, char *errstr, size_t errstr_size) {
+        pcre2_code *re = NULL;
+        char        why[512];
+
+        if (compile_one(&re, "regex", 0, pat, why, sizeof(why))) {
+                /* Drop the "regex[0] " list prefix: the caller names the
+                 * key itself. */
+                snprintf(errstr, errstr_size, "%s", why + strlen("regex[0] "));
                 return -1;
         }
-        memcpy(anchored, "^(", 2);
-        memcpy(anchored + 2, pat, len);
-        memcpy(anchored + 2 + len, ")$", 3);
-        rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
-        free(anchored);
-        if (rc) {
-                regerror(rc, re, rerr, sizeof(rerr));
-                snprintf(errstr, errstr_size, "%s[%zu] \"%s\": %s", what, i,
-                         pat, rerr);
-                return -1;
-        }
+        pcre2_code_free(re);
         return 0;
 }
 
 int policy_filter_add(struct policy_filter *f, const char *what,
                       const char *const *pats, size_t cnt, char *errstr,
                       size_t errstr_size) {
-        regex_t *res;
+        pcre2_code **res;
 
         if (!cnt)
                 return 0;
+        if (!f->mctx) {
+                f->mctx = pcre2_match_context_create(NULL);
+                if (!f->mctx) {
+                        snprintf(errstr, errstr_size, "out of memory");
+                        return -1;
+                }
+                pcre2_set_match_limit(f->mctx, FILTER_MATCH_LIMIT);
+        }
         res = realloc(f->res, (f->cnt + cnt) * sizeof(*res));
         if (!res) {
                 snprintf(errstr, errstr_size, "out of memory");
@@ -138,15 +101,33 @@ int policy_filter_add(struct policy_filter *f, const char *what,
 
 void policy_filter_deinit(struct policy_filter *f) {
         for (size_t i = 0; i < f->cnt; i++)
-                regfree(&f->res[i]);
+                pcre2_code_free(f->res[i]);
         free(f->res);
-        f->res = NULL;
-        f->cnt = 0;
+        pcre2_match_context_free(f->mctx);
+        f->res  = NULL;
+        f->mctx = NULL;
+        f->cnt  = 0;
 }
 
+/* Filters are consulted when topics and groups are discovered, not per
+ * record, so a match-data block per call is cheap and keeps a policy
+ * shared by several flow threads free of locks.  A match that hits the
+ * limit (or fails on memory) counts as "no match": an include list then
+ * leaves the name out, an exclude list lets it through, and the name is
+ * looked at again at the next discovery. */
 bool policy_filter_match(const struct policy_filter *f, const char *name) {
-        for (size_t i = 0; i < f->cnt; i++)
-                if (!regexec(&f->res[i], name, 0, NULL, 0))
-                        return true;
-        return false;
+        pcre2_match_data *md;
+        bool              hit = false;
+
+        if (!f->cnt)
+                return false;
+        md = pcre2_match_data_create(1, NULL);
+        if (!md)
+                return false;
+        for (size_t i = 0; i < f->cnt && !hit; i++)
+                hit = pcre2_match(f->res[i], (PCRE2_SPTR)name,
+                                  PCRE2_ZERO_TERMINATED, 0, 0, md,
+                                  f->mctx) >= 0;
+        pcre2_match_data_free(md);
+        return hit;
 }

@@ -7,15 +7,17 @@
 
 #include "aagw_policy.h"
 
-#include <regex.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 /* ------------------------------- FILTERS ------------------------------- */
 
-/* A list of compiled regexes, each anchored to match a whole name.  All
- * zeroes is the empty list. */
+/* A list of compiled regexes (PCRE2, MM2's Java dialect), each matching
+ * whole names only.  All zeroes is the empty list. */
 struct policy_filter {
-        size_t   cnt;
-        regex_t *res;
+        size_t               cnt;
+        pcre2_code         **res;
+        pcre2_match_context *mctx; /* the match limit */
 };
 
 /* Compile 'pats' and append them; 'what' names the list in errors. */

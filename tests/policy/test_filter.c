@@ -135,7 +135,7 @@ static void test_empty_include_list(void **state) {
 
 static void test_bad_regex(void **state) {
         static const char *const open_paren[] = {"("};
-        static const char *const bad_brace[]  = {"ok", "a{1"};
+        static const char *const bad_brace[]  = {"ok", "a{2,1}"};
         static const char *const bad_brack[]  = {"[a"};
         static const char *const rparen[]     = {"a)b"};
         static const char *const empty[]      = {"x", ""};
@@ -151,21 +151,24 @@ static void test_bad_regex(void **state) {
         c.site_cnt           = 2;
         c.topics_include     = open_paren;
         c.topics_include_cnt = 1;
-        expect_conf_error(&c, "topics.include[0] \"(\": Unmatched ( or \\(");
+        expect_conf_error(&c, "topics.include[0] \"(\": missing closing "
+                              "parenthesis at offset 1");
         c.topics_include     = NULL;
         c.topics_exclude     = bad_brace;
         c.topics_exclude_cnt = 2;
-        expect_conf_error(&c, "topics.exclude[1] \"a{1\": Unmatched \\{");
+        expect_conf_error(&c, "topics.exclude[1] \"a{2,1}\": numbers out of "
+                              "order in {} quantifier at offset 5");
         c.topics_exclude     = NULL;
         c.groups_include     = bad_brack;
         c.groups_include_cnt = 1;
-        expect_conf_error(&c, "groups.include[0] \"[a\": Unmatched [, [^, [:, "
-                              "[., or [=");
+        expect_conf_error(&c, "groups.include[0] \"[a\": missing terminating ] "
+                              "for character class at offset 2");
         c.groups_include     = NULL;
         c.groups_exclude     = rparen;
         c.groups_exclude_cnt = 1;
-        expect_conf_error(&c, "groups.exclude[0] \"a)b\": unmatched ) (write "
-                              "\\) for a literal parenthesis)");
+        /* An unmatched ')' is an error in Java and PCRE2 alike. */
+        expect_conf_error(&c, "groups.exclude[0] \"a)b\": unmatched closing "
+                              "parenthesis at offset 1");
         c.groups_exclude     = empty;
         c.groups_exclude_cnt = 2;
         expect_conf_error(&c,
@@ -191,6 +194,79 @@ static void test_bad_regex(void **state) {
         assert_false(aagw_repl_group_allowed(pol, "zq"));
         assert_true(aagw_repl_group_allowed(pol, "z)"));
         aagw_repl_policy_destroy(pol);
+}
+
+/* MirrorMaker 2 compiles its lists with java.util.regex: the escapes,
+ * inline flags and quantifiers of that dialect mean the same here.  Under
+ * POSIX regcomp() "orders\d+" matched "ordersd" and "(?i)" did not
+ * compile at all. */
+static void test_java_dialect(void **state) {
+        static const char *const inc[] = {"orders\\d+", "(?i)clicks",
+                                          "a.*?z", "\\w+-v\\d{1,2}",
+                                          "(?!tmp-)logs-.*"};
+        aagw_repl_policy_t      *pol   = with_topics(inc, ARRAY_LEN(inc),
+                                                     NULL, 0);
+        (void)state;
+
+        assert_true(aagw_repl_topic_allowed(pol, "orders12"));
+        assert_false(aagw_repl_topic_allowed(pol, "ordersd"));
+        assert_false(aagw_repl_topic_allowed(pol, "orders"));
+        assert_true(aagw_repl_topic_allowed(pol, "CLICKS"));
+        assert_true(aagw_repl_topic_allowed(pol, "Clicks"));
+        /* a lazy quantifier still has to reach the end of the name */
+        assert_true(aagw_repl_topic_allowed(pol, "abzcz"));
+        assert_false(aagw_repl_topic_allowed(pol, "abzc"));
+        assert_true(aagw_repl_topic_allowed(pol, "pay_2-v7"));
+        assert_false(aagw_repl_topic_allowed(pol, "pay-v123"));
+        assert_true(aagw_repl_topic_allowed(pol, "logs-a"));
+        assert_false(aagw_repl_topic_allowed(pol, "tmp-logs-a"));
+        aagw_repl_policy_destroy(pol);
+}
+
+/* A hostile pattern is a config error, never a crash: 20,000 nested
+ * groups overflowed the stack in regcomp(); PCRE2 stops at its nesting
+ * limit.  A catastrophic-backtracking pattern is bounded by the match
+ * limit and simply does not match. */
+static void test_hostile_patterns(void **state) {
+        enum { DEPTH = 20000 };
+        static const char *const slow[] = {"(a+)+b"};
+        char                    *deep   = malloc(2 * DEPTH + 2);
+        const char              *deepv[1];
+        struct aagw_repl_conf    c;
+        aagw_repl_policy_t      *pol;
+        char                     err[512];
+        (void)state;
+
+        assert_non_null(deep);
+        memset(deep, '(', DEPTH);
+        deep[DEPTH] = 'a';
+        memset(deep + DEPTH + 1, ')', DEPTH);
+        deep[2 * DEPTH + 1] = '\0';
+        deepv[0]            = deep;
+        aagw_repl_conf_init(&c);
+        c.sites              = two;
+        c.site_cnt           = 2;
+        c.topics_include     = deepv;
+        c.topics_include_cnt = 1;
+        assert_null(aagw_repl_policy_new(&c, err, sizeof(err)));
+        assert_non_null(strstr(err, "parentheses are too deeply nested"));
+        assert_int_equal(aagw_regex_check(deep, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "too deeply nested at offset"));
+        free(deep);
+
+        pol = with_topics(slow, 1, NULL, 0);
+        assert_false(aagw_repl_topic_allowed(
+            pol, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac"));
+        assert_true(aagw_repl_topic_allowed(pol, "aab"));
+        aagw_repl_policy_destroy(pol);
+
+        /* the one check `config check` and `run` share */
+        assert_int_equal(aagw_regex_check(")", err, sizeof(err)), -1);
+        assert_string_equal(err,
+                            "\")\": unmatched closing parenthesis at offset 0");
+        assert_int_equal(aagw_regex_check("", err, sizeof(err)), -1);
+        assert_string_equal(err, "\"\": empty regular expression");
+        assert_int_equal(aagw_regex_check("clicks\\d*", err, sizeof(err)), 0);
 }
 
 static void test_group_filter(void **state) {
@@ -244,6 +320,8 @@ int main(void) {
             cmocka_unit_test(test_user_excludes_add_to_builtins),
             cmocka_unit_test(test_empty_include_list),
             cmocka_unit_test(test_bad_regex),
+            cmocka_unit_test(test_java_dialect),
+            cmocka_unit_test(test_hostile_patterns),
             cmocka_unit_test(test_group_filter),
         };
         return cmocka_run_group_tests_name("filter", tests, NULL, NULL);
