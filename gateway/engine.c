@@ -83,8 +83,12 @@ static int pos_save(void *opaque, const char *scope,
 
 /* ---------------------------------------------------------------- SETUP -- */
 
-static aagw_repl_policy_t *make_policy(const aagw_config_t *cfg, char *err,
-                                       size_t errsize) {
+/* The one place a config becomes the replication policy: every
+ * replication.* key that the policy holds is read here, before anything
+ * else is derived (tests/unit/test_config.c checks them key by key).
+ * The flows and the offsets commands (cli_offsets.c) use the same one. */
+aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
+                                  size_t errsize) {
         struct aagw_repl_conf rc;
         const char           *sites[AAGW_SITES_MAX];
         const char *const    *items;
@@ -112,6 +116,20 @@ static aagw_repl_policy_t *make_policy(const aagw_config_t *cfg, char *err,
         rc.topics_exclude_cnt =
             aagw_config_list(cfg, "replication.topics_exclude", &items);
         rc.topics_exclude = items;
+        rc.groups_include_cnt =
+            aagw_config_list(cfg, "replication.groups", &items);
+        rc.groups_include = items;
+        rc.groups_exclude_cnt =
+            aagw_config_list(cfg, "replication.groups_exclude", &items);
+        rc.groups_exclude = items;
+        bad = aagw_config_str(cfg, "replication.bad_provenance");
+        rc.on_bad_provenance = !strcmp(bad, "pass")   ? AAGW_BAD_PASS
+                               : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
+                                                      : AAGW_BAD_DEAD_LETTER;
+        bad = aagw_config_str(cfg, "replication.missing_id");
+        rc.on_missing_id = !strcmp(bad, "derive") ? AAGW_BAD_PASS
+                           : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
+                                                  : AAGW_BAD_DEAD_LETTER;
         /* Unified topics are never replicated: those named by the suffix
          * are built-in exclusions, those named per topic are added here
          * (as whole-name regexes, metacharacters escaped). */
@@ -153,20 +171,6 @@ static aagw_repl_policy_t *make_policy(const aagw_config_t *cfg, char *err,
                 free(ex);
                 return pol;
         }
-        rc.groups_include_cnt =
-            aagw_config_list(cfg, "replication.groups", &items);
-        rc.groups_include = items;
-        rc.groups_exclude_cnt =
-            aagw_config_list(cfg, "replication.groups_exclude", &items);
-        rc.groups_exclude = items;
-        bad = aagw_config_str(cfg, "replication.bad_provenance");
-        rc.on_bad_provenance = !strcmp(bad, "pass")   ? AAGW_BAD_PASS
-                               : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
-                                                      : AAGW_BAD_DEAD_LETTER;
-        bad = aagw_config_str(cfg, "replication.missing_id");
-        rc.on_missing_id = !strcmp(bad, "derive") ? AAGW_BAD_PASS
-                           : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
-                                                  : AAGW_BAD_DEAD_LETTER;
         return aagw_repl_policy_new(&rc, err, errsize);
 }
 
@@ -439,7 +443,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 gw_errorf("state store: %s", err);
                 goto out;
         }
-        if (!(e.policy = make_policy(cfg, err, sizeof(err)))) {
+        if (!(e.policy = gw_policy_new(cfg, err, sizeof(err)))) {
                 gw_errorf("replication policy: %s", err);
                 rc = EXIT_USAGE;
                 goto out;
@@ -562,11 +566,3 @@ out:
         return rc;
 }
 
-/* ------------------------------------------------ OFFSETS COMMANDS ----- */
-
-/* The replication policy of 'cfg', for the offsets commands
- * (cli_offsets.c): the same one the flows use. */
-aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
-                                  size_t errsize) {
-        return make_policy(cfg, err, errsize);
-}

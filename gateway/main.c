@@ -7,23 +7,12 @@
  */
 #include "gateway_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <rocksdb/c.h>
 
 #include "aagw_build.h"
-
-void gw_errorf(const char *fmt, ...) {
-        va_list ap;
-
-        fputs("aagw: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-}
 
 static void usage(FILE *out) {
         fprintf(out,

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "gateway_int.h" /* gw_policy_new */
 
 struct fixture {
         aagw_config_t *cfg;
@@ -270,7 +271,7 @@ static void test_err_replication_values(void **state) {
                          "  flows: [east->east]\n"
                          "  bad_provenance: drop\n"),
             "gw.yaml:2:12: replication.topics: invalid regular expression "
-            "\"clicks(\": Unmatched ( or \\(\n"
+            "\"clicks(\": missing closing parenthesis at offset 7\n"
             "gw.yaml:3:14: replication.separator: expected 1 to 8 of the "
             "characters . _ -, got \"/\"\n"
             "gw.yaml:4:28: replication.refresh_topics_interval: expected a "
@@ -711,6 +712,58 @@ static void test_docs_match_key_table(void **state) {
         free(doc);
 }
 
+/* The replication policy is built from every replication.* key, whatever
+ * else the file holds.  It used to stop reading at the first unify.topics
+ * entry, so with the documented complete example `bad_provenance: fail`
+ * became dead-letter and `groups: [g1]` let every group through. */
+static void check_policy_keys(struct fixture *f, const char *unify) {
+        char                 yaml[1024];
+        char                 err[512];
+        aagw_repl_policy_t  *pol;
+        struct aagw_header   h   = {"aagw.prov", "1;garbage", 9};
+        struct aagw_rec      rec = {.topic        = "clicks",
+                                    .partition    = 0,
+                                    .offset       = 7,
+                                    .timestamp_ms = 1714557600123,
+                                    .hdrs         = &h,
+                                    .hdr_cnt      = 1};
+        struct aagw_verdict  v;
+
+        snprintf(yaml, sizeof(yaml),
+                 "%s"
+                 "replication:\n"
+                 "  groups: [g1]\n"
+                 "  groups_exclude: [g1-tmp]\n"
+                 "  bad_provenance: fail\n"
+                 "  missing_id: fail\n"
+                 "%s",
+                 two_clusters, unify);
+        assert_int_equal(load(f, yaml), AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        pol = gw_policy_new(f->cfg, err, sizeof(err));
+        assert_non_null(pol);
+        assert_true(aagw_repl_group_allowed(pol, "g1"));
+        assert_false(aagw_repl_group_allowed(pol, "g2"));
+        assert_int_equal(aagw_repl_verdict(pol, "east", "west", &rec, NULL, 0,
+                                           &v),
+                         AAGW_OK);
+        assert_int_equal(v.kind, AAGW_VERDICT_REJECT);
+        assert_int_equal(v.action, AAGW_BAD_FAIL);
+        aagw_repl_policy_destroy(pol);
+}
+
+static void test_policy_keys_without_unify_topics(void **state) {
+        check_policy_keys(*state, "");
+}
+
+static void test_policy_keys_with_unify_topics(void **state) {
+        check_policy_keys(*state, "unify:\n"
+                                  "  topics:\n"
+                                  "    profiles:\n"
+                                  "      mode: lww\n"
+                                  "      entity_key: key\n");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -738,6 +791,8 @@ int main(void) {
             T(test_durations),
             T(test_reference_lists_every_key),
             T(test_docs_match_key_table),
+            T(test_policy_keys_without_unify_topics),
+            T(test_policy_keys_with_unify_topics),
 #undef T
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
