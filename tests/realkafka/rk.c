@@ -1,0 +1,918 @@
+/* tests/realkafka/rk.c: the real-Kafka fixture (see rk.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aagw_replicator.h"
+#include "rk.h"
+
+/* ------------------------------- FIXTURE -------------------------------- */
+
+static const char LOG4J[] =
+    "status = error\n"
+    "appender.err.type = Console\n"
+    "appender.err.name = err\n"
+    "appender.err.target = SYSTEM_ERR\n"
+    "appender.err.layout.type = PatternLayout\n"
+    "appender.err.layout.pattern = [%d] %p %m (%c)%n\n"
+    "rootLogger.level = warn\n"
+    "rootLogger.appenderRef.err.ref = err\n";
+
+char *rk_path(struct rk *r, const char *name) {
+        char *p = harness_path_join(r->dir, name);
+
+        assert_non_null(p);
+        return p;
+}
+
+char *rk_write(struct rk *r, const char *name, const char *text) {
+        char *p = rk_path(r, name);
+        FILE *f = fopen(p, "w");
+
+        assert_non_null(f);
+        assert_true(fputs(text, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+        return p;
+}
+
+struct rk *rk_new(const char *tag) {
+        struct rk       *r = calloc(1, sizeof(*r));
+        harness_output_t o;
+        char             fetch[4096];
+        aagw_err_t       rc;
+
+        assert_non_null(r);
+        r->t0  = harness_now_ms();
+        r->src = getenv("AAGW_SOURCE_ROOT");
+        if (!r->src || !*r->src)
+                fail_msg("AAGW_SOURCE_ROOT is not set (meson sets it)");
+        if (!harness_aagw_bin())
+                fail_msg("AAGW_BIN is not set (meson sets it)");
+        /* The jars: a missing Java, Maven or jar fails this suite. */
+        snprintf(fetch, sizeof(fetch), "%s/scripts/kafka-fetch", r->src);
+        {
+                const char *argv[] = {fetch, NULL};
+                memset(&o, 0, sizeof(o));
+                rc = harness_run(argv, NULL, 0, 900000, &o, r->errstr,
+                                 sizeof(r->errstr));
+                if (rc || harness_exit_code(o.status) != 0)
+                        fail_msg("scripts/kafka-fetch failed (Java, Maven or "
+                                 "a jar missing?): %s %s",
+                                 rc ? r->errstr : "", o.err ? o.err : "");
+                /* The folder is the last line of stdout. */
+                char *s = o.out;
+                while (s && *s && s[strlen(s) - 1] == '\n')
+                        s[strlen(s) - 1] = '\0';
+                char *last = s ? strrchr(s, '\n') : NULL;
+                r->lib     = strdup(last ? last + 1 : s ? s : "");
+                harness_output_deinit(&o);
+        }
+        assert_non_null(r->lib);
+        if (!*r->lib)
+                fail_msg("scripts/kafka-fetch printed no jar folder");
+        r->dir = harness_tmpdir_new(tag);
+        assert_non_null(r->dir);
+        r->state = rk_path(r, "state");
+        r->log4j = rk_write(r, "log4j2.properties", LOG4J);
+        return r;
+}
+
+double rk_elapsed(struct rk *r) {
+        return (double)(harness_now_ms() - r->t0) / 1000.0;
+}
+
+static void launcher_tail(struct rk_cluster *c) {
+        char *t = c->log ? harness_read_file(c->log, NULL) : NULL;
+
+        if (t) {
+                size_t n = strlen(t);
+                fprintf(stderr, "# ---- %s ----\n%s\n", c->log,
+                        n > 3000 ? t + n - 3000 : t);
+        }
+        free(t);
+}
+
+void rk_destroy(struct rk *r) {
+        if (!r)
+                return;
+        if (r->gw) {
+                harness_proc_signal(r->gw, SIGKILL);
+                harness_proc_destroy(r->gw);
+        }
+        for (size_t i = 0; i < r->ncl; i++)
+                if (r->c[i].admin)
+                        rd_kafka_destroy(r->c[i].admin);
+        /* SIGTERM all launchers first: their brokers stop in parallel. */
+        for (size_t i = 0; i < r->ncl; i++)
+                if (r->c[i].launcher)
+                        harness_proc_signal(r->c[i].launcher, SIGTERM);
+        for (size_t i = 0; i < r->ncl; i++) {
+                struct rk_cluster *c = &r->c[i];
+                if (!c->launcher)
+                        continue;
+                if (harness_proc_wait(c->launcher, 60000, NULL) !=
+                    AAGW_OK)
+                        fprintf(stderr,
+                                "# launcher of %s did not stop in 60 s: "
+                                "SIGKILL\n",
+                                c->alias);
+                harness_proc_destroy(c->launcher);
+                free(c->run_dir);
+                free(c->bs_file);
+                free(c->log);
+                free(c->bs);
+        }
+        if (r->dir && getenv("AAGW_TEST_KEEP"))
+                fprintf(stderr, "# kept %s\n", r->dir);
+        else if (r->dir)
+                harness_rmtree(r->dir);
+        free(r->dir);
+        free(r->lib);
+        free(r->state);
+        free(r->log4j);
+        free(r);
+}
+
+int rk_teardown(void **state) {
+        rk_destroy(*state);
+        *state = NULL;
+        return 0;
+}
+
+/* ------------------------------- CLUSTERS ------------------------------- */
+
+static struct rk_cluster *cluster(struct rk *r, const char *alias) {
+        for (size_t i = 0; i < r->ncl; i++)
+                if (!strcmp(r->c[i].alias, alias))
+                        return &r->c[i];
+        fail_msg("no cluster %s", alias);
+        return NULL;
+}
+
+struct ready_arg {
+        struct rk_cluster *c;
+        bool               died;
+};
+
+static bool launcher_ready(void *arg) {
+        struct ready_arg *a = arg;
+
+        if (harness_proc_wait(a->c->launcher, 0, NULL) != AAGW_ERR_TIMEOUT) {
+                a->died = true;
+                return true;
+        }
+        return harness_wait_file(a->c->bs_file, 0);
+}
+
+void rk_cluster_start(struct rk *r, const char *alias, int brokers) {
+        struct rk_cluster *c;
+        char               script[4096], nb[16], name[96];
+        struct ready_arg   ra;
+        int64_t            t = harness_now_ms();
+
+        assert_true(r->ncl < RK_MAX_CLUSTERS);
+        c = &r->c[r->ncl++];
+        snprintf(c->alias, sizeof(c->alias), "%s", alias);
+        c->brokers = brokers;
+        snprintf(name, sizeof(name), "kafka-%s", alias);
+        c->run_dir = rk_path(r, name);
+        snprintf(name, sizeof(name), "%s.bootstraps", alias);
+        c->bs_file = rk_path(r, name);
+        snprintf(name, sizeof(name), "launcher-%s.log", alias);
+        c->log = rk_path(r, name);
+        snprintf(script, sizeof(script), "%s/scripts/kafka-clusters", r->src);
+        snprintf(nb, sizeof(nb), "%d", brokers);
+        /* 384 MiB heaps: four brokers, aagw and the tools share 2 cores
+         * and the memory of a test machine. */
+        const char *argv[] = {script,     "--brokers",         nb,
+                              "--dir",    c->run_dir,          "--bootstraps-file",
+                              c->bs_file, "--heap",            "384",
+                              alias,      NULL};
+        c->launcher = harness_proc_spawn(argv, c->log, c->log, r->errstr,
+                                         sizeof(r->errstr));
+        if (!c->launcher)
+                fail_msg("kafka-clusters: %s", r->errstr);
+        ra = (struct ready_arg){c, false};
+        if (!harness_wait_until(launcher_ready, &ra, 240000) || ra.died) {
+                launcher_tail(c);
+                fail_msg("cluster %s (%d brokers): %s", alias, brokers,
+                         ra.died ? "the launcher exited"
+                                 : "not ready in 240 s");
+        }
+        harness_bootstraps_t *b =
+            harness_bootstraps_load(c->bs_file, r->errstr, sizeof(r->errstr));
+        if (!b)
+                fail_msg("%s", r->errstr);
+        assert_non_null(harness_bootstraps_get(b, alias));
+        c->bs = strdup(harness_bootstraps_get(b, alias));
+        harness_bootstraps_destroy(b);
+
+        rd_kafka_conf_t *conf =
+            aagw_kafka_conf_new(c->bs, "test-admin", r->errstr, sizeof(r->errstr));
+        assert_non_null(conf);
+        c->admin =
+            rd_kafka_new(RD_KAFKA_PRODUCER, conf, r->errstr, sizeof(r->errstr));
+        assert_non_null(c->admin);
+        print_message("# cluster %s: %d broker%s at %s, ready in %.1f s\n",
+                      alias, brokers, brokers == 1 ? "" : "s", c->bs,
+                      (double)(harness_now_ms() - t) / 1000.0);
+}
+
+const char *rk_bs(struct rk *r, const char *alias) {
+        return cluster(r, alias)->bs;
+}
+
+void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
+            int timeout_ms) {
+        struct rk_cluster *c = cluster(r, alias);
+        char               script[4096], n[16];
+        harness_output_t   o;
+        aagw_err_t         rc;
+
+        snprintf(script, sizeof(script), "%s/scripts/kafka-clusters", r->src);
+        snprintf(n, sizeof(n), "%d", node);
+        const char *argv[] = {script, "ctl",  "--dir", c->run_dir,
+                              verb,   alias,  n,       NULL};
+        memset(&o, 0, sizeof(o));
+        rc = harness_run(argv, NULL, 0, timeout_ms, &o, r->errstr,
+                         sizeof(r->errstr));
+        if (rc || harness_exit_code(o.status) != 0) {
+                launcher_tail(c);
+                fail_msg("kafka-clusters ctl %s %s %d: %s%s", verb, alias, node,
+                         rc ? r->errstr : "", o.err ? o.err : "");
+        }
+        harness_output_deinit(&o);
+}
+
+/* Every partition of the topic led, with at least @isr replicas in sync
+ * (0: any); *parts gets the partition count (-1: not listed). */
+static bool topic_state(rd_kafka_t *rk, const char *topic, int isr,
+                        int *parts) {
+        const struct rd_kafka_metadata *md;
+        bool                            ok = false;
+
+        *parts = -1;
+        /* All topics: naming one could auto-create it (not on these
+         * clusters, but the habit is cheap). */
+        if (rd_kafka_metadata(rk, 1, NULL, &md, 5000))
+                return false;
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *t = &md->topics[i];
+
+                if (strcmp(t->topic, topic) || t->err)
+                        continue;
+                *parts = t->partition_cnt;
+                ok     = t->partition_cnt > 0;
+                for (int p = 0; ok && p < t->partition_cnt; p++)
+                        ok = t->partitions[p].leader >= 0 &&
+                             t->partitions[p].isr_cnt >= isr;
+        }
+        rd_kafka_metadata_destroy(md);
+        return ok;
+}
+
+struct isr_arg {
+        rd_kafka_t *rk;
+        const char *topic;
+        int         isr, parts;
+};
+
+static bool isr_ok(void *arg) {
+        struct isr_arg *a = arg;
+        return topic_state(a->rk, a->topic, a->isr, &a->parts);
+}
+
+bool rk_wait_isr(struct rk *r, const char *alias, const char *topic, int isr,
+                 int timeout_ms) {
+        struct isr_arg a = {cluster(r, alias)->admin, topic, isr, -1};
+        return harness_wait_until(isr_ok, &a, timeout_ms);
+}
+
+void rk_create_topic(struct rk *r, const char *alias, const char *topic,
+                     int parts, int rf, int min_isr) {
+        rd_kafka_t                     *rk = cluster(r, alias)->admin;
+        rd_kafka_NewTopic_t            *nt;
+        rd_kafka_AdminOptions_t        *o;
+        rd_kafka_queue_t               *q;
+        rd_kafka_event_t               *ev;
+        const rd_kafka_topic_result_t **res;
+        size_t                          n = 0;
+        char                            why[512], v[16];
+
+        nt = rd_kafka_NewTopic_new(topic, parts, rf, why, sizeof(why));
+        if (!nt)
+                fail_msg("topic %s: %s", topic, why);
+        if (min_isr > 0) {
+                snprintf(v, sizeof(v), "%d", min_isr);
+                assert_int_equal(rd_kafka_NewTopic_set_config(
+                                     nt, "min.insync.replicas", v),
+                                 0);
+        }
+        o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+        rd_kafka_AdminOptions_set_request_timeout(o, 30000, NULL, 0);
+        rd_kafka_AdminOptions_set_operation_timeout(o, 30000, NULL, 0);
+        q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, o, q);
+        ev = rd_kafka_queue_poll(q, 35000);
+        if (!ev)
+                fail_msg("CreateTopics %s at %s: no answer in 35 s", topic,
+                         alias);
+        if (rd_kafka_event_error(ev))
+                fail_msg("CreateTopics %s at %s: %s", topic, alias,
+                         rd_kafka_event_error_string(ev));
+        res = rd_kafka_CreateTopics_result_topics(
+            rd_kafka_event_CreateTopics_result(ev), &n);
+        if (n != 1 || rd_kafka_topic_result_error(res[0]))
+                fail_msg("CreateTopics %s at %s: %s", topic, alias,
+                         n ? rd_kafka_topic_result_error_string(res[0])
+                           : "no result");
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_NewTopic_destroy(nt);
+        struct isr_arg a = {rk, topic, rf, -1};
+        if (!harness_wait_until(isr_ok, &a, 60000) || a.parts != parts)
+                fail_msg("topic %s at %s: %d partitions led with %d in sync "
+                         "not seen in 60 s (listed with %d)",
+                         topic, alias, parts, rf, a.parts);
+}
+
+int rk_leader(struct rk *r, const char *alias, const char *topic,
+              int partition) {
+        const struct rd_kafka_metadata *md;
+        int                             leader = -1;
+
+        if (rd_kafka_metadata(cluster(r, alias)->admin, 1, NULL, &md, 5000))
+                return -1;
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *t = &md->topics[i];
+                if (strcmp(t->topic, topic) || t->err)
+                        continue;
+                for (int p = 0; p < t->partition_cnt; p++)
+                        if (t->partitions[p].id == partition)
+                                leader = t->partitions[p].leader;
+        }
+        rd_kafka_metadata_destroy(md);
+        return leader;
+}
+
+int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
+        rd_kafka_t *rk = cluster(r, alias)->admin;
+        int         parts;
+        int64_t     sum = 0;
+
+        topic_state(rk, topic, 0, &parts);
+        if (parts < 0)
+                return -1;
+        for (int p = 0; p < parts; p++) {
+                int64_t lo, hi;
+                if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+                                                     5000))
+                        return -1;
+                sum += hi - lo;
+        }
+        return sum;
+}
+
+struct size_arg {
+        struct rk  *r;
+        const char *alias, *topic;
+        int64_t     want, last;
+};
+
+static bool size_ok(void *arg) {
+        struct size_arg *a = arg;
+        a->last            = rk_size(a->r, a->alias, a->topic);
+        return a->last >= a->want;
+}
+
+bool rk_wait_size(struct rk *r, const char *alias, const char *topic,
+                  int64_t want, int timeout_ms) {
+        struct size_arg a = {r, alias, topic, want, -1};
+
+        if (harness_wait_until(size_ok, &a, timeout_ms))
+                return true;
+        print_message("# %s at %s holds %" PRId64 " records after %d ms, "
+                      "want %" PRId64 "\n",
+                      topic, alias, a.last, timeout_ms, want);
+        return false;
+}
+
+void rk_expect_size(struct rk *r, const char *alias, const char *topic,
+                    int64_t want, int timeout_ms) {
+        struct size_arg a = {r, alias, topic, want, -1};
+
+        if (!harness_wait_until(size_ok, &a, timeout_ms)) {
+                rk_gw_dump_log(r, 60);
+                fail_msg("%s at %s holds %" PRId64 " records after %d ms, "
+                         "want %" PRId64,
+                         topic, alias, a.last, timeout_ms, want);
+        }
+}
+
+/* -------------------------------- GATEWAY ------------------------------- */
+
+void rk_gw_start(struct rk *r, const char *const *extra) {
+        const char *argv[128];
+        char        clus[RK_MAX_CLUSTERS][600];
+        char        props[RK_MAX_CLUSTERS][2][200];
+        size_t      a = 0;
+
+        assert_null(r->gw);
+        argv[a++] = harness_aagw_bin();
+        argv[a++] = "run";
+        for (size_t i = 0; i < r->ncl; i++) {
+                snprintf(clus[i], sizeof(clus[i]), "%s=%s", r->c[i].alias,
+                         r->c[i].bs);
+                argv[a++] = "--cluster";
+                argv[a++] = clus[i];
+                /* A SIGKILLed member holds the group's partitions until
+                 * its session expires: the broker's lowest allowed
+                 * session (group.min.session.timeout.ms, 6 s). */
+                snprintf(props[i][0], sizeof(props[i][0]),
+                         "clusters.%s.properties.consumer.session.timeout.ms="
+                         "6000",
+                         r->c[i].alias);
+                snprintf(props[i][1], sizeof(props[i][1]),
+                         "clusters.%s.properties.consumer.heartbeat.interval."
+                         "ms=1000",
+                         r->c[i].alias);
+                argv[a++] = "--set";
+                argv[a++] = props[i][0];
+                argv[a++] = "--set";
+                argv[a++] = props[i][1];
+        }
+        argv[a++] = "--state-dir";
+        argv[a++] = r->state;
+        argv[a++] = "--set";
+        argv[a++] = "replication.refresh_topics_interval=1s";
+        for (size_t i = 0; extra && extra[i]; i++) {
+                assert_true(a < sizeof(argv) / sizeof(argv[0]) - 1);
+                argv[a++] = extra[i];
+        }
+        argv[a] = NULL;
+        r->gw_runs++;
+        snprintf(r->gw_log, sizeof(r->gw_log), "%s/gw-%d.log", r->dir,
+                 r->gw_runs);
+        r->gw = harness_proc_spawn(argv, NULL, r->gw_log, r->errstr,
+                                   sizeof(r->errstr));
+        if (!r->gw)
+                fail_msg("aagw: %s", r->errstr);
+}
+
+void rk_gw_dump_log(struct rk *r, int lines) {
+        char       *text = r->gw_log[0] ? harness_read_file(r->gw_log, NULL)
+                                        : NULL;
+        const char *p;
+        int         n = 0;
+
+        if (!text)
+                return;
+        p = text + strlen(text);
+        while (p > text && n <= lines)
+                if (*--p == '\n')
+                        n++;
+        fprintf(stderr, "# ---- %s (last %d lines) ----\n%s\n", r->gw_log,
+                lines, p);
+        free(text);
+}
+
+static void check_sanitizers(struct rk *r) {
+        static const char *const marks[] = {
+            "runtime error:", "AddressSanitizer", "LeakSanitizer"};
+        char *text = harness_read_file(r->gw_log, NULL);
+
+        for (size_t i = 0; text && i < sizeof(marks) / sizeof(marks[0]); i++)
+                if (strstr(text, marks[i])) {
+                        free(text);
+                        rk_gw_dump_log(r, 60);
+                        fail_msg("aagw: sanitizer report in %s", r->gw_log);
+                }
+        free(text);
+}
+
+int rk_gw_stop(struct rk *r, int sig, int timeout_ms) {
+        int status, code = -1;
+
+        assert_non_null(r->gw);
+        harness_proc_signal(r->gw, sig);
+        if (harness_proc_wait(r->gw, timeout_ms, &status) == AAGW_OK)
+                code = harness_exit_code(status);
+        harness_proc_destroy(r->gw);
+        r->gw = NULL;
+        check_sanitizers(r);
+        return code;
+}
+
+void rk_gw_expect_running(struct rk *r) {
+        int status;
+
+        assert_non_null(r->gw);
+        if (harness_proc_wait(r->gw, 0, &status) == AAGW_OK) {
+                rk_gw_dump_log(r, 60);
+                fail_msg("aagw exited (%d) on its own",
+                         harness_exit_code(status));
+        }
+}
+
+/* ---------------------------------- JAVA -------------------------------- */
+
+harness_proc_t *rk_java_spawn(struct rk *r, const char *main_class,
+                              const char *const *args, const char *out,
+                              const char *err) {
+        const char     *argv[64];
+        char            cp[4200], l4j[4200];
+        size_t          a = 0;
+        harness_proc_t *p;
+
+        snprintf(cp, sizeof(cp), "%s/*", r->lib);
+        snprintf(l4j, sizeof(l4j), "-Dlog4j2.configurationFile=%s", r->log4j);
+        argv[a++] = "java";
+        argv[a++] = "-Xms64m";
+        argv[a++] = "-Xmx256m";
+        argv[a++] = "-XX:+UseSerialGC";
+        argv[a++] = "-XX:TieredStopAtLevel=1";
+        argv[a++] = "-XX:-UsePerfData";
+        argv[a++] = l4j;
+        argv[a++] = "-cp";
+        argv[a++] = cp;
+        argv[a++] = main_class;
+        for (size_t i = 0; args && args[i]; i++) {
+                assert_true(a < sizeof(argv) / sizeof(argv[0]) - 1);
+                argv[a++] = args[i];
+        }
+        argv[a] = NULL;
+        p = harness_proc_spawn(argv, out, err, r->errstr, sizeof(r->errstr));
+        if (!p)
+                fail_msg("java %s: %s", main_class, r->errstr);
+        return p;
+}
+
+void rk_java_expect_exit0(struct rk *r, harness_proc_t *p, const char *what,
+                          const char *err, int timeout_ms) {
+        int status, code = -1;
+
+        (void)r;
+        if (harness_proc_wait(p, timeout_ms, &status) == AAGW_OK)
+                code = harness_exit_code(status);
+        if (code != 0) {
+                char *t = harness_read_file(err, NULL);
+                size_t n = t ? strlen(t) : 0;
+                fprintf(stderr, "# ---- %s ----\n%s\n", err,
+                        t ? (n > 3000 ? t + n - 3000 : t) : "");
+                free(t);
+                fail_msg("%s: %s", what,
+                         code < 0 ? "did not exit in time" : "exited non-zero");
+        }
+}
+
+char *rk_read_topics(struct rk *r, const char *alias, const char *name,
+                     const char *const *topics) {
+        const char *args[32];
+        size_t      a = 0;
+        char        errname[128];
+        char       *out = rk_path(r, name), *err;
+
+        snprintf(errname, sizeof(errname), "%s.err", name);
+        err       = rk_path(r, errname);
+        args[a++] = "--bootstrap-server";
+        args[a++] = rk_bs(r, alias);
+        args[a++] = "--isolation-level";
+        args[a++] = "read_committed";
+        args[a++] = "--timeout-ms";
+        args[a++] = "120000";
+        for (size_t i = 0; topics[i]; i++) {
+                assert_true(a < 31);
+                args[a++] = topics[i];
+        }
+        args[a] = NULL;
+        harness_proc_t *p =
+            rk_java_spawn(r, "aagw.kafka.ReadToEnd", args, out, err);
+        rk_java_expect_exit0(r, p, "ReadToEnd", err, 150000);
+        harness_proc_destroy(p);
+        free(err);
+        return out;
+}
+
+/* ------------------------------ JSON EVENTS ------------------------------ */
+
+void rk_counter_init(struct rk_counter *c, const char *path,
+                     const char *event) {
+        memset(c, 0, sizeof(*c));
+        c->path = path;
+        snprintf(c->needle, sizeof(c->needle), "\"name\":\"%s\"", event);
+}
+
+int64_t rk_count_poll(struct rk_counter *c) {
+        FILE *f = fopen(c->path, "r");
+        char  buf[65536];
+        size_t n;
+
+        if (!f)
+                return c->cnt;
+        if (fseek(f, c->off, SEEK_SET) == 0) {
+                while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+                        c->off += (long)n;
+                        for (size_t i = 0; i < n; i++) {
+                                if (buf[i] != '\n') {
+                                        if (c->part_len < sizeof(c->part) - 1)
+                                                c->part[c->part_len++] = buf[i];
+                                        continue;
+                                }
+                                c->part[c->part_len] = '\0';
+                                if (strstr(c->part, c->needle))
+                                        c->cnt++;
+                                c->part_len = 0;
+                        }
+                }
+        }
+        fclose(f);
+        return c->cnt;
+}
+
+/* A string multiset: open addressing, FNV-1a. */
+struct rk_bag_ent {
+        char   *s;
+        int64_t n;
+};
+struct rk_bag {
+        struct rk_bag_ent *v;
+        size_t             cap, used;
+        int64_t            total;
+};
+
+static uint64_t fnv(const char *s) {
+        uint64_t h = 1469598103934665603ULL;
+        while (*s)
+                h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+        return h;
+}
+
+struct rk_bag *rk_bag_new(void) {
+        struct rk_bag *b = calloc(1, sizeof(*b));
+        assert_non_null(b);
+        b->cap = 1024;
+        b->v   = calloc(b->cap, sizeof(*b->v));
+        assert_non_null(b->v);
+        return b;
+}
+
+void rk_bag_destroy(struct rk_bag *b) {
+        if (!b)
+                return;
+        for (size_t i = 0; i < b->cap; i++)
+                free(b->v[i].s);
+        free(b->v);
+        free(b);
+}
+
+static struct rk_bag_ent *bag_slot(const struct rk_bag *b, const char *s) {
+        size_t i = fnv(s) & (b->cap - 1);
+        while (b->v[i].s && strcmp(b->v[i].s, s))
+                i = (i + 1) & (b->cap - 1);
+        return &b->v[i];
+}
+
+int64_t rk_bag_add(struct rk_bag *b, const char *s) {
+        struct rk_bag_ent *e;
+
+        if ((b->used + 1) * 2 > b->cap) {
+                struct rk_bag old = *b;
+                b->cap *= 2;
+                b->v = calloc(b->cap, sizeof(*b->v));
+                assert_non_null(b->v);
+                for (size_t i = 0; i < old.cap; i++)
+                        if (old.v[i].s)
+                                *bag_slot(b, old.v[i].s) = old.v[i];
+                free(old.v);
+        }
+        e = bag_slot(b, s);
+        if (!e->s) {
+                e->s = strdup(s);
+                assert_non_null(e->s);
+                b->used++;
+        }
+        b->total++;
+        return ++e->n;
+}
+
+int64_t rk_bag_count(const struct rk_bag *b, const char *s) {
+        return bag_slot(b, s)->n;
+}
+
+int64_t rk_bag_total(const struct rk_bag *b) {
+        return b->total;
+}
+
+int64_t rk_bag_distinct(const struct rk_bag *b) {
+        return (int64_t)b->used;
+}
+
+void rk_bag_each(const struct rk_bag *b,
+                 void (*fn)(const char *s, int64_t n, void *arg), void *arg) {
+        for (size_t i = 0; i < b->cap; i++)
+                if (b->v[i].s)
+                        fn(b->v[i].s, b->v[i].n, arg);
+}
+
+static const char *jstr(json_object *o, const char *name) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, name, &v) ||
+            !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static int64_t jint(json_object *o, const char *name) {
+        json_object *v;
+        return json_object_object_get_ex(o, name, &v) ? json_object_get_int64(v)
+                                                      : -1;
+}
+
+/* Every line of @path that is a JSON object, to @fn. */
+static void each_json(const char *path,
+                      void (*fn)(json_object *o, const char *name, void *arg),
+                      void *arg) {
+        harness_lines_t l;
+        size_t          len;
+        char           *text = harness_read_file(path, &len);
+
+        if (!text)
+                fail_msg("%s: %s", path, strerror(errno));
+        assert_int_equal(harness_lines_split(text, &l), 0);
+        for (size_t i = 0; i < l.cnt; i++) {
+                json_object *o;
+                const char  *name;
+
+                if (l.v[i][0] != '{')
+                        continue;
+                o = json_tokener_parse(l.v[i]);
+                if (!o)
+                        fail_msg("%s line %zu: not JSON: %.200s", path, i + 1,
+                                 l.v[i]);
+                name = jstr(o, "name");
+                if (name)
+                        fn(o, name, arg);
+                json_object_put(o);
+        }
+        harness_lines_deinit(&l);
+        free(text);
+}
+
+static void produced_ev(json_object *o, const char *name, void *arg) {
+        struct rk_produced *p = arg;
+        const char         *v = jstr(o, "value");
+
+        if (!strcmp(name, "producer_send_success")) {
+                assert_non_null(v);
+                rk_bag_add(p->acked, v);
+        } else if (!strcmp(name, "producer_send_error")) {
+                assert_non_null(v);
+                rk_bag_add(p->failed, v);
+        } else if (!strcmp(name, "tool_data")) {
+                p->sent           = jint(o, "sent");
+                p->acked_reported = jint(o, "acked");
+        }
+}
+
+void rk_produced_parse(const char *path, struct rk_produced *out) {
+        memset(out, 0, sizeof(*out));
+        out->acked          = rk_bag_new();
+        out->failed         = rk_bag_new();
+        out->sent           = -1;
+        out->acked_reported = -1;
+        each_json(path, produced_ev, out);
+}
+
+void rk_produced_deinit(struct rk_produced *p) {
+        rk_bag_destroy(p->acked);
+        rk_bag_destroy(p->failed);
+        memset(p, 0, sizeof(*p));
+}
+
+struct read_arg {
+        const char     *topic;
+        struct rk_read *rd;
+        size_t         *cap;
+};
+
+static void read_ev(json_object *o, const char *name, void *arg) {
+        struct read_arg *a  = arg;
+        struct rk_read  *rd = a->rd;
+
+        if (!strcmp(name, "read_done")) {
+                rd->done = true;
+                return;
+        }
+        if (strcmp(name, "record_data"))
+                return;
+        const char *t = jstr(o, "topic"), *v = jstr(o, "value");
+        int64_t     p = jint(o, "partition");
+        if (!t || strcmp(t, a->topic))
+                return;
+        assert_non_null(v);
+        assert_true(p >= 0 && p < 1024);
+        if (p >= rd->nparts) {
+                int n = (int)p + 1;
+                rd->part     = realloc(rd->part, (size_t)n * sizeof(*rd->part));
+                rd->part_cnt = realloc(rd->part_cnt,
+                                       (size_t)n * sizeof(*rd->part_cnt));
+                a->cap = realloc(a->cap, (size_t)n * sizeof(*a->cap));
+                assert_true(rd->part && rd->part_cnt && a->cap);
+                for (int i = rd->nparts; i < n; i++) {
+                        rd->part[i]     = NULL;
+                        rd->part_cnt[i] = 0;
+                        a->cap[i]       = 0;
+                }
+                rd->nparts = n;
+        }
+        if (rd->part_cnt[p] == a->cap[p]) {
+                a->cap[p]   = a->cap[p] ? 2 * a->cap[p] : 1024;
+                rd->part[p] = realloc(rd->part[p], a->cap[p] * sizeof(char *));
+                assert_non_null(rd->part[p]);
+        }
+        rd->part[p][rd->part_cnt[p]++] = strdup(v);
+        rk_bag_add(rd->values, v);
+        rd->records++;
+}
+
+void rk_read_parse(const char *path, const char *topic, struct rk_read *out) {
+        struct read_arg a = {topic, out, NULL};
+
+        memset(out, 0, sizeof(*out));
+        out->values = rk_bag_new();
+        each_json(path, read_ev, &a);
+        free(a.cap);
+}
+
+void rk_read_deinit(struct rk_read *rd) {
+        for (int p = 0; p < rd->nparts; p++) {
+                for (size_t i = 0; i < rd->part_cnt[p]; i++)
+                        free(rd->part[p][i]);
+                free(rd->part[p]);
+        }
+        free(rd->part);
+        free(rd->part_cnt);
+        rk_bag_destroy(rd->values);
+        memset(rd, 0, sizeof(*rd));
+}
+
+struct cmp_arg {
+        const struct rk_bag *want, *allowed, *got;
+        struct rk_diff      *d;
+};
+
+static void cmp_want(const char *s, int64_t n, void *arg) {
+        struct cmp_arg *a = arg;
+        int64_t         g = rk_bag_count(a->got, s);
+
+        if (g < n) {
+                if (!a->d->missing)
+                        snprintf(a->d->first_missing,
+                                 sizeof(a->d->first_missing), "%s", s);
+                a->d->missing += n - g;
+        }
+}
+
+static void cmp_got(const char *s, int64_t n, void *arg) {
+        struct cmp_arg *a = arg;
+        int64_t         w = rk_bag_count(a->want, s);
+
+        if (w == 0 && a->allowed && rk_bag_count(a->allowed, s) > 0) {
+                a->d->allowed_seen++;
+                w = 1;
+        } else if (w == 0) {
+                if (!a->d->extra)
+                        snprintf(a->d->first_extra, sizeof(a->d->first_extra),
+                                 "%s", s);
+                a->d->extra += n;
+                return;
+        }
+        if (n > w) {
+                if (!a->d->dups)
+                        snprintf(a->d->first_dup, sizeof(a->d->first_dup),
+                                 "%s", s);
+                a->d->dups += n - w;
+        }
+}
+
+bool rk_compare(const struct rk_bag *want, const struct rk_bag *allowed,
+                const struct rk_bag *got, struct rk_diff *d) {
+        struct cmp_arg a = {want, allowed, got, d};
+
+        memset(d, 0, sizeof(*d));
+        rk_bag_each(want, cmp_want, &a);
+        rk_bag_each(got, cmp_got, &a);
+        return !d->missing && !d->dups && !d->extra;
+}

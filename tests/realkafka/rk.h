@@ -1,0 +1,232 @@
+/*
+ * tests/realkafka/rk.h: the fixture of the tests that need a real Apache
+ * Kafka broker (meson suite `kafka`): clusters started by spawning
+ * scripts/kafka-clusters (one launcher per cluster, so each can have its
+ * own size), broker faults through its `ctl`, topics with a replication
+ * factor and min.insync.replicas, the aagw program, Kafka's Java tools
+ * (VerifiableProducer, aagw.kafka.ReadToEnd) run from the jar folder of
+ * scripts/kafka-fetch, and their JSON events parsed.
+ *
+ * A missing Java or jar is a failure, never a skip: this suite exists to
+ * run on real Kafka.  The helpers assert (cmocka): call them from inside a
+ * test; rk_destroy() in teardown stops everything the test started.
+ *
+ * Environment (meson sets the first two):
+ *  AAGW_SOURCE_ROOT  the source tree (scripts/kafka-clusters, kafka-fetch)
+ *  AAGW_BIN          the aagw program
+ *  AAGW_KAFKA_DIR    jar folder base, as scripts/kafka-fetch reads it
+ *  AAGW_TEST_KEEP    keep the test directory (logs) afterwards
+ */
+#ifndef AAGW_TEST_RK_H
+#define AAGW_TEST_RK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "harness.h"
+
+#define RK_MAX_CLUSTERS 2
+
+struct rk_cluster {
+        char            alias[32];
+        int             brokers;
+        harness_proc_t *launcher;
+        char           *run_dir; /* --dir of the launcher */
+        char           *bs_file; /* --bootstraps-file */
+        char           *log;     /* the launcher's stderr */
+        char           *bs;      /* bootstraps once ready */
+        rd_kafka_t     *admin;   /* metadata / watermarks / admin API */
+};
+
+struct rk {
+        char             *dir;   /* temporary directory of the test */
+        char             *lib;   /* the jar folder */
+        char             *state; /* aagw's state dir */
+        char             *log4j; /* log4j2 config of the Java tools */
+        const char       *src;   /* source root */
+        struct rk_cluster c[RK_MAX_CLUSTERS];
+        size_t            ncl;
+        harness_proc_t   *gw;
+        int               gw_runs;
+        char              gw_log[600];
+        int64_t           t0; /* harness_now_ms() at rk_new() */
+        char              errstr[1024];
+};
+
+/** Fetch the jars (scripts/kafka-fetch; fails the test if Java, Maven or
+ *  a jar is missing) and make the test's directory. */
+struct rk *rk_new(const char *tag);
+
+/** Stop aagw and every launcher (SIGTERM, then SIGKILL), remove the
+ *  directory unless AAGW_TEST_KEEP is set.  NULL is a no-op. */
+void rk_destroy(struct rk *r);
+
+/* cmocka fixture: *state holds the struct rk (set by the test). */
+int rk_teardown(void **state);
+
+/** Seconds since rk_new() (for the figures the tests print). */
+double rk_elapsed(struct rk *r);
+
+/* ------------------------------- CLUSTERS ------------------------------- */
+
+/** Spawn `scripts/kafka-clusters --brokers N --dir D --bootstraps-file F
+ *  ALIAS` and wait (with a deadline) until it wrote the bootstraps. */
+void rk_cluster_start(struct rk *r, const char *alias, int brokers);
+
+/** @returns the bootstraps of @p alias; asserts it was started. */
+const char *rk_bs(struct rk *r, const char *alias);
+
+/** `scripts/kafka-clusters ctl --dir D VERB ALIAS NODE` (kill, start,
+ *  ...); asserts it exits 0 within @p timeout_ms. */
+void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
+            int timeout_ms);
+
+/** Create @p topic at @p alias with @p parts partitions, replication
+ *  factor @p rf and, if @p min_isr > 0, min.insync.replicas; wait until
+ *  every partition has a leader and a full ISR. */
+void rk_create_topic(struct rk *r, const char *alias, const char *topic,
+                     int parts, int rf, int min_isr);
+
+/** @returns the leader's node id of @p topic / @p partition at @p alias,
+ *  -1 if none (or no metadata). */
+int rk_leader(struct rk *r, const char *alias, const char *topic,
+              int partition);
+
+/** @returns true once every partition of @p topic at @p alias has a
+ *  leader and @p isr in-sync replicas, false after @p timeout_ms. */
+bool rk_wait_isr(struct rk *r, const char *alias, const char *topic, int isr,
+                 int timeout_ms);
+
+/** @returns the records of @p topic at @p alias (high - low watermarks
+ *  summed), -1 if it cannot tell. */
+int64_t rk_size(struct rk *r, const char *alias, const char *topic);
+
+/** @returns true once rk_size() reaches @p want, false after
+ *  @p timeout_ms (printing what it holds). */
+bool rk_wait_size(struct rk *r, const char *alias, const char *topic,
+                  int64_t want, int timeout_ms);
+
+/** Fail the test (with aagw's log) unless rk_size() reaches @p want
+ *  within @p timeout_ms. */
+void rk_expect_size(struct rk *r, const char *alias, const char *topic,
+                    int64_t want, int timeout_ms);
+
+/* -------------------------------- GATEWAY ------------------------------- */
+
+/** Start `aagw run` with --cluster for every started cluster, the state
+ *  dir, a short group session, 1 s topic refresh, then @p extra
+ *  (NULL-terminated, may be NULL).  stderr goes to <dir>/gw-<n>.log. */
+void rk_gw_start(struct rk *r, const char *const *extra);
+
+/** Send @p sig and wait up to @p timeout_ms; @returns the exit code as a
+ *  shell shows it, -1 if it had to be killed.  Fails the test on a
+ *  sanitizer report in its log. */
+int rk_gw_stop(struct rk *r, int sig, int timeout_ms);
+
+/** Fail the test if the gateway is no longer running (with its log). */
+void rk_gw_expect_running(struct rk *r);
+
+/** Print the last @p lines of the current gateway log to stderr. */
+void rk_gw_dump_log(struct rk *r, int lines);
+
+/* ---------------------------------- JAVA -------------------------------- */
+
+/** Spawn `java ... -cp LIB/(all jars) MAIN ARGS...` (@p args NULL-terminated),
+ *  stdout to @p out (the JSON events), stderr to @p err. */
+harness_proc_t *rk_java_spawn(struct rk *r, const char *main_class,
+                              const char *const *args, const char *out,
+                              const char *err);
+
+/** Wait up to @p timeout_ms for a Java tool, fail unless it exits 0
+ *  (printing @p err's tail). */
+void rk_java_expect_exit0(struct rk *r, harness_proc_t *p, const char *what,
+                          const char *err, int timeout_ms);
+
+/** @returns "<dir>/<name>", malloc()ed. */
+char *rk_path(struct rk *r, const char *name);
+
+/** Write @p text to <dir>/<name>; @returns the path, malloc()ed. */
+char *rk_write(struct rk *r, const char *name, const char *text);
+
+/* ------------------------------ JSON EVENTS ------------------------------ */
+
+/** Lines of a file holding `"name":"@p event"`, counted incrementally (a
+ *  running tool's stdout): call rk_count_poll() as often as needed. */
+struct rk_counter {
+        const char *path;
+        char        needle[128]; /* "\"name\":\"EVENT\"" */
+        long        off;
+        int64_t     cnt;
+        char        part[4096]; /* an unfinished last line */
+        size_t      part_len;
+};
+void    rk_counter_init(struct rk_counter *c, const char *path,
+                        const char *event);
+int64_t rk_count_poll(struct rk_counter *c);
+
+/** A multiset of strings (record values). */
+struct rk_bag;
+struct rk_bag *rk_bag_new(void);
+void           rk_bag_destroy(struct rk_bag *b);
+/** Add @p s; @returns its count after adding. */
+int64_t rk_bag_add(struct rk_bag *b, const char *s);
+/** @returns how often @p s was added. */
+int64_t rk_bag_count(const struct rk_bag *b, const char *s);
+/** @returns the number of additions / of distinct strings. */
+int64_t rk_bag_total(const struct rk_bag *b);
+int64_t rk_bag_distinct(const struct rk_bag *b);
+/** Call @p fn for every distinct string with its count. */
+void rk_bag_each(const struct rk_bag *b,
+                 void (*fn)(const char *s, int64_t n, void *arg), void *arg);
+
+/** What a VerifiableProducer printed: acked values (producer_send_success)
+ *  and the values it reported as failed (producer_send_error). */
+struct rk_produced {
+        struct rk_bag *acked;
+        struct rk_bag *failed;
+        int64_t        sent, acked_reported; /* tool_data, -1 if absent */
+};
+void rk_produced_parse(const char *path, struct rk_produced *out);
+void rk_produced_deinit(struct rk_produced *p);
+
+/** What aagw.kafka.ReadToEnd printed for @p topic: the values, and per
+ *  partition the values in offset order (for order checks). */
+struct rk_read {
+        struct rk_bag *values;
+        char        ***part; /* part[p][i]: values of partition p */
+        size_t        *part_cnt;
+        int            nparts;
+        int64_t        records;
+        bool           done; /* read_done seen */
+};
+void rk_read_parse(const char *path, const char *topic, struct rk_read *out);
+void rk_read_deinit(struct rk_read *rd);
+
+/** Run ReadToEnd (read_committed) at @p alias on @p topics
+ *  (NULL-terminated) into <dir>/<name> and assert it read to the end. */
+char *rk_read_topics(struct rk *r, const char *alias, const char *name,
+                     const char *const *topics);
+
+/**
+ * @brief Compare a copy against what it must hold: every string of
+ * @p want once in @p got per occurrence in @p want.  Fills the figures;
+ * @returns true if @p got equals @p want as a multiset.
+ *  - missing: occurrences of @p want not in @p got
+ *  - dups:    occurrences in @p got beyond those in @p want (of wanted
+ *             strings)
+ *  - extra:   occurrences in @p got of strings not in @p want at all,
+ *             except those in @p allowed (may be NULL: values that may or
+ *             may not be there, e.g. sends that failed), which must be
+ *             there at most once: more counts as dups.
+ */
+struct rk_diff {
+        int64_t missing, dups, extra, allowed_seen;
+        char    first_missing[128], first_dup[128], first_extra[128];
+};
+bool rk_compare(const struct rk_bag *want, const struct rk_bag *allowed,
+                const struct rk_bag *got, struct rk_diff *d);
+
+#endif

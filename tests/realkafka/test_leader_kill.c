@@ -1,0 +1,265 @@
+/*
+ * tests/realkafka/test_leader_kill.c: replication from a 3-broker Apache
+ * Kafka cluster while partition leaders are SIGKILLed.
+ *
+ * east has 3 brokers; `clicks` there has replication factor 3 and
+ * min.insync.replicas 2 (as have west.clicks and clicks.unified).  west
+ * has one broker.  aagw runs both directions and the unify stage (dedup,
+ * the default id derived from the origin coordinates).  Kafka's
+ * VerifiableProducer (acks=all, idempotent, retries on) writes NREC
+ * records to east's clicks while the test kills the broker leading
+ * clicks/0 (SIGKILL of its JVM), waits until the partition has a new
+ * leader and the producer got acks meanwhile, restarts the broker and
+ * waits for a full ISR; then it does it again to the new leader.
+ *
+ * Asserted by content, reading with isolation.level=read_committed
+ * (aagw.kafka.ReadToEnd):
+ *  - east's clicks holds every acked value once (the producer's side);
+ *  - west's east.clicks holds exactly the records of east's clicks, each
+ *    once, in the same partition and order;
+ *  - west's and east's clicks.unified hold each of them exactly once
+ *    (east's unified topic is written to the cluster whose brokers die).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rk.h"
+
+#define NREC       30000
+#define THROUGHPUT "600"
+#define PARTS      6
+#define KILLS      2
+
+static const char PRODUCER_CONFIG[] =
+    "acks=all\n"
+    "enable.idempotence=true\n"
+    "retries=2147483647\n"
+    "max.in.flight.requests.per.connection=5\n"
+    "delivery.timeout.ms=180000\n"
+    "request.timeout.ms=10000\n"
+    "linger.ms=5\n";
+
+struct acked_arg {
+        struct rk_counter *c;
+        harness_proc_t    *prod;
+        int64_t            want;
+        bool               exited;
+};
+
+static bool acked_reached(void *arg) {
+        struct acked_arg *a = arg;
+
+        if (rk_count_poll(a->c) >= a->want)
+                return true;
+        if (harness_proc_wait(a->prod, 0, NULL) != AAGW_ERR_TIMEOUT) {
+                rk_count_poll(a->c);
+                a->exited = true;
+                return true;
+        }
+        return false;
+}
+
+static void wait_acked(struct rk_counter *c, harness_proc_t *prod,
+                       int64_t want, int timeout_ms, const char *when) {
+        struct acked_arg a = {c, prod, want, false};
+
+        if (!harness_wait_until(acked_reached, &a, timeout_ms) || a.exited ||
+            c->cnt < want)
+                fail_msg("%s: the producer has %" PRId64 " acks, want %" PRId64
+                         " (%s)",
+                         when, c->cnt, want,
+                         a.exited ? "it exited" : "deadline passed");
+}
+
+struct moved_arg {
+        struct rk *r;
+        int        old;
+        int        now;
+};
+
+static bool leader_moved(void *arg) {
+        struct moved_arg *a = arg;
+        a->now              = rk_leader(a->r, "east", "clicks", 0);
+        return a->now >= 0 && a->now != a->old;
+}
+
+/* Compare one read topic against what it must hold; print the figures. */
+static bool check(const char *what, const struct rk_bag *want,
+                  const struct rk_bag *allowed, const struct rk_read *got) {
+        struct rk_diff d;
+        bool           ok = rk_compare(want, allowed, got->values, &d);
+
+        print_message("# %-26s %6" PRId64 " records, %6" PRId64
+                      " distinct: %" PRId64 " lost, %" PRId64
+                      " duplicated, %" PRId64 " unexpected%s%s%s%s%s%s\n",
+                      what, got->records, rk_bag_distinct(got->values),
+                      d.missing, d.dups, d.extra,
+                      d.missing ? "; first lost " : "", d.first_missing,
+                      d.dups ? "; first duplicated " : "", d.first_dup,
+                      d.extra ? "; first unexpected " : "", d.first_extra);
+        return ok && got->done;
+}
+
+static void test_leader_kill(void **state) {
+        struct rk *r = rk_new("rk-leader");
+
+        *state = r;
+        rk_cluster_start(r, "east", 3);
+        rk_cluster_start(r, "west", 1);
+        rk_create_topic(r, "east", "clicks", PARTS, 3, 2);
+        rk_create_topic(r, "east", "west.clicks", PARTS, 3, 2);
+        rk_create_topic(r, "east", "clicks.unified", PARTS, 3, 2);
+        rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "clicks.unified", PARTS, 1, 0);
+
+        const char *const gw_args[] = {"--topic", "clicks", "--unify", "dedup",
+                                       NULL};
+        rk_gw_start(r, gw_args);
+
+        char *pconf    = rk_write(r, "producer.properties", PRODUCER_CONFIG);
+        char *prod_out = rk_path(r, "producer.out");
+        char *prod_err = rk_path(r, "producer.err");
+        char  nrec[16];
+        snprintf(nrec, sizeof(nrec), "%d", NREC);
+        const char *const pargs[] = {
+            "--bootstrap-server", rk_bs(r, "east"), "--topic", "clicks",
+            "--max-messages", nrec, "--throughput", THROUGHPUT, "--acks", "-1",
+            "--producer.config", pconf, "--value-prefix", "1",
+            "--repeating-keys", "1000", NULL};
+        int64_t         t_prod = harness_now_ms();
+        harness_proc_t *prod   = rk_java_spawn(
+            r, "org.apache.kafka.tools.VerifiableProducer", pargs, prod_out,
+            prod_err);
+        struct rk_counter acks;
+        rk_counter_init(&acks, prod_out, "producer_send_success");
+
+        for (int k = 0; k < KILLS; k++) {
+                /* At 1/4 and 1/2 of the run. */
+                wait_acked(&acks, prod, (int64_t)NREC * (k + 1) / (KILLS + 2),
+                           120000, "before a kill");
+                int leader = rk_leader(r, "east", "clicks", 0);
+                assert_true(leader >= 1 && leader <= 3);
+                int64_t at = acks.cnt, t_kill = harness_now_ms();
+                rk_ctl(r, "east", "kill", leader, 60000);
+                /* The partition gets a new leader (the controller fences
+                 * the dead broker once its session lapses) ... */
+                struct moved_arg m = {r, leader, -1};
+                if (!harness_wait_until(leader_moved, &m, 60000))
+                        fail_msg("clicks/0 at east: no new leader 60 s after "
+                                 "broker %d was killed",
+                                 leader);
+                int64_t t_moved = harness_now_ms();
+                /* ... and the producer's records keep being acked. */
+                wait_acked(&acks, prod, at + NREC / 20, 120000,
+                           "with a broker down");
+                rk_gw_expect_running(r);
+                rk_ctl(r, "east", "start", leader, 180000);
+                if (!rk_wait_isr(r, "east", "clicks", 3, 120000))
+                        fail_msg("clicks at east: ISR not full again 120 s "
+                                 "after broker %d restarted",
+                                 leader);
+                print_message("# kill %d: broker %d (leader of clicks/0) "
+                              "at %" PRId64 " acks; new leader %d after "
+                              "%.1f s; back in sync %.1f s after the kill\n",
+                              k + 1, leader, at, m.now,
+                              (double)(t_moved - t_kill) / 1000.0,
+                              (double)(harness_now_ms() - t_kill) / 1000.0);
+        }
+        rk_java_expect_exit0(r, prod, "VerifiableProducer", prod_err, 240000);
+        harness_proc_destroy(prod);
+        double prod_s = (double)(harness_now_ms() - t_prod) / 1000.0;
+
+        struct rk_produced pr;
+        rk_produced_parse(prod_out, &pr);
+        print_message("# producer: %d to send, %" PRId64 " acked, %" PRId64
+                      " failed, tool_data sent %" PRId64 " acked %" PRId64
+                      ", %.1f s\n",
+                      NREC, rk_bag_total(pr.acked), rk_bag_total(pr.failed),
+                      pr.sent, pr.acked_reported, prod_s);
+        assert_true(rk_bag_total(pr.acked) > 0);
+        int64_t acked = rk_bag_total(pr.acked);
+
+        /* aagw catches up; a clean stop flushes what it still holds. */
+        bool caught_up =
+            rk_wait_size(r, "west", "east.clicks", acked, 120000) &&
+            rk_wait_size(r, "west", "clicks.unified", acked, 120000) &&
+            rk_wait_size(r, "east", "clicks.unified", acked, 120000);
+        rk_gw_expect_running(r);
+        if (!caught_up)
+                rk_gw_dump_log(r, 40);
+        assert_int_equal(rk_gw_stop(r, SIGTERM, 30000), 0);
+
+        const char *const east_topics[] = {"clicks", "clicks.unified", NULL};
+        const char *const west_topics[] = {"east.clicks", "clicks.unified",
+                                           NULL};
+        char *east_out = rk_read_topics(r, "east", "read-east", east_topics);
+        char *west_out = rk_read_topics(r, "west", "read-west", west_topics);
+        struct rk_read src, copy, uni_w, uni_e;
+        rk_read_parse(east_out, "clicks", &src);
+        rk_read_parse(east_out, "clicks.unified", &uni_e);
+        rk_read_parse(west_out, "east.clicks", &copy);
+        rk_read_parse(west_out, "clicks.unified", &uni_w);
+
+        bool ok = true;
+        ok &= check("east clicks (acked)", pr.acked, pr.failed, &src);
+        ok &= check("west east.clicks", src.values, NULL, &copy);
+        ok &= check("west clicks.unified", src.values, NULL, &uni_w);
+        ok &= check("east clicks.unified", src.values, NULL, &uni_e);
+
+        /* The copy keeps partitions and order. */
+        int64_t order_bad = 0;
+        for (int p = 0; p < src.nparts || p < copy.nparts; p++) {
+                size_t ns = p < src.nparts ? src.part_cnt[p] : 0;
+                size_t nc = p < copy.nparts ? copy.part_cnt[p] : 0;
+                for (size_t i = 0; i < ns && i < nc; i++)
+                        if (strcmp(src.part[p][i], copy.part[p][i])) {
+                                if (!order_bad)
+                                        print_message(
+                                            "# east.clicks/%d differs from "
+                                            "clicks/%d at index %zu: %s, "
+                                            "not %s\n",
+                                            p, p, i, copy.part[p][i],
+                                            src.part[p][i]);
+                                order_bad++;
+                        }
+                if (ns != nc) {
+                        print_message("# east.clicks/%d holds %zu records, "
+                                      "clicks/%d %zu\n",
+                                      p, nc, p, ns);
+                        order_bad++;
+                }
+        }
+        print_message("# %d leader kills, %" PRId64 " acked, wall %.1f s\n",
+                      KILLS, acked, rk_elapsed(r));
+        assert_true(ok);
+        assert_int_equal(order_bad, 0);
+
+        rk_read_deinit(&src);
+        rk_read_deinit(&copy);
+        rk_read_deinit(&uni_w);
+        rk_read_deinit(&uni_e);
+        rk_produced_deinit(&pr);
+        free(east_out);
+        free(west_out);
+        free(pconf);
+        free(prod_out);
+        free(prod_err);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_teardown(test_leader_kill, rk_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
