@@ -4,6 +4,7 @@
  */
 #include "gateway_int.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,18 @@ void gw_config_flags_usage(FILE *out) {
         fprintf(out, "      --set KEY=VALUE            any config key, e.g.\n"
                      "                                 --set "
                      "replication.multi_hop=true\n");
+}
+
+/* "aagw: warning: FILE:LINE: KEY: ignored: why" for settings a file gave
+ * that aagw does not apply (an mm2.properties file's MM2-only keys). */
+static void print_warnings(const aagw_config_t *cfg) {
+        const char *w = aagw_config_warnings(cfg);
+        while (*w) {
+                const char *nl = strchr(w, '\n');
+                int         n  = nl ? (int)(nl - w) : (int)strlen(w);
+                fprintf(stderr, "aagw: warning: %.*s\n", n, w);
+                w += n + (nl ? 1 : 0);
+        }
 }
 
 void gw_config_print_errors(const aagw_config_t *cfg) {
@@ -191,8 +204,16 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                 gw_errorf("out of memory");
                 return EXIT_RUNTIME;
         }
-        if (ro->config_path)
+        if (ro->config_path) {
                 aagw_config_load_file(cfg, ro->config_path);
+                if (aagw_config_from_mm2(cfg))
+                        fprintf(stderr,
+                                "aagw: %s: read as a MirrorMaker 2 properties "
+                                "file (`aagw config import-mm2 %s` prints it "
+                                "as aagw YAML)\n",
+                                ro->config_path, ro->config_path);
+                print_warnings(cfg);
+        }
 
         /* Flags after the file, so they override it. */
         for (size_t i = 0; i < npend; i++) {
@@ -255,11 +276,102 @@ static void usage_config(FILE *out) {
         fprintf(out,
                 "Usage: aagw config check [-c FILE] [OPTIONS]\n"
                 "       aagw config reference [--markdown]\n"
+                "       aagw config import-mm2 [--show-secrets] FILE\n"
                 "\n"
-                "check      validate a config and print it normalized\n"
-                "reference  describe every config key (--markdown: the text "
+                "check       validate a config and print it normalized\n"
+                "reference   describe every config key (--markdown: the text "
                 "of\n"
-                "           docs/configuration.md)\n");
+                "            docs/configuration.md)\n"
+                "import-mm2  print a MirrorMaker 2 properties file as aagw "
+                "YAML;\n"
+                "            keys aagw ignores are warnings, keys it cannot "
+                "honour\n"
+                "            errors (exit 2). Secrets become ${MM2_...} "
+                "references\n"
+                "            unless --show-secrets.\n");
+}
+
+/* `aagw config import-mm2 [--show-secrets] FILE`: the YAML on stdout,
+ * warnings and errors on stderr; the YAML is checked as `config check`
+ * would (librdkafka properties included) before it is printed. */
+static int cmd_import_mm2(int argc, char **argv) {
+        const char    *path    = NULL;
+        bool           secrets = false;
+        aagw_config_t *cfg;
+        char          *text = NULL, *yaml = NULL;
+        size_t         tlen = 0, ylen = 0;
+        FILE          *f, *mem;
+        int            rc = EXIT_USAGE;
+
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--show-secrets"))
+                        secrets = true;
+                else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+                        usage_config(stdout);
+                        return EXIT_OK;
+                } else if (argv[i][0] == '-' && argv[i][1]) {
+                        gw_errorf("config import-mm2: unknown option %s",
+                                  argv[i]);
+                        usage_config(stderr);
+                        return EXIT_USAGE;
+                } else if (path) {
+                        gw_errorf("config import-mm2: one file only");
+                        usage_config(stderr);
+                        return EXIT_USAGE;
+                } else
+                        path = argv[i];
+        }
+        if (!path) {
+                gw_errorf("config import-mm2: name the mm2.properties file");
+                usage_config(stderr);
+                return EXIT_USAGE;
+        }
+        if (!(f = fopen(path, "rb"))) {
+                gw_errorf("%s: cannot open: %s", path, strerror(errno));
+                return EXIT_USAGE;
+        }
+        mem = open_memstream(&text, &tlen);
+        for (int c; mem && (c = getc(f)) != EOF;)
+                putc(c, mem);
+        fclose(f);
+        if (!mem || fclose(mem)) {
+                gw_errorf("%s: out of memory", path);
+                free(text);
+                return EXIT_RUNTIME;
+        }
+        if (!(cfg = aagw_config_new())) {
+                free(text);
+                return EXIT_RUNTIME;
+        }
+        mem = open_memstream(&yaml, &ylen);
+        if (mem && aagw_config_mm2_to_yaml(cfg, path, text, tlen, secrets,
+                                           mem) == AAGW_OK &&
+            !fclose(mem)) {
+                mem = NULL;
+                /* The same file through the loader, as `-c` would take it:
+                 * the printed YAML must be a config that runs. */
+                aagw_config_t *chk = aagw_config_new();
+                if (chk && aagw_config_load_mm2(chk, path, text, tlen) ==
+                               AAGW_OK &&
+                    aagw_config_validate(chk) == AAGW_OK) {
+                        print_warnings(cfg);
+                        fwrite(yaml, 1, ylen, stdout);
+                        rc = EXIT_OK;
+                } else if (chk) {
+                        print_warnings(cfg);
+                        gw_config_print_errors(chk);
+                }
+                aagw_config_destroy(chk);
+        } else {
+                print_warnings(cfg);
+                gw_config_print_errors(cfg);
+        }
+        if (mem)
+                fclose(mem);
+        free(yaml);
+        free(text);
+        aagw_config_destroy(cfg);
+        return rc;
 }
 
 static int cmd_reference(int argc, char **argv) {
@@ -288,7 +400,7 @@ int gw_cmd_config(int argc, char **argv) {
 
         if (argc < 2) {
                 gw_errorf("config: a subcommand is required (check, "
-                          "reference)");
+                          "reference, import-mm2)");
                 usage_config(stderr);
                 return EXIT_USAGE;
         }
@@ -298,6 +410,8 @@ int gw_cmd_config(int argc, char **argv) {
         }
         if (!strcmp(argv[1], "reference"))
                 return cmd_reference(argc - 1, argv + 1);
+        if (!strcmp(argv[1], "import-mm2"))
+                return cmd_import_mm2(argc - 1, argv + 1);
         if (strcmp(argv[1], "check")) {
                 gw_errorf("config: unknown subcommand '%s'", argv[1]);
                 usage_config(stderr);

@@ -58,6 +58,9 @@ struct aagw_config {
         char            *errs;
         size_t           errlen, errcap;
         int              nerrs;
+        char            *warns; /* settings read but not applied */
+        size_t           warnlen, warncap;
+        bool             from_mm2; /* a file was read as mm2.properties */
 };
 
 /* ------------------------------- ERRORS -------------------------------- */
@@ -121,6 +124,50 @@ static const char *intern(aagw_config_t *cfg, const char *name) {
         if (!(p[cfg->nnames] = strdup(name)))
                 return "?";
         return p[cfg->nnames++];
+}
+
+void aagw_config_error_at(aagw_config_t *cfg, const char *file, int line,
+                          const char *path, const char *fmt, ...) {
+        struct src src = {intern(cfg, file), line, line > 0 ? 1 : 0};
+        char       msg[1024];
+        va_list    ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        err_at(cfg, &src, path, "%s", msg);
+}
+
+void aagw_config_warn_at(aagw_config_t *cfg, const char *file, int line,
+                         const char *path, const char *fmt, ...) {
+        char    msg[1024], out[1600];
+        size_t  len;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        snprintf(out, sizeof(out), "%s:%d: %s%s%s\n", file, line,
+                 path ? path : "", path ? ": " : "", msg);
+        len = strlen(out);
+        if (cfg->warnlen + len + 1 > cfg->warncap) {
+                size_t ncap = (cfg->warncap + len + 1) * 2;
+                char  *p    = realloc(cfg->warns, ncap);
+                if (!p)
+                        return;
+                cfg->warns   = p;
+                cfg->warncap = ncap;
+        }
+        memcpy(cfg->warns + cfg->warnlen, out, len + 1);
+        cfg->warnlen += len;
+}
+
+bool aagw_config_from_mm2(const aagw_config_t *cfg) {
+        return cfg->from_mm2;
+}
+
+const char *aagw_config_warnings(const aagw_config_t *cfg) {
+        return cfg->warns ? cfg->warns : "";
 }
 
 /* ----------------------------- KEY MATCHING ---------------------------- */
@@ -756,6 +803,7 @@ void aagw_config_destroy(aagw_config_t *cfg) {
                 free(cfg->names[i]);
         free(cfg->names);
         free(cfg->errs);
+        free(cfg->warns);
         free(cfg);
 }
 
@@ -1212,18 +1260,27 @@ aagw_err_t aagw_config_load_file(aagw_config_t *cfg, const char *path) {
                 return AAGW_ERR_CONFIG;
         }
         fclose(f);
-        err = aagw_config_load_string(cfg, path, buf ? buf : "", len);
+        /* An mm2.properties file is taken as it is, for operators moving
+         * from MirrorMaker 2 (mm2_import.c). */
+        if (aagw_config_is_mm2_properties(buf ? buf : "", len)) {
+                cfg->from_mm2 = true;
+                err           = aagw_config_load_mm2(cfg, path, buf, len);
+        } else
+                err = aagw_config_load_string(cfg, path, buf ? buf : "", len);
         free(buf);
         return err;
 }
 
 /* -------------------------------- FLAGS -------------------------------- */
 
-aagw_err_t aagw_config_set(aagw_config_t *cfg, const char *key,
-                           const char *value, const char *origin) {
+/* Set one key from 'src'.  'orig' is ORIG_FLAG for command-line flags
+ * (they replace the file's lists, then add up) or ORIG_FILE for settings
+ * read from a file in another format (a list is built item by item). */
+static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
+                           const char *value, struct src src,
+                           enum origin orig) {
         const char           *sub = NULL;
         const struct cfg_key *k   = key_for_path(key, &sub);
-        struct src            src = {intern(cfg, origin), 0, 0};
         struct cfg_val       *v;
         char                  why[1024], *norm = NULL, base[1024];
 
@@ -1283,7 +1340,7 @@ aagw_err_t aagw_config_set(aagw_config_t *cfg, const char *key,
                         return AAGW_ERR_NOMEM;
                 }
                 if (v->origin == ORIG_DEFAULT)
-                        v->origin = ORIG_FLAG;
+                        v->origin = orig;
                 val_push(v, nm, &src);
                 val_push(v, nv, &src);
                 note_instance(cfg, k, base, &src);
@@ -1300,13 +1357,29 @@ aagw_err_t aagw_config_set(aagw_config_t *cfg, const char *key,
                 free(norm);
                 return AAGW_ERR_NOMEM;
         }
-        /* Flags replace what the file said; repeated list flags add up. */
-        if (!is_list_type(k->type) || v->origin != ORIG_FLAG)
+        /* Flags replace what the file said; repeated list flags add up.
+         * Items from a file start from the default, then add up. */
+        if (!is_list_type(k->type) || v->origin != orig)
                 val_clear(v);
-        v->origin = ORIG_FLAG;
+        v->origin = orig;
         val_push(v, norm, &src);
         note_instance(cfg, k, key, &src);
         return AAGW_OK;
+}
+
+aagw_err_t aagw_config_set(aagw_config_t *cfg, const char *key,
+                           const char *value, const char *origin) {
+        struct src src = {intern(cfg, origin), 0, 0};
+
+        return set_from(cfg, key, value, src, ORIG_FLAG);
+}
+
+aagw_err_t aagw_config_set_at(aagw_config_t *cfg, const char *key,
+                              const char *value, const char *file, int line,
+                              int col) {
+        struct src src = {intern(cfg, file), line, col};
+
+        return set_from(cfg, key, value, src, ORIG_FILE);
 }
 
 /* ------------------------------- GETTERS ------------------------------- */
@@ -1523,7 +1596,7 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
 /* -------------------------------- OUTPUT ------------------------------- */
 
 /* Write 's' as a YAML double-quoted scalar. */
-static void yaml_quote(FILE *out, const char *s) {
+void aagw_config_yaml_quote(FILE *out, const char *s) {
         fputc('"', out);
         for (; *s; s++) {
                 unsigned char c = (unsigned char)*s;
@@ -1557,9 +1630,9 @@ static void dump_value(FILE *out, const struct cfg_key *k,
                 fprintf(out, "%*s%s:%s\n", indent, "", name, v->n ? "" : " {}");
                 for (size_t i = 0; i + 1 < v->n; i += 2) {
                         fprintf(out, "%*s", indent + 2, "");
-                        yaml_quote(out, v->items[i]);
+                        aagw_config_yaml_quote(out, v->items[i]);
                         fputs(": ", out);
-                        yaml_quote(out, aagw_key_is_secret(v->items[i])
+                        aagw_config_yaml_quote(out, aagw_key_is_secret(v->items[i])
                                             ? AAGW_REDACTED
                                             : v->items[i + 1]);
                         fputc('\n', out);
@@ -1570,18 +1643,18 @@ static void dump_value(FILE *out, const struct cfg_key *k,
                 fprintf(out, "%*s%s:%s\n", indent, "", name, v->n ? "" : " []");
                 for (size_t i = 0; i < v->n; i++) {
                         fprintf(out, "%*s- ", indent + 2, "");
-                        yaml_quote(out, v->items[i]);
+                        aagw_config_yaml_quote(out, v->items[i]);
                         fputc('\n', out);
                 }
                 return;
         }
         fprintf(out, "%*s%s: ", indent, "", name);
         if (k->flags & CF_SECRET)
-                yaml_quote(out, AAGW_REDACTED);
+                aagw_config_yaml_quote(out, AAGW_REDACTED);
         else if (plain_type(k->type))
                 fputs(v->items[0], out);
         else
-                yaml_quote(out, v->items[0]);
+                aagw_config_yaml_quote(out, v->items[0]);
         fputc('\n', out);
 }
 

@@ -35,7 +35,7 @@ enum cfg_type {
         CT_KEYRULE,  /* key | json:FIELD (last-write-wins entity key) */
         CT_SEP,      /* topic separator: 1..8 of [._-] */
         CT_LIST,     /* list of strings */
-        CT_REGEXES,  /* list of POSIX extended regexes */
+        CT_REGEXES,  /* list of regexes (PCRE2, MM2's Java dialect) */
         CT_FLOWS,    /* list of "src->dst" */
         CT_PROPS,    /* mapping passed through to librdkafka */
 };
@@ -87,6 +87,16 @@ aagw_err_t aagw_config_set(aagw_config_t *cfg, const char *key,
                            const char *value, const char *origin);
 
 /*
+ * Set one key as read at 'file':'line':'col' of a file in another format
+ * (an mm2.properties file): errors point there, and command-line flags
+ * override it as they override a YAML file.  A list key called several
+ * times collects the items.
+ */
+aagw_err_t aagw_config_set_at(aagw_config_t *cfg, const char *key,
+                              const char *value, const char *file, int line,
+                              int col);
+
+/*
  * Cross-checks that need the whole config: required keys, aliases that must
  * name configured clusters, mode-specific keys, librdkafka properties
  * (validated with rd_kafka_conf_set()), listen address rules.
@@ -95,6 +105,48 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg);
 
 /* All recorded errors, one per line ("" when none); borrowed. */
 const char *aagw_config_errors(const aagw_config_t *cfg);
+
+/* Record an error, or a warning, against 'file':'line' (line 0: the file
+ * as a whole) and key 'path' (NULL: none), for readers of other formats
+ * (mm2_import.c). */
+void aagw_config_error_at(aagw_config_t *cfg, const char *file, int line,
+                          const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void aagw_config_warn_at(aagw_config_t *cfg, const char *file, int line,
+                         const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Settings that were read but not applied ("file:line: key: ignored:
+ * why", one per line; "" when none); borrowed.  Not errors: callers print
+ * them as warnings. */
+const char *aagw_config_warnings(const aagw_config_t *cfg);
+
+/* ------------------------ MIRRORMAKER 2 PROPERTIES ---------------------- */
+
+/* True once aagw_config_load_file() read a file as mm2.properties. */
+bool aagw_config_from_mm2(const aagw_config_t *cfg);
+
+/* True if 'text' is a MirrorMaker 2 properties file rather than YAML (it
+ * sets "clusters =" or "X.bootstrap.servers"). */
+bool aagw_config_is_mm2_properties(const char *text, size_t len);
+
+/* Translate an mm2.properties text into this config: each aagw setting is
+ * recorded at the line of the MM2 key it came from; keys aagw does not
+ * apply become warnings ("ignored") or errors ("refused").  Returns AAGW_OK
+ * or AAGW_ERR_CONFIG (see aagw_config_errors()). */
+aagw_err_t aagw_config_load_mm2(aagw_config_t *cfg, const char *file,
+                                const char *text, size_t len);
+
+/* The same translation printed as aagw YAML on 'out' (nothing is printed
+ * when a key is refused).  Secret properties are written as ${MM2_...}
+ * environment references unless 'secrets'.  Errors and warnings go to
+ * 'cfg' as for aagw_config_load_mm2(). */
+aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
+                                   const char *text, size_t len, bool secrets,
+                                   FILE *out);
+
+/* Write 's' as a double-quoted YAML scalar. */
+void aagw_config_yaml_quote(FILE *out, const char *s);
 
 /* ------------------------------- OUTPUT -------------------------------- */
 

@@ -1,0 +1,1139 @@
+/*
+ * gateway/mm2_import.c: a MirrorMaker 2 properties file as aagw config.
+ *
+ * An operator moving from MM2 has an mm2.properties file (dedicated mode).
+ * `aagw config import-mm2 FILE` prints the equivalent YAML, and `-c FILE`
+ * takes such a file directly (aagw_config_load_file() recognizes it by its
+ * content).  Both run the same translation here:
+ *
+ *   1. read the file as java.util.Properties does (comments, continuation
+ *      lines, '=' ':' or blank as separator, \uXXXX and other escapes; the
+ *      last of duplicate keys wins), keeping each key's line;
+ *   2. translate every key, in three scopes: global keys, cluster keys
+ *      ("A.bootstrap.servers", "A.<client property>") and flow keys
+ *      ("A->B.enabled", "A->B.topics", or any global key per flow);
+ *   3. hand each aagw setting to the config with its line
+ *      (aagw_config_set_at()), so a bad value is reported at the line of
+ *      the MM2 key that produced it; a key aagw does not apply is a
+ *      warning ("ignored") or an error ("refused"), never dropped silently.
+ *
+ * "Refused" is for keys whose loss would change what is replicated or how
+ * aagw authenticates (a custom replication policy, JKS trust stores, flows
+ * that disagree on a setting aagw keeps once); "ignored" for keys that only
+ * tune MM2's own machinery (Connect workers, tasks, REST) or name features
+ * aagw does not have, each with the reason.  docs/migration.md has the
+ * table.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+/* ------------------------------- READING -------------------------------- */
+
+struct prop {
+        char *key, *val;
+        int   line; /* of the key's first character */
+        bool  used; /* translated or reported */
+};
+
+struct props {
+        struct prop *v;
+        size_t       n, cap;
+};
+
+static void props_free(struct props *ps) {
+        for (size_t i = 0; i < ps->n; i++) {
+                free(ps->v[i].key);
+                free(ps->v[i].val);
+        }
+        free(ps->v);
+}
+
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t' || c == '\f';
+}
+
+/* Append the UTF-8 encoding of 'cp' to 'out' at '*o'. */
+static void put_utf8(char *out, size_t *o, unsigned cp) {
+        if (cp < 0x80) {
+                out[(*o)++] = (char)cp;
+        } else if (cp < 0x800) {
+                out[(*o)++] = (char)(0xc0 | (cp >> 6));
+                out[(*o)++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+                out[(*o)++] = (char)(0xe0 | (cp >> 12));
+                out[(*o)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                out[(*o)++] = (char)(0x80 | (cp & 0x3f));
+        }
+}
+
+/*
+ * One logical line, 'p'..'end' (continuations already joined, each
+ * continuation's leading blanks dropped), into key and value, with
+ * Properties.load()'s unescaping: \t \n \r \f, \uXXXX, and \c for any
+ * other c.  Note that "orders\d+" thus reads as "ordersd+" in MM2 too: a
+ * regex backslash is written "\\" in a properties file.
+ */
+static int split_line(const char *p, const char *end, char **keyp,
+                      char **valp) {
+        char  *out = malloc((size_t)(end - p) * 2 + 2);
+        char  *key;
+        size_t o = 0;
+        bool   in_key = true, sep_seen = false;
+
+        if (!out)
+                return -1;
+        while (p < end) {
+                char c = *p++;
+                if (in_key && !sep_seen && (c == '=' || c == ':' || is_blank(c))) {
+                        /* End of the key: blanks, then at most one '=' or
+                         * ':', then blanks. */
+                        out[o++] = '\0';
+                        in_key   = false;
+                        if (is_blank(c)) {
+                                while (p < end && is_blank(*p))
+                                        p++;
+                                if (p < end && (*p == '=' || *p == ':'))
+                                        p++;
+                        }
+                        while (p < end && is_blank(*p))
+                                p++;
+                        sep_seen = true;
+                        continue;
+                }
+                if (c != '\\' || p == end) {
+                        out[o++] = c;
+                        continue;
+                }
+                c = *p++;
+                switch (c) {
+                case 't': out[o++] = '\t'; break;
+                case 'n': out[o++] = '\n'; break;
+                case 'r': out[o++] = '\r'; break;
+                case 'f': out[o++] = '\f'; break;
+                case 'u': {
+                        unsigned cp = 0;
+                        int      d  = 0;
+                        for (; d < 4 && p < end && isxdigit((unsigned char)*p);
+                             d++, p++)
+                                cp = cp * 16 +
+                                     (unsigned)(isdigit((unsigned char)*p)
+                                                    ? *p - '0'
+                                                    : (tolower((unsigned char)*p) - 'a' + 10));
+                        if (d < 4) {
+                                free(out);
+                                return -2; /* Java: "Malformed \uxxxx" */
+                        }
+                        put_utf8(out, &o, cp);
+                        break;
+                }
+                default: out[o++] = c; break;
+                }
+        }
+        if (in_key)
+                out[o++] = '\0'; /* a key alone: empty value */
+        out[o] = '\0';
+        key    = strdup(out);
+        *valp  = strdup(out + strlen(out) + 1);
+        free(out);
+        if (!key || !*valp) {
+                free(key);
+                free(*valp);
+                return -1;
+        }
+        *keyp = key;
+        return 0;
+}
+
+/* True if the natural line 'p'..'end' ends in an odd run of backslashes
+ * (a continuation). */
+static bool continues(const char *p, const char *end) {
+        size_t n = 0;
+        while (end > p && end[-1] == '\\') {
+                end--;
+                n++;
+        }
+        return n % 2 == 1;
+}
+
+/* Read 'text' into 'ps'.  Returns 0, or -1 with a message in 'why' and the
+ * offending line in '*linep'. */
+static int read_props(const char *text, size_t len, struct props *ps,
+                      int *linep, char *why, size_t why_size) {
+        const char *p = text, *end = text + len;
+        int         line = 0;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                const char *le = nl ? nl : end;
+                int         first = ++line;
+                char       *logical;
+                size_t      ll = 0, lcap;
+
+                while (p < le && (is_blank(*p) || *p == '\r'))
+                        p++;
+                if (p == le || *p == '#' || *p == '!') {
+                        p = nl ? nl + 1 : end;
+                        continue;
+                }
+                /* Join continuation lines. */
+                lcap    = (size_t)(end - p) + 1;
+                logical = malloc(lcap);
+                if (!logical)
+                        return -1;
+                for (;;) {
+                        const char *e = le;
+                        if (e > p && e[-1] == '\r')
+                                e--;
+                        if (!continues(p, e)) {
+                                memcpy(logical + ll, p, (size_t)(e - p));
+                                ll += (size_t)(e - p);
+                                p = nl ? nl + 1 : end;
+                                break;
+                        }
+                        memcpy(logical + ll, p, (size_t)(e - p - 1));
+                        ll += (size_t)(e - p - 1);
+                        p = nl ? nl + 1 : end;
+                        if (p >= end)
+                                break;
+                        line++;
+                        nl = memchr(p, '\n', (size_t)(end - p));
+                        le = nl ? nl : end;
+                        while (p < le && is_blank(*p))
+                                p++;
+                }
+                char *k, *v;
+                int   rc = split_line(logical, logical + ll, &k, &v);
+                free(logical);
+                if (rc == -2) {
+                        *linep = first;
+                        snprintf(why, why_size, "malformed \\uXXXX escape");
+                        return -1;
+                }
+                if (rc)
+                        return -1;
+                /* The last of duplicate keys wins, as in Java. */
+                size_t i;
+                for (i = 0; i < ps->n && strcmp(ps->v[i].key, k); i++)
+                        ;
+                if (i < ps->n) {
+                        free(ps->v[i].key);
+                        free(ps->v[i].val);
+                } else {
+                        if (ps->n == ps->cap) {
+                                size_t       nc = ps->cap ? ps->cap * 2 : 32;
+                                struct prop *nv =
+                                    realloc(ps->v, nc * sizeof(*nv));
+                                if (!nv) {
+                                        free(k);
+                                        free(v);
+                                        return -1;
+                                }
+                                ps->v   = nv;
+                                ps->cap = nc;
+                        }
+                        i = ps->n++;
+                }
+                ps->v[i] = (struct prop){k, v, first, false};
+        }
+        return 0;
+}
+
+bool aagw_config_is_mm2_properties(const char *text, size_t len) {
+        const char *p = text, *end = text + len;
+
+        /* A line "clusters = ..." / "clusters=...", or "X.bootstrap.servers"
+         * followed by '=' or ':', at the start of a line.  No aagw YAML file
+         * has either: aagw's YAML says "clusters:" with a mapping below, and
+         * its keys are written with underscores. */
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                const char *le = nl ? nl : end;
+                const char *k;
+                while (p < le && is_blank(*p))
+                        p++;
+                k = p;
+                while (p < le && (isalnum((unsigned char)*p) ||
+                                  strchr("._->", *p)))
+                        p++;
+                size_t klen = (size_t)(p - k);
+                while (p < le && is_blank(*p))
+                        p++;
+                if (p < le && (*p == '=' || *p == ':')) {
+                        char sep = *p++;
+                        while (p < le && is_blank(*p))
+                                p++;
+                        if (klen == 8 && !memcmp(k, "clusters", 8) &&
+                            (sep == '=' || (p < le && !strchr("{[&*!|>#", *p))))
+                                return true;
+                        if (klen > 18 &&
+                            !memcmp(k + klen - 18, ".bootstrap.servers", 18))
+                                return true;
+                }
+                p = nl ? nl + 1 : end;
+        }
+        return false;
+}
+
+/* ----------------------------- TRANSLATION ------------------------------ */
+
+#define MAX_CLUSTERS 16
+#define MAX_FLOWS    (MAX_CLUSTERS * (MAX_CLUSTERS - 1))
+
+/* One aagw setting produced by the translation. */
+struct setting {
+        char       *key, *val;
+        int         line;
+        const char *mm2key; /* borrowed from the props */
+};
+
+struct mm2 {
+        const char     *file;
+        struct props    ps;
+        char           *aliases[MAX_CLUSTERS];
+        size_t          nalias;
+        char           *flows[MAX_FLOWS]; /* enabled, "A->B" */
+        size_t          nflows;
+        struct setting *sets;
+        size_t          nsets, capsets;
+        aagw_config_t  *cfg;   /* where errors and warnings go */
+        bool            refused;
+        bool            oom;
+};
+
+static struct prop *find(struct mm2 *m, const char *key) {
+        for (size_t i = 0; i < m->ps.n; i++)
+                if (!strcmp(m->ps.v[i].key, key))
+                        return &m->ps.v[i];
+        return NULL;
+}
+
+static void add_set(struct mm2 *m, const char *key, const char *val,
+                    const struct prop *from) {
+        if (m->nsets == m->capsets) {
+                size_t          nc = m->capsets ? m->capsets * 2 : 32;
+                struct setting *nv = realloc(m->sets, nc * sizeof(*nv));
+                if (!nv) {
+                        m->oom = true;
+                        return;
+                }
+                m->sets    = nv;
+                m->capsets = nc;
+        }
+        struct setting *s = &m->sets[m->nsets];
+        s->key            = strdup(key);
+        s->val            = strdup(val);
+        s->line           = from->line;
+        s->mm2key         = from->key;
+        if (!s->key || !s->val) {
+                free(s->key);
+                free(s->val);
+                m->oom = true;
+                return;
+        }
+        m->nsets++;
+}
+
+static void __attribute__((format(printf, 3, 4)))
+refuse(struct mm2 *m, struct prop *p, const char *fmt, ...) {
+        char    msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        p->used    = true;
+        m->refused = true;
+        aagw_config_error_at(m->cfg, m->file, p->line, p->key,
+                             "refused: %s", msg);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+ignore(struct mm2 *m, struct prop *p, const char *fmt, ...) {
+        char    msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        p->used = true;
+        aagw_config_warn_at(m->cfg, m->file, p->line, p->key, "ignored: %s",
+                            msg);
+}
+
+/* Add each item of MM2's comma-separated list 'p' under 'key'. */
+static void add_list(struct mm2 *m, const char *key, struct prop *p) {
+        const char *s = p->val;
+
+        p->used = true;
+        while (*s) {
+                const char *c = strchr(s, ',');
+                size_t      n = c ? (size_t)(c - s) : strlen(s);
+                const char *a = s, *b = s + n;
+                while (a < b && isspace((unsigned char)*a))
+                        a++;
+                while (b > a && isspace((unsigned char)b[-1]))
+                        b--;
+                if (b > a) {
+                        char *item = strndup(a, (size_t)(b - a));
+                        if (!item) {
+                                m->oom = true;
+                                return;
+                        }
+                        add_set(m, key, item, p);
+                        free(item);
+                }
+                s = c ? c + 1 : s + n;
+        }
+}
+
+static bool is_true(const char *v) {
+        return !strcasecmp(v, "true");
+}
+
+static bool is_bool(const char *v) {
+        return !strcasecmp(v, "true") || !strcasecmp(v, "false");
+}
+
+/* A positive number of seconds as an aagw duration ("30s"), or NULL. */
+static bool seconds(const char *v, char *out, size_t size) {
+        char     *e;
+        long long n = strtoll(v, &e, 10);
+        if (e == v || *e || n < 0 || n > 86400LL * 365)
+                return false;
+        snprintf(out, size, "%llds", n);
+        return true;
+}
+
+/* --------------------------------------------------------- client keys -- */
+
+/* Connect worker and MM2 machinery keys that may appear under a cluster
+ * prefix ("A.offset.flush.interval.ms"); not client properties. */
+static const char *const worker_keys[] = {
+    "offset.flush.interval.ms", "offset.flush.timeout.ms",
+    "offset.storage.", "config.storage.", "status.storage.",
+    "key.converter", "value.converter", "header.converter",
+    "producer.override.", "consumer.override.", "admin.override.",
+    "task.shutdown.graceful.timeout.ms", "scheduled.rebalance.max.delay.ms",
+    "exactly.once.source.support", "group.id", NULL};
+
+static bool starts_with_any(const char *k, const char *const *list) {
+        for (size_t i = 0; list[i]; i++) {
+                size_t n = strlen(list[i]);
+                if (list[i][n - 1] == '.' ? !strncmp(k, list[i], n)
+                                          : !strcmp(k, list[i]))
+                        return true;
+        }
+        return false;
+}
+
+/* Does librdkafka know property 'name'? */
+static bool rdkafka_knows(const char *name) {
+        rd_kafka_conf_t *c = rd_kafka_conf_new();
+        char             err[256];
+        bool             known;
+
+        if (!c)
+                return false;
+        known = rd_kafka_conf_set(c, name, "", err, sizeof(err)) !=
+                RD_KAFKA_CONF_UNKNOWN;
+        rd_kafka_conf_destroy(c);
+        return known;
+}
+
+/* Take the value of 'attr' ("username") from a JAAS line:
+ * '... required username="u" password="p";'. */
+static char *jaas_attr(const char *jaas, const char *attr) {
+        size_t      n = strlen(attr);
+        const char *p = jaas;
+
+        while ((p = strstr(p, attr))) {
+                const char *q = p + n;
+                if ((p == jaas || isspace((unsigned char)p[-1])) && *q == '=' &&
+                    q[1] == '"') {
+                        const char *e = strchr(q + 2, '"');
+                        return e ? strndup(q + 2, (size_t)(e - q - 2)) : NULL;
+                }
+                p = q;
+        }
+        return NULL;
+}
+
+/*
+ * One client property 'name' (role prefix "producer."/"consumer."/"admin."
+ * allowed) of cluster 'alias', from 'p'.  librdkafka's names match the Java
+ * client's for what matters here (security.protocol, sasl.mechanism, ssl.*
+ * locations of PEM files, timeouts); the JAAS line becomes sasl.username /
+ * sasl.password; the rest is passed if librdkafka knows the name.
+ */
+static void client_prop(struct mm2 *m, const char *alias, const char *name,
+                        struct prop *p) {
+        char        key[1024];
+        const char *role = "", *bare = name;
+        size_t      rl   = 0;
+
+        for (const char *const *r = (const char *const[]){"producer.",
+                                                          "consumer.",
+                                                          "admin.", NULL};
+             *r; r++)
+                if (!strncmp(name, *r, strlen(*r))) {
+                        rl   = strlen(*r);
+                        role = *r;
+                        bare = name + rl;
+                }
+        if (starts_with_any(name, worker_keys)) {
+                ignore(m, p, "a Kafka Connect worker setting; aagw keeps its "
+                             "state in the state directory");
+                return;
+        }
+        if (!strcmp(bare, "sasl.jaas.config")) {
+                char *u = NULL, *pw = NULL;
+                if (strstr(p->val, "PlainLoginModule") ||
+                    strstr(p->val, "ScramLoginModule")) {
+                        u  = jaas_attr(p->val, "username");
+                        pw = jaas_attr(p->val, "password");
+                }
+                if (!u || !pw) {
+                        refuse(m, p,
+                               "only PLAIN and SCRAM logins (username and "
+                               "password) convert; set sasl.* for librdkafka "
+                               "under clusters.%s.properties",
+                               alias);
+                } else {
+                        p->used = true;
+                        snprintf(key, sizeof(key),
+                                 "clusters.%s.properties.%.*ssasl.username",
+                                 alias, (int)rl, role);
+                        add_set(m, key, u, p);
+                        snprintf(key, sizeof(key),
+                                 "clusters.%s.properties.%.*ssasl.password",
+                                 alias, (int)rl, role);
+                        add_set(m, key, pw, p);
+                }
+                free(u);
+                free(pw);
+                return;
+        }
+        if (!strncmp(bare, "ssl.truststore.", 15)) {
+                refuse(m, p,
+                       "librdkafka has no Java trust store: export the CA "
+                       "certificates to PEM and set "
+                       "clusters.%s.properties.ssl.ca.location",
+                       alias);
+                return;
+        }
+        if (!rdkafka_knows(bare)) {
+                if (!strncmp(bare, "ssl.", 4) ||
+                         !strncmp(bare, "sasl.", 5) ||
+                         !strncmp(bare, "security.", 9))
+                        refuse(m, p,
+                               "a Java-only security setting librdkafka does "
+                               "not have; dropping it could change how aagw "
+                               "authenticates");
+                else
+                        ignore(m, p,
+                               "a Java client setting librdkafka does not "
+                               "have");
+                return;
+        }
+        p->used = true;
+        snprintf(key, sizeof(key), "clusters.%s.properties.%s", alias, name);
+        add_set(m, key, p->val, p);
+}
+
+/* ------------------------------------------------------ global settings -- */
+
+/* A setting aagw holds once for every flow, and that MM2 may set globally
+ * or per flow ("A->B.topics"). */
+enum kind { K_LIST, K_SCALAR };
+
+struct flowable {
+        const char *mm2;   /* the global MM2 key */
+        const char *alias; /* an older MM2 name, or NULL */
+        enum kind   kind;
+};
+
+static const struct flowable flowables[] = {
+    {"topics", "topics.whitelist", K_LIST},
+    {"topics.exclude", "topics.blacklist", K_LIST},
+    {"groups", "groups.whitelist", K_LIST},
+    {"groups.exclude", "groups.blacklist", K_LIST},
+    {"replication.policy.class", NULL, K_SCALAR},
+    {"replication.policy.separator", NULL, K_SCALAR},
+    {"emit.heartbeats.enabled", NULL, K_SCALAR},
+    {"emit.heartbeats.interval.seconds", NULL, K_SCALAR},
+    {"emit.checkpoints.enabled", NULL, K_SCALAR},
+    {"emit.checkpoints.interval.seconds", NULL, K_SCALAR},
+    {"emit.offset-syncs.enabled", NULL, K_SCALAR},
+    {"sync.group.offsets.enabled", NULL, K_SCALAR},
+    {"sync.group.offsets.interval.seconds", NULL, K_SCALAR},
+    {"refresh.topics.enabled", NULL, K_SCALAR},
+    {"refresh.topics.interval.seconds", NULL, K_SCALAR},
+    {"refresh.groups.enabled", NULL, K_SCALAR},
+    {"refresh.groups.interval.seconds", NULL, K_SCALAR},
+    {"offset-syncs.topic.location", NULL, K_SCALAR},
+    {"replication.factor", NULL, K_SCALAR},
+    {"sync.topic.configs.enabled", NULL, K_SCALAR},
+    {"sync.topic.configs.interval.seconds", NULL, K_SCALAR},
+    {"sync.topic.acls.enabled", NULL, K_SCALAR},
+    {"sync.topic.acls.interval.seconds", NULL, K_SCALAR},
+    {"config.properties.exclude", "config.properties.blacklist", K_SCALAR},
+    {"tasks.max", NULL, K_SCALAR},
+    {"offset.lag.max", NULL, K_SCALAR},
+    {"checkpoints.topic.replication.factor", NULL, K_SCALAR},
+    {"heartbeats.topic.replication.factor", NULL, K_SCALAR},
+    {"offset-syncs.topic.replication.factor", NULL, K_SCALAR},
+    {"heartbeats.topic.retention.ms", NULL, K_SCALAR},
+    {"checkpoints.topic.retention.ms", NULL, K_SCALAR},
+    {"topic.filter.class", NULL, K_SCALAR},
+    {"group.filter.class", NULL, K_SCALAR},
+    {"config.property.filter.class", NULL, K_SCALAR},
+    {"exactly.once.source.support", NULL, K_SCALAR},
+    {"consumer.poll.timeout.ms", NULL, K_SCALAR},
+    {"admin.timeout.ms", NULL, K_SCALAR},
+    {NULL, NULL, K_SCALAR},
+};
+
+/* The property that sets 'fl' for flow 'flow' ("A->B"), falling back to
+ * the global one; NULL when neither is there. */
+static struct prop *flow_value(struct mm2 *m, const struct flowable *fl,
+                               const char *flow) {
+        char         key[512];
+        struct prop *p;
+
+        snprintf(key, sizeof(key), "%s.%s", flow, fl->mm2);
+        if ((p = find(m, key)))
+                return p;
+        if (fl->alias) {
+                snprintf(key, sizeof(key), "%s.%s", flow, fl->alias);
+                if ((p = find(m, key)))
+                        return p;
+        }
+        if ((p = find(m, fl->mm2)))
+                return p;
+        return fl->alias ? find(m, fl->alias) : NULL;
+}
+
+static bool flow_enabled(const struct mm2 *m, const char *key) {
+        const char *arrow = strstr(key, "->");
+        const char *dot   = arrow ? strchr(arrow, '.') : NULL;
+
+        for (size_t i = 0; dot && i < m->nflows; i++)
+                if (strlen(m->flows[i]) == (size_t)(dot - key) &&
+                    !strncmp(m->flows[i], key, (size_t)(dot - key)))
+                        return true;
+        return false;
+}
+
+/* Mark every property naming 'fl' (global, per enabled flow, old names)
+ * used, so that the unknown-key sweep leaves them alone once 'fl' is
+ * decided; a disabled flow's keys are reported by the sweep. */
+static void mark_all(struct mm2 *m, const struct flowable *fl) {
+        for (size_t i = 0; i < m->ps.n; i++) {
+                const char *k     = m->ps.v[i].key;
+                const char *arrow = strstr(k, "->");
+                const char *dot   = arrow ? strchr(arrow, '.') : NULL;
+                const char *bare  = dot ? dot + 1 : k;
+                if (arrow && !flow_enabled(m, k))
+                        continue;
+                if (!strcmp(bare, fl->mm2) ||
+                    (fl->alias && !strcmp(bare, fl->alias)))
+                        m->ps.v[i].used = true;
+        }
+}
+
+/* Translate one decided setting 'fl' with value 'p' into aagw keys. */
+static void translate(struct mm2 *m, const struct flowable *fl,
+                      struct prop *p) {
+        const char *k = fl->mm2, *v = p->val;
+        char        d[64];
+
+        if (!strcmp(k, "topics"))
+                add_list(m, "replication.topics", p);
+        else if (!strcmp(k, "topics.exclude"))
+                add_list(m, "replication.topics_exclude", p);
+        else if (!strcmp(k, "groups"))
+                add_list(m, "replication.groups", p);
+        else if (!strcmp(k, "groups.exclude"))
+                add_list(m, "replication.groups_exclude", p);
+        else if (!strcmp(k, "replication.policy.class")) {
+                const char *cls = strrchr(v, '.') ? strrchr(v, '.') + 1 : v;
+                if (!strcmp(cls, "DefaultReplicationPolicy"))
+                        add_set(m, "replication.policy", "prefix", p);
+                else if (!strcmp(cls, "IdentityReplicationPolicy"))
+                        add_set(m, "replication.policy", "identity", p);
+                else
+                        refuse(m, p,
+                               "only MM2's DefaultReplicationPolicy (aagw's "
+                               "prefix policy) and IdentityReplicationPolicy "
+                               "(identity) have an equivalent");
+        } else if (!strcmp(k, "replication.policy.separator"))
+                add_set(m, "replication.separator", v, p);
+        else if (!strcmp(k, "emit.heartbeats.enabled")) {
+                if (!is_bool(v))
+                        refuse(m, p, "expected true or false");
+                else if (!is_true(v))
+                        add_set(m, "mm2.heartbeats_interval", "0s", p);
+        } else if (!strcmp(k, "emit.checkpoints.enabled")) {
+                if (!is_bool(v))
+                        refuse(m, p, "expected true or false");
+                else if (!is_true(v))
+                        add_set(m, "mm2.checkpoints_interval", "0s", p);
+        } else if (!strcmp(k, "emit.heartbeats.interval.seconds") ||
+                   !strcmp(k, "emit.checkpoints.interval.seconds") ||
+                   !strcmp(k, "refresh.topics.interval.seconds")) {
+                const char *to =
+                    k[5] == 'h' ? "mm2.heartbeats_interval"
+                    : k[5] == 'c' ? "mm2.checkpoints_interval"
+                                  : "replication.refresh_topics_interval";
+                if (!seconds(v, d, sizeof(d)))
+                        refuse(m, p, "expected a number of seconds");
+                else
+                        add_set(m, to, d, p);
+        } else if (!strcmp(k, "emit.offset-syncs.enabled") ||
+                   !strcmp(k, "sync.group.offsets.enabled")) {
+                if (!is_bool(v))
+                        refuse(m, p, "expected true or false");
+                else
+                        add_set(m, k[0] == 'e' ? "mm2.offset_syncs"
+                                               : "mm2.sync_group_offsets",
+                                is_true(v) ? "true" : "false", p);
+        } else if (!strcmp(k, "offset-syncs.topic.location"))
+                add_set(m, "mm2.offset_syncs_location", v, p);
+        else if (!strcmp(k, "sync.group.offsets.interval.seconds"))
+                ignore(m, p, "aagw commits synced group offsets with each "
+                             "checkpoint (mm2.checkpoints_interval)");
+        else if (!strcmp(k, "refresh.topics.enabled")) {
+                if (!is_true(v))
+                        ignore(m, p, "aagw always discovers new topics, every "
+                                     "replication.refresh_topics_interval");
+                else
+                        p->used = true;
+        } else if (!strcmp(k, "refresh.groups.enabled") ||
+                   !strcmp(k, "refresh.groups.interval.seconds"))
+                ignore(m, p, "aagw lists consumer groups with each checkpoint");
+        else if (!strcmp(k, "sync.topic.configs.enabled") ||
+                 !strcmp(k, "sync.topic.acls.enabled")) {
+                if (is_true(v))
+                        ignore(m, p, "aagw does not copy topic %s to the "
+                                     "remote topics yet",
+                               k[11] == 'c' ? "configs" : "ACLs");
+                else
+                        p->used = true;
+        } else if (!strcmp(k, "replication.factor") ||
+                   strstr(k, ".replication.factor"))
+                ignore(m, p, "aagw creates remote and internal topics with "
+                             "the target broker's default replication "
+                             "factor");
+        else if (!strcmp(k, "tasks.max"))
+                ignore(m, p, "each aagw flow is one consumer and one "
+                             "producer; run more aagw processes to scale");
+        else if (!strcmp(k, "offset.lag.max"))
+                ignore(m, p, "aagw writes an offset-sync whenever a "
+                             "partition's offset delta changes "
+                             "(mm2.offset_syncs_max_rate bounds them)");
+        else if (!strcmp(k, "exactly.once.source.support"))
+                ignore(m, p, "aagw copies exactly once without broker "
+                             "transactions");
+        else if (strstr(k, ".class"))
+                refuse(m, p, "a custom Java class has no aagw equivalent; "
+                             "express the filter as topics / topics.exclude "
+                             "/ groups / groups.exclude regexes");
+        else
+                ignore(m, p, "tunes MirrorMaker 2's own machinery; aagw has "
+                             "no such setting");
+}
+
+/* Decide each flowable setting over the enabled flows: one value for all,
+ * or refused where they differ. */
+static void decide_flowables(struct mm2 *m) {
+        for (const struct flowable *fl = flowables; fl->mm2; fl++) {
+                struct prop *first = NULL;
+                bool         differ = false;
+                size_t       set_cnt = 0;
+
+                for (size_t i = 0; i < m->nflows; i++) {
+                        struct prop *p = flow_value(m, fl, m->flows[i]);
+                        if (p)
+                                set_cnt++;
+                        if (!first)
+                                first = p;
+                        else if (p && strcmp(p->val, first->val))
+                                differ = true;
+                }
+                if (!first) {
+                        /* A global key with no flow enabled to use it. */
+                        first = find(m, fl->mm2);
+                        if (!first && fl->alias)
+                                first = find(m, fl->alias);
+                        if (first && !m->nflows) {
+                                mark_all(m, fl);
+                                continue;
+                        }
+                        if (!first)
+                                continue;
+                }
+                if (differ || (set_cnt && set_cnt < m->nflows &&
+                               !find(m, fl->mm2))) {
+                        mark_all(m, fl);
+                        refuse(m, first,
+                               "the enabled flows do not agree on %s (a "
+                               "per-flow value differs, or only some flows "
+                               "set it); aagw applies one value to every "
+                               "flow: set it once for all",
+                               fl->mm2);
+                        continue;
+                }
+                mark_all(m, fl);
+                translate(m, fl, first);
+        }
+}
+
+/* ------------------------------------------------------------- the file -- */
+
+static bool valid_alias(const char *a) {
+        size_t n = strlen(a);
+        if (n < 1 || n > 64)
+                return false;
+        for (; *a; a++)
+                if (!isalnum((unsigned char)*a) && *a != '_' && *a != '-')
+                        return false;
+        return true;
+}
+
+static int alias_idx(const struct mm2 *m, const char *a, size_t n) {
+        for (size_t i = 0; i < m->nalias; i++)
+                if (strlen(m->aliases[i]) == n && !strncmp(m->aliases[i], a, n))
+                        return (int)i;
+        return -1;
+}
+
+static void translate_all(struct mm2 *m) {
+        struct prop *cl = find(m, "clusters");
+
+        if (!cl) {
+                aagw_config_error_at(m->cfg, m->file, 1, "clusters",
+                                     "no 'clusters = A, B' line: not a "
+                                     "MirrorMaker 2 dedicated-mode file");
+                m->refused = true;
+                return;
+        }
+        cl->used = true;
+        /* clusters = A, B */
+        for (const char *s = cl->val; *s;) {
+                const char *c = strchr(s, ',');
+                size_t      n = c ? (size_t)(c - s) : strlen(s);
+                const char *a = s, *b = s + n;
+                while (a < b && isspace((unsigned char)*a))
+                        a++;
+                while (b > a && isspace((unsigned char)b[-1]))
+                        b--;
+                if (b > a) {
+                        char *al = strndup(a, (size_t)(b - a));
+                        if (!al) {
+                                m->oom = true;
+                                return;
+                        }
+                        if (!valid_alias(al)) {
+                                refuse(m, cl,
+                                       "cluster alias \"%s\": aagw aliases "
+                                       "are 1 to 64 of A-Z a-z 0-9 _ -",
+                                       al);
+                                free(al);
+                        } else if (m->nalias == MAX_CLUSTERS ||
+                                   alias_idx(m, al, strlen(al)) >= 0) {
+                                refuse(m, cl, "cluster alias \"%s\" repeated "
+                                              "or more than %d clusters",
+                                       al, MAX_CLUSTERS);
+                                free(al);
+                        } else
+                                m->aliases[m->nalias++] = al;
+                }
+                s = c ? c + 1 : s + n;
+        }
+
+        /* Cluster and flow scopes; flows first, so 'enabled' is known. */
+        for (size_t i = 0; i < m->ps.n; i++) {
+                struct prop *p     = &m->ps.v[i];
+                const char  *arrow = strstr(p->key, "->");
+                const char  *dot;
+                int          si, ti;
+
+                if (!arrow || !(dot = strchr(arrow, '.')))
+                        continue;
+                si = alias_idx(m, p->key, (size_t)(arrow - p->key));
+                ti = alias_idx(m, arrow + 2, (size_t)(dot - arrow - 2));
+                if (si < 0 || ti < 0 || si == ti) {
+                        refuse(m, p, "the flow does not name two different "
+                                     "clusters of 'clusters'");
+                        continue;
+                }
+                if (strcmp(dot + 1, "enabled"))
+                        continue;
+                p->used = true;
+                if (!is_bool(p->val)) {
+                        refuse(m, p, "expected true or false");
+                        continue;
+                }
+                if (is_true(p->val) && m->nflows < MAX_FLOWS) {
+                        m->flows[m->nflows] =
+                            strndup(p->key, (size_t)(dot - p->key));
+                        if (!m->flows[m->nflows]) {
+                                m->oom = true;
+                                return;
+                        }
+                        add_set(m, "replication.flows", m->flows[m->nflows],
+                                p);
+                        m->nflows++;
+                }
+        }
+        if (!m->nflows) {
+                aagw_config_error_at(m->cfg, m->file, cl->line, "clusters",
+                                     "no flow is enabled (A->B.enabled = "
+                                     "true): MirrorMaker 2 would replicate "
+                                     "nothing");
+                m->refused = true;
+        }
+        for (size_t a = 0; a < m->nalias; a++) {
+                char         key[512];
+                struct prop *bs;
+                snprintf(key, sizeof(key), "%s.bootstrap.servers",
+                         m->aliases[a]);
+                if (!(bs = find(m, key))) {
+                        aagw_config_error_at(m->cfg, m->file, cl->line, key,
+                                             "cluster %s has no bootstrap "
+                                             "servers",
+                                             m->aliases[a]);
+                        m->refused = true;
+                        continue;
+                }
+                bs->used = true;
+                snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers",
+                         m->aliases[a]);
+                add_set(m, key, bs->val, bs);
+        }
+        /* Per-cluster client properties, then the top-level ones MM2
+         * gives every cluster that does not set its own. */
+        for (size_t i = 0; i < m->ps.n; i++) {
+                struct prop *p   = &m->ps.v[i];
+                const char  *dot = strchr(p->key, '.');
+                int          ai;
+                if (p->used || strstr(p->key, "->") || !dot)
+                        continue;
+                ai = alias_idx(m, p->key, (size_t)(dot - p->key));
+                if (ai < 0)
+                        continue;
+                client_prop(m, m->aliases[ai], dot + 1, p);
+        }
+        for (size_t i = 0; i < m->ps.n; i++) {
+                struct prop *p = &m->ps.v[i];
+                if (p->used || strstr(p->key, "->") ||
+                    (strncmp(p->key, "security.", 9) &&
+                     strncmp(p->key, "ssl.", 4) && strncmp(p->key, "sasl.", 5)))
+                        continue;
+                for (size_t a = 0; a < m->nalias; a++) {
+                        char own[512];
+                        snprintf(own, sizeof(own), "%s.%s", m->aliases[a],
+                                 p->key);
+                        if (!find(m, own))
+                                client_prop(m, m->aliases[a], p->key, p);
+                }
+                p->used = true;
+        }
+        decide_flowables(m);
+        /* Per-flow keys of flows that are not enabled, and anything left. */
+        for (size_t i = 0; i < m->ps.n; i++) {
+                struct prop *p = &m->ps.v[i];
+                if (p->used)
+                        continue;
+                if (strstr(p->key, "->") && !flow_enabled(m, p->key))
+                        ignore(m, p, "its flow is not enabled");
+                else if (strstr(p->key, "->"))
+                        ignore(m, p, "not a per-flow MirrorMaker 2 setting "
+                                     "aagw knows");
+                else if (starts_with_any(p->key, worker_keys) ||
+                         !strncmp(p->key, "dedicated.mode.", 15) ||
+                         !strncmp(p->key, "listeners", 9) ||
+                         !strncmp(p->key, "rest.", 5))
+                        ignore(m, p, "a Kafka Connect worker or REST setting; "
+                                     "aagw keeps its state in the state "
+                                     "directory");
+                else
+                        ignore(m, p, "not a MirrorMaker 2 setting aagw knows");
+        }
+}
+
+static void mm2_free(struct mm2 *m) {
+        props_free(&m->ps);
+        for (size_t i = 0; i < m->nalias; i++)
+                free(m->aliases[i]);
+        for (size_t i = 0; i < m->nflows; i++)
+                free(m->flows[i]);
+        for (size_t i = 0; i < m->nsets; i++) {
+                free(m->sets[i].key);
+                free(m->sets[i].val);
+        }
+        free(m->sets);
+}
+
+/* Read and translate; false if the file could not be read at all. */
+static bool mm2_run(struct mm2 *m, aagw_config_t *cfg, const char *file,
+                    const char *text, size_t len) {
+        char why[256] = "out of memory";
+        int  line     = 0;
+
+        memset(m, 0, sizeof(*m));
+        m->file = file;
+        m->cfg  = cfg;
+        if (read_props(text, len, &m->ps, &line, why, sizeof(why))) {
+                aagw_config_error_at(cfg, file, line, NULL, "%s", why);
+                return false;
+        }
+        translate_all(m);
+        if (m->oom) {
+                aagw_config_error_at(cfg, file, 0, NULL, "out of memory");
+                return false;
+        }
+        return true;
+}
+
+aagw_err_t aagw_config_load_mm2(aagw_config_t *cfg, const char *file,
+                                const char *text, size_t len) {
+        struct mm2 m;
+        aagw_err_t rc = AAGW_ERR_CONFIG;
+
+        if (mm2_run(&m, cfg, file, text, len) && !m.refused) {
+                rc = AAGW_OK;
+                for (size_t i = 0; i < m.nsets; i++)
+                        if (aagw_config_set_at(cfg, m.sets[i].key,
+                                               m.sets[i].val, file,
+                                               m.sets[i].line, 1))
+                                rc = AAGW_ERR_CONFIG;
+        }
+        mm2_free(&m);
+        return rc;
+}
+
+/* ------------------------------------------------------------ the YAML -- */
+
+/* Settings under 'prefix' ("replication.") as YAML at 'indent': lists
+ * gather their items, every line says where it came from. */
+static void emit_section(FILE *out, const struct mm2 *m, const char *prefix,
+                         int indent) {
+        size_t pl = strlen(prefix);
+
+        for (size_t i = 0; i < m->nsets; i++) {
+                const struct setting *s = &m->sets[i];
+                const char           *name;
+                bool                  seen = false, list;
+
+                if (strncmp(s->key, prefix, pl) || strchr(s->key + pl, '.'))
+                        continue;
+                for (size_t j = 0; j < i; j++)
+                        if (!strcmp(m->sets[j].key, s->key))
+                                seen = true;
+                if (seen)
+                        continue;
+                name = s->key + pl;
+                list = !strcmp(s->key, "replication.topics") ||
+                       !strcmp(s->key, "replication.topics_exclude") ||
+                       !strcmp(s->key, "replication.groups") ||
+                       !strcmp(s->key, "replication.groups_exclude") ||
+                       !strcmp(s->key, "replication.flows");
+                if (!list) {
+                        fprintf(out, "%*s%s: ", indent, "", name);
+                        aagw_config_yaml_quote(out, s->val);
+                        fprintf(out, "  # %s:%d %s\n", m->file, s->line,
+                                s->mm2key);
+                        continue;
+                }
+                fprintf(out, "%*s%s:\n", indent, "", name);
+                for (size_t j = i; j < m->nsets; j++) {
+                        if (strcmp(m->sets[j].key, s->key))
+                                continue;
+                        fprintf(out, "%*s- ", indent + 2, "");
+                        aagw_config_yaml_quote(out, m->sets[j].val);
+                        fprintf(out, "  # %s:%d %s\n", m->file,
+                                m->sets[j].line, m->sets[j].mm2key);
+                }
+        }
+}
+
+static bool any_under(const struct mm2 *m, const char *prefix) {
+        for (size_t i = 0; i < m->nsets; i++)
+                if (!strncmp(m->sets[i].key, prefix, strlen(prefix)))
+                        return true;
+        return false;
+}
+
+aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
+                                   const char *text, size_t len, bool secrets,
+                                   FILE *out) {
+        struct mm2 m;
+        aagw_err_t rc = AAGW_ERR_CONFIG;
+
+        if (!mm2_run(&m, cfg, file, text, len) || m.refused) {
+                mm2_free(&m);
+                return rc;
+        }
+        fprintf(out, "# aagw configuration converted from MirrorMaker 2's %s\n"
+                     "# (aagw config import-mm2); each line names the MM2 key "
+                     "it came from.\n",
+                file);
+        fprintf(out, "clusters:\n");
+        for (size_t a = 0; a < m.nalias; a++) {
+                char pre[256];
+                fprintf(out, "  %s:\n", m.aliases[a]);
+                snprintf(pre, sizeof(pre), "clusters.%s.", m.aliases[a]);
+                emit_section(out, &m, pre, 4);
+                snprintf(pre, sizeof(pre), "clusters.%s.properties.",
+                         m.aliases[a]);
+                if (any_under(&m, pre)) {
+                        fprintf(out, "    properties:\n");
+                        /* Property names hold dots: print them whole. */
+                        for (size_t i = 0; i < m.nsets; i++) {
+                                const struct setting *s = &m.sets[i];
+                                const char           *nm;
+                                if (strncmp(s->key, pre, strlen(pre)))
+                                        continue;
+                                nm = s->key + strlen(pre);
+                                fprintf(out, "      %s: ", nm);
+                                if (!secrets && aagw_key_is_secret(nm)) {
+                                        fprintf(out, "\"${MM2_");
+                                        for (const char *c = m.aliases[a]; *c;
+                                             c++)
+                                                fputc(isalnum((unsigned char)*c)
+                                                          ? toupper((unsigned char)*c)
+                                                          : '_',
+                                                      out);
+                                        fputc('_', out);
+                                        for (const char *c = nm; *c; c++)
+                                                fputc(isalnum((unsigned char)*c)
+                                                          ? toupper((unsigned char)*c)
+                                                          : '_',
+                                                      out);
+                                        fputs("}\"", out);
+                                } else
+                                        aagw_config_yaml_quote(out, s->val);
+                                fprintf(out, "  # %s:%d %s\n", file, s->line,
+                                        s->mm2key);
+                        }
+                }
+        }
+        if (any_under(&m, "replication.")) {
+                fprintf(out, "replication:\n");
+                emit_section(out, &m, "replication.", 2);
+        }
+        if (any_under(&m, "mm2.")) {
+                fprintf(out, "mm2:\n");
+                emit_section(out, &m, "mm2.", 2);
+        }
+        rc = AAGW_OK;
+        mm2_free(&m);
+        return rc;
+}
