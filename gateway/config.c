@@ -439,7 +439,9 @@ static int check_value(const struct cfg_key *k, const char *s, char **normp,
         int64_t v;
         size_t  len = strlen(s);
 
-        snprintf(buf, sizeof(buf), "%s", s);
+        /* 'buf' holds a normalized form where a type has one; other values
+         * are kept whole, whatever their length. */
+        buf[0] = '\0';
         switch (k->type) {
         case CT_STR:
         case CT_LIST:
@@ -615,7 +617,7 @@ static int check_value(const struct cfg_key *k, const char *s, char **normp,
         case CT_PROPS:
                 break;
         }
-        if (!(*normp = strdup(buf))) {
+        if (!(*normp = strdup(buf[0] ? buf : s))) {
                 snprintf(why, size, "out of memory");
                 return -1;
         }
@@ -1600,6 +1602,35 @@ void aagw_config_yaml_quote(FILE *out, const char *s) {
         fputc('"', out);
         for (; *s; s++) {
                 unsigned char c = (unsigned char)*s;
+                /* YAML allows no C1 control (U+0080-U+009F) and neither
+                 * U+FFFE nor U+FFFF unescaped, and reads U+0085, U+2028
+                 * and U+2029 as line breaks: write them as escapes of the
+                 * same code point, or the dump would not load back as it
+                 * was. */
+                if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+                    (unsigned char)s[1] <= 0x9f) {
+                        fprintf(out, "\\x%02x", (unsigned char)s[1]);
+                        s++;
+                        continue;
+                }
+                if (c == 0xe2 && (unsigned char)s[1] == 0x80 &&
+                    ((unsigned char)s[2] == 0xa8 || (unsigned char)s[2] == 0xa9)) {
+                        fputs(s[2] == (char)0xa8 ? "\\L" : "\\P", out);
+                        s += 2;
+                        continue;
+                }
+                if (c == 0xef && (unsigned char)s[1] == 0xbf &&
+                    ((unsigned char)s[2] == 0xbe || (unsigned char)s[2] == 0xbf)) {
+                        fprintf(out, "\\uFFF%c", s[2] == (char)0xbe ? 'E' : 'F');
+                        s += 2;
+                        continue;
+                }
+                /* The loader reads "${" as an environment reference and
+                 * "$${" as a literal "${": keep a literal one literal. */
+                if (c == '$' && s[1] == '{') {
+                        fputs("$$", out);
+                        continue;
+                }
                 if (c == '"' || c == '\\')
                         fprintf(out, "\\%c", c);
                 else if (c == '\n')

@@ -58,30 +58,56 @@ static bool is_blank(char c) {
         return c == ' ' || c == '\t' || c == '\f';
 }
 
-/* Append the UTF-8 encoding of 'cp' to 'out' at '*o'. */
+/* Append the UTF-8 encoding of 'cp' to 'out' at '*o' (at most 4 bytes). */
 static void put_utf8(char *out, size_t *o, unsigned cp) {
+        if (cp >= 0xd800 && cp <= 0xdfff)
+                cp = 0xfffd; /* a lone surrogate */
         if (cp < 0x80) {
                 out[(*o)++] = (char)cp;
         } else if (cp < 0x800) {
                 out[(*o)++] = (char)(0xc0 | (cp >> 6));
                 out[(*o)++] = (char)(0x80 | (cp & 0x3f));
-        } else {
+        } else if (cp < 0x10000) {
                 out[(*o)++] = (char)(0xe0 | (cp >> 12));
+                out[(*o)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                out[(*o)++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+                out[(*o)++] = (char)(0xf0 | (cp >> 18));
+                out[(*o)++] = (char)(0x80 | ((cp >> 12) & 0x3f));
                 out[(*o)++] = (char)(0x80 | ((cp >> 6) & 0x3f));
                 out[(*o)++] = (char)(0x80 | (cp & 0x3f));
         }
 }
 
+/* Four hex digits at 'p' (before 'end') as a code unit, or -1. */
+static long hex4(const char *p, const char *end) {
+        long v = 0;
+
+        if (end - p < 4)
+                return -1;
+        for (int d = 0; d < 4; d++, p++) {
+                if (!isxdigit((unsigned char)*p))
+                        return -1;
+                v = v * 16 + (isdigit((unsigned char)*p)
+                                  ? *p - '0'
+                                  : tolower((unsigned char)*p) - 'a' + 10);
+        }
+        return v;
+}
+
 /*
  * One logical line, 'p'..'end' (continuations already joined, each
  * continuation's leading blanks dropped), into key and value, with
- * Properties.load()'s unescaping: \t \n \r \f, \uXXXX, and \c for any
- * other c.  Note that "orders\d+" thus reads as "ordersd+" in MM2 too: a
- * regex backslash is written "\\" in a properties file.
+ * Properties.load()'s unescaping: \t \n \r \f, \uXXXX (surrogate pairs
+ * joined), and \c for any other c.  Note that "orders\d+" thus reads as
+ * "ordersd+" in MM2 too: a regex backslash is written "\\" in a
+ * properties file.  The file is ISO 8859-1, as Properties.load() of a
+ * stream reads it (MM2 loads its file that way): bytes >= 0x80 are
+ * Latin-1 characters, stored here as UTF-8.
  */
 static int split_line(const char *p, const char *end, char **keyp,
                       char **valp) {
-        char  *out = malloc((size_t)(end - p) * 2 + 2);
+        char  *out = malloc((size_t)(end - p) * 4 + 2);
         char  *key;
         size_t o = 0;
         bool   in_key = true, sep_seen = false;
@@ -107,7 +133,7 @@ static int split_line(const char *p, const char *end, char **keyp,
                         continue;
                 }
                 if (c != '\\' || p == end) {
-                        out[o++] = c;
+                        put_utf8(out, &o, (unsigned char)c);
                         continue;
                 }
                 c = *p++;
@@ -117,22 +143,23 @@ static int split_line(const char *p, const char *end, char **keyp,
                 case 'r': out[o++] = '\r'; break;
                 case 'f': out[o++] = '\f'; break;
                 case 'u': {
-                        unsigned cp = 0;
-                        int      d  = 0;
-                        for (; d < 4 && p < end && isxdigit((unsigned char)*p);
-                             d++, p++)
-                                cp = cp * 16 +
-                                     (unsigned)(isdigit((unsigned char)*p)
-                                                    ? *p - '0'
-                                                    : (tolower((unsigned char)*p) - 'a' + 10));
-                        if (d < 4) {
+                        long cp = hex4(p, end), lo;
+                        if (cp < 0) {
                                 free(out);
                                 return -2; /* Java: "Malformed \uxxxx" */
                         }
-                        put_utf8(out, &o, cp);
+                        p += 4;
+                        if (cp >= 0xd800 && cp <= 0xdbff && end - p >= 6 &&
+                            p[0] == '\\' && p[1] == 'u' &&
+                            (lo = hex4(p + 2, end)) >= 0xdc00 && lo <= 0xdfff) {
+                                cp = 0x10000 + ((cp - 0xd800) << 10) +
+                                     (lo - 0xdc00);
+                                p += 6;
+                        }
+                        put_utf8(out, &o, (unsigned)cp);
                         break;
                 }
-                default: out[o++] = c; break;
+                default: put_utf8(out, &o, (unsigned char)c); break;
                 }
         }
         if (in_key)
@@ -956,6 +983,12 @@ static void translate_all(struct mm2 *m) {
                 else if (strstr(p->key, "->"))
                         ignore(m, p, "not a per-flow MirrorMaker 2 setting "
                                      "aagw knows");
+                else if (!strncmp(p->key, "config.providers", 16))
+                        refuse(m, p, "aagw does not run MM2's config "
+                                     "providers: write secrets as ${VAR} "
+                                     "environment references in the YAML "
+                                     "instead (values here are taken "
+                                     "literally)");
                 else if (starts_with_any(p->key, worker_keys) ||
                          !strncmp(p->key, "dedicated.mode.", 15) ||
                          !strncmp(p->key, "listeners", 9) ||

@@ -7,9 +7,13 @@
  * (clang, -Dfuzz) explores; this keeps what it found from regressing.
  *
  *   fuzz_provenance_driver [-n ITERATIONS] [-s SEED] DIR|FILE...
+ *
+ * An input that crashes or fails an invariant is written to ./crash-input.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,27 @@ static uint64_t rnd(void) {
         return rng_state * 0x2545f4914f6cdd1dull;
 }
 
+/* The input being run, so a crash can be kept as a file to reproduce it
+ * with: `fuzz_X_driver -n 0 crash-input` (or the libFuzzer build). */
+static uint8_t cur[INPUT_MAX];
+static size_t  cur_len;
+
+static void on_crash(int sig) {
+        static const char msg[] = "fuzz driver: the input is in "
+                                  "./crash-input\n";
+        int fd = open("crash-input", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        if (fd >= 0) {
+                ssize_t w = write(fd, cur, cur_len);
+                (void)w;
+                close(fd);
+                w = write(2, msg, sizeof(msg) - 1);
+                (void)w;
+        }
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
 static int load_file(const char *path) {
         FILE    *f = fopen(path, "rb");
         uint8_t *buf;
@@ -55,6 +80,8 @@ static int load_file(const char *path) {
         fclose(f);
         /* Run it at once, so a crash names the file that caused it. */
         fprintf(stderr, "corpus: %s (%zu bytes)\n", path, n);
+        memcpy(cur, buf, n);
+        cur_len = n;
         LLVMFuzzerTestOneInput(buf, n);
         if (corpus_cnt < MAX_CORPUS) {
                 corpus[corpus_cnt]       = buf;
@@ -185,11 +212,16 @@ int main(int argc, char **argv) {
                 }
         }
         rng_state = seed ? seed : 1;
+        signal(SIGABRT, on_crash);
+        signal(SIGSEGV, on_crash);
+        signal(SIGBUS, on_crash);
         for (int i = optind; i < argc; i++)
                 if (load(argv[i]))
                         return 1;
         for (; done < iterations; done++) {
                 size_t n = make_input(buf);
+                memcpy(cur, buf, n);
+                cur_len = n;
                 LLVMFuzzerTestOneInput(buf, n);
                 /* A time bound as well, for slow sanitizer builds. */
                 if (!(done & 255) && time(NULL) - start > 15)

@@ -752,6 +752,53 @@ static void check_policy_keys(struct fixture *f, const char *unify) {
         aagw_repl_policy_destroy(pol);
 }
 
+/* Values that the dump must write so that they load back as they were,
+ * found by fuzz_config: a literal "${" (written "$${" in the file), C1
+ * controls and YAML's other line breaks (U+0085, U+2028), and a value
+ * longer than 511 bytes, which was cut to 511 on the way in. */
+static void test_dump_round_trip_hard_values(void **state) {
+        struct fixture *f = *state;
+        char            yaml[2048], longv[1001], *first, *second;
+        aagw_config_t  *again;
+        const char     *v;
+
+        memset(longv, 'h', 1000);
+        longv[1000] = '\0';
+        longv[4]    = ':';
+        longv[5]    = '1';
+        longv[6]    = ',';
+        snprintf(yaml, sizeof(yaml),
+                 "%s"
+                 "    properties:\n"
+                 "      client.rack: \"r$${x} \\x8b \\N \\L end\"\n"
+                 "gateway:\n"
+                 "  state_dir: \"%s\"\n",
+                 two_clusters, longv);
+        assert_int_equal(load(f, yaml), AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        v = aagw_config_str(f->cfg, "gateway.state_dir");
+        assert_non_null(v);
+        assert_int_equal(strlen(v), 1000);
+        first = dump(f->cfg);
+        again = aagw_config_new();
+        assert_int_equal(
+            aagw_config_load_string(again, "dump", first, strlen(first)),
+            AAGW_OK);
+        assert_int_equal(aagw_config_validate(again), AAGW_OK);
+        second = dump(again);
+        assert_string_equal(first, second);
+        {
+                const char *const *kv;
+                assert_int_equal(aagw_config_cluster_props(again, "west", &kv),
+                                 1);
+                assert_string_equal(kv[1], "r${x} \xc2\x8b \xc2\x85 "
+                                           "\xe2\x80\xa8 end");
+        }
+        free(first);
+        free(second);
+        aagw_config_destroy(again);
+}
+
 static void test_policy_keys_without_unify_topics(void **state) {
         check_policy_keys(*state, "");
 }
@@ -791,6 +838,7 @@ int main(void) {
             T(test_durations),
             T(test_reference_lists_every_key),
             T(test_docs_match_key_table),
+            T(test_dump_round_trip_hard_values),
             T(test_policy_keys_without_unify_topics),
             T(test_policy_keys_with_unify_topics),
 #undef T
