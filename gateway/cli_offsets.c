@@ -305,8 +305,9 @@ static int translate(struct ctx *c) {
         }
 
         /* The offset-syncs: partition 0 of the topic, start to end. */
-        aagw_mm2_offset_syncs_topic(at_target ? c->o.from : c->o.to, stopic,
-                                    sizeof(stopic));
+        aagw_mm2_offset_syncs_topic_sep(aagw_repl_separator(c->pol),
+                                        at_target ? c->o.from : c->o.to, stopic,
+                                        sizeof(stopic));
         rd_kafka_t *rd =
             client(c, !at_target, RD_KAFKA_CONSUMER, "aagw-offsets-reader");
         int64_t lo = 0, hi = 0;

@@ -349,6 +349,11 @@ aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
 /** NULL is a no-op. */
 void aagw_repl_policy_destroy(aagw_repl_policy_t *pol);
 
+/** @returns the separator of the prefix policy ("." unless configured;
+ *  kept under the identity policy too, where it names only MM2's
+ *  internal topics); borrowed from @p pol. */
+const char *aagw_repl_separator(const aagw_repl_policy_t *pol);
+
 /* ---------------------------- TOPIC NAMING ----------------------------- */
 
 /**
@@ -405,8 +410,9 @@ size_t aagw_repl_topic_chain(const aagw_repl_policy_t *pol, const char *topic,
 /**
  * @brief true for topics aagw never replicates, whatever the filters say:
  * Kafka's ("__" or "." prefix), Connect's and MirrorMaker 2's ("-internal"
- * or ".internal" suffix), aagw's own (own prefix, e.g. dead-letter topics)
- * and unified outputs (unified suffix).
+ * or ".internal" suffix, and "<sep>internal" with the policy's separator,
+ * as MM2 names its internal topics with a custom one), aagw's own (own
+ * prefix, e.g. dead-letter topics) and unified outputs (unified suffix).
  */
 bool aagw_repl_topic_is_internal(const aagw_repl_policy_t *pol,
                                  const char *topic);
@@ -844,12 +850,24 @@ bool   aagw_mm2_checkpoint_decode(const void *key, size_t key_len,
                                   struct aagw_mm2_checkpoint *out);
 
 /** "mm2-offset-syncs.<cluster>.internal" into @p buf; AAGW_ERR_INVAL if
- *  it does not fit. */
+ *  it does not fit.  MM2's default separator; see the _sep variant. */
 aagw_err_t aagw_mm2_offset_syncs_topic(const char *cluster, char *buf,
                                        size_t size);
 /** "<source>.checkpoints.internal" into @p buf. */
 aagw_err_t aagw_mm2_checkpoints_topic(const char *source, char *buf,
                                       size_t size);
+/**
+ * The same names with separator @p sep ("." when NULL) in place of each
+ * dot, as MM2's DefaultReplicationPolicy names them since Kafka 3.0
+ * (replication.policy.separator "_": "mm2-offset-syncs_<cluster>_internal",
+ * "<source>_checkpoints_internal").  The heartbeats topic keeps its name
+ * whatever the separator.
+ */
+aagw_err_t aagw_mm2_offset_syncs_topic_sep(const char *sep,
+                                           const char *cluster, char *buf,
+                                           size_t size);
+aagw_err_t aagw_mm2_checkpoints_topic_sep(const char *sep, const char *source,
+                                          char *buf, size_t size);
 
 /**
  * One offset-sync point of one partition, for translation: source offset

@@ -189,18 +189,37 @@ bool aagw_mm2_checkpoint_decode(const void *key, size_t key_len,
 
 /* ------------------------------ TOPIC NAMES ---------------------------- */
 
-aagw_err_t aagw_mm2_offset_syncs_topic(const char *cluster, char *buf,
-                                       size_t size) {
-        int n = snprintf(buf, size, "mm2-offset-syncs.%s.internal", cluster);
+/* MM2 builds both names from its separator: "mm2-offset-syncs" SEP
+ * cluster SEP "internal" and source SEP "checkpoints" SEP "internal". */
+aagw_err_t aagw_mm2_offset_syncs_topic_sep(const char *sep,
+                                           const char *cluster, char *buf,
+                                           size_t size) {
+        if (!sep)
+                sep = ".";
+        int n = snprintf(buf, size, "mm2-offset-syncs%s%s%sinternal", sep,
+                         cluster, sep);
         return n < 0 || (size_t)n >= size || n > AAGW_TOPIC_MAX ? AAGW_ERR_INVAL
                                                                 : AAGW_OK;
 }
 
-aagw_err_t aagw_mm2_checkpoints_topic(const char *source, char *buf,
-                                      size_t size) {
-        int n = snprintf(buf, size, "%s.checkpoints.internal", source);
+aagw_err_t aagw_mm2_checkpoints_topic_sep(const char *sep, const char *source,
+                                          char *buf, size_t size) {
+        if (!sep)
+                sep = ".";
+        int n = snprintf(buf, size, "%s%scheckpoints%sinternal", source, sep,
+                         sep);
         return n < 0 || (size_t)n >= size || n > AAGW_TOPIC_MAX ? AAGW_ERR_INVAL
                                                                 : AAGW_OK;
+}
+
+aagw_err_t aagw_mm2_offset_syncs_topic(const char *cluster, char *buf,
+                                       size_t size) {
+        return aagw_mm2_offset_syncs_topic_sep(".", cluster, buf, size);
+}
+
+aagw_err_t aagw_mm2_checkpoints_topic(const char *source, char *buf,
+                                      size_t size) {
+        return aagw_mm2_checkpoints_topic_sep(".", source, buf, size);
 }
 
 /* ------------------------------ TRANSLATION ---------------------------- */

@@ -147,12 +147,23 @@ bool aagw_repl_topic_is_internal(const aagw_repl_policy_t *pol,
             ends_with(topic, len, ".internal", 9) ||
             ends_with(topic, len, "-internal", 9))
                 return true;
+        /* ... whose isMM2InternalTopic() is "<sep>internal": with "_" its
+         * own topics are mm2-offset-syncs_west_internal and
+         * east_checkpoints_internal. */
+        if (len > pol->sep_len + 8 &&
+            !memcmp(topic + len - 8, "internal", 8) &&
+            !memcmp(topic + len - 8 - pol->sep_len, pol->sep, pol->sep_len))
+                return true;
         /* ... plus what aagw itself writes: replicating a dead-letter topic
          * would spread poison, and a unified output already holds every
          * site's records, so copying it would duplicate them all. */
         return starts_with(topic, len, pol->own_prefix, pol->own_prefix_len) ||
                ends_with(topic, len, pol->unified_suffix,
                          pol->unified_suffix_len);
+}
+
+const char *aagw_repl_separator(const aagw_repl_policy_t *pol) {
+        return pol->sep;
 }
 
 bool aagw_repl_topic_allowed(const aagw_repl_policy_t *pol, const char *topic) {

@@ -456,11 +456,14 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
         pthread_cond_init(&m->cond, NULL);
         snprintf(m->source, sizeof(m->source), "%s", c->source);
         snprintf(m->target, sizeof(m->target), "%s", c->target);
-        if (aagw_mm2_offset_syncs_topic(
+        /* Named with the policy's separator, as MM2 does (Kafka >= 3.0). */
+        if (aagw_mm2_offset_syncs_topic_sep(
+                aagw_repl_separator(m->pol),
                 m->conf.syncs_at_target ? c->source : c->target, m->syncs_topic,
                 sizeof(m->syncs_topic)) ||
-            aagw_mm2_checkpoints_topic(c->source, m->ckpt_topic,
-                                       sizeof(m->ckpt_topic))) {
+            aagw_mm2_checkpoints_topic_sep(aagw_repl_separator(m->pol),
+                                           c->source, m->ckpt_topic,
+                                           sizeof(m->ckpt_topic))) {
                 snprintf(errstr, errstr_size, "alias too long for MM2 topics");
                 goto fail;
         }
