@@ -591,6 +591,13 @@ static void discover(aagw_flow_t *f) {
                            ? AAGW_SKIP_NONE
                            : aagw_repl_topic_check(f->pol, f->source,
                                                    f->target, mt->topic);
+                /* The heartbeats topic goes whatever replication.topics
+                 * selects, as in MM2 (its copies tell MirrorClient which
+                 * clusters are upstream); a local name, so no name rule
+                 * can stop it. */
+                if (skip == AAGW_SKIP_FILTERED &&
+                    f->conf.mm2.heartbeat_ms > 0 && mm2_is_heartbeats(mt->topic))
+                        skip = AAGW_SKIP_NONE;
                 if (skip != AAGW_SKIP_NONE)
                         continue;
                 tt = topic_find(f, mt->topic);
