@@ -10,10 +10,11 @@
  * dedup by content promises, also for a value a client wrote twice;
  * the derived id would instead make two writes of one value two events).
  * VerifiableProducer (acks=all, enable.idempotence=true, retries on)
- * writes NEAST records at east and NWEST at west.  Each time the east
- * producer passes another fifth of its run, and aagw has copied
- * something since its last start, aagw gets SIGKILL and is started again
- * on the same state dir.
+ * writes NEAST records at east and NWEST at west.  aagw gets SIGKILL
+ * and is started again on the same state dir KILLS times: alternately
+ * once the east producer passed another 1/(KILLS+1) of its run (and aagw
+ * copied something since its start), and at the first record the
+ * restarted gateway adds to west's clicks.unified (in its catch-up).
  *
  * Asserted from the tools' JSON events only (producer_send_success, and
  * aagw.kafka.ReadToEnd's record_data read with read_committed), nothing
@@ -42,7 +43,7 @@
 #define NEAST 40000
 #define NWEST 10000
 #define PARTS 4
-#define KILLS 4
+#define KILLS 6
 
 static const char PRODUCER_CONFIG[] =
     "acks=all\n"
@@ -71,13 +72,18 @@ static harness_proc_t *producer(struct rk *r, const char *alias,
                              args, *out, *err);
 }
 
-/* Time to kill: the east producer passed @want acks and aagw copied
- * something to west since it was started (more than @copied). */
+/* Time to kill.  Odd kills: the east producer passed @want acks and
+ * aagw copied something to west since it was started (@topic =
+ * east.clicks grew past @base).  Even kills: the first record the
+ * restarted gateway adds to west's clicks.unified (@want 0, @topic =
+ * clicks.unified): mid-way through its catch-up, right after the
+ * start-up scan. */
 struct kill_arg {
         struct rk         *r;
         struct rk_counter *acks;
         harness_proc_t    *prod;
-        int64_t            want, copied, now;
+        const char        *topic;
+        int64_t            want, base, now;
         bool               exited;
 };
 
@@ -90,8 +96,8 @@ static bool kill_time(void *arg) {
         }
         if (rk_count_poll(a->acks) < a->want)
                 return false;
-        a->now = rk_size(a->r, "west", "east.clicks");
-        return a->now > a->copied;
+        a->now = rk_size(a->r, "west", a->topic);
+        return a->now > a->base;
 }
 
 static bool check(const char *what, const struct rk_bag *want,
@@ -177,26 +183,30 @@ static void test_verifiable(void **state) {
         struct rk_counter acks;
         rk_counter_init(&acks, e_out, "producer_send_success");
 
-        int64_t copied = 0;
         for (int k = 1; k <= KILLS; k++) {
-                struct kill_arg ka = {r, &acks, pe, (int64_t)NEAST * k / (KILLS + 1),
-                                      copied, 0, false};
+                bool            odd = k % 2;
+                struct kill_arg ka  = {
+                    r,     &acks, pe,
+                    odd ? "east.clicks" : "clicks.unified",
+                    odd ? (int64_t)NEAST * k / (KILLS + 1) : 0,
+                    rk_size(r, "west", odd ? "east.clicks" : "clicks.unified"),
+                    0,     false};
                 if (!harness_wait_until(kill_time, &ka, 120000) || ka.exited) {
                         rk_gw_dump_log(r, 40);
                         fail_msg("kill %d: east producer at %" PRId64
-                                 " acks (want %" PRId64 "), east.clicks at "
-                                 "west %" PRId64 " (was %" PRId64 "): %s",
-                                 k, acks.cnt, ka.want, ka.now, copied,
+                                 " acks (want %" PRId64 "), %s at west %" PRId64
+                                 " (was %" PRId64 "): %s",
+                                 k, acks.cnt, ka.want, ka.topic, ka.now,
+                                 ka.base,
                                  ka.exited ? "the producer exited"
                                            : "deadline passed");
                 }
                 rk_gw_expect_running(r);
                 assert_int_equal(rk_gw_stop(r, SIGKILL, 10000), 128 + SIGKILL);
-                copied = rk_size(r, "west", "east.clicks");
                 print_message("# kill %d: aagw SIGKILLed at %" PRId64
-                              " east acks, east.clicks at west %" PRId64
-                              ", %.1f s into the run\n",
-                              k, acks.cnt, copied,
+                              " east acks, %s at west %" PRId64 " (%" PRId64
+                              " at its start), %.1f s into the run\n",
+                              k, acks.cnt, ka.topic, ka.now, ka.base,
                               (double)(harness_now_ms() - t_prod) / 1000.0);
                 rk_gw_start(r, gw_args);
         }
