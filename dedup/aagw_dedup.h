@@ -180,9 +180,12 @@ aagw_err_t aagw_store_pos_put(aagw_store_t *st,
  *
  * Ids and entity keys are stored by their 128-bit XXH3 hash
  * (aagw_id_key()); the original bytes are kept in the audit log.
- * Everything older than the window (opts.window_ms, measured from when the
- * entry was written, entry.time_ms) expires: lookups ignore it at once and
- * compaction removes it, so disk is bounded by traffic x window.  A
+ * Seen ids and audit entries older than the window (opts.window_ms,
+ * measured from when the entry was written, entry.time_ms) expire: lookups
+ * ignore them at once and compaction removes them, so their disk is
+ * bounded by traffic x window.  Last-write-wins winners do not expire:
+ * one entry per entity key, kept so that a version older than the winner
+ * is judged as such however late it arrives.  A
  * time_ms later than the store's clock is stored as the clock's "now" (a
  * window must not start in the future), a negative one as 0.
  *
@@ -236,13 +239,14 @@ int aagw_version_cmp(const struct aagw_version *a,
 
 /** The winning version of one entity. */
 struct aagw_lww {
-        int64_t             time_ms;   /**< when it won (window base) */
+        int64_t             time_ms;   /**< when it won */
         struct aagw_version v;
         bool                tombstone; /**< the winner was a null value */
 };
 
 /** Look up the current winners of @p n entities (16-byte key hashes);
- *  semantics as aagw_store_seen_lookup(), without the filter. */
+ *  semantics as aagw_store_seen_lookup(), without the filter, and
+ *  without the window: a winner is found however old it is. */
 aagw_err_t aagw_store_lww_lookup(aagw_store_t *st, const uint8_t (*keys)[16],
                                  size_t n, bool *found, struct aagw_lww *out,
                                  char *errstr, size_t errstr_size);

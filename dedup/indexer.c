@@ -155,7 +155,8 @@ static int sort_run(aagw_store_t *st, const struct dedup_run *r, int64_t cutoff,
                 if (dedup_entry_time(dedup_kind_cf(e.kind), e.key, e.klen,
                                      e.val, e.vlen, &t))
                         t = cutoff; /* unreadable: keep it */
-                if (t < cutoff) {
+                /* lww winners never expire (store.c, cf_windowed()). */
+                if (t < cutoff && e.kind != DK_LWW) {
                         p = q;
                         continue;
                 }

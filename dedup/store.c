@@ -45,8 +45,12 @@ int dedup_kind_cf(int kind) {
 }
 
 /* Column families whose entries expire with the window. */
+/* Column families whose entries expire with the window.  Not lww: a
+ * forgotten winner would let an older version of its entity win again
+ * when a late or replayed copy arrives (last-write-wins going backwards),
+ * so winners are kept for good, one entry per entity key. */
 static bool cf_windowed(int cf) {
-        return cf == CF_SEEN || cf == CF_LWW || cf == CF_AUDIT ||
+        return cf == CF_SEEN || cf == CF_AUDIT ||
                cf == CF_AUDIT_ID || cf == CF_AUDIT_KEY ||
                cf == CF_AUDIT_VERDICT;
 }

@@ -349,13 +349,17 @@ static int decode_seen(const uint8_t *v, size_t len, int64_t cutoff, void *out,
         return 0;
 }
 
+/* A winner is live whatever its age: winners do not expire (store.c,
+ * cf_windowed()), so an old version can always be judged against the
+ * newest one. */
 static int decode_lww(const uint8_t *v, size_t len, int64_t cutoff, void *out,
                       size_t i, bool *live, char *errstr, size_t errstr_size) {
         struct aagw_lww *o = out;
         struct aagw_lww  l;
+        (void)cutoff;
         if (dedup_lww_decode(v, len, &l, errstr, errstr_size))
                 return -1;
-        *live = l.time_ms >= cutoff;
+        *live = true;
         if (*live && o)
                 o[i] = l;
         return 0;
