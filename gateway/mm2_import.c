@@ -973,6 +973,14 @@ static void translate_all(struct mm2 *m) {
                 p->used = true;
         }
         decide_flowables(m);
+        /* MM2 replicates; it has no unified topics.  The translation keeps
+         * to that: the unify stage is off until the operator turns it on
+         * (unify.mode), so a migration creates no topic MM2 would not. */
+        {
+                static char       why[] = "(MirrorMaker 2 has no unify stage)";
+                const struct prop pseudo = {why, NULL, cl->line, true};
+                add_set(m, "unify.mode", "off", &pseudo);
+        }
         /* Per-flow keys of flows that are not enabled, and anything left. */
         for (size_t i = 0; i < m->ps.n; i++) {
                 struct prop *p = &m->ps.v[i];
@@ -1161,6 +1169,10 @@ aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
         if (any_under(&m, "replication.")) {
                 fprintf(out, "replication:\n");
                 emit_section(out, &m, "replication.", 2);
+        }
+        if (any_under(&m, "unify.")) {
+                fprintf(out, "unify:\n");
+                emit_section(out, &m, "unify.", 2);
         }
         if (any_under(&m, "mm2.")) {
                 fprintf(out, "mm2:\n");

@@ -107,6 +107,8 @@ static void test_translation(void **state) {
         assert_true(aagw_config_bool(cfg, "mm2.sync_group_offsets"));
         assert_string_equal(aagw_config_str(cfg, "mm2.offset_syncs_location"),
                             "target");
+        /* MM2 has no unified topics: the translation creates none. */
+        assert_string_equal(aagw_config_str(cfg, "unify.mode"), "off");
         /* The JAAS line (with its continuation) becomes librdkafka's
          * SASL pair; role-prefixed properties keep their role. */
         n = aagw_config_cluster_props(cfg, "east", &kv);
@@ -198,7 +200,8 @@ static void test_refused(void **state) {
             "east->west.topics = a.*\n"
             "west->east.topics = b.*\n"
             "east.sasl.jaas.config = x.OAuthBearerLoginModule required;\n"
-            "topic.filter.class = com.acme.Filter\n";
+            "topic.filter.class = com.acme.Filter\n"
+            "config.providers = file\n";
         aagw_config_t *cfg = load(text, AAGW_ERR_CONFIG);
         const char    *e   = aagw_config_errors(cfg);
         (void)state;
@@ -217,6 +220,9 @@ static void test_refused(void **state) {
                                   "PLAIN and SCRAM"));
         assert_non_null(strstr(e, "mm2.properties:11:1: topic.filter.class: "
                                   "refused: a custom Java class"));
+        assert_non_null(strstr(e, "mm2.properties:12:1: config.providers: "
+                                  "refused: aagw does not run MM2's config "
+                                  "providers"));
         /* Nothing was applied: the defaults stand. */
         assert_false(aagw_config_is_set(cfg, "clusters.east."
                                              "bootstrap_servers"));
@@ -371,6 +377,7 @@ static void test_cli_round_trip(void **state) {
         assert_non_null(strstr(imp.out, "sasl.password: "
                                         "\"${MM2_EAST_SASL_PASSWORD}\""));
         assert_non_null(strstr(imp.err, "tasks.max: ignored"));
+        assert_non_null(strstr(imp.out, "unify:\n  mode: \"off\"  # "));
         write_file(yaml, imp.out);
 
         run(&direct, NULL, "config", "check", "-c", props);
