@@ -356,6 +356,63 @@ aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
 
 /* ---------------------------- MAINTENANCE ------------------------------ */
 
+/* ============================= AUDIT QUERIES =========================== */
+
+/** Prefix of the unify stage's position scopes: "unify:SITE" (inputs) and
+ *  "unify:SITE:out" (its output). */
+#define AAGW_UNIFY_POS_PREFIX "unify:"
+
+/** The position scope of @p site's unify stage: its inputs, or its
+ *  @p output. */
+void aagw_unify_pos_scope(const char *site, bool output, char *buf,
+                          size_t size);
+
+/** The scope of a last-write-wins entity: "SITE/TOPIC", with TOPIC the
+ *  logical topic ("profiles" for east.profiles too).  Seen ids are scoped
+ *  by the site alone.  Keys: aagw_scoped_key(scope, ...). */
+void aagw_unify_lww_scope(const char *site, const char *topic, char *buf,
+                          size_t size);
+
+/** Most scopes (sites, or site and topic pairs) one query looks at. */
+#define AAGW_AUDIT_SCOPES_MAX 64
+
+/** Where a global id was first delivered, at one site. */
+struct aagw_id_state {
+        char             site[AAGW_ALIAS_MAX + 1];
+        struct aagw_seen seen;
+};
+
+/**
+ * @brief What the state holds of global id @p id (raw bytes): for each site
+ * whose unify stage has state (stored positions) or whose audit log names
+ * the id, its first delivery there, if still inside the window.
+ * @returns AAGW_OK with up to @p max entries in @p out and their count in
+ * @p n (0: unknown to every seen set), or an error with @p errstr.
+ */
+aagw_err_t aagw_audit_id_state(aagw_store_t *st, const void *id, size_t len,
+                               struct aagw_id_state *out, size_t max,
+                               size_t *n, char *errstr, size_t errstr_size);
+
+/** The winner of an entity at one site and logical topic. */
+struct aagw_key_state {
+        char            site[AAGW_ALIAS_MAX + 1];
+        char            topic[AAGW_TOPIC_MAX + 1];
+        struct aagw_lww winner;
+};
+
+/**
+ * @brief The current winners of entity key @p key: for each (site, logical
+ * topic) its audit log names the key in, the stored winner.  Winners do
+ * not expire; the audit entries that lead to them do, so a key whose last
+ * audit entry left the window is not found.
+ * @returns AAGW_OK with up to @p max entries and their count in @p n, or
+ * an error with @p errstr.
+ */
+aagw_err_t aagw_audit_key_state(aagw_store_t *st, const void *key,
+                                size_t len, struct aagw_key_state *out,
+                                size_t max, size_t *n, char *errstr,
+                                size_t errstr_size);
+
 /** @returns the window in milliseconds the store was opened with (for a
  *  secondary opened with window_ms 0: the one the primary recorded). */
 int64_t aagw_store_window_ms(const aagw_store_t *st);

@@ -581,20 +581,14 @@ static int load_config(const struct audit_opts *o, aagw_config_t **cfgp) {
 
 /* ------------------------------ SUBCOMMANDS ------------------------------ */
 
-/* The state scopes an id or key lives in, found in its audit entries:
- * the unify stage keys seen ids by site and lww winners by site and
- * logical topic (aagw_scoped_key()). */
-#define MAX_SCOPES 64
-struct scopes {
-        size_t n, nraw, nalias;
-        char   site[MAX_SCOPES][AAGW_ALIAS_MAX + 1];
-        char   topic[MAX_SCOPES][AAGW_TOPIC_MAX + 1]; /* logical (key) */
-        bool   first_done[MAX_SCOPES]; /* id: its first accepted shown */
-        char   alias[2 * MAX_SCOPES][AAGW_ALIAS_MAX + 1];
+/* audit id marks, per site, the first accepted entry as "first seen". */
+struct firsts {
+        size_t n;
+        char   site[AAGW_AUDIT_SCOPES_MAX][AAGW_ALIAS_MAX + 1];
 };
 
 struct ctx {
-        struct scopes            sc;
+        struct firsts            first;
         aagw_store_t            *st;
         const struct audit_opts *o;
         char                     window[32];
@@ -638,90 +632,25 @@ static void print_header(struct ctx *x) {
         }
 }
 
-/* audit id: the first accepted entry is where the id was first seen;
- * later entries are the duplicates dropped. */
-static size_t scope_find(const struct scopes *sc, const char *site,
-                         const char *topic) {
-        for (size_t i = 0; i < sc->n; i++)
-                if (!strcmp(sc->site[i], site) &&
-                    (!topic || !strcmp(sc->topic[i], topic)))
-                        return i;
-        return SIZE_MAX;
-}
-
-static void scope_add(struct scopes *sc, const char *site, const char *topic) {
-        if (sc->n == MAX_SCOPES || scope_find(sc, site, topic) != SIZE_MAX)
-                return;
-        snprintf(sc->site[sc->n], sizeof(sc->site[0]), "%s", site);
-        snprintf(sc->topic[sc->n], sizeof(sc->topic[0]), "%s",
-                 topic ? topic : "");
-        sc->n++;
-}
-
-static void alias_add(struct scopes *sc, const char *a) {
-        for (size_t i = 0; i < sc->nalias; i++)
-                if (!strcmp(sc->alias[i], a))
-                        return;
-        if (sc->nalias < 2 * MAX_SCOPES)
-                snprintf(sc->alias[sc->nalias++], sizeof(sc->alias[0]), "%s",
-                         a);
-}
-
-/* The sites whose unify stage stored positions ("unify:SITE", not
- * "unify:SITE:out"): their seen sets may hold an id without any audit
- * entry (deliveries are logged only with unify.audit_accepted). */
-static int cb_unify_site(const char *scope, void *opaque) {
-        const char *site = scope + strlen("unify:");
-        if (!strchr(site, ':') && *site)
-                scope_add(&((struct ctx *)opaque)->sc, site, NULL);
-        return 0;
-}
-
-/* Pre-pass of audit id: the sites whose stream saw the id. */
-static int cb_id_scopes(const struct aagw_audit *a, void *opaque) {
-        scope_add(&((struct ctx *)opaque)->sc, a->site, NULL);
-        return 0;
-}
-
-/* Pre-pass of audit key: the (site, input topic) pairs, and every alias
- * named, to tell the logical topic (profiles for west.profiles). */
-static int cb_key_scopes(const struct aagw_audit *a, void *opaque) {
-        struct scopes *sc = &((struct ctx *)opaque)->sc;
-        alias_add(sc, a->site);
-        alias_add(sc, a->origin);
-        scope_add(sc, a->site, a->topic);
-        return 0;
-}
-
-/* The logical topic of an input topic: without every leading
- * "<alias><sep>" of an alias the entries name (the separator is one of
- * the characters the config allows in it). */
-static const char *logical_topic(const struct scopes *sc, const char *t) {
-        for (bool again = true; again;) {
-                again = false;
-                for (size_t i = 0; i < sc->nalias; i++) {
-                        size_t n = strlen(sc->alias[i]);
-                        if (!strncmp(t, sc->alias[i], n) && t[n] &&
-                            strchr("._-", t[n]) && t[n + 1]) {
-                                t += n + 1;
-                                again = true;
-                                break;
-                        }
-                }
-        }
-        return t;
+/* True the first time 'site' is asked about: audit id's first accepted
+ * entry at a site is where the id was first seen there; later entries are
+ * the duplicates dropped. */
+static bool first_at(struct firsts *f, const char *site) {
+        for (size_t i = 0; i < f->n; i++)
+                if (!strcmp(f->site[i], site))
+                        return false;
+        if (f->n < AAGW_AUDIT_SCOPES_MAX)
+                snprintf(f->site[f->n++], sizeof(f->site[0]), "%s", site);
+        return true;
 }
 
 static int cb_id(const struct aagw_audit *a, void *opaque) {
         struct ctx  *x = opaque;
         const char  *event;
         struct cells c;
-        size_t       si = scope_find(&x->sc, a->site, NULL);
 
         x->n++;
-        if (a->verdict == AAGW_AUDIT_ACCEPTED && si != SIZE_MAX &&
-            !x->sc.first_done[si]) {
-                x->sc.first_done[si] = true;
+        if (a->verdict == AAGW_AUDIT_ACCEPTED && first_at(&x->first, a->site)) {
                 event = x->o->json ? "first_seen" : "first seen";
         } else {
                 event = aagw_audit_verdict_name(a->verdict);
@@ -815,33 +744,21 @@ static int cmd_id(struct ctx *x) {
         size_t                   len     = strlen(id);
         size_t                   nfound  = 0, off;
         char                     esc[4 * AAGW_ID_MAX + 1], t[40];
-        static char              hdr[MAX_SCOPES * 1024 + 8192];
+        static char              hdr[AAGW_AUDIT_SCOPES_MAX * 1024 + 8192];
+        static struct aagw_id_state states[AAGW_AUDIT_SCOPES_MAX];
         struct cells             c; /* a seen entry's escaped strings */
 
-        if (aagw_store_pos_scopes(x->st, "unify:", cb_unify_site, x, x->err,
-                                  sizeof(x->err)) ||
-            aagw_store_audit_by_id(x->st, id, len, cb_id_scopes, x, x->err,
-                                   sizeof(x->err))) {
+        if (aagw_audit_id_state(x->st, id, len, states,
+                                AAGW_AUDIT_SCOPES_MAX, &nfound, x->err,
+                                sizeof(x->err))) {
                 gw_errorf("audit: %s", x->err);
                 return EXIT_RUNTIME;
         }
         escape(id, len, esc);
         off = (size_t)snprintf(hdr, sizeof(hdr), "id:          %s\n", esc);
-        for (size_t k = 0; k < x->sc.n; k++) {
-                uint8_t          key[AAGW_ID_KEY_LEN];
-                bool             found = false;
-                struct aagw_seen seen;
+        for (size_t k = 0; k < nfound; k++) {
+                const struct aagw_seen seen = states[k].seen;
 
-                aagw_scoped_key(x->sc.site[k], id, len, key);
-                if (aagw_store_seen_lookup(x->st, (const uint8_t(*)[16])key,
-                                           1, &found, &seen, x->err,
-                                           sizeof(x->err))) {
-                        gw_errorf("audit: %s", x->err);
-                        return EXIT_RUNTIME;
-                }
-                if (!found)
-                        continue;
-                nfound++;
                 iso_ms(seen.time_ms, t, sizeof(t));
                 escape(seen.site, strlen(seen.site), c.site);
                 escape(seen.origin, strlen(seen.origin), c.origin);
@@ -890,66 +807,46 @@ static int cmd_key(struct ctx *x) {
         const char       *k       = x->o->arg;
         size_t            len     = strlen(k);
         size_t            nfound  = 0, off;
-        struct aagw_lww   w;
         char              esc[ESC_SIZE], wid[4 * AAGW_ID_MAX + 1], t[40];
         char              worigin[4 * AAGW_ALIAS_MAX + 1];
         char              wsite[4 * AAGW_ALIAS_MAX + 1];
         char              wtopic[4 * AAGW_TOPIC_MAX + 1];
-        static char       hdr[MAX_SCOPES * (8 * AAGW_ID_MAX) + ESC_SIZE + 512];
-        struct scopes     raw;
+        static char       hdr[AAGW_AUDIT_SCOPES_MAX * (8 * AAGW_ID_MAX) +
+                        ESC_SIZE + 512];
+        static struct aagw_key_state states[AAGW_AUDIT_SCOPES_MAX];
 
-        if (aagw_store_audit_by_key(x->st, k, len, cb_key_scopes, x, x->err,
-                                    sizeof(x->err))) {
+        if (aagw_audit_key_state(x->st, k, len, states, AAGW_AUDIT_SCOPES_MAX,
+                                 &nfound, x->err, sizeof(x->err))) {
                 gw_errorf("audit: %s", x->err);
                 return EXIT_RUNTIME;
         }
-        /* (site, input topic) -> (site, logical topic) */
-        raw      = x->sc;
-        x->sc.n  = 0;
-        for (size_t i = 0; i < raw.n; i++)
-                scope_add(&x->sc, raw.site[i],
-                          logical_topic(&raw, raw.topic[i]));
         escape(k, len > AAGW_AUDIT_EKEY_MAX ? AAGW_AUDIT_EKEY_MAX : len, esc);
         if (len > AAGW_AUDIT_EKEY_MAX)
                 strcat(esc, "...");
         off = (size_t)snprintf(hdr, sizeof(hdr), "key:     %s\n", esc);
-        for (size_t i = 0; i < x->sc.n; i++) {
-                char    scope[AAGW_ALIAS_MAX + AAGW_TOPIC_MAX + 2];
-                uint8_t key[AAGW_ID_KEY_LEN];
-                bool    found = false;
+        for (size_t i = 0; i < nfound; i++) {
+                const struct aagw_lww *w = &states[i].winner;
 
-                snprintf(scope, sizeof(scope), "%s/%s", x->sc.site[i],
-                         x->sc.topic[i]);
-                aagw_scoped_key(scope, k, len, key);
-                if (aagw_store_lww_lookup(x->st, (const uint8_t(*)[16])key, 1,
-                                          &found, &w, x->err,
-                                          sizeof(x->err))) {
-                        gw_errorf("audit: %s", x->err);
-                        return EXIT_RUNTIME;
-                }
-                if (!found)
-                        continue;
-                nfound++;
-                iso_ms(w.time_ms, t, sizeof(t));
-                escape(w.v.id, w.v.id_len, wid);
-                escape(w.v.origin, strlen(w.v.origin), worigin);
-                escape(x->sc.site[i], strlen(x->sc.site[i]), wsite);
-                escape(x->sc.topic[i], strlen(x->sc.topic[i]), wtopic);
+                iso_ms(w->time_ms, t, sizeof(t));
+                escape(w->v.id, w->v.id_len, wid);
+                escape(w->v.origin, strlen(w->v.origin), worigin);
+                escape(states[i].site, strlen(states[i].site), wsite);
+                escape(states[i].topic, strlen(states[i].topic), wtopic);
                 if (x->o->json) {
                         json_object *o = json_object_new_object();
                         json_object_object_add(
                             o, "type", json_object_new_string("winner"));
                         json_add_bytes(o, "key", k, len);
-                        json_add_str(o, "site", x->sc.site[i]);
-                        json_add_str(o, "topic", x->sc.topic[i]);
-                        json_add_time(o, "time", w.time_ms);
-                        json_object_object_add(o, "hlc",
-                                               json_object_new_uint64(w.v.hlc));
-                        json_add_str(o, "origin", w.v.origin);
-                        json_add_bytes(o, "id", w.v.id, w.v.id_len);
+                        json_add_str(o, "site", states[i].site);
+                        json_add_str(o, "topic", states[i].topic);
+                        json_add_time(o, "time", w->time_ms);
+                        json_object_object_add(
+                            o, "hlc", json_object_new_uint64(w->v.hlc));
+                        json_add_str(o, "origin", w->v.origin);
+                        json_add_bytes(o, "id", w->v.id, w->v.id_len);
                         json_object_object_add(
                             o, "tombstone",
-                            json_object_new_boolean(w.tombstone));
+                            json_object_new_boolean(w->tombstone));
                         json_print(o);
                 }
                 if (off < sizeof(hdr))
@@ -957,8 +854,8 @@ static int cmd_key(struct ctx *x) {
                             hdr + off, sizeof(hdr) - off,
                             "winner:  %s at %s: id %s, origin %s, hlc %" PRIu64
                             "%s, won at %s\n",
-                            wtopic, wsite, wid, worigin, w.v.hlc,
-                            w.tombstone ? " (tombstone)" : "", t);
+                            wtopic, wsite, wid, worigin, w->v.hlc,
+                            w->tombstone ? " (tombstone)" : "", t);
         }
         if (!nfound && off < sizeof(hdr))
                 off += (size_t)snprintf(hdr + off, sizeof(hdr) - off,

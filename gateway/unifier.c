@@ -865,7 +865,7 @@ static struct utopic *utopic_get(gw_unify_t *u, const char *name, bool create) {
         if (!ut)
                 return NULL;
         snprintf(ut->name, sizeof(ut->name), "%s", name);
-        snprintf(ut->scope, sizeof(ut->scope), "%s/%s", u->site, name);
+        aagw_unify_lww_scope(u->site, name, ut->scope, sizeof(ut->scope));
         ut->mode = !strcmp(mode, "lww") ? MODE_LWW : MODE_DEDUP;
         snprintf(key, sizeof(key), "unify.topics.%s.output", name);
         if ((out = aagw_config_str(cfg, key)))
@@ -1573,8 +1573,8 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
         u->tokens.size = sizeof(struct token);
         pthread_mutex_init(&u->lock, NULL);
         snprintf(u->site, sizeof(u->site), "%s", c->site);
-        snprintf(u->scope_in, sizeof(u->scope_in), "unify:%s", c->site);
-        snprintf(u->scope_out, sizeof(u->scope_out), "unify:%s:out", c->site);
+        aagw_unify_pos_scope(c->site, false, u->scope_in, sizeof(u->scope_in));
+        aagw_unify_pos_scope(c->site, true, u->scope_out, sizeof(u->scope_out));
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
         u->audit_accepted = aagw_config_bool(c->cfg, "unify.audit_accepted");
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
