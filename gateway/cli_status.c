@@ -36,6 +36,24 @@ static void usage(FILE *out) {
                 "failed, 2 usage.\n");
 }
 
+/* true if 'addr' is HOST:PORT or [V6]:PORT with a port of 1..65535 in
+ * decimal digits.  getaddrinfo() would take "99999" and wrap it to
+ * another port (34463), where whoever listens would get the token. */
+static bool addr_ok(const char *addr) {
+        char        host[256];
+        const char *colon = gw_split_hostport(addr, host, sizeof(host));
+        long        port  = 0;
+
+        if (!colon || !*host || strlen(colon + 1) > 5)
+                return false;
+        for (const char *p = colon + 1; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return false;
+                port = port * 10 + (*p - '0');
+        }
+        return port >= 1 && port <= 65535;
+}
+
 /* GET 'path' from 'addr' ("HOST:PORT" or "[V6]:PORT").  Returns the HTTP
  * status and the malloc()ed body, or -1 with the reason in errstr. */
 static int http_get(const char *addr, const char *path, const char *token,
@@ -151,6 +169,13 @@ int gw_cmd_status(int argc, char **argv) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
+        if (addr && !addr_ok(addr)) {
+                gw_errorf("--admin: expected HOST:PORT with a port of "
+                          "1..65535, got \"%s\"",
+                          addr);
+                usage(stderr);
+                return EXIT_USAGE;
+        }
         if (token && !*token)
                 token = NULL;
         if (!addr) {
@@ -170,6 +195,11 @@ int gw_cmd_status(int argc, char **argv) {
                 fclose(f);
                 fileaddr[strcspn(fileaddr, "\r\n")] = '\0';
                 addr = fileaddr;
+                if (!addr_ok(addr)) {
+                        gw_errorf("%s: not an admin address: \"%s\"", path,
+                                  addr);
+                        return EXIT_RUNTIME;
+                }
         }
         status = http_get(addr, json ? "/status" : "/status?format=text",
                           token, &body, err, sizeof(err));

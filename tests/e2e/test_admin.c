@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -962,6 +965,58 @@ static void test_page_with_token(void **state) {
         free(dom);
 }
 
+/* ------------------------------------------------ IDLE CONNECTIONS --- */
+
+/* A TCP connection to the endpoint (f->addr is 127.0.0.1:PORT). */
+static int tcp_connect(struct fx *f) {
+        struct sockaddr_in sa;
+        const char        *colon = strrchr(f->addr, ':');
+        int                fd    = socket(AF_INET, SOCK_STREAM, 0);
+
+        assert_true(fd >= 0);
+        assert_non_null(colon);
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_port   = htons((uint16_t)atoi(colon + 1));
+        assert_int_equal(inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr), 1);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+/* 100 connections that never send anything, and 20 that send half a
+ * request, cannot keep a real request out: /healthz answers at once
+ * (bounded: 3 s), again and again, while they are all still open. */
+static void test_idle_connections_do_not_starve(void **state) {
+        struct fx  *f = *state;
+        struct http h;
+        int         fds[120];
+
+        start_gw(f, NULL);
+        for (int i = 0; i < 120; i++) {
+                fds[i] = tcp_connect(f);
+                if (i >= 100) {
+                        static const char half[] = "GET /healthz HTTP/1.1\r\n"
+                                                   "Host: 127.0.0.1\r\n";
+                        assert_int_equal(write(fds[i], half, sizeof(half) - 1),
+                                         (ssize_t)(sizeof(half) - 1));
+                }
+        }
+        for (int round = 0; round < 3; round++) {
+                int64_t t0 = harness_now_ms();
+                http(f, "GET", "/healthz", NULL, &h);
+                assert_int_equal(h.code, 200);
+                assert_string_equal(h.body, "ok\n");
+                http_deinit(&h);
+                int64_t took = harness_now_ms() - t0;
+                if (took > 3000)
+                        fail_msg("/healthz took %lld ms behind 120 idle "
+                                 "connections",
+                                 (long long)took);
+        }
+        for (int i = 0; i < 120; i++)
+                close(fds[i]);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_endpoints, setup, teardown),
@@ -980,6 +1035,8 @@ int main(void) {
                                             teardown),
             cmocka_unit_test_setup_teardown(test_page_with_token, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(
+                test_idle_connections_do_not_starve, setup, teardown),
         };
         return cmocka_run_group_tests_name("admin", tests, NULL, NULL);
 }

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +64,7 @@ static void run(struct result *r, ...) {
                 dup2(in, 0);
                 dup2(out, 1);
                 dup2(err, 2);
+                alarm(20); /* survives exec: a hung command fails the test */
                 execv(argv[0], (char **)argv);
                 _exit(127);
         }
@@ -155,6 +158,47 @@ static void test_usage_errors_exit_2(void **state) {
         assert_int_equal(r.status, 2);
         assert_string_equal(r.err, "aagw: --cluster: expected "
                                    "ALIAS=BOOTSTRAPS, got \"east\"\n");
+}
+
+/* `aagw status --admin` takes ports 1..65535 only.  getaddrinfo() wraps
+ * 99999 to 34463 (99999 - 65536): a listener there must never see a
+ * connection, let alone the token. */
+static void test_status_port_range(void **state) {
+        static const char *const bad[] = {"127.0.0.1:99999", "127.0.0.1:0",
+                                          "127.0.0.1:-1", "127.0.0.1:80x",
+                                          "127.0.0.1:", "127.0.0.1:065536",
+                                          ":8080"};
+        struct sockaddr_in       sa;
+        int                      one = 1, lfd;
+        (void)state;
+
+        lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        assert_true(lfd >= 0);
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family      = AF_INET;
+        sa.sin_port        = htons(34463);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bool listening = bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+                         listen(lfd, 8) == 0;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                run(&r, "status", "--admin", bad[i], "--token",
+                    "tok-0123456789abcdef", NULL);
+                if (r.status != 2)
+                        fail_msg("--admin %s: exit %d, stderr %s", bad[i],
+                                 r.status, r.err);
+                char want[256];
+                snprintf(want, sizeof(want),
+                         "aagw: --admin: expected HOST:PORT with a port of "
+                         "1..65535, got \"%s\"\n",
+                         bad[i]);
+                assert_true(!strncmp(r.err, want, strlen(want)));
+                assert_string_equal(r.out, "");
+        }
+        if (listening)
+                assert_true(accept(lfd, NULL, NULL) == -1);
+        close(lfd);
 }
 
 static void test_config_check_valid(void **state) {
@@ -266,6 +310,7 @@ int main(void) {
             cmocka_unit_test(test_version),
             cmocka_unit_test(test_help),
             cmocka_unit_test(test_usage_errors_exit_2),
+            cmocka_unit_test(test_status_port_range),
             cmocka_unit_test(test_config_check_valid),
             cmocka_unit_test(test_config_check_invalid),
             cmocka_unit_test(test_config_reference),
