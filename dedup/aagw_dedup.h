@@ -223,19 +223,8 @@ aagw_err_t aagw_store_seen_lookup(aagw_store_t *st,
                                   bool *found, struct aagw_seen *seen,
                                   char *errstr, size_t errstr_size);
 
-/** A last-write-wins version: (hlc, origin, id), compared in that order
- *  (hlc numerically, origin and id bytewise, shorter first on a tie). */
-struct aagw_version {
-        uint64_t hlc;
-        char     origin[AAGW_ALIAS_MAX + 1];
-        size_t   id_len;
-        char     id[AAGW_ID_MAX + 1];
-};
-
-/** @returns <0, 0, >0 as @p a is older than, equal to, newer than @p b.
- *  A tombstone is compared by its version like any record. */
-int aagw_version_cmp(const struct aagw_version *a,
-                     const struct aagw_version *b);
+/* struct aagw_version and aagw_version_cmp(), the last-write-wins order,
+ * are policy's (aagw_policy.h). */
 
 /** The winning version of one entity. */
 struct aagw_lww {

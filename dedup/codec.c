@@ -363,30 +363,6 @@ void dedup_hex(const uint8_t *p, size_t n, char *out) {
         out[2 * n] = '\0';
 }
 
-/* --------------------------- LAST WRITE WINS --------------------------- */
-
-/* Bytewise, a proper prefix first. */
-static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl) {
-        int c = memcmp(a, b, al < bl ? al : bl);
-        if (c)
-                return c;
-        return al < bl ? -1 : al > bl;
-}
-
-int aagw_version_cmp(const struct aagw_version *a,
-                     const struct aagw_version *b) {
-        if (a->hlc != b->hlc)
-                return a->hlc < b->hlc ? -1 : 1;
-        int c = bytes_cmp(a->origin, strnlen(a->origin, sizeof(a->origin)),
-                          b->origin, strnlen(b->origin, sizeof(b->origin)));
-        if (c)
-                return c < 0 ? -1 : 1;
-        size_t al = a->id_len < sizeof(a->id) ? a->id_len : sizeof(a->id);
-        size_t bl = b->id_len < sizeof(b->id) ? b->id_len : sizeof(b->id);
-        c         = bytes_cmp(a->id, al, b->id, bl);
-        return c < 0 ? -1 : c > 0;
-}
-
 const char *aagw_audit_verdict_name(aagw_audit_verdict_t v) {
         static const char *const names[AAGW_AUDIT__CNT] = {
             "accepted", "dropped", "superseded", "identical", "rejected"};

@@ -586,6 +586,24 @@ aagw_err_t aagw_prov_encode(const aagw_repl_policy_t *pol,
  *  replicator drops such headers from the copy and adds the verdict's. */
 bool aagw_prov_is_own_header(const aagw_repl_policy_t *pol, const char *name);
 
+/* --------------------------- LAST WRITE WINS --------------------------- */
+
+/** A last-write-wins version: (hlc, origin, id), compared in that order
+ *  (hlc numerically, origin and id bytewise, shorter first on a tie).
+ *  Every site compares the same way, so all pick the same winner without
+ *  talking to each other. */
+struct aagw_version {
+        uint64_t hlc;
+        char     origin[AAGW_ALIAS_MAX + 1];
+        size_t   id_len;
+        char     id[AAGW_ID_MAX + 1];
+};
+
+/** @returns <0, 0, >0 as @p a is older than, equal to, newer than @p b.
+ *  A tombstone is compared by its version like any record. */
+int aagw_version_cmp(const struct aagw_version *a,
+                     const struct aagw_version *b);
+
 /* -------------------------------- IDS ---------------------------------- */
 
 typedef struct aagw_id_rule aagw_id_rule_t; /* opaque */
