@@ -55,6 +55,12 @@ struct row {
         struct aagw_mm2_point *pts;
         size_t                 npts;
         int64_t                target_before; /* group's target offset */
+        /* Another replicator (MirrorMaker 2): aagw's own replication
+         * group has no position for this partition. */
+        bool    foreign;
+        int64_t ck_up, ck_down; /* newest checkpoint of the group, -1 */
+        bool    by_checkpoint;  /* translated = the checkpoint's offset */
+        char    why[192];       /* a note that needs numbers */
         /* drill verification */
         int64_t prev_src, next_src; /* origin offsets around T, -1 none */
         bool    verified;
@@ -232,8 +238,90 @@ static bool on_sync(void *arg, const rd_kafka_message_t *m) {
         return true;
 }
 
+static struct row *row_find_remote(struct ctx *c, const char *remote,
+                                   int32_t partition) {
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].partition == partition &&
+                    !strcmp(c->rows[i].remote, remote))
+                        return &c->rows[i];
+        return NULL;
+}
+
+/* The group's checkpoints at the target (the newest per partition wins,
+ * as RemoteClusterUtils.translateOffsets() reads them). */
+static bool on_checkpoint(void *arg, const rd_kafka_message_t *m) {
+        struct ctx                *c = arg;
+        struct aagw_mm2_checkpoint ck;
+        struct row                *r;
+
+        if (aagw_mm2_checkpoint_decode(m->key, m->key_len, m->payload, m->len,
+                                       &ck) &&
+            !strcmp(ck.group, c->o.group) &&
+            (r = row_find_remote(c, ck.topic, ck.partition))) {
+                r->ck_up   = ck.upstream;
+                r->ck_down = ck.downstream;
+        }
+        return true;
+}
+
+/* A partition another replicator copies (MirrorMaker 2).  Its offset-syncs
+ * are written once the copy is acknowledged (a sync (u, d) says record u
+ * is at d), so replication reached at least the last sync's upstream + 1:
+ * that stands for the replicator's position, as long as the target holds
+ * the translated offset (aagw's own boundary syncs, (next, out_next) at a
+ * position save, say nothing about record 'next': should a partition of
+ * aagw's have no committed position yet, the target's end keeps such a
+ * translation from being called exact).  Then, where the group has a
+ * checkpoint for its committed offset, that checkpoint is the other
+ * replicator's own translation (what MM2's RemoteClusterUtils answers and
+ * its sync.group.offsets commits): it is the answer, exact only if the
+ * offset-syncs give the same offset.  MM2 translates at most one record
+ * past a sync (KAFKA-14666), so a group between two syncs gets an earlier
+ * offset from MM2 than from the syncs: its consumers re-read the
+ * difference. */
+static void translate_foreign(struct row *r, int64_t target_end) {
+        struct aagw_mm2_xlate x;
+
+        r->foreign  = true;
+        r->repl_pos = r->npts ? r->pts[r->npts - 1].upstream + 1 : -1;
+        aagw_mm2_translate(r->pts, r->npts, r->committed, r->repl_pos, &x);
+        if (x.exact && x.offset > target_end) {
+                x.exact = false;
+                x.why   = "the target partition ends before the translated "
+                          "offset (replication has not reached it)";
+        }
+        r->x = x;
+        if (r->ck_up != r->committed || r->ck_down < 0)
+                return;
+        r->by_checkpoint = true;
+        r->x.offset      = r->ck_down;
+        if (x.exact && x.offset == r->ck_down) {
+                r->x.why = "MirrorMaker 2's checkpoint";
+                return;
+        }
+        r->x.exact = false;
+        if (x.exact)
+                snprintf(r->why, sizeof(r->why),
+                         "MirrorMaker 2's checkpoint; the offset-syncs give "
+                         "%" PRId64 " (%s %" PRId64 " record%s)",
+                         x.offset,
+                         x.offset > r->ck_down ? "re-reads" : "skips",
+                         x.offset > r->ck_down ? x.offset - r->ck_down
+                                               : r->ck_down - x.offset,
+                         x.offset - r->ck_down == 1 ||
+                                 r->ck_down - x.offset == 1
+                             ? ""
+                             : "s");
+        else
+                snprintf(r->why, sizeof(r->why),
+                         "MirrorMaker 2's checkpoint; offset-syncs: %s",
+                         x.why);
+        r->x.why = r->why;
+}
+
 /* The group's partitions at the source, their committed offsets and the
- * gateway's positions; then the offset-syncs, and the translation. */
+ * gateway's positions; then the offset-syncs, the group's checkpoints,
+ * and the translation. */
 static int translate(struct ctx *c) {
         const struct rd_kafka_metadata  *md = NULL;
         rd_kafka_topic_partition_list_t *l, *pos;
@@ -287,6 +375,7 @@ static int translate(struct ctx *c) {
                 r->committed = l->elems[i].offset;
                 r->repl_pos  = pos->elems[i].offset;
                 r->src_hi    = -1;
+                r->ck_up = r->ck_down = -1;
                 if (!rd_kafka_query_watermark_offsets(c->from_admin, r->topic,
                                                       r->partition, &lo, &hi,
                                                       TIMEOUT_MS))
@@ -322,12 +411,41 @@ static int translate(struct ctx *c) {
                 rd_kafka_destroy(rd);
                 return -1;
         }
+        /* The group's checkpoints: <from><sep>checkpoints<sep>internal at
+         * the target, read only for partitions another replicator copies
+         * (aagw's own checkpoints repeat its translation). */
+        bool any_foreign = false;
+        for (size_t i = 0; i < c->nrows; i++)
+                any_foreign |= c->rows[i].repl_pos < 0;
+        if (any_foreign) {
+                rd_kafka_t *rc = client(c, false, RD_KAFKA_CONSUMER,
+                                        "aagw-offsets-reader");
+                aagw_mm2_checkpoints_topic_sep(aagw_repl_separator(c->pol),
+                                               c->o.from, stopic,
+                                               sizeof(stopic));
+                if (rc && !rd_kafka_query_watermark_offsets(
+                              rc, stopic, 0, &lo, &hi, TIMEOUT_MS))
+                        read_range(rc, stopic, 0, lo, hi, on_checkpoint, c);
+                if (rc) {
+                        rd_kafka_consumer_close(rc);
+                        rd_kafka_destroy(rc);
+                }
+        }
         rd_kafka_consumer_close(rd);
         rd_kafka_destroy(rd);
         for (size_t i = 0; i < c->nrows; i++) {
                 struct row *r = &c->rows[i];
-                aagw_mm2_translate(r->pts, r->npts, r->committed, r->repl_pos,
-                                   &r->x);
+                int64_t tlo, thi = -1;
+                if (r->repl_pos < 0) {
+                        if (rd_kafka_query_watermark_offsets(
+                                c->to_admin, r->remote, r->partition, &tlo,
+                                &thi, TIMEOUT_MS))
+                                thi = -1;
+                        translate_foreign(r, thi);
+                }
+                else
+                        aagw_mm2_translate(r->pts, r->npts, r->committed,
+                                           r->repl_pos, &r->x);
         }
         return 0;
 }
@@ -380,9 +498,13 @@ static void json_rows(const struct ctx *c, FILE *out) {
                 json_str(out, r->remote);
                 fprintf(out,
                         ",\"translated\":%" PRId64 ",\"exact\":%s,"
-                        "\"replicated_to\":%" PRId64 ",\"note\":",
+                        "\"replicated_to\":%" PRId64
+                        ",\"translated_by\":\"%s\",\"checkpoint\":%" PRId64
+                        ",\"note\":",
                         r->x.offset, r->x.exact ? "true" : "false",
-                        r->repl_pos);
+                        r->repl_pos,
+                        r->by_checkpoint ? "checkpoint" : "offset-syncs",
+                        r->ck_up == r->committed ? r->ck_down : -1);
                 json_str(out, r->x.why);
                 fputc('}', out);
         }
