@@ -12,13 +12,47 @@
 #define AAGW_POLICY_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------- CLOCKS AND COUNTERS ------------------------- */
+
+/* Shared by every folder: the replicator, the state store and the program
+ * read the same two clocks and update single-writer counters the same way. */
+
+/** Wall-clock milliseconds since the epoch (record timestamps, ages). */
+static inline int64_t aagw_wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/** Monotonic milliseconds (intervals and deadlines). */
+static inline int64_t aagw_mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/**
+ * Add @p n to the _Atomic counter @p x that only one thread writes (a
+ * stage's counters, written by its thread, read by stats): a relaxed load
+ * and store instead of a locked read-modify-write per update.  Readers
+ * still see whole values.
+ */
+#define AAGW_STAT_ADD(x, n)                                                    \
+        atomic_store_explicit(&(x),                                            \
+                              atomic_load_explicit(&(x),                       \
+                                                   memory_order_relaxed) +     \
+                                  (n),                                         \
+                              memory_order_relaxed)
 
 /* ------------------------------- ERRORS -------------------------------- */
 

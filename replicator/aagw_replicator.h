@@ -21,34 +21,7 @@
 extern "C" {
 #endif
 
-/* ------------------------------- CLOCKS -------------------------------- */
-
-/** Wall-clock milliseconds since the epoch (record timestamps, ages). */
-static inline int64_t aagw_wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/** Monotonic milliseconds (intervals and deadlines). */
-static inline int64_t aagw_mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/**
- * Add @p n to the _Atomic counter @p x that only one thread writes (a
- * stage's counters, written by its thread, read by stats): a relaxed load
- * and store instead of a locked read-modify-write per update.  Readers
- * still see whole values.
- */
-#define AAGW_STAT_ADD(x, n)                                                    \
-        atomic_store_explicit(&(x),                                            \
-                              atomic_load_explicit(&(x),                       \
-                                                   memory_order_relaxed) +     \
-                                  (n),                                         \
-                              memory_order_relaxed)
+/* Clocks (aagw_wall_ms, aagw_mono_ms) and AAGW_STAT_ADD: aagw_policy.h. */
 
 /* --------------------------- CLIENT SETTINGS --------------------------- */
 
