@@ -44,10 +44,8 @@ int gw_cmd_run(int argc, char **argv);
 int gw_cmd_config(int argc, char **argv);
 int gw_cmd_sandbox(int argc, char **argv);
 
-/* Print "aagw: <message>\n" to stderr. */
+/* Print "aagw: <message>\n" to stderr (logsink.c). */
 void gw_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-#endif
 
 /* --------------------------- CONFIG FROM FLAGS ------------------------- */
 
@@ -268,3 +266,5 @@ int gw_cmd_drill(int argc, char **argv);
 /* The replication policy built from 'cfg' (engine.c). */
 aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
                                   size_t errsize);
+
+#endif /* AAGW_GATEWAY_INT_H */
