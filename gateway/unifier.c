@@ -274,7 +274,6 @@ struct gw_unify {
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
         aagw_fetch_waker_t *waker;
-        bool             backlog; /* the last poll filled a whole batch */
         int64_t          now_batch;  /* wall clock, read once per batch */
         bool             audit_accepted; /* dedup: log deliveries too */
         bool             topics_full_logged;
@@ -1478,6 +1477,13 @@ static void *unify_main(void *arg) {
                 ufail(u, "out of memory");
                 return NULL;
         }
+        /* Woken by records at the consumer and by delivery reports
+         * (aagw_qwait(), replicator/kconf.c). */
+        rd_kafka_queue_t *pq    = rd_kafka_queue_get_main(u->producer);
+        rd_kafka_queue_t *qs[2] = {u->cq, pq};
+        aagw_qwait_t     *qwait = aagw_qwait_new(qs, 2);
+        int64_t           last_poke_ms = 0;
+
         u->epochs[u->open_slot].seq = ++u->next_seq;
         discover(u);
         u->last_refresh_ms = aagw_mono_ms();
@@ -1488,12 +1494,12 @@ static void *unify_main(void *arg) {
                         discover(u);
                         u->last_refresh_ms = aagw_mono_ms();
                 }
-                /* The call waits for a full batch or the timeout: short
-                 * while catching up, so that a queue running dry is
-                 * noticed (and the fetchers woken) in milliseconds. */
-                ssize_t n = rd_kafka_consume_batch_queue(
-                    u->cq, u->backlog ? 10 : 100, msgs, BATCH_MAX);
-                u->backlog = n == BATCH_MAX;
+                /* What the queue holds, without waiting (waiting for a
+                 * full batch holds a record for the whole timeout under
+                 * light traffic); under load the batches fill by
+                 * themselves. */
+                ssize_t n =
+                    rd_kafka_consume_batch_queue(u->cq, 0, msgs, BATCH_MAX);
                 if (n > 0) {
                         process(u, msgs, (size_t)n);
                         for (ssize_t i = 0; i < n; i++)
@@ -1505,15 +1511,26 @@ static void *unify_main(void *arg) {
                 commit_ready(u);
                 /* Short poll, empty queue, inputs with more: librdkafka
                  * 2.0 may have parked the fetchers (see kconf.c). */
-                if (n < BATCH_MAX && !rd_kafka_queue_length(u->cq) &&
-                    aagw_fetch_waker_poke(u->waker, aagw_mono_ms(),
-                                          WAKE_INTERVAL_MS) > 0)
-                        INC(u->fetch_wakeups);
-                if (aagw_mono_ms() - u->last_lag_ms >= 500) {
+                int64_t now = aagw_mono_ms();
+                /* (Looked at no more often than a wake-up may be sent:
+                 * a look reads every partition.) */
+                if (n < BATCH_MAX && now - last_poke_ms >= WAKE_INTERVAL_MS &&
+                    !rd_kafka_queue_length(u->cq)) {
+                        last_poke_ms = now;
+                        if (aagw_fetch_waker_poke(u->waker, now,
+                                                  WAKE_INTERVAL_MS) > 0)
+                                INC(u->fetch_wakeups);
+                }
+                if (now - u->last_lag_ms >= 500) {
                         update_lag(u);
                         u->last_lag_ms = aagw_mono_ms();
                 }
+                /* Nothing came: wait for records or delivery reports. */
+                if (n <= 0)
+                        aagw_qwait(qwait, 100);
         }
+        aagw_qwait_destroy(qwait);
+        rd_kafka_queue_destroy(pq);
         /* Drain: what was produced is acknowledged and committed, or the
          * next start finds it in the output. */
         int64_t deadline = aagw_mono_ms() + 10000;

@@ -231,6 +231,34 @@ struct aagw_wake_mark {
 bool aagw_wake_due(struct aagw_wake_mark *m, int64_t pos, int64_t hi,
                    int64_t now_ms);
 
+/**
+ * A data-path thread's wait for work on its librdkafka queues (the source
+ * consumer's, the target producer's main queue with its delivery
+ * reports).  librdkafka writes a byte to a pipe when one of them gets an
+ * op (queue I/O events), so one poll() waits for both and returns as soon
+ * as either has something: the traffic sets the pace, not a timeout.
+ * Without it, rd_kafka_consume_batch_queue() waits for a full batch or
+ * its timeout, which at 1,000 records/s is the whole timeout per record,
+ * and delivery reports wait for the next consume call.
+ *
+ * Use: take what the queues hold without waiting
+ * (rd_kafka_consume_batch_queue() with timeout 0, rd_kafka_poll() with
+ * 0), then aagw_qwait() when that found nothing.  A byte that came
+ * between the take and the wait makes the wait return at once.
+ */
+typedef struct aagw_qwait aagw_qwait_t;
+
+/** A wait for @p cnt queues (at most 4), which must outlive it.  NULL: out
+ *  of memory or no pipe; the caller then polls with timeouts. */
+aagw_qwait_t *aagw_qwait_new(rd_kafka_queue_t *const *qs, size_t cnt);
+
+/** Wait up to @p timeout_ms for an op on a queue since the last call;
+ *  with @p w NULL, sleep @p timeout_ms capped to 5 ms. */
+void aagw_qwait(aagw_qwait_t *w, int timeout_ms);
+
+/** Turn the queues' events off and free; NULL is a no-op. */
+void aagw_qwait_destroy(aagw_qwait_t *w);
+
 /* -------------------------------- FLOWS -------------------------------- */
 
 /**
@@ -340,7 +368,7 @@ void aagw_flow_error(const aagw_flow_t *flow, char *buf, size_t size);
 const char *aagw_flow_name(const aagw_flow_t *flow);
 
 /** Replication latency histogram bounds, in ms (last bucket: +Inf). */
-#define AAGW_LAT_BUCKETS 14
+#define AAGW_LAT_BUCKETS 24
 extern const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1];
 
 /** Counters of a flow (all monotonic except the gauges marked). */

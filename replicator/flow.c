@@ -40,8 +40,13 @@
 #include <string.h>
 #include <time.h>
 
+/* Up to a second, each bound at most 2x the one before, so that a
+ * quantile read from the buckets tells 5 ms from 10, 50 from 100 and 500
+ * from 1000 (a replicator's own waits are a few ms; librdkafka's
+ * linger and fetch waits tens; stalls hundreds). */
 const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
-    1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 60000};
+    1,   2,   3,   5,    7,    10,   15,   20,    30,    50,    75,   100,
+    150, 200, 300, 500,  750,  1000, 2000, 5000,  10000, 30000, 60000};
 
 #define SAVE_INTERVAL_MS 1000
 #define ADMIN_TIMEOUT_MS 3000
@@ -133,10 +138,9 @@ struct aagw_flow {
         struct ttrack **topics;
         size_t          ntopics;
         struct aagw_pool tokens;
-        int64_t         last_save_ms, last_refresh_ms;
+        int64_t         last_save_ms, last_refresh_ms, last_poke_ms;
         aagw_fetch_waker_t *waker;
         _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
-        bool            backlog; /* the last poll filled a whole batch */
         bool            subscription_dirty;
 
         int64_t now_cache; /* wall ms, refreshed around each poll */
@@ -1279,6 +1283,11 @@ static void set_paused(aagw_flow_t *f, bool pause) {
 static void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
+        /* Woken by records at the consumer and by delivery reports. */
+        rd_kafka_queue_t *pq     = rd_kafka_queue_get_main(f->producer);
+        rd_kafka_queue_t *qs[2]  = {f->cq, pq};
+        aagw_qwait_t     *qwait  = aagw_qwait_new(qs, 2);
+
         f->now_cache = aagw_wall_ms();
         discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
@@ -1291,12 +1300,12 @@ static void *flow_main(void *arg) {
                  * from the same queue (the callback runs in here). */
                 rd_kafka_message_t *batch[1024];
                 const ssize_t       cap = sizeof(batch) / sizeof(batch[0]);
-                /* The call waits for a full batch or the timeout: short
-                 * while catching up, so that a queue running dry is
-                 * noticed (and the fetchers woken) in milliseconds. */
-                ssize_t n = rd_kafka_consume_batch_queue(
-                    f->cq, f->backlog ? 10 : 100, batch, (size_t)cap);
-                f->backlog = n == cap;
+                /* What the queue holds, without waiting: waiting for a
+                 * full batch would hold a record for the whole timeout
+                 * under light traffic.  Under load the queue holds many
+                 * records and the batches fill by themselves. */
+                ssize_t n = rd_kafka_consume_batch_queue(f->cq, 0, batch,
+                                                         (size_t)cap);
                 for (ssize_t i = 0; i < n; i++) {
                         if (atomic_load(&f->stop) || !handle(f, batch[i]))
                                 rd_kafka_message_destroy(batch[i]);
@@ -1305,11 +1314,18 @@ static void *flow_main(void *arg) {
                 rd_kafka_poll(f->producer, 0);
                 /* A short poll and an empty queue while partitions have
                  * more: librdkafka 2.0 may have parked the fetchers. */
-                if (n < cap && !f->paused && !rd_kafka_queue_length(f->cq) &&
-                    aagw_fetch_waker_poke(f->waker, aagw_mono_ms(),
-                                          WAKE_INTERVAL_MS) > 0)
-                        INC(f->fetch_wakeups);
                 int64_t now = aagw_mono_ms();
+                /* (Looked at no more often than a wake-up may be sent:
+                 * the loop goes round once per arrival under light
+                 * traffic, and a look reads every partition.) */
+                if (n < cap && !f->paused &&
+                    now - f->last_poke_ms >= WAKE_INTERVAL_MS &&
+                    !rd_kafka_queue_length(f->cq)) {
+                        f->last_poke_ms = now;
+                        if (aagw_fetch_waker_poke(f->waker, now,
+                                                  WAKE_INTERVAL_MS) > 0)
+                                INC(f->fetch_wakeups);
+                }
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
                         save_positions(f, false);
                         f->last_save_ms = now;
@@ -1318,7 +1334,14 @@ static void *flow_main(void *arg) {
                         discover(f);
                         f->last_refresh_ms = aagw_mono_ms();
                 }
+                /* Nothing came: wait for records or delivery reports.
+                 * The timeout paces the fetch waker and the saves; while
+                 * records come, go round at once. */
+                if (n <= 0)
+                        aagw_qwait(qwait, 100);
         }
+        aagw_qwait_destroy(qwait);
+        rd_kafka_queue_destroy(pq);
         /* Stop: no more consuming; finish in-flight, store, leave the
          * group (the revoke callback drains and saves once more). */
         drain(f, 8000);

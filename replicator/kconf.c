@@ -1,6 +1,8 @@
 /* replicator/kconf.c: librdkafka client configurations. */
 #include "aagw_replicator.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -8,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -180,10 +184,64 @@ const char *const aagw_kafka_consumer_props[] = {
      * partitions that became fetchable meanwhile (start offset resolved,
      * queue drained below the bound above, resumed) wait for it: up to
      * half a second with the default 500, seen as the copy standing
-     * still.  50 ms bounds that, at 20 fetches a second per idle
-     * connection. */
-    "fetch.wait.max.ms", "50",
+     * still.  librdkafka's mock cluster also holds it when records
+     * arrive meanwhile (a real broker answers at once), so there the wait
+     * is added to every record's latency under light traffic: 50 ms gave
+     * a p99 of 2-5 times a 5 ms pipe's at 1,000 records/s
+     * (docs/benchmarks.md, "Against MirrorMaker 2").  10 ms bounds both,
+     * at up to 100 fetches a second per idle connection. */
+    "fetch.wait.max.ms", "10",
     NULL};
+
+struct aagw_qwait {
+        int               fd[2]; /* read, write; both non-blocking */
+        rd_kafka_queue_t *qs[4];
+        size_t            cnt;
+};
+
+aagw_qwait_t *aagw_qwait_new(rd_kafka_queue_t *const *qs, size_t cnt) {
+        aagw_qwait_t *w = calloc(1, sizeof(*w));
+
+        if (!w || cnt > sizeof(w->qs) / sizeof(w->qs[0]) ||
+            pipe2(w->fd, O_NONBLOCK | O_CLOEXEC)) {
+                free(w);
+                return NULL;
+        }
+        for (size_t i = 0; i < cnt; i++) {
+                w->qs[i] = qs[i];
+                /* librdkafka writes from its own threads: never blocks,
+                 * since the pipe is non-blocking and drained by every
+                 * wait. */
+                rd_kafka_queue_io_event_enable(qs[i], w->fd[1], "q", 1);
+        }
+        w->cnt = cnt;
+        return w;
+}
+
+void aagw_qwait(aagw_qwait_t *w, int timeout_ms) {
+        char buf[64];
+
+        if (!w) {
+                struct timespec ts = {0, (timeout_ms < 5 ? timeout_ms : 5) *
+                                             1000000L};
+                nanosleep(&ts, NULL);
+                return;
+        }
+        struct pollfd pfd = {.fd = w->fd[0], .events = POLLIN};
+        if (poll(&pfd, 1, timeout_ms) > 0)
+                while (read(w->fd[0], buf, sizeof(buf)) > 0)
+                        ;
+}
+
+void aagw_qwait_destroy(aagw_qwait_t *w) {
+        if (!w)
+                return;
+        for (size_t i = 0; i < w->cnt; i++)
+                rd_kafka_queue_io_event_enable(w->qs[i], -1, NULL, 0);
+        close(w->fd[0]);
+        close(w->fd[1]);
+        free(w);
+}
 
 /* The marks of the partitions a waker woke: open addressing on a hash of
  * (topic, partition), linear probing.  A collision only merges two

@@ -72,12 +72,44 @@ static void test_marker_tail(void **state) {
         assert_int_equal(woken, 60000 / AAGW_WAKE_STILL_MS);
 }
 
+/* The latency histogram's buckets (aagw_replication_latency_ms): rising
+ * to 60 s, and up to a second each bound at most twice the one before,
+ * so that 5, 50 and 500 ms fall in different buckets with one between
+ * them.  The alert rules' tests name the 5 s and 10 s bounds. */
+static int lat_bucket(int64_t ms) {
+        int b = 0;
+        while (b < AAGW_LAT_BUCKETS - 1 && ms > aagw_lat_bounds_ms[b])
+                b++;
+        return b;
+}
+
+static void test_latency_buckets(void **state) {
+        bool has5000 = false, has10000 = false;
+        (void)state;
+
+        assert_int_equal(aagw_lat_bounds_ms[0], 1);
+        assert_int_equal(aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 2], 60000);
+        for (int k = 1; k < AAGW_LAT_BUCKETS - 1; k++) {
+                assert_true(aagw_lat_bounds_ms[k] > aagw_lat_bounds_ms[k - 1]);
+                if (aagw_lat_bounds_ms[k] <= 1000)
+                        assert_true(aagw_lat_bounds_ms[k] <=
+                                    2 * aagw_lat_bounds_ms[k - 1]);
+                has5000 |= aagw_lat_bounds_ms[k] == 5000;
+                has10000 |= aagw_lat_bounds_ms[k] == 10000;
+        }
+        assert_true(has5000 && has10000);
+        assert_true(lat_bucket(5) + 1 < lat_bucket(50));
+        assert_true(lat_bucket(50) + 1 < lat_bucket(500));
+        assert_true(lat_bucket(500) + 1 < lat_bucket(5000));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_first_wake),
             cmocka_unit_test(test_moved),
             cmocka_unit_test(test_still),
             cmocka_unit_test(test_marker_tail),
+            cmocka_unit_test(test_latency_buckets),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
