@@ -1541,3 +1541,213 @@ out:
         }
         return rc;
 }
+
+/* ---------------------------------------------------------- REAL KAFKA -- */
+
+int bench_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
+                       char *errstr, size_t errstr_size) {
+        rd_kafka_NewTopic_t        *nt;
+        rd_kafka_AdminOptions_t    *ao;
+        rd_kafka_queue_t           *q;
+        rd_kafka_event_t           *ev;
+        const rd_kafka_topic_result_t **res;
+        size_t                      cnt = 0;
+        char                        e[256];
+        int                         rc = -1;
+
+        nt = rd_kafka_NewTopic_new(topic, partitions, 1, e, sizeof(e));
+        if (!nt) {
+                snprintf(errstr, errstr_size, "%s: %s", topic, e);
+                return -1;
+        }
+        ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+        rd_kafka_AdminOptions_set_operation_timeout(ao, BENCH_KAFKA_TIMEOUT_MS,
+                                                    NULL, 0);
+        q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
+        ev = rd_kafka_queue_poll(q, BENCH_KAFKA_TIMEOUT_MS + 5000);
+        if (!ev) {
+                snprintf(errstr, errstr_size, "create %s: timed out", topic);
+        } else if (rd_kafka_event_error(ev)) {
+                snprintf(errstr, errstr_size, "create %s: %s", topic,
+                         rd_kafka_event_error_string(ev));
+        } else {
+                res = rd_kafka_CreateTopics_result_topics(
+                    rd_kafka_event_CreateTopics_result(ev), &cnt);
+                if (cnt == 1 &&
+                    (!rd_kafka_topic_result_error(res[0]) ||
+                     rd_kafka_topic_result_error(res[0]) ==
+                         RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+                        rc = 0;
+                else
+                        snprintf(errstr, errstr_size, "create %s: %s", topic,
+                                 cnt ? rd_kafka_err2str(
+                                           rd_kafka_topic_result_error(res[0]))
+                                     : "no result");
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_AdminOptions_destroy(ao);
+        rd_kafka_NewTopic_destroy(nt);
+        /* The metadata of a new topic reaches the clients a little
+         * later: wait until this client sees every partition. */
+        for (int i = 0; rc == 0 && i < 100; i++) {
+                const struct rd_kafka_metadata *md  = NULL;
+                rd_kafka_topic_t               *rkt = rd_kafka_topic_new(
+                    rk, topic, NULL);
+                bool ok = !rd_kafka_metadata(rk, 0, rkt, &md, 2000) &&
+                          md->topic_cnt == 1 && !md->topics[0].err &&
+                          md->topics[0].partition_cnt == partitions;
+                for (int p = 0; ok && p < partitions; p++)
+                        ok = md->topics[0].partitions[p].leader >= 0 &&
+                             !md->topics[0].partitions[p].err;
+                if (md)
+                        rd_kafka_metadata_destroy(md);
+                rd_kafka_topic_destroy(rkt);
+                if (ok)
+                        return 0;
+                bench_nap_ms(100);
+        }
+        if (rc == 0)
+                snprintf(errstr, errstr_size,
+                         "create %s: not %d partitions in the metadata", topic,
+                         partitions);
+        return -1;
+}
+
+void bench_topics_delete(rd_kafka_t *rk, const char *const *topics,
+                         size_t cnt) {
+        rd_kafka_DeleteTopic_t **dt = calloc(cnt, sizeof(*dt));
+        rd_kafka_queue_t        *q  = rd_kafka_queue_new(rk);
+        rd_kafka_event_t        *ev;
+
+        if (!dt) {
+                rd_kafka_queue_destroy(q);
+                return;
+        }
+        for (size_t i = 0; i < cnt; i++)
+                dt[i] = rd_kafka_DeleteTopic_new(topics[i]);
+        rd_kafka_DeleteTopics(rk, dt, cnt, NULL, q);
+        ev = rd_kafka_queue_poll(q, BENCH_KAFKA_TIMEOUT_MS);
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_DeleteTopic_destroy_array(dt, cnt);
+        free(dt);
+        rd_kafka_queue_destroy(q);
+}
+
+long bench_proc_hwm_kib(pid_t pid) {
+        char  path[64], line[256];
+        FILE *f;
+        long  kib = -1;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        if (!(f = fopen(path, "r")))
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (!strncmp(line, "VmHWM:", 6)) {
+                        kib = strtol(line + 6, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return kib;
+}
+
+const char *const bench_mm2_jvm[] = {
+    "-Xms256M", "-Xmx2G", "-server", "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true", NULL};
+const char *const bench_perf_jvm[] = {
+    "-Xmx512M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true", NULL};
+
+bool bench_java_argv(const char **argv, size_t *a, const char *const *jvm,
+                     const char *main, const char *log4j, char *buf,
+                     size_t bufsize, size_t *off) {
+        const char *lib = getenv("AAGW_KAFKA_LIB");
+
+        if (!lib || !*lib)
+                return false;
+        argv[(*a)++] = "java";
+        for (size_t i = 0; jvm[i]; i++)
+                argv[(*a)++] = jvm[i];
+        if (log4j)
+                argv[(*a)++] = bench_buf_printf(buf, bufsize, off,
+                                                "-Dlog4j2.configurationFile=%s",
+                                                log4j);
+        argv[(*a)++] = "-cp";
+        argv[(*a)++] = bench_buf_printf(buf, bufsize, off, "%s/*", lib);
+        argv[(*a)++] = main;
+        return true;
+}
+
+int bench_log4j_write(const char *path) {
+        FILE *f = fopen(path, "w");
+
+        if (!f) {
+                bench_errorf("%s: %s", path, strerror(errno));
+                return -1;
+        }
+        fputs("status = error\n"
+              "appender.err.type = Console\n"
+              "appender.err.name = err\n"
+              "appender.err.target = SYSTEM_ERR\n"
+              "appender.err.layout.type = PatternLayout\n"
+              "appender.err.layout.pattern = [%d] %p %m (%c)%n\n"
+              "rootLogger.level = warn\n"
+              "rootLogger.appenderRef.err.ref = err\n",
+              f);
+        if (ferror(f) | fclose(f)) {
+                bench_errorf("%s: write failed", path);
+                return -1;
+        }
+        return 0;
+}
+
+int bench_mm2_config_write(const char *path, const char *alias,
+                           const char *src, const char *dst,
+                           const char *topic, int tasks) {
+        FILE *f = fopen(path, "w");
+
+        if (!f) {
+                bench_errorf("%s: %s", path, strerror(errno));
+                return -1;
+        }
+        fprintf(f,
+                "clusters=%s, west\n"
+                "%s.bootstrap.servers=%s\n"
+                "west.bootstrap.servers=%s\n"
+                "%s->west.enabled=true\n"
+                "%s->west.topics=%s\n"
+                "west->%s.enabled=false\n"
+                "tasks.max=%d\n"
+                /* What aagw's flow does too: heartbeats, checkpoints
+                 * (no consumer groups here), offset syncs. */
+                "emit.heartbeats.interval.seconds=1\n"
+                "emit.checkpoints.interval.seconds=1\n"
+                "sync.group.offsets.enabled=false\n"
+                "refresh.topics.interval.seconds=5\n"
+                "refresh.groups.interval.seconds=5\n"
+                /* One broker per cluster. */
+                "replication.factor=1\n"
+                "checkpoints.topic.replication.factor=1\n"
+                "heartbeats.topic.replication.factor=1\n"
+                "offset-syncs.topic.replication.factor=1\n"
+                "offset.storage.replication.factor=1\n"
+                "status.storage.replication.factor=1\n"
+                "config.storage.replication.factor=1\n"
+                "%s.offset.flush.interval.ms=1000\n"
+                "west.offset.flush.interval.ms=1000\n"
+                /* The guarantees of aagw's producer. */
+                "west.producer.enable.idempotence=true\n"
+                "west.producer.acks=all\n",
+                alias, alias, src, dst, alias, alias, topic, alias, tasks,
+                alias);
+        if (ferror(f) | fclose(f)) {
+                bench_errorf("%s: write failed", path);
+                return -1;
+        }
+        return 0;
+}

@@ -478,6 +478,56 @@ void bench_print_summary(const struct bench_opts *o, int meas_cnt,
                          const struct bench_field *f,
                          const struct bench_ratio *q);
 
+/* ---------------------------------------------------------- REAL KAFKA -- */
+
+/**
+ * @brief Create @p topic with @p partitions (replication factor 1) on a
+ * real cluster (auto-create is off there).  An existing topic with that
+ * many partitions is fine.
+ * @returns 0, or -1 with the reason in @p errstr.
+ */
+int bench_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
+                       char *errstr, size_t errstr_size);
+
+/** Delete @p topics (@p cnt) on a real cluster: best effort, so that a
+ *  long benchmark does not fill the disk. */
+void bench_topics_delete(rd_kafka_t *rk, const char *const *topics,
+                         size_t cnt);
+
+/** @returns the peak resident set (VmHWM) of @p pid in KiB, or -1. */
+long bench_proc_hwm_kib(pid_t pid);
+
+/** The java command line of a Kafka tool: the JVM options of @p jvm
+ *  (NULL-terminated), -cp AAGW_KAFKA_LIB/'*', @p main; argv entries are
+ *  written to @p argv from @p *a on; strings live in @p buf.
+ *  @returns false if AAGW_KAFKA_LIB is unset. */
+bool bench_java_argv(const char **argv, size_t *a, const char *const *jvm,
+                     const char *main, const char *log4j, char *buf,
+                     size_t bufsize, size_t *off);
+
+/**
+ * @brief Write a MirrorMaker 2 dedicated-mode configuration to @p path:
+ * clusters @p alias (bootstraps @p src) and west (@p dst), @p alias->west
+ * only, topics @p topic, tasks.max @p tasks, the settings a 1-broker
+ * cluster needs, and an idempotent acks=all producer (docs/benchmarks.md
+ * lists them).  MM2 copies @p topic to "ALIAS.TOPIC" and keeps its own
+ * state in topics named after @p alias: a new alias starts afresh.
+ * @returns 0, or -1 (reason printed).
+ */
+int bench_mm2_config_write(const char *path, const char *alias,
+                           const char *src, const char *dst,
+                           const char *topic, int tasks);
+
+/** Write a log4j2 configuration that sends WARN and above to stderr
+ *  into @p path.  @returns 0, or -1 (reason printed). */
+int bench_log4j_write(const char *path);
+
+/* The JVM options of Kafka's own scripts: connect-mirror-maker.sh
+ * (KAFKA_HEAP_OPTS -Xms256M -Xmx2G) and kafka-run-class.sh's defaults. */
+extern const char *const bench_mm2_jvm[];
+/* kafka-producer-perf-test.sh: -Xmx512M and kafka-run-class.sh's. */
+extern const char *const bench_perf_jvm[];
+
 /* ----------------------------------------------------------- BARE LOOP -- */
 
 /**
