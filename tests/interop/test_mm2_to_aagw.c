@@ -16,7 +16,11 @@
  *     MM2 translates at most one record past an offset-sync, so in the
  *     middle of a partition its answer re-reads records);
  *   - `aagw failover --dry-run` refuses the inexact ones without --force,
- *     prints the same offsets with it, and commits nothing at west.
+ *     prints the same offsets with it, and commits nothing at west;
+ *   - MM2 writes the east->west heartbeats into west's own `heartbeats`
+ *     (aagw's decoder reads them), not into east's, so `aagw drill`,
+ *     which looks for them in east.heartbeats at west, fails at its
+ *     heartbeat step (docs/operations.md says so).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -124,6 +128,15 @@ static bool mm2_done(struct state *s) {
                     s->last_sync[p] != NREC - 1 || s->ck_up[p] != committed[p])
                         return false;
         return true;
+}
+
+static void on_hb(void *arg, const rd_kafka_message_t *m) {
+        int                      *n = arg;
+        struct aagw_mm2_heartbeat hb;
+        if (aagw_mm2_heartbeat_decode(m->key, m->key_len, m->payload, m->len,
+                                      &hb) &&
+            !strcmp(hb.source, "east") && !strcmp(hb.target, "west"))
+                (*n)++;
 }
 
 static json_object *get(json_object *o, const char *k) {
@@ -282,6 +295,21 @@ static void test_aagw_reads_mm2(void **state) {
         for (int p = 0; p < NPART; p++)
                 assert_true(l->elems[p].offset < 0);
         rd_kafka_topic_partition_list_destroy(l);
+
+        /* MM2's heartbeats east->west are at west, in "heartbeats". */
+        int hb = 0;
+        assert_true(io_read(&io, "west", "heartbeats", 0, on_hb, &hb) > 0);
+        assert_true(hb > 0);
+        const char *dw[] = {"drill", "--group", "g", "--from", "east",
+                            "--to",  "west",    "--json", NULL};
+        rc = io_aagw(&io, dw, &o);
+        print_message("# aagw drill: exit %d\n%s", rc, o.out);
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(o.out, "\"result\":\"failed\""));
+        assert_non_null(strstr(o.out, "heartbeat"));
+        assert_non_null(strstr(o.out, "\"committed\":false"));
+        harness_output_deinit(&o);
+
         print_message("# %d partitions: aagw = RemoteClusterUtils, %d of them "
                       "exact\n",
                       same, exact);
