@@ -50,6 +50,10 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
 
 #define SAVE_INTERVAL_MS 1000
 #define ADMIN_TIMEOUT_MS 3000
+/* How long reconcile() waits for the target partition to answer (a dead
+ * leader is replaced within the broker session timeout, 9 s by default)
+ * before it fails the flow rather than guess. */
+#define RECONCILE_WAIT_MS 120000
 /* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
 #define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
@@ -797,6 +801,44 @@ static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
         return found;
 }
 
+/* The watermarks of the target partition of 'pt'.  While its leader is
+ * gone (a broker died and the controller has not yet moved leadership,
+ * which takes up to the broker session timeout) the query fails with a
+ * timeout, a transport error or "not leader": ask for fresh metadata and
+ * try again, for up to RECONCILE_WAIT_MS.  (Taking the target for empty
+ * instead resumed at the stored position and copied again what the
+ * previous run had written after it.) */
+static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
+                                      int64_t *lo, int64_t *hi) {
+        int64_t deadline = aagw_mono_ms() + RECONCILE_WAIT_MS;
+        bool    logged   = false;
+
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                    f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
+                if (!err || atomic_load(&f->stop) ||
+                    aagw_mono_ms() >= deadline)
+                        return err;
+                if (!logged)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: reading the end of %s [%d] at %s: %s; "
+                                 "trying again for up to %d s",
+                                 f->name, pt->tt->remote, (int)pt->partition,
+                                 f->target, rd_kafka_err2str(err),
+                                 RECONCILE_WAIT_MS / 1000);
+                logged = true;
+                rd_kafka_topic_t *rkt =
+                    rd_kafka_topic_new(f->reader, pt->tt->remote, NULL);
+                const struct rd_kafka_metadata *md = NULL;
+                if (rkt && !rd_kafka_metadata(f->reader, 0, rkt, &md, 2000))
+                        rd_kafka_metadata_destroy(md);
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
+                struct timespec ts = {0, 250 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* Where to resume source partition 'pt': the stored position, moved past
  * every record of ours found in the target partition after the stored
  * target offset.  Returns the offset, or RD_KAFKA_OFFSET_BEGINNING.
@@ -817,24 +859,42 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 ;
         else
                 next = out_next = -1;
-        if (rd_kafka_query_watermark_offsets(f->reader, pt->tt->remote,
-                                             pt->partition, &lo, &hi, 10000)) {
-                lo = hi = 0;
+        rd_kafka_resp_err_t err = target_end(f, pt, &lo, &hi);
+        if (err) {
+                /* Not knowing what the target holds, the stored position
+                 * could copy again what the previous run wrote after it:
+                 * fail closed (the next start reconciles). */
+                if (!atomic_load(&f->stop))
+                        flow_fail(f,
+                                  "reconciling %s [%d]: cannot read the end "
+                                  "of %s [%d] at %s in %d s: %s",
+                                  topic, (int)pt->partition, pt->tt->remote,
+                                  (int)pt->partition, f->target,
+                                  RECONCILE_WAIT_MS / 1000,
+                                  rd_kafka_err2str(err));
+                return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
         }
         int64_t from = out_next > lo ? out_next : lo;
-        int64_t end = hi, span = 4096, deadline = aagw_mono_ms() + 30000;
+        int64_t end = hi, span = 4096;
         while (found < 0 && end > from && !atomic_load(&f->stop)) {
                 int64_t start = end - span > from ? end - span : from;
                 bool    done;
-                found = scan_copies(f, pt, start, end, deadline, &done);
+                /* A deadline on each chunk (on progress): a target whose
+                 * leader is moving answers again within seconds. */
+                found = scan_copies(f, pt, start, end,
+                                    aagw_mono_ms() + RECONCILE_WAIT_MS, &done);
                 if (!done) {
-                        aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: reconciling %s [%d]: could not read "
-                                 "target offsets %" PRId64 "..%" PRId64
-                                 " before the deadline",
-                                 f->name, pt->tt->remote, (int)pt->partition,
-                                 start, end - 1);
-                        break;
+                        /* A partial read cannot tell the last copy: the
+                         * stored position could copy records twice. */
+                        if (!atomic_load(&f->stop))
+                                flow_fail(f,
+                                          "reconciling %s [%d]: could not "
+                                          "read target offsets %" PRId64
+                                          "..%" PRId64 " of %s at %s in %d s",
+                                          topic, (int)pt->partition, start,
+                                          end - 1, pt->tt->remote, f->target,
+                                          RECONCILE_WAIT_MS / 1000);
+                        return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
                 }
                 end = start;
                 if (span < ((int64_t)1 << 24))
