@@ -66,7 +66,11 @@ const struct cfg_key aagw_config_keys[] = {
      "relies on provenance headers alone to stop loops."},
     {"replication.separator", CT_SEP, ".", 1, 8, NULL, "--separator", 0,
      "Separator between the source alias and the topic name under the "
-     "prefix policy (1-8 of the characters . _ -)."},
+     "prefix policy (1-8 of the characters . _ -). MirrorMaker 2's "
+     "internal topics are named with it too, as MM2 names them since Kafka "
+     "3.0 (with _: mm2-offset-syncs_west_internal, "
+     "east_checkpoints_internal); set MM2 tooling's "
+     "replication.policy.separator to the same value."},
     {"replication.topics", CT_REGEXES, ".*", NOLIMIT, NULL, "--topic", 0,
      "Topics to replicate: regexes in MirrorMaker 2's (Java) syntax, PCRE2, "
      "matched against the whole topic name."},
@@ -182,7 +186,8 @@ const struct cfg_key aagw_config_keys[] = {
      "source|target", NULL, 0,
      "Where offset-syncs live, as MirrorMaker 2's offset-syncs.topic."
      "location: source (mm2-offset-syncs.<target>.internal on the source) "
-     "or target (mm2-offset-syncs.<source>.internal on the target)."},
+     "or target (mm2-offset-syncs.<source>.internal on the target); each "
+     "dot is replication.separator."},
     {"mm2.offset_syncs_max_rate", CT_INT, "100", 1, 1000000, NULL, NULL, 0,
      "Most offset-syncs per second and partition. Above it syncs are "
      "suppressed and the next one is marked lossy (translation in that "
@@ -192,7 +197,8 @@ const struct cfg_key aagw_config_keys[] = {
      0,
      "How often the committed offsets of the groups selected by "
      "replication.groups / groups_exclude are translated and written to "
-     "<source>.checkpoints.internal at the target (MirrorMaker 2 format). "
+     "<source>.checkpoints.internal (dots: replication.separator) at the "
+     "target (MirrorMaker 2 format). "
      "Clusters that cannot list groups (the embedded one) get the groups "
      "named literally in replication.groups. 0s: no checkpoints."},
     {"mm2.sync_group_offsets", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
