@@ -58,6 +58,7 @@ struct aagw_config {
         char            *errs;
         size_t           errlen, errcap;
         int              nerrs;
+        size_t           errs_shown; /* length before the "more" line */
         char            *warns; /* settings read but not applied */
         size_t           warnlen, warncap;
         bool             from_mm2; /* a file was read as mm2.properties */
@@ -65,9 +66,30 @@ struct aagw_config {
 
 /* ------------------------------- ERRORS -------------------------------- */
 
+/* Errors past the first AAGW_CONFIG_ERRORS_SHOWN are counted, not
+ * listed: a file of 200,000 unknown keys gave 200,000 lines.  The last
+ * line then says how many more there are ("... and 199980 more errors"),
+ * rewritten in place as the count grows. */
 static void err_append(aagw_config_t *cfg, const char *line) {
         size_t len = strlen(line);
+        char   more[96];
 
+        if (cfg->nerrs >= AAGW_CONFIG_ERRORS_SHOWN) {
+                cfg->nerrs++;
+                if (!cfg->errs_shown)
+                        cfg->errs_shown = cfg->errlen;
+                len = (size_t)snprintf(
+                    more, sizeof(more),
+                    "... and %d more error%s (only the first %d are listed)",
+                    cfg->nerrs - AAGW_CONFIG_ERRORS_SHOWN,
+                    cfg->nerrs - AAGW_CONFIG_ERRORS_SHOWN == 1 ? "" : "s",
+                    AAGW_CONFIG_ERRORS_SHOWN);
+                cfg->errlen = cfg->errs_shown;
+                line        = more;
+        } else
+                cfg->nerrs++;
+        /* Counted even when the text cannot be kept: an error is never
+         * lost. */
         if (cfg->errlen + len + 2 > cfg->errcap) {
                 size_t ncap = (cfg->errcap + len + 2) * 2;
                 char  *p    = realloc(cfg->errs, ncap);
@@ -80,7 +102,6 @@ static void err_append(aagw_config_t *cfg, const char *line) {
         cfg->errlen += len;
         cfg->errs[cfg->errlen++] = '\n';
         cfg->errs[cfg->errlen]   = '\0';
-        cfg->nerrs++;
 }
 
 /* Record "file:line:col: path: message", or "--flag: path: message" for a
@@ -910,6 +931,46 @@ fail:
 
 /* ------------------------------ YAML WALK ------------------------------ */
 
+/* The key names of one mapping, for the duplicate check: a hash set, so
+ * a mapping of n keys costs O(n), not the O(n^2) of comparing each key
+ * with all before it (200,000 keys took over a minute that way).  It only
+ * borrows the names (the document owns them).  If the table cannot be
+ * allocated, every name counts as new: no duplicate is reported, nothing
+ * else changes. */
+struct nameset {
+        const char **slot;
+        size_t       mask;
+};
+
+static void nameset_init(struct nameset *ns, size_t n) {
+        size_t cap = 16;
+        while (cap < n * 2)
+                cap *= 2;
+        ns->slot = calloc(cap, sizeof(*ns->slot));
+        ns->mask = cap - 1;
+}
+
+static void nameset_deinit(struct nameset *ns) {
+        free(ns->slot);
+}
+
+/* Add 'name'; false if it was there already. */
+static bool nameset_add(struct nameset *ns, const char *name) {
+        uint64_t h = 1469598103934665603ull; /* FNV-1a */
+        if (!ns->slot)
+                return true;
+        for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+                h = (h ^ *c) * 1099511628211ull;
+        for (size_t i = (size_t)h & ns->mask;; i = (i + 1) & ns->mask) {
+                if (!ns->slot[i]) {
+                        ns->slot[i] = name;
+                        return true;
+                }
+                if (!strcmp(ns->slot[i], name))
+                        return false;
+        }
+}
+
 struct walk {
         aagw_config_t *cfg;
         yaml_document_t *doc;
@@ -990,6 +1051,13 @@ static void walk_props(struct walk *w, const struct cfg_key *k,
         if (v->origin != ORIG_FILE)
                 val_clear(v);
         v->origin = ORIG_FILE;
+        /* Names already there (an earlier file) count as seen. */
+        struct nameset seen;
+        nameset_init(&seen, (size_t)(map->data.mapping.pairs.top -
+                                     map->data.mapping.pairs.start) +
+                                v->n / 2);
+        for (size_t i = 0; i < v->n; i += 2)
+                nameset_add(&seen, v->items[i]);
         for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
              p < map->data.mapping.pairs.top; p++) {
                 yaml_node_t *kn = yaml_document_get_node(w->doc, p->key);
@@ -1004,10 +1072,7 @@ static void walk_props(struct walk *w, const struct cfg_key *k,
                 }
                 const char *name = (const char *)kn->data.scalar.value;
                 snprintf(sub, sizeof(sub), "%s.%s", path, name);
-                bool dup = false;
-                for (size_t i = 0; i < v->n; i += 2)
-                        dup |= !strcmp(v->items[i], name);
-                if (dup) {
+                if (!nameset_add(&seen, name)) {
                         err_at(w->cfg, &ks, sub, "duplicate key");
                         continue;
                 }
@@ -1031,6 +1096,7 @@ static void walk_props(struct walk *w, const struct cfg_key *k,
                 val_push(v, nm, &ks);
                 val_push(v, val, &vs);
         }
+        nameset_deinit(&seen);
 }
 
 static void walk_value(struct walk *w, const struct cfg_key *k,
@@ -1117,6 +1183,9 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *path,
                        "expected a mapping, got %s", node_kind(map));
                 return;
         }
+        struct nameset seen;
+        nameset_init(&seen, (size_t)(map->data.mapping.pairs.top -
+                                     map->data.mapping.pairs.start));
         for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
              p < map->data.mapping.pairs.top; p++) {
                 yaml_node_t *kn = yaml_document_get_node(w->doc, p->key);
@@ -1134,15 +1203,7 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *path,
                          *path ? "." : "", name);
                 /* Duplicate keys in one mapping: YAML forbids them and
                  * libyaml does not check. */
-                bool dup = false;
-                for (yaml_node_pair_t *q = map->data.mapping.pairs.start;
-                     q < p; q++) {
-                        yaml_node_t *qn = yaml_document_get_node(w->doc, q->key);
-                        dup |= qn->type == YAML_SCALAR_NODE &&
-                               !strcmp((const char *)qn->data.scalar.value,
-                                       name);
-                }
-                if (dup) {
+                if (!nameset_add(&seen, name)) {
                         err_at(w->cfg, &ks, sub_path,
                                "duplicate key (the first one is kept)");
                         continue;
@@ -1183,10 +1244,79 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *path,
                 else
                         err_at(w->cfg, &ks, sub_path, "unknown key");
         }
+        nameset_deinit(&seen);
 }
 
-aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
-                                   const char *yaml, size_t len) {
+/* 1-based line and column of byte 'off' of 'text' (columns count
+ * characters, as libyaml's marks do; UTF-8 continuation bytes are not
+ * characters). */
+static struct src text_pos(const char *file, const char *text, size_t len,
+                           size_t off) {
+        struct src src = {file, 1, 1};
+        for (size_t i = 0; i < off && i < len; i++) {
+                if (text[i] == '\n') {
+                        src.line++;
+                        src.col = 1;
+                } else if (((unsigned char)text[i] & 0xC0) != 0x80)
+                        src.col++;
+        }
+        return src;
+}
+
+/* Report why libyaml gave up, where it happened:
+ * - a bad byte (invalid UTF-8, a control character): libyaml's reader
+ *   leaves problem_mark at 0:0 and gives the byte offset instead, so the
+ *   line and column are counted here;
+ * - a construct still open at the end of the file (an unclosed [ or {, a
+ *   quote): the end of the file says nothing, so the error points at
+ *   where the construct starts (context_mark) and names the end;
+ * - anything else at problem_mark. */
+static void parse_error(aagw_config_t *cfg, const yaml_parser_t *p,
+                        const char *file, const char *text, size_t len) {
+        const char *problem = p->problem ? p->problem : "syntax error";
+        struct src  at;
+
+        if (p->error == YAML_READER_ERROR) {
+                at = text_pos(file, text, len, p->problem_offset);
+                if (p->problem_value >= 0)
+                        err_at(cfg, &at, NULL, "%s (byte 0x%02X)", problem,
+                               (unsigned)p->problem_value & 0xFFu);
+                else
+                        err_at(cfg, &at, NULL, "%s", problem);
+                return;
+        }
+        at = (struct src){file, (int)p->problem_mark.line + 1,
+                          (int)p->problem_mark.column + 1};
+        /* Where the open construct starts: the context mark when it is
+         * before the end (an unclosed quote), else the innermost open
+         * collection on the parser's stack of start marks (an unclosed [
+         * after a comma leaves the context mark at the end). */
+        const yaml_mark_t *start = NULL;
+        if (p->problem_mark.index >= len) {
+                if (p->context && p->context_mark.index < p->problem_mark.index)
+                        start = &p->context_mark;
+                else if (p->marks.top > p->marks.start &&
+                         p->marks.top[-1].index < p->problem_mark.index)
+                        start = &p->marks.top[-1];
+        }
+        if (start) {
+                struct src s = {file, (int)start->line + 1,
+                                (int)start->column + 1};
+                err_at(cfg, &s, NULL,
+                       "%s%s%s; the file ends (at %d:%d) before what "
+                       "starts here is closed",
+                       problem, p->context ? " " : "",
+                       p->context ? p->context : "", at.line, at.col);
+                return;
+        }
+        err_at(cfg, &at, NULL, "%s%s%s", problem, p->context ? " " : "",
+               p->context ? p->context : "");
+}
+
+/* Load YAML 'yaml' named 'name'.  'need_settings': a file given with -c
+ * must hold some (an empty one used to start the demo silently). */
+static aagw_err_t load_yaml(aagw_config_t *cfg, const char *name,
+                            const char *yaml, size_t len, bool need_settings) {
         yaml_parser_t   parser;
         yaml_document_t doc;
         int             errs_before = cfg->nerrs;
@@ -1199,16 +1329,18 @@ aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
         yaml_parser_set_input_string(&parser, (const unsigned char *)yaml,
                                      len);
         if (!yaml_parser_load(&parser, &doc)) {
-                struct src src = {w.file, (int)parser.problem_mark.line + 1,
-                                  (int)parser.problem_mark.column + 1};
-                err_at(cfg, &src, NULL, "%s%s%s",
-                       parser.problem ? parser.problem : "syntax error",
-                       parser.context ? " " : "",
-                       parser.context ? parser.context : "");
+                parse_error(cfg, &parser, w.file, yaml, len);
                 yaml_parser_delete(&parser);
                 return AAGW_ERR_CONFIG;
         }
         yaml_node_t *root = yaml_document_get_root_node(&doc);
+        if (need_settings &&
+            (!root || scalar_is_null(root) ||
+             (root->type == YAML_MAPPING_NODE &&
+              root->data.mapping.pairs.top == root->data.mapping.pairs.start)))
+                err_at(cfg, &(struct src){w.file, 0, 0}, NULL,
+                       "the file holds no settings (it is empty, only "
+                       "comments, or null); without -c aagw runs the demo");
         if (root && !scalar_is_null(root))
                 walk_mapping(&w, root, "", "");
         /* A second document would silently be ignored: refuse it. */
@@ -1225,6 +1357,11 @@ aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
         yaml_document_delete(&doc);
         yaml_parser_delete(&parser);
         return cfg->nerrs > errs_before ? AAGW_ERR_CONFIG : AAGW_OK;
+}
+
+aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
+                                   const char *yaml, size_t len) {
+        return load_yaml(cfg, name, yaml, len, false);
 }
 
 aagw_err_t aagw_config_load_file(aagw_config_t *cfg, const char *path) {
@@ -1268,7 +1405,7 @@ aagw_err_t aagw_config_load_file(aagw_config_t *cfg, const char *path) {
                 cfg->from_mm2 = true;
                 err           = aagw_config_load_mm2(cfg, path, buf, len);
         } else
-                err = aagw_config_load_string(cfg, path, buf ? buf : "", len);
+                err = load_yaml(cfg, path, buf ? buf : "", len, true);
         free(buf);
         return err;
 }

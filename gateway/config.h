@@ -103,7 +103,10 @@ aagw_err_t aagw_config_set_at(aagw_config_t *cfg, const char *key,
  */
 aagw_err_t aagw_config_validate(aagw_config_t *cfg);
 
-/* All recorded errors, one per line ("" when none); borrowed. */
+/* All recorded errors, one per line ("" when none); borrowed.  Only the
+ * first AAGW_CONFIG_ERRORS_SHOWN are listed; a last line then counts the
+ * rest ("... and N more errors (only the first 20 are listed)"). */
+#define AAGW_CONFIG_ERRORS_SHOWN 20
 const char *aagw_config_errors(const aagw_config_t *cfg);
 
 /* Record an error, or a warning, against 'file':'line' (line 0: the file

@@ -56,6 +56,9 @@
 #define WAKE_INTERVAL_MS 20 /* aagw_fetch_waker_poke(), at most */
 #define ADMIN_TIMEOUT_MS 3000
 #define SCAN_TIMEOUT_MS 60000
+/* How long the start-up scan waits for an output partition to answer
+ * (see output_wait()) before the stage fails. */
+#define OUTPUT_WAIT_MS 120000
 #define REPLAY_MAX      (1 << 20) /* input coordinates found at start */
 
 enum { MODE_DEDUP = 1, MODE_LWW = 2 };
@@ -564,6 +567,55 @@ static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
         rec->hdrs         = u->hdrs;
 }
 
+/* Wait until every partition of the output 'ut' answers a watermark
+ * query.  While a partition's leader is gone (a broker died, and the
+ * controller moves leadership only once the broker's session lapses: 9 s
+ * by default) the query fails with a timeout, a transport error or "not
+ * leader", and the start-up scan would fail the stage (and the gateway)
+ * for a fault the cluster repairs by itself.  Returns 0, or -1 if the
+ * stage is stopping or failed after OUTPUT_WAIT_MS. */
+static int output_wait(gw_unify_t *u, struct utopic *ut) {
+        int64_t deadline = aagw_mono_ms() + OUTPUT_WAIT_MS;
+        bool    logged   = false;
+
+        for (;;) {
+                rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+                int32_t             p;
+                int64_t             lo, hi;
+
+                for (p = 0; p < ut->out_parts; p++)
+                        if ((err = rd_kafka_query_watermark_offsets(
+                                 u->reader, ut->out, p, &lo, &hi, 5000)))
+                                break;
+                if (!err)
+                        return 0;
+                if (atomic_load(&u->stop))
+                        return -1;
+                if (aagw_mono_ms() >= deadline) {
+                        ufail(u, "reading the end of %s [%d]: %s for %d s",
+                              ut->out, (int)p, rd_kafka_err2str(err),
+                              OUTPUT_WAIT_MS / 1000);
+                        return -1;
+                }
+                if (!logged)
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: reading the end of %s [%d]: %s; "
+                                 "trying again for up to %d s",
+                                 u->site, ut->out, (int)p,
+                                 rd_kafka_err2str(err), OUTPUT_WAIT_MS / 1000);
+                logged = true;
+                rd_kafka_topic_t *rkt = rd_kafka_topic_new(u->reader, ut->out,
+                                                           NULL);
+                const struct rd_kafka_metadata *md = NULL;
+                if (rkt && !rd_kafka_metadata(u->reader, 0, rkt, &md, 2000))
+                        rd_kafka_metadata_destroy(md);
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
+                struct timespec ts = {0, 250 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* Fold one record found in the output (delivered by an earlier run whose
  * epoch did not commit) into 'b'. */
 static int fold_record(gw_unify_t *u, struct utopic *ut,
@@ -696,6 +748,8 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                 ufail(u, "out of memory");
                 return -1;
         }
+        if (output_wait(u, ut))
+                goto out;
         for (int32_t p = 0; p < ut->out_parts; p++) {
                 struct aagw_pos pos;
                 int64_t         lo, hi, from;

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -246,6 +247,137 @@ static void test_config_check_invalid(void **state) {
                                    "open: No such file or directory\n");
 }
 
+/* A file with no settings is an error, not the demo: `config check` and
+ * `run` both refuse it with exit 2 and name it. */
+static void test_empty_config_refused(void **state) {
+        static const char *const texts[] = {"", "~\n", "# nothing\n",
+                                            "{}\n", "null\n"};
+        char                     want[1024];
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+                const char *path = write_file("empty.yaml", texts[i]);
+                snprintf(want, sizeof(want),
+                         "aagw: %s: the file holds no settings (it is empty, "
+                         "only comments, or null); without -c aagw runs the "
+                         "demo\n",
+                         path);
+                run(&r, "config", "check", "-c", path, NULL);
+                assert_int_equal(r.status, 2);
+                assert_string_equal(r.err, want);
+                assert_string_equal(r.out, "");
+                run(&r, "run", "-c", path, "--duration", "1", NULL);
+                assert_int_equal(r.status, 2);
+                assert_string_equal(r.err, want);
+                assert_string_equal(r.out, "");
+        }
+}
+
+/* Topic regexes that PCRE2 refuses (20,000 nested parentheses overflowed
+ * regcomp's stack; ")" and "" passed `config check` and failed `run`):
+ * both commands refuse them alike, with exit 2 and a message, from a flag
+ * and from a file. */
+static void test_bad_topic_regex_refused(void **state) {
+        enum { DEPTH = 20000 };
+        char *deep = malloc(2 * DEPTH + 2), yaml[2 * DEPTH + 256];
+        (void)state;
+
+        assert_non_null(deep);
+        memset(deep, '(', DEPTH);
+        deep[DEPTH] = 'a';
+        memset(deep + DEPTH + 1, ')', DEPTH);
+        deep[2 * DEPTH + 1] = '\0';
+        const char *const bad[][2] = {
+            {deep, "parentheses are too deeply nested"},
+            {")", "unmatched closing parenthesis"},
+            {"", "empty regular expression"},
+        };
+        static const char flag_err[] =
+            "aagw: --topic: replication.topics: invalid regular expression";
+        char state_dir[512];
+        snprintf(state_dir, sizeof(state_dir), "%s/regex-state", tmpdir);
+        for (size_t i = 0; i < 3; i++) {
+                for (int c = 0; c < 2; c++) {
+                        if (c)
+                                run(&r, "run", "--duration", "1", "--cluster",
+                                    "east=127.0.0.1:1", "--cluster",
+                                    "west=127.0.0.1:2", "--state-dir",
+                                    state_dir, "--topic", bad[i][0], NULL);
+                        else
+                                run(&r, "config", "check", "--cluster",
+                                    "east=127.0.0.1:1", "--cluster",
+                                    "west=127.0.0.1:2", "--topic", bad[i][0],
+                                    NULL);
+                        if (r.status != 2 ||
+                            strncmp(r.err, flag_err, strlen(flag_err)) ||
+                            !strstr(r.err, bad[i][1]))
+                                fail_msg("%s --topic #%zu: exit %d, %.300s",
+                                         c ? "run" : "config check", i,
+                                         r.status, r.err);
+                        assert_string_equal(r.out, "");
+                }
+                /* The same from a file: file:line:col and the key. */
+                snprintf(yaml, sizeof(yaml),
+                         "clusters:\n"
+                         "  east: {bootstrap_servers: 127.0.0.1:1}\n"
+                         "  west: {bootstrap_servers: 127.0.0.1:2}\n"
+                         "replication:\n"
+                         "  topics: ['%s']\n",
+                         bad[i][0]);
+                const char *path = write_file("regex.yaml", yaml);
+                char        want[600];
+                snprintf(want, sizeof(want),
+                         "aagw: %s:5:12: replication.topics: invalid regular "
+                         "expression",
+                         path);
+                run(&r, "config", "check", "-c", path, NULL);
+                assert_int_equal(r.status, 2);
+                assert_true(!strncmp(r.err, want, strlen(want)));
+                assert_non_null(strstr(r.err, bad[i][1]));
+                run(&r, "run", "-c", path, "--duration", "1", NULL);
+                assert_int_equal(r.status, 2);
+                assert_true(!strncmp(r.err, want, strlen(want)));
+        }
+        free(deep);
+}
+
+/* 200,000 unknown keys: refused in seconds (over a minute before), with
+ * the first 20 errors and a count, not 200,000 lines. */
+static void test_huge_config_refused_fast(void **state) {
+        char   path[512];
+        FILE  *f;
+        (void)state;
+
+        snprintf(path, sizeof(path), "%s/huge.yaml", tmpdir);
+        assert_non_null(f = fopen(path, "w"));
+        for (int i = 0; i < 200000; i++)
+                fprintf(f, "k%d: 1\n", i);
+        fclose(f);
+        for (int c = 0; c < 2; c++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                if (c)
+                        run(&r, "run", "-c", path, "--duration", "1", NULL);
+                else
+                        run(&r, "config", "check", "-c", path, NULL);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                assert_int_equal(r.status, 2);
+                long ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+                          (t1.tv_nsec - t0.tv_nsec) / 1000000;
+                if (ms > 15000)
+                        fail_msg("200,000 unknown keys: %ld ms", ms);
+                size_t lines = 0;
+                for (const char *p = r.err; *p; p++)
+                        lines += *p == '\n';
+                assert_int_equal(lines, 21);
+                assert_non_null(strstr(r.err, "huge.yaml:1:1: k0: unknown "
+                                              "key\n"));
+                assert_non_null(strstr(r.err, "aagw: ... and 199980 more "
+                                              "errors (only the first 20 are "
+                                              "listed)\n"));
+        }
+}
+
 static void test_config_reference(void **state) {
         (void)state;
         run(&r, "config", "reference", NULL);
@@ -313,6 +445,9 @@ int main(void) {
             cmocka_unit_test(test_status_port_range),
             cmocka_unit_test(test_config_check_valid),
             cmocka_unit_test(test_config_check_invalid),
+            cmocka_unit_test(test_empty_config_refused),
+            cmocka_unit_test(test_bad_topic_regex_refused),
+            cmocka_unit_test(test_huge_config_refused_fast),
             cmocka_unit_test(test_config_reference),
             cmocka_unit_test(test_second_instance_refused),
         };

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -204,8 +205,132 @@ static void test_err_syntax(void **state) {
         struct fixture *f = *state;
         assert_int_equal(load(f, "gateway:\n  id: [a,\n"), AAGW_ERR_CONFIG);
         assert_string_equal(aagw_config_errors(f->cfg),
-                            "gw.yaml:3:1: did not find expected node content "
-                            "while parsing a flow node\n");
+                            "gw.yaml:2:7: did not find expected node content "
+                            "while parsing a flow node; the file ends (at "
+                            "3:1) before what starts here is closed\n");
+}
+
+/* A [ or { left open at the end of the file: the error points at it, not
+ * at the end (which says nothing about where to look). */
+static void test_err_unclosed_at_end(void **state) {
+        struct fixture *f = *state;
+        assert_int_equal(load(f, "gateway:\n  mode: active-active\n"
+                                 "replication:\n  topics: [a, b\n"),
+                         AAGW_ERR_CONFIG);
+        assert_string_equal(aagw_config_errors(f->cfg),
+                            "gw.yaml:4:11: did not find expected ',' or ']' "
+                            "while parsing a flow sequence; the file ends "
+                            "(at 5:1) before what starts here is closed\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_int_equal(load(f, "unify:\n  topics: {clicks: {mode: lww}\n"),
+                         AAGW_ERR_CONFIG);
+        assert_string_equal(aagw_config_errors(f->cfg),
+                            "gw.yaml:2:11: did not find expected ',' or '}' "
+                            "while parsing a flow mapping; the file ends "
+                            "(at 3:1) before what starts here is closed\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_int_equal(load(f, "gateway:\n  id: \"abc\n"), AAGW_ERR_CONFIG);
+        assert_string_equal(aagw_config_errors(f->cfg),
+                            "gw.yaml:2:7: found unexpected end of stream "
+                            "while scanning a quoted scalar; the file ends "
+                            "(at 3:1) before what starts here is closed\n");
+}
+
+/* Invalid UTF-8 and control characters: libyaml gives a byte offset, not
+ * a mark; the line and column (in characters) are those of the byte. */
+static void test_err_bad_bytes_located(void **state) {
+        static const struct {
+                const char *yaml, *want;
+        } cases[] = {
+            {"gateway:\n  mode: active-active\n  id: \"ab\xff\"\n",
+             "gw.yaml:3:10: invalid leading UTF-8 octet (byte 0xFF)\n"},
+            {"gateway:\n  id: ab\x01" "c\n",
+             "gw.yaml:2:9: control characters are not allowed (byte "
+             "0x01)\n"},
+            /* "é" is one character, two bytes. */
+            {"a: 1\n# caf\xc3\xa9 \x07\n",
+             "gw.yaml:2:8: control characters are not allowed (byte "
+             "0x07)\n"},
+            {"gateway:\n  id: x\xc3(\n",
+             "gw.yaml:2:9: invalid trailing UTF-8 octet (byte 0x28)\n"},
+        };
+        struct fixture *f = *state;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                aagw_config_destroy(f->cfg);
+                f->cfg = aagw_config_new();
+                assert_int_equal(load(f, cases[i].yaml), AAGW_ERR_CONFIG);
+                assert_string_equal(aagw_config_errors(f->cfg), cases[i].want);
+        }
+}
+
+/* Errors past the first AAGW_CONFIG_ERRORS_SHOWN are counted on one last
+ * line. */
+static void test_err_count_capped(void **state) {
+        struct fixture *f = *state;
+        char            yaml[4096], want[4096];
+        size_t          yl = 0, wl = 0;
+
+        for (int i = 0; i < 25; i++) {
+                yl += (size_t)snprintf(yaml + yl, sizeof(yaml) - yl,
+                                       "k%d: 1\n", i);
+                if (i < AAGW_CONFIG_ERRORS_SHOWN)
+                        wl += (size_t)snprintf(want + wl, sizeof(want) - wl,
+                                               "gw.yaml:%d:1: k%d: unknown "
+                                               "key\n",
+                                               i + 1, i);
+        }
+        snprintf(want + wl, sizeof(want) - wl,
+                 "... and 5 more errors (only the first 20 are listed)\n");
+        assert_int_equal(load(f, yaml), AAGW_ERR_CONFIG);
+        assert_string_equal(aagw_config_errors(f->cfg), want);
+}
+
+/* 200,000 keys in one mapping load in linear time (the duplicate check
+ * compared each key with all before it: over a minute), and a duplicate
+ * among them is still found. */
+static void test_many_keys_fast(void **state) {
+        struct fixture *f = *state;
+        enum { N = 200000 };
+        char           *yaml = malloc((size_t)N * 24 + 64), *p = yaml;
+        struct timespec t0, t1;
+
+        assert_non_null(yaml);
+        for (int i = 0; i < N; i++)
+                p += sprintf(p, "k%d: 1\n", i);
+        p += sprintf(p, "k7: 2\n");
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(load(f, yaml), AAGW_ERR_CONFIG);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) +
+                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (s > 10.0)
+                fail_msg("200,000 keys took %.1f s", s);
+        assert_non_null(strstr(aagw_config_errors(f->cfg),
+                               "\n... and 199981 more errors (only the first "
+                               "20 are listed)\n"));
+        /* Properties too (the same check, its own loop). */
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        p = yaml + sprintf(yaml, "clusters:\n  east:\n    properties:\n");
+        for (int i = 0; i < N; i++)
+                p += sprintf(p, "      p%d: 1\n", i);
+        sprintf(p, "      p9: 2\n");
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(load(f, yaml), AAGW_ERR_CONFIG);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        s = (double)(t1.tv_sec - t0.tv_sec) +
+            (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (s > 10.0)
+                fail_msg("200,000 properties took %.1f s", s);
+        char want[128];
+        snprintf(want, sizeof(want),
+                 "gw.yaml:%d:7: clusters.east.properties.p9: duplicate key\n",
+                 N + 4);
+        assert_string_equal(aagw_config_errors(f->cfg), want);
+        free(yaml);
 }
 
 static void test_err_syntax_tab(void **state) {
@@ -819,6 +944,10 @@ int main(void) {
             T(test_empty_and_null),
             T(test_err_syntax),
             T(test_err_syntax_tab),
+            T(test_err_unclosed_at_end),
+            T(test_err_bad_bytes_located),
+            T(test_err_count_capped),
+            T(test_many_keys_fast),
             T(test_err_unknown_key_suggests),
             T(test_err_types),
             T(test_err_replication_values),
