@@ -168,7 +168,12 @@ const char *const aagw_kafka_producer_props[] = {
     "message.timeout.ms", "0",
     "linger.ms", "5",
     "batch.num.messages", "10000",
-    "queue.buffering.max.messages", "500000",
+    /* Records in flight, each holding its consumed record (and the fetch
+     * buffer around it) until acknowledged: 500,000 took a catch-up on
+     * real Kafka to 460-750 MiB peak RSS, 100,000 (with the 16 MiB
+     * consumer queue below) to 340-360 MiB at no measurable loss of
+     * rate (docs/benchmarks.md, "Against MirrorMaker 2"). */
+    "queue.buffering.max.messages", "100000",
     NULL};
 
 const char *const aagw_kafka_consumer_props[] = {
@@ -178,7 +183,7 @@ const char *const aagw_kafka_consumer_props[] = {
      * the byte bound keeps memory bounded (and the fetch waker below
      * restarts a parked fetcher). */
     "queued.min.messages", "1000000",
-    "queued.max.messages.kbytes", "65536",
+    "queued.max.messages.kbytes", "16384",
     /* A broker connection has one fetch in flight.  When every partition
      * in it is at its end, the broker holds it for fetch.wait.max.ms, and
      * partitions that became fetchable meanwhile (start offset resolved,

@@ -1422,7 +1422,7 @@ int bench_bare_main(const char *prog, int argc, char **argv) {
                                       "linger.ms", "5",
                                       "batch.num.messages", "10000",
                                       "queue.buffering.max.messages",
-                                      "500000",
+                                      "100000",
                                       NULL};
         /* clang-format on */
         struct bare_stats                st = {0};
