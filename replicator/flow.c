@@ -410,6 +410,8 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
         }
 }
 
+static void dlq_ensure(aagw_flow_t *f);
+
 /* Copy of 'm' for the dead-letter topic: original key, value, timestamp
  * and headers, plus where it came from and why it is here. */
 static void produce_dlq(aagw_flow_t *f, struct token *tok,
@@ -438,9 +440,11 @@ static void produce_dlq(aagw_flow_t *f, struct token *tok,
         /* Created on first use: a topic handle makes the producer ask for
          * its metadata, which auto-creates it on many clusters, and an
          * empty dead-letter topic at every site is noise. */
-        if (!f->dlq_rkt)
+        if (!f->dlq_rkt) {
+                dlq_ensure(f);
                 f->dlq_rkt = rd_kafka_topic_new(f->producer, f->dlq_topic,
                                                 NULL);
+        }
         if (produce_retry(f, f->dlq_rkt, RD_KAFKA_PARTITION_UA, m, h, ts, tok,
                           &err)) {
                 rd_kafka_headers_destroy(h);
@@ -525,6 +529,23 @@ static int admin_create(aagw_flow_t *f, const char *topic, int partitions) {
                          "%s: cannot create topic %s at %s: %s", f->name,
                          topic, f->target, err);
         return -1;
+}
+
+/* Create the dead-letter topic (one partition) through the Admin API if
+ * the target lacks it.  Clusters that do not auto-create topics (the
+ * usual production setting, auto.create.topics.enable=false) would
+ * otherwise fail the first dead-lettered record with an unknown topic;
+ * where the Admin API is missing, the producer's auto-creation remains. */
+static void dlq_ensure(aagw_flow_t *f) {
+        const struct rd_kafka_metadata *md = NULL;
+        int                             have;
+
+        if (rd_kafka_metadata(f->admin, 1, NULL, &md, 5000))
+                return; /* the produce reports what is wrong */
+        have = partition_count(f->admin, md, f->dlq_topic);
+        rd_kafka_metadata_destroy(md);
+        if (have < 0)
+                admin_create(f, f->dlq_topic, 1);
 }
 
 /* Make sure the target topic exists with at least 'want' partitions.
