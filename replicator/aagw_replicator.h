@@ -154,6 +154,16 @@ int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
                             int timeout_ms, char *errstr, size_t errstr_size);
 
 /**
+ * @brief aagw_kafka_topic_create() with topic configs: @p configs is NULL
+ * or a NULL-terminated list of name, value pairs
+ * ("cleanup.policy", "compact", NULL).  Borrowed for the call only.
+ */
+int aagw_kafka_topic_create_conf(rd_kafka_t *rk, const char *topic,
+                                 int partitions, const char *const *configs,
+                                 int timeout_ms, char *errstr,
+                                 size_t errstr_size);
+
+/**
  * @brief Have @p topic auto-created by the broker (a metadata request for
  * it from @p producer, whose cluster may create topics on request).
  * @returns its partition count, or -1 (not created, or no answer).

@@ -99,6 +99,14 @@ aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
 
 int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
                             int timeout_ms, char *errstr, size_t errstr_size) {
+        return aagw_kafka_topic_create_conf(rk, topic, partitions, NULL,
+                                            timeout_ms, errstr, errstr_size);
+}
+
+int aagw_kafka_topic_create_conf(rd_kafka_t *rk, const char *topic,
+                                 int partitions, const char *const *configs,
+                                 int timeout_ms, char *errstr,
+                                 size_t errstr_size) {
         rd_kafka_NewTopic_t     *nt;
         rd_kafka_AdminOptions_t *o;
         rd_kafka_queue_t        *q;
@@ -111,6 +119,14 @@ int aagw_kafka_topic_create(rd_kafka_t *rk, const char *topic, int partitions,
                 snprintf(errstr, errstr_size, "%s", why);
                 return -1;
         }
+        for (size_t i = 0; configs && configs[i] && configs[i + 1]; i += 2)
+                if (rd_kafka_NewTopic_set_config(nt, configs[i],
+                                                 configs[i + 1])) {
+                        snprintf(errstr, errstr_size, "config %s=%s refused",
+                                 configs[i], configs[i + 1]);
+                        rd_kafka_NewTopic_destroy(nt);
+                        return -1;
+                }
         q = rd_kafka_queue_new(rk);
         o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
         rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, why,

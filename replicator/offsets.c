@@ -367,11 +367,60 @@ static void checkpoints(struct mm2 *m) {
 
 /* -------------------------------------------------------------- THREAD -- */
 
+/* Create MM2 topic 'topic' through 'admin' if its cluster lacks it: one
+ * partition, compacted, as MirrorMaker 2 makes its internal topics.  A
+ * cluster with auto.create.topics.enable=false (the production norm)
+ * would otherwise drop every heartbeat, offset-sync and checkpoint
+ * (librdkafka fails records for unknown topics after its metadata
+ * timeout).  The embedded mock cannot create topics (it auto-creates):
+ * a timeout there is not an error. */
+static int ensure_topic(struct mm2 *m, rd_kafka_t *admin, const char *topic,
+                        const char *where) {
+        static const char *const compact[] = {"cleanup.policy", "compact",
+                                              NULL};
+        const struct rd_kafka_metadata *md = NULL;
+        char                            err[256];
+        bool                            have = false;
+
+        if (!admin || rd_kafka_metadata(admin, 1, NULL, &md, ADMIN_TIMEOUT_MS))
+                return 0; /* the produce reports what is wrong */
+        for (int i = 0; i < md->topic_cnt; i++)
+                have |= !strcmp(md->topics[i].topic, topic) &&
+                        !md->topics[i].err;
+        rd_kafka_metadata_destroy(md);
+        if (have)
+                return 0;
+        int rc = aagw_kafka_topic_create_conf(admin, topic, 1, compact,
+                                              ADMIN_TIMEOUT_MS, err,
+                                              sizeof(err));
+        if (rc == 0)
+                aagw_log(AAGW_LOG_INFO, "MM2", "%s: created topic %s at %s",
+                         aagw_flow_name(m->flow), topic, where);
+        else if (rc == -1)
+                aagw_log(AAGW_LOG_WARN, "MM2",
+                         "%s: cannot create topic %s at %s: %s",
+                         aagw_flow_name(m->flow), topic, where, err);
+        return rc;
+}
+
 static void *mm2_main(void *arg) {
         struct mm2 *m       = arg;
         int64_t     next_hb = 0, next_ck = 0;
 
         cancel_flag = &m->stopping;
+        /* (-2: no answer, the cluster cannot create topics: do not wait
+         * for it again.) */
+        int made = 0;
+        if (m->hb_rkt)
+                made = ensure_topic(m, m->src_admin, AAGW_MM2_HEARTBEATS_TOPIC,
+                                    m->source);
+        if (m->sync_rkt && made != -2)
+                made = ensure_topic(
+                    m, m->conf.syncs_at_target ? m->tgt_admin : m->src_admin,
+                    m->syncs_topic,
+                    m->conf.syncs_at_target ? m->target : m->source);
+        if (m->ckpt_rkt && made != -2)
+                ensure_topic(m, m->tgt_admin, m->ckpt_topic, m->target);
         pthread_mutex_lock(&m->lock);
         while (!m->stop) {
                 int64_t now = aagw_wall_ms();
@@ -475,7 +524,10 @@ struct mm2 *mm2_new(aagw_flow_t *flow, const struct aagw_flow_conf *c,
             client(c, true, RD_KAFKA_PRODUCER, "admin", errstr, errstr_size);
         if (!m->src_admin)
                 goto fail;
-        if (m->conf.sync_group_offsets &&
+        /* At the target: group offsets, and creating the MM2 topics
+         * written there. */
+        if ((m->conf.sync_group_offsets || m->conf.checkpoint_ms > 0 ||
+             (m->conf.syncs && m->conf.syncs_at_target)) &&
             !(m->tgt_admin = client(c, false, RD_KAFKA_PRODUCER, "admin",
                                     errstr, errstr_size)))
                 goto fail;
