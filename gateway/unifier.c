@@ -736,6 +736,38 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
         return 0;
 }
 
+/* The watermarks of 'topic' ['p'] through 'rk'.  A topic created moments
+ * ago (ensure_output() makes the output through the Admin API on clusters
+ * that do not auto-create) is not yet in the client's metadata, and
+ * librdkafka answers "Unknown partition" at once: ask for the topic's
+ * metadata and try again, for up to 'timeout_ms' (and while its leaders
+ * are being elected, "Not leader for partition"). */
+static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk, const char *topic,
+                                      int32_t p, int64_t *lo, int64_t *hi,
+                                      int timeout_ms) {
+        int64_t deadline = aagw_mono_ms() + timeout_ms;
+
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                    rk, topic, p, lo, hi, timeout_ms);
+                if ((err != RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION &&
+                     err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC &&
+                     err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART &&
+                     err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+                     err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION) ||
+                    aagw_mono_ms() >= deadline)
+                        return err;
+                rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+                const struct rd_kafka_metadata *md = NULL;
+                if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, 1000))
+                        rd_kafka_metadata_destroy(md);
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
+                struct timespec ts = {0, 100 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* Read each output partition of 'ut' from the stored position to its end
  * and fold what is there.  Returns 0, or -1 (the stage fails). */
 static int recover_output(gw_unify_t *u, struct utopic *ut) {
@@ -760,8 +792,8 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                         ufail(u, "%s", err);
                         goto out;
                 }
-                rd_kafka_resp_err_t kerr = rd_kafka_query_watermark_offsets(
-                    u->reader, ut->out, p, &lo, &hi, 10000);
+                rd_kafka_resp_err_t kerr =
+                    watermarks(u->reader, ut->out, p, &lo, &hi, 10000);
                 if (kerr) {
                         ufail(u, "reading the end of %s [%d]: %s", ut->out,
                               (int)p, rd_kafka_err2str(kerr));
