@@ -810,9 +810,15 @@ int gw_cmd_failover(int argc, char **argv) {
         }
         print_rows(&c, stdout);
         if (!all_exact(&c) && !c.o.force) {
+                bool ck = false;
+                for (size_t i = 0; i < c.nrows; i++)
+                        ck |= !c.rows[i].x.exact && c.rows[i].by_checkpoint;
                 gw_errorf("failover: refused: a translation is not exact (see "
-                          "NOTE); wait for replication to catch up, or accept "
-                          "it with --force");
+                          "NOTE); %s, or accept it with --force",
+                          ck ? "MirrorMaker 2's checkpoint makes the group "
+                               "read some records again (waiting does not "
+                               "change that)"
+                             : "wait for replication to catch up");
                 teardown(&c);
                 return EXIT_RUNTIME;
         }

@@ -275,6 +275,7 @@ static void test_aagw_reads_mm2(void **state) {
         if (exact < NPART) {
                 assert_int_equal(rc, 1);
                 assert_non_null(strstr(o.err, "not exact"));
+                assert_non_null(strstr(o.err, "MirrorMaker 2's checkpoint"));
                 harness_output_deinit(&o);
                 fw[8] = "--force";
                 rc    = io_aagw(&io, fw, &o);
