@@ -1317,6 +1317,13 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 it->v     = &u->verdicts[i];
                 it->state = 1;
                 rd_kafka_message_t *m = msgs[i];
+                if (m->err == RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT)
+                        /* refused for good: see the flow's handle() */
+                        ufail(u, "consume: %s: session.timeout.ms is outside "
+                                 "%s's group.min/max.session.timeout.ms (set "
+                                 "clusters.%s.properties.consumer."
+                                 "session.timeout.ms)",
+                              rd_kafka_message_errstr(m), u->site, u->site);
                 if (m->err) {
                         if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                                 aagw_log(AAGW_LOG_WARN, "UNIFY",

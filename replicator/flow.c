@@ -1181,6 +1181,16 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         rd_kafka_timestamp_type_t tstype;
         uint64_t             seq;
 
+        if (m->err == RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT) {
+                /* The broker refuses to let the consumer join, and will
+                 * forever: say what to change, do not retry in silence. */
+                flow_fail(f, "consume: %s: session.timeout.ms is outside "
+                             "%s's group.min/max.session.timeout.ms (set "
+                             "clusters.%s.properties.consumer."
+                             "session.timeout.ms)",
+                          rd_kafka_message_errstr(m), f->source, f->source);
+                return false;
+        }
         if (m->err) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                         aagw_log(AAGW_LOG_WARN, "FLOW", "%s: consume: %s",
