@@ -186,13 +186,26 @@ struct soak {
         int      ncycles, nprogress_fail;
 };
 
+static int64_t wall_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...) {
         static int64_t t0;
         va_list        ap;
+        int64_t        w = wall_ms();
+        time_t         sec = (time_t)(w / 1000);
+        struct tm      tm;
         if (!t0)
                 t0 = harness_now_ms();
-        fprintf(stdout, "[%7.1fs] ", (double)(harness_now_ms() - t0) / 1000.0);
+        gmtime_r(&sec, &tm);
+        /* relative time, and UTC as in aagw's log lines */
+        fprintf(stdout, "[%7.1fs %02d:%02d:%02d.%03dZ] ",
+                (double)(harness_now_ms() - t0) / 1000.0, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, (int)(w % 1000));
         va_start(ap, fmt);
         vfprintf(stdout, fmt, ap);
         va_end(ap);
@@ -211,12 +224,6 @@ static void failf(struct soak *s, const char *fmt, ...) {
         va_end(ap);
         fputc('\n', stdout);
         fflush(stdout);
-}
-
-static int64_t wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Deliberate waits only (the random moments of the faults, the length of
@@ -766,18 +773,24 @@ struct progress_arg {
         struct soak *s;
         int          site;
         int64_t      at_kill[4];
+        int64_t      t0, first[4]; /* when each output first advanced */
 };
 
 static bool progressed(void *arg) {
         struct progress_arg *pa = arg;
         const char          *out[4];
+        bool                 all = true;
         outputs(pa->s, pa->site, out);
         for (int k = 0; k < 4; k++) {
+                if (pa->first[k])
+                        continue;
                 int64_t h = hw_sum(pa->s, pa->site, out[k]);
-                if (h <= pa->at_kill[k])
-                        return false;
+                if (h > pa->at_kill[k])
+                        pa->first[k] = harness_now_ms();
+                else
+                        all = false;
         }
-        return true;
+        return all;
 }
 
 /* Copies caught up: for each direction and topic, the copy's high
@@ -1369,6 +1382,7 @@ static void scenario_kill(struct soak *s) {
                 for (int k = 0; k < 4; k++)
                         pa.at_kill[k] = hw_sum(s, site, out[k]);
                 int64_t t0 = harness_now_ms();
+                pa.t0      = t0;
                 gw_start(s, site);
                 bool ok = harness_wait_until(progressed, &pa,
                                              PROGRESS_TIMEOUT_MS);
@@ -1378,19 +1392,29 @@ static void scenario_kill(struct soak *s) {
                         s->progress_ms[s->ncycles - s->nprogress_fail - 1] =
                             took;
                         logf_("cycle %d/%d: killed aagw --site %s after %.1f "
-                              "s; progress %" PRId64 " ms after the restart",
+                              "s; progress %" PRId64 " ms after the restart "
+                              "(%s %.1f s, %s %.1f s, %s %.1f s, %s %.1f s)",
                               c + 1, s->o.cycles, site_name[site],
-                              (double)gap / 1000.0, took);
+                              (double)gap / 1000.0, took, out[0],
+                              (double)(pa.first[0] - t0) / 1000.0, out[1],
+                              (double)(pa.first[1] - t0) / 1000.0, out[2],
+                              (double)(pa.first[2] - t0) / 1000.0, out[3],
+                              (double)(pa.first[3] - t0) / 1000.0);
                 } else {
+                        char stuck[600] = "";
+                        for (int k = 0; k < 4; k++)
+                                if (!pa.first[k])
+                                        snprintf(stuck + strlen(stuck),
+                                                 sizeof(stuck) - strlen(stuck),
+                                                 " %s (%" PRId64 " records)",
+                                                 out[k], pa.at_kill[k]);
                         s->nprogress_fail++;
                         failf(s,
                               "cycle %d: aagw --site %s made no progress "
-                              "within %d s of its restart (outputs at the "
-                              "kill %" PRId64 "/%" PRId64 "/%" PRId64
-                              "/%" PRId64 "; log %s)",
+                              "within %d s of its restart, killed at %.1f s;"
+                              " not advanced:%s; log %s",
                               c + 1, site_name[site], PROGRESS_TIMEOUT_MS / 1000,
-                              pa.at_kill[0], pa.at_kill[1], pa.at_kill[2],
-                              pa.at_kill[3], s->gw[site].log);
+                              (double)gap / 1000.0, stuck, s->gw[site].log);
                 }
         }
         /* Traffic goes on until the duration is over. */
@@ -1711,6 +1735,20 @@ int main(int argc, char **argv) {
                 else if (harness_exit_code(status) != 0)
                         failf(s, "aagw --site %s exited %d on SIGTERM",
                               site_name[i], harness_exit_code(status));
+        }
+
+        /* A sanitizer build of aagw reports into its log (UBSan does not
+         * even stop the process): any report is a failure. */
+        for (int i = 0; i < SITES; i++) {
+                static const char *const marks_[] = {
+                    "runtime error:", "AddressSanitizer", "LeakSanitizer"};
+                char *text = harness_read_file(s->gw[i].log, NULL);
+                for (size_t k = 0; text && k < 3; k++)
+                        if (strstr(text, marks_[k]))
+                                failf(s, "aagw --site %s: sanitizer report "
+                                         "(\"%s\") in %s",
+                                      site_name[i], marks_[k], s->gw[i].log);
+                free(text);
         }
 
         struct totals tot;
