@@ -103,7 +103,7 @@ static void usage(FILE *out) {
             "  --quick              5 cycles over 60 s (the CI form)\n"
             "  --cut S              length of the cut (60)\n"
             "  --before S, --after S  traffic before the cut and after the "
-            "catch-up (20, 20)\n"
+            "catch-up (30, 20)\n"
             "  --clicks N           click events per second per site (100)\n"
             "  --updates N          profile updates per second per site (20)\n"
             "  --users N            profile keys (50)\n"
@@ -184,6 +184,7 @@ struct soak {
         int      failures;
         int64_t *progress_ms;
         int      ncycles, nprogress_fail;
+        int64_t  idle_ms; /* from the traffic's stop to idle; -1 never */
 };
 
 static int64_t wall_ms(void) {
@@ -721,6 +722,61 @@ static bool gw_alive(struct soak *s, int i) {
 
 /* ----------------------------- SAMPLING -------------------------------- */
 
+/* What the samples of one phase showed, per site. */
+static const char *const phases[] = {"before", "cut", "catch-up", "after"};
+#define NPHASES 4
+struct hstat {
+        int    n, non200, unanswered;
+        double lag_max, hb_max, hb_min, ulag_max;
+        bool   any;
+};
+static struct hstat hstats[NPHASES][SITES];
+
+static void hstat_add(int phase, int site, int code, const char *metrics) {
+        struct hstat *h = &hstats[phase][site];
+        bool          f;
+        double        mn;
+        h->n++;
+        if (code != 200)
+                h->non200++;
+        if (!metrics) {
+                h->unanswered++;
+                return;
+        }
+        double lag = soak_metric_sum(metrics, "aagw_replication_lag_records",
+                                     &f, NULL);
+        double hb  = soak_metric_sum(metrics, "aagw_heartbeat_age_ms", &f,
+                                     &mn);
+        double ul  = soak_metric_sum(metrics, "aagw_unify_lag_records", NULL,
+                                     NULL);
+        if (!h->any || lag > h->lag_max)
+                h->lag_max = lag;
+        if (!h->any || hb > h->hb_max)
+                h->hb_max = hb;
+        if (!h->any || mn < h->hb_min)
+                h->hb_min = mn;
+        if (!h->any || ul > h->ulag_max)
+                h->ulag_max = ul;
+        h->any = true;
+}
+
+static void hstat_print(void) {
+        for (int p = 0; p < NPHASES; p++)
+                for (int i = 0; i < SITES; i++) {
+                        struct hstat *h = &hstats[p][i];
+                        if (!h->n)
+                                continue;
+                        fprintf(stdout,
+                                "health %-8s %s: %d samples, /healthz not "
+                                "200 in %d, /metrics unanswered %d; "
+                                "replication lag max %.0f; heartbeat age "
+                                "%.0f..%.0f ms; unify lag max %.0f\n",
+                                phases[p], site_name[i], h->n, h->non200,
+                                h->unanswered, h->lag_max, h->hb_min,
+                                h->hb_max, h->ulag_max);
+                }
+}
+
 /* One sample of /healthz and /metrics of both gateways, as one line. */
 static void sample(struct soak *s, const char *phase) {
         char line[4096];
@@ -744,6 +800,10 @@ static void sample(struct soak *s, const char *phase) {
                                 soak_metric_lines(mbody, names[k], mets,
                                                   sizeof(mets));
                 }
+                for (int p = 0; p < NPHASES; p++)
+                        if (!strcmp(phase, phases[p]))
+                                hstat_add(p, i, code,
+                                          mcode == 200 ? mbody : NULL);
                 if (body)
                         body[strcspn(body, "\r\n")] = '\0';
                 n += snprintf(line + n, sizeof(line) - (size_t)n,
@@ -1576,7 +1636,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                            .cycles             = 50,
                            .duration_s         = 600,
                            .cut_s              = 60,
-                           .pre_s              = 20,
+                           .pre_s              = 30,
                            .post_s             = 20,
                            .clicks_per_s       = 100,
                            .updates_per_s      = 20,
@@ -1709,6 +1769,7 @@ int main(int argc, char **argv) {
                 gw_alive(s, i);
         {
                 struct idle_arg *ia = calloc(1, sizeof(*ia));
+                s->idle_ms          = -1;
                 ia->s               = s;
                 int64_t t0          = harness_now_ms();
                 if (!harness_wait_until(idle, ia, IDLE_TIMEOUT_MS))
@@ -1718,9 +1779,11 @@ int main(int argc, char **argv) {
                               IDLE_TIMEOUT_MS / 1000,
                               copies_at(s, NULL) ? "yes" : "no",
                               ia->lag_zero ? "yes" : "no");
-                else
+                else {
+                        s->idle_ms = harness_now_ms() - t0;
                         logf_("idle %" PRId64 " ms after the traffic stopped",
-                              harness_now_ms() - t0);
+                              s->idle_ms);
+                }
                 free(ia);
         }
         /* Stopped gateways write nothing more: the read-back is final. */
@@ -1751,6 +1814,7 @@ int main(int argc, char **argv) {
                 free(text);
         }
 
+        hstat_print();
         struct totals tot;
         check_all(s, &tot);
 
@@ -1774,7 +1838,8 @@ int main(int argc, char **argv) {
                         "; unified ids east %" PRIu64 " west %" PRIu64
                         ", duplicates %" PRIu64 "+%" PRIu64
                         ", missing %" PRIu64 "+%" PRIu64
-                        "; lww winners agreeing %" PRIu64 "/%" PRIu64,
+                        "; lww winners agreeing %" PRIu64 "/%" PRIu64
+                        "; idle %" PRId64 " ms after the traffic stopped",
                         s->o.scenario, s->ncycles,
                         strcmp(s->o.scenario, "kill") ? "cut" : "kill cycles",
                         (double)(harness_now_ms() - t_start) / 1000.0,
@@ -1783,7 +1848,7 @@ int main(int argc, char **argv) {
                         tot.unified_ids[0], tot.unified_ids[1],
                         tot.unified_dups[0], tot.unified_dups[1],
                         tot.unified_missing[0], tot.unified_missing[1],
-                        tot.winners_agree, tot.keys);
+                        tot.winners_agree, tot.keys, s->idle_ms);
                 if (n > 0)
                         fprintf(stdout, "; %s median %" PRId64
                                         " ms, max %" PRId64 " ms",
