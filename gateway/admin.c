@@ -1005,6 +1005,31 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                 if (!pause && strcmp(slash, "/resume"))
                         return reply_text(c, MHD_HTTP_NOT_FOUND,
                                           "use /pause or /resume\n");
+                /* Recorded first: a pause that a restart would forget is
+                 * refused rather than half-done. */
+                if (a->view.paused && a->view.pause_file) {
+                        size_t i = 0;
+                        char   why[600], msg[700];
+                        while (a->view.flows[i] != f)
+                                i++;
+                        bool was = a->view.paused[i];
+                        a->view.paused[i] = pause;
+                        if (gw_pauses_save(a->view.pause_file, a->view.flows,
+                                           a->view.nflows, a->view.paused,
+                                           why, sizeof(why))) {
+                                a->view.paused[i] = was;
+                                aagw_log(AAGW_LOG_ERROR, "ADMIN",
+                                         "%s of flow %s refused: %s",
+                                         pause ? "pause" : "resume",
+                                         aagw_flow_name(f), why);
+                                snprintf(msg, sizeof(msg),
+                                         "cannot record it in the state "
+                                         "dir: %s\n",
+                                         why);
+                                return reply_text(
+                                    c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
+                        }
+                }
                 aagw_flow_pause(f, pause);
                 aagw_log(AAGW_LOG_INFO, "ADMIN", "%s requested for flow %s",
                          pause ? "pause" : "resume", aagw_flow_name(f));
@@ -1013,6 +1038,78 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
         }
         return reply_text(c, MHD_HTTP_NOT_FOUND,
                           "not found: try /, /healthz, /status, /metrics\n");
+}
+
+/* ------------------------------------------------------------- PAUSES --- */
+
+int gw_pauses_load(const char *path, const char *const *names, size_t n,
+                   bool *paused, char *errstr, size_t errstr_size) {
+        FILE *f = fopen(path, "r");
+        char  line[512];
+
+        if (!f) {
+                if (errno == ENOENT)
+                        return 0;
+                snprintf(errstr, errstr_size, "%s: %s", path,
+                         strerror(errno));
+                return -1;
+        }
+        while (fgets(line, sizeof(line), f)) {
+                bool known = false;
+                line[strcspn(line, "\r\n")] = '\0';
+                if (!*line)
+                        continue;
+                for (size_t i = 0; i < n; i++)
+                        if (!strcmp(names[i], line))
+                                paused[i] = known = true;
+                if (!known)
+                        aagw_log(AAGW_LOG_WARN, "ADMIN",
+                                 "%s names flow %s, which does not run now; "
+                                 "ignored",
+                                 path, line);
+        }
+        fclose(f);
+        return 0;
+}
+
+int gw_pauses_save(const char *path, aagw_flow_t *const *flows, size_t n,
+                   const bool *paused, char *errstr, size_t errstr_size) {
+        char  tmp[4200];
+        FILE *f;
+        bool  any = false;
+
+        for (size_t i = 0; i < n; i++)
+                any |= paused[i];
+        if (!any) {
+                if (unlink(path) && errno != ENOENT) {
+                        snprintf(errstr, errstr_size, "removing %s: %s", path,
+                                 strerror(errno));
+                        return -1;
+                }
+                return 0;
+        }
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        if (!(f = fopen(tmp, "w"))) {
+                snprintf(errstr, errstr_size, "%s: %s", tmp, strerror(errno));
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (paused[i])
+                        fprintf(f, "%s\n", aagw_flow_name(flows[i]));
+        if (fflush(f) || fsync(fileno(f))) {
+                snprintf(errstr, errstr_size, "writing %s: %s", tmp,
+                         strerror(errno));
+                fclose(f);
+                unlink(tmp);
+                return -1;
+        }
+        if (fclose(f) || rename(tmp, path)) {
+                snprintf(errstr, errstr_size, "writing %s: %s", path,
+                         strerror(errno));
+                unlink(tmp);
+                return -1;
+        }
+        return 0;
 }
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
@@ -1031,47 +1128,83 @@ const char *gw_split_hostport(const char *addr, char *host, size_t size) {
         return colon;
 }
 
-struct gw_admin *gw_admin_start(const char *listen, const char *token,
-                                const struct gw_admin_view *view,
-                                char *errstr, size_t errstr_size) {
-        struct gw_admin        *a = calloc(1, sizeof(*a));
-        char                    host[256];
-        const char             *colon;
-        struct addrinfo         hints, *res = NULL;
-        struct sockaddr_storage ss;
-        /* poll(), not select(): the admin socket's number may be above
-         * FD_SETSIZE in a process holding RocksDB files and Kafka
-         * connections. */
-        unsigned                flags = MHD_USE_POLL_INTERNAL_THREAD |
-                         MHD_USE_ERROR_LOG;
-        int                     rc;
+int gw_admin_listen(const char *addr, char *errstr, size_t errstr_size) {
+        char             host[256];
+        const char      *colon;
+        struct addrinfo  hints, *res = NULL;
+        int              rc, fd, one = 1;
 
-        if (!a) {
-                snprintf(errstr, errstr_size, "out of memory");
-                return NULL;
-        }
-        a->view = *view;
-        if (token && !(a->token = strdup(token)))
-                goto nomem;
         /* HOST:PORT or [V6]:PORT, already checked by the config. */
-        if (!(colon = gw_split_hostport(listen, host, sizeof(host)))) {
-                snprintf(errstr, errstr_size, "bad admin address %s", listen);
-                goto fail;
+        if (!(colon = gw_split_hostport(addr, host, sizeof(host)))) {
+                snprintf(errstr, errstr_size, "bad admin address %s", addr);
+                return -1;
         }
         memset(&hints, 0, sizeof(hints));
         hints.ai_socktype = SOCK_STREAM;
         hints.ai_flags    = AI_PASSIVE;
         if ((rc = getaddrinfo(host, colon + 1, &hints, &res)) || !res) {
-                snprintf(errstr, errstr_size, "admin.listen %s: %s", listen,
+                snprintf(errstr, errstr_size, "admin.listen %s: %s", addr,
                          gai_strerror(rc));
+                return -1;
+        }
+        fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd == -1 ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+            bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 64)) {
+                snprintf(errstr, errstr_size, "cannot listen on %s: %s",
+                         addr, strerror(errno));
+                if (fd != -1)
+                        close(fd);
+                fd = -1;
+        }
+        freeaddrinfo(res);
+        return fd;
+}
+
+struct gw_admin *gw_admin_start(int fd, const char *token,
+                                const struct gw_admin_view *view,
+                                char *errstr, size_t errstr_size) {
+        struct gw_admin        *a = calloc(1, sizeof(*a));
+        struct sockaddr_storage ss;
+        socklen_t               sslen = sizeof(ss);
+        char                    host[INET6_ADDRSTRLEN];
+        /* poll(), not select(): the admin socket's number may be above
+         * FD_SETSIZE in a process holding RocksDB files and Kafka
+         * connections. */
+        unsigned                flags = MHD_USE_POLL_INTERNAL_THREAD |
+                         MHD_USE_ERROR_LOG;
+        unsigned                port  = 0;
+
+        if (!a) {
+                snprintf(errstr, errstr_size, "out of memory");
+                close(fd);
+                return NULL;
+        }
+        a->view = *view;
+        if (token && !(a->token = strdup(token))) {
+                snprintf(errstr, errstr_size, "out of memory");
+                close(fd);
                 goto fail;
         }
-        memcpy(&ss, res->ai_addr, res->ai_addrlen);
-        if (res->ai_family == AF_INET6)
+        if (getsockname(fd, (struct sockaddr *)&ss, &sslen)) {
+                snprintf(errstr, errstr_size, "admin socket: %s",
+                         strerror(errno));
+                close(fd);
+                goto fail;
+        }
+        if (ss.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *s6 = (const void *)&ss;
                 flags |= MHD_USE_IPv6;
-        freeaddrinfo(res);
+                inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+                port = ntohs(s6->sin6_port);
+        } else {
+                const struct sockaddr_in *s4 = (const void *)&ss;
+                inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+                port = ntohs(s4->sin_port);
+        }
+        /* On success libmicrohttpd owns 'fd' and closes it at the stop. */
         a->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, a,
-                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                  MHD_OPTION_LISTEN_SOCKET, fd,
                                   MHD_OPTION_CONNECTION_TIMEOUT,
                                   ADMIN_TIMEOUT_S,
                                   MHD_OPTION_CONNECTION_LIMIT, ADMIN_CONN_MAX,
@@ -1079,19 +1212,15 @@ struct gw_admin *gw_admin_start(const char *listen, const char *token,
                                   MHD_OPTION_NOTIFY_COMPLETED, notify_done, a,
                                   MHD_OPTION_END);
         if (!a->mhd) {
-                snprintf(errstr, errstr_size,
-                         "cannot listen on %s: %s (address in use?)", listen,
-                         strerror(errno));
+                snprintf(errstr, errstr_size, "cannot serve on %s:%u",
+                         host, port);
+                close(fd);
                 goto fail;
         }
-        const union MHD_DaemonInfo *di =
-            MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
         snprintf(a->addr, sizeof(a->addr), "%s%s%s:%u",
                  strchr(host, ':') ? "[" : "", host,
-                 strchr(host, ':') ? "]" : "", di ? di->port : 0);
+                 strchr(host, ':') ? "]" : "", port);
         return a;
-nomem:
-        snprintf(errstr, errstr_size, "out of memory");
 fail:
         gw_admin_stop(a);
         return NULL;

@@ -1,15 +1,18 @@
 /*
  * gateway/cli_run.c: `aagw [run]`: the gateway's lifecycle.
  *
- *   config -> logging -> state dir lock -> clusters (configured, or the
- *   demo's embedded ones, gateway/demo.c) -> flows and unify stages -> run
- *   until SIGINT/SIGTERM or --duration (the demo: until its checks ran)
- *   -> stop consuming, flush, store positions -> exit 0.
+ *   config -> logging -> state dir lock -> admin port -> clusters
+ *   (configured, or the demo's embedded ones, gateway/demo.c) -> flows
+ *   and unify stages -> run until SIGINT/SIGTERM or --duration (the demo:
+ *   until its checks ran) -> stop consuming, flush, store positions ->
+ *   exit 0.  A refusal (state dir locked, admin port in use) comes before
+ *   anything is started or logged: one line, exit 1.
  */
 #include "gateway_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aagw_dedup.h"
 
@@ -53,7 +56,7 @@ int gw_cmd_run(int argc, char **argv) {
         struct gw_engine_hooks hooks;
         char                   err[1024];
         bool                   is_demo;
-        int                    rc;
+        int                    rc, admin_fd = -1;
 
         rc = gw_config_from_args(argc, argv, true, usage_run, &cfg, &ro);
         if (rc == GW_HELP_SHOWN)
@@ -84,6 +87,14 @@ int gw_cmd_run(int argc, char **argv) {
                                 sizeof(err));
         if (!sd) {
                 gw_errorf("%s", err);
+                goto out;
+        }
+        /* Then the admin port, for the same reason: a gateway that could
+         * not serve it must not have started flows first. */
+        if (aagw_config_str(cfg, "admin.listen") &&
+            (admin_fd = gw_admin_listen(aagw_config_str(cfg, "admin.listen"),
+                                        err, sizeof(err))) == -1) {
+                gw_errorf("admin endpoint: %s", err);
                 goto out;
         }
 
@@ -121,10 +132,13 @@ int gw_cmd_run(int argc, char **argv) {
                          plan.flows[i].dst);
 
         rc = gw_engine_run(cfg, &plan, sd, is_demo ? 0 : ro.duration_s,
-                           is_demo ? &hooks : NULL);
+                           is_demo ? &hooks : NULL, admin_fd);
+        admin_fd = -1; /* the engine's now */
         if (is_demo)
                 rc = gw_demo_finish(demo, rc);
 out:
+        if (admin_fd != -1)
+                close(admin_fd);
         aagw_statedir_close(sd);
         gw_demo_destroy(demo);
         aagw_config_destroy(cfg);

@@ -27,6 +27,8 @@ struct engine {
         size_t              nunify;
         struct gw_admin    *admin;
         char                admin_file[4096]; /* "" when not written */
+        bool                paused[GW_MAX_FLOWS]; /* through the endpoint */
+        char                pause_file[4200];
 };
 
 /* ------------------------------------------------------- FLOW CALLBACKS -- */
@@ -249,6 +251,16 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         if (!f)
                 return -1;
         e->flows[e->nflows++] = f;
+        /* Paused through the endpoint before a restart: paused before it
+         * reads anything now. */
+        if (e->paused[e->nflows - 1]) {
+                aagw_flow_pause(f, true);
+                aagw_log(AAGW_LOG_WARN, "RUN",
+                         "flow %s stays paused: it was paused through the "
+                         "admin endpoint before the restart (%s); resume it "
+                         "with POST /flows/%s-%s/resume",
+                         aagw_flow_name(f), e->pause_file, src, dst);
+        }
         return aagw_flow_start(f, err, errsize) == AAGW_OK ? 0 : -1;
 }
 
@@ -300,8 +312,8 @@ static int add_unify(struct engine *e, const char *site, char *err,
 
 /* Start the admin endpoint and publish its address in the state dir
  * (written to a temporary file and renamed, so readers never see half). */
-static int admin_start(struct engine *e, struct aagw_statedir *sd, char *err,
-                       size_t errsize) {
+static int admin_start(struct engine *e, struct aagw_statedir *sd, int fd,
+                       char *err, size_t errsize) {
         struct gw_admin_view v = {
             .gateway_id = aagw_config_str(e->cfg, "gateway.id"),
             .site       = aagw_config_str(e->cfg, "gateway.site"),
@@ -311,13 +323,14 @@ static int admin_start(struct engine *e, struct aagw_statedir *sd, char *err,
             .nflows     = e->nflows,
             .unify      = e->unify,
             .nunify     = e->nunify,
+            .paused     = e->paused,
+            .pause_file = e->pause_file,
         };
         char  tmp[4200];
         FILE *f;
 
-        e->admin = gw_admin_start(aagw_config_str(e->cfg, "admin.listen"),
-                                  aagw_config_str(e->cfg, "admin.token"), &v,
-                                  err, errsize);
+        e->admin = gw_admin_start(fd, aagw_config_str(e->cfg, "admin.token"),
+                                  &v, err, errsize);
         if (!e->admin)
                 return -1;
         aagw_log(AAGW_LOG_INFO, "ADMIN", "admin endpoint at http://%s/ (%s)",
@@ -426,7 +439,7 @@ static bool hooks_tick(struct engine *e, const struct gw_engine_hooks *hooks,
 
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s,
-                  const struct gw_engine_hooks *hooks) {
+                  const struct gw_engine_hooks *hooks, int admin_fd) {
         struct engine          e;
         struct aagw_store_opts so = {0};
         char                   err[1024];
@@ -434,6 +447,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
 
         memset(&e, 0, sizeof(e));
         e.cfg       = cfg;
+        snprintf(e.pause_file, sizeof(e.pause_file), "%s/%s",
+                 aagw_statedir_path(sd), GW_PAUSE_FILE);
         so.cache_mb  = (size_t)aagw_config_int(cfg, "unify.cache_mb");
         so.window_ms = aagw_config_duration_ms(cfg, "unify.window");
         so.filter_mb = (size_t)aagw_config_int(cfg, "unify.filter_mb");
@@ -470,6 +485,20 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
+        {
+                char        names[GW_MAX_FLOWS][300];
+                const char *np[GW_MAX_FLOWS];
+                for (size_t i = 0; i < plan->nflows && i < GW_MAX_FLOWS; i++) {
+                        snprintf(names[i], sizeof(names[i]), "%s->%s",
+                                 plan->flows[i].src, plan->flows[i].dst);
+                        np[i] = names[i];
+                }
+                if (gw_pauses_load(e.pause_file, np, plan->nflows, e.paused,
+                                   err, sizeof(err))) {
+                        gw_errorf("paused flows: %s", err);
+                        goto out;
+                }
+        }
         for (size_t i = 0; i < plan->nflows; i++) {
                 if (add_flow(&e, plan->flows[i].src, plan->flows[i].dst, err,
                              sizeof(err)) == -1) {
@@ -492,11 +521,14 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         }
                 }
         }
-        if (aagw_config_str(cfg, "admin.listen") &&
-            admin_start(&e, sd, err, sizeof(err)) == -1) {
-                gw_errorf("admin endpoint: %s", err);
-                rc = EXIT_RUNTIME;
-                goto out;
+        if (admin_fd != -1) {
+                int fd   = admin_fd;
+                admin_fd = -1; /* admin_start() owns it, even on failure */
+                if (admin_start(&e, sd, fd, err, sizeof(err)) == -1) {
+                        gw_errorf("admin endpoint: %s", err);
+                        rc = EXIT_RUNTIME;
+                        goto out;
+                }
         }
         aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s and %zu unify "
                                        "stage%s; stop with SIGINT or SIGTERM",
@@ -560,6 +592,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 }
         }
 out:
+        if (admin_fd != -1)
+                close(admin_fd);
         engine_free(&e);
         if (rc == EXIT_OK)
                 aagw_log(AAGW_LOG_INFO, "RUN", "stopped");

@@ -113,11 +113,13 @@ struct gw_engine_hooks {
 
 /* Run the flows of 'plan' until a stop signal or 'duration_s' seconds
  * (0: no limit), or until 'hooks' ask to stop ('hooks' may be NULL; it is
- * borrowed for the call).  Returns an exit code. */
+ * borrowed for the call).  'admin_fd': the admin endpoint's listening
+ * socket (gw_admin_listen()), owned by the engine from now on, or -1 for
+ * none.  Returns an exit code. */
 struct aagw_statedir;
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s,
-                  const struct gw_engine_hooks *hooks);
+                  const struct gw_engine_hooks *hooks, int admin_fd);
 
 /* -------------------------------- DEMO --------------------------------- */
 
@@ -165,15 +167,45 @@ struct gw_admin_view {
         size_t        nflows;
         struct gw_unify **unify;
         size_t        nunify;
+        /* Pauses asked for through the endpoint, per flow (written by the
+         * endpoint's thread only), and the file in the state dir that
+         * keeps them across restarts (NULL: not kept). */
+        bool         *paused;
+        const char   *pause_file;
 };
 
-/* Start the admin HTTP endpoint on 'listen' (HOST:PORT, port 0 picks one);
- * 'token' NULL means no authentication.  NULL with the reason on error. */
-struct gw_admin *gw_admin_start(const char *listen, const char *token,
+/* Bind and listen on 'listen' (HOST:PORT, port 0 picks one) for the
+ * admin endpoint: done first thing after the state dir lock, so a port in
+ * use refuses the start before any flow runs.  The socket, or -1 with the
+ * reason in 'errstr'. */
+int gw_admin_listen(const char *listen, char *errstr, size_t errstr_size);
+
+/* Serve the admin HTTP endpoint on socket 'fd' (from gw_admin_listen(),
+ * owned by the endpoint from now on, closed on failure too); 'token' NULL
+ * means no authentication.  NULL with the reason on error. */
+struct gw_admin *gw_admin_start(int fd, const char *token,
                                 const struct gw_admin_view *view,
                                 char *errstr, size_t errstr_size);
 /* "HOST:PORT" actually bound; borrowed. */
 const char *gw_admin_addr(const struct gw_admin *a);
+
+/* The flows paused through the admin endpoint are kept in this file of
+ * the state dir, one flow name ("east->west") a line, so a restart keeps
+ * them paused. */
+#define GW_PAUSE_FILE "paused-flows"
+
+/* Set paused[i] for each of the 'n' flow names ("east->west") that 'path'
+ * lists (a missing file pauses none).  Names of flows not running now
+ * are logged and dropped at the next save.  0, or -1 with the reason in
+ * 'errstr'. */
+int gw_pauses_load(const char *path, const char *const *names, size_t n,
+                   bool *paused, char *errstr, size_t errstr_size);
+
+/* Write the names of the flows with paused[i] set to 'path' (through a
+ * temporary file, renamed and synced: never half-written); none: the file
+ * is removed.  0, or -1 with the reason in 'errstr'. */
+int gw_pauses_save(const char *path, aagw_flow_t *const *flows, size_t n,
+                   const bool *paused, char *errstr, size_t errstr_size);
 /* Stop and free; NULL is a no-op. */
 void gw_admin_stop(struct gw_admin *a);
 

@@ -774,7 +774,7 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
         char                err[512];
         aagw_store_batch_t *b = aagw_store_batch_new(u->conf.store);
         int                 rc = -1;
-        size_t              found = 0;
+        size_t              found = 0, found_nopos = 0;
 
         if (!b) {
                 ufail(u, "out of memory");
@@ -867,6 +867,7 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                                         goto out;
                                 }
                                 found++;
+                                found_nopos += e == AAGW_ERR_NOENT;
                                 at       = m->offset + 1;
                                 deadline = aagw_mono_ms() + SCAN_TIMEOUT_MS;
                                 /* Bounded memory on a long scan: what is
@@ -900,12 +901,26 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                         kmap_del(&u->pend_lww, &u->pend_lww.e[i]);
                         i = (size_t)-1; /* deletion shifts: rescan */
                 }
-        if (found)
+        /* Records in a partition the store knows nothing about: the
+         * state dir is new or was lost (or emptied) while the unified
+         * topic kept what earlier runs wrote.  Say so loudly: the state
+         * is rebuilt from Kafka, and anything older than the topic's
+         * retention is no longer known. */
+        if (found_nopos)
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s already holds %zu records but the "
+                         "state store has no position for it: the state "
+                         "dir is new or its state was lost; rebuilding the "
+                         "state (ids delivered, last-write-wins winners, "
+                         "input positions) from the topic, nothing is "
+                         "written again",
+                         u->site, ut->out, found_nopos);
+        if (found > found_nopos)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: %s: %zu records written by the previous "
                          "run after its last stored state were found and "
                          "folded in; they are not written again",
-                         u->site, ut->out, found);
+                         u->site, ut->out, found - found_nopos);
         rc = 0;
 out:
         aagw_store_batch_destroy(b);

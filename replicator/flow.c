@@ -921,7 +921,19 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 if (span < ((int64_t)1 << 24))
                         span *= 4;
         }
-        if (found >= 0 && found + 1 > next) {
+        if (found >= 0 && next < 0) {
+                /* Copies of ours but no stored position: the state dir is
+                 * new or lost.  Not routine, so a warning that says so. */
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: %s [%d]: no stored position (the state dir is "
+                         "new or its state was lost) but %s already holds "
+                         "copies up to source offset %" PRId64
+                         "; resuming at %" PRId64 " from what the target "
+                         "holds",
+                         f->name, topic, (int)pt->partition, pt->tt->remote,
+                         found, found + 1);
+                next = found + 1;
+        } else if (found >= 0 && found + 1 > next) {
                 aagw_log(AAGW_LOG_INFO, "FLOW",
                          "%s: %s [%d]: target holds copies up to source "
                          "offset %" PRId64 " (stored position %" PRId64
@@ -1121,6 +1133,12 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                                  parts->elems[i].offset);
                 }
                 rd_kafka_assign(rk, parts);
+                /* A paused flow (paused before this assignment, or kept
+                 * paused across a restart) stays paused on partitions it
+                 * is given now; records fetched before this call are
+                 * discarded by librdkafka's pause barrier. */
+                if (f->paused)
+                        rd_kafka_pause_partitions(rk, parts);
                 if (atomic_load(&f->state) == AAGW_FLOW_STARTING)
                         atomic_store(&f->state, AAGW_FLOW_RUNNING);
         } else {

@@ -437,6 +437,61 @@ static void test_second_instance_refused(void **state) {
         assert_true(file_contains(errp, "I [RUN] stopped"));
 }
 
+/* A second gateway whose admin port is taken (another state dir) is
+ * refused before it starts or logs anything: one line, exit 1.  It used
+ * to start its flows first, log them, and only then fail. */
+static void test_admin_port_in_use_refused_first(void **state) {
+        char  dir1[512], dir2[512], errp[512], addrf[600], want[1024];
+        char  addr[128] = "";
+        pid_t first;
+        int   st;
+        (void)state;
+
+        snprintf(dir1, sizeof(dir1), "%s/port1", tmpdir);
+        snprintf(dir2, sizeof(dir2), "%s/port2", tmpdir);
+        snprintf(errp, sizeof(errp), "%s/port1.err", tmpdir);
+        snprintf(addrf, sizeof(addrf), "%s/admin.addr", dir1);
+        first = fork();
+        assert_true(first >= 0);
+        if (first == 0) {
+                int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                int in  = open("/dev/null", O_RDONLY);
+                dup2(in, 0);
+                dup2(err, 1);
+                dup2(err, 2);
+                execl(getenv("AAGW_BIN"), "aagw", "--cluster",
+                      "east=127.0.0.1:1", "--cluster", "west=127.0.0.1:2",
+                      "--state-dir", dir1, "--admin", "127.0.0.1:0",
+                      "--duration", "60", (char *)NULL);
+                _exit(127);
+        }
+        /* Wait (30 s deadline) until the first one serves its port. */
+        for (int i = 0; i < 600; i++) {
+                slurp(addrf, addr, sizeof(addr));
+                if (strchr(addr, '\n'))
+                        break;
+                *addr = '\0';
+                usleep(50000);
+        }
+        addr[strcspn(addr, "\n")] = '\0';
+        assert_true(*addr);
+
+        run(&r, "--cluster", "east=127.0.0.1:1", "--cluster",
+            "west=127.0.0.1:2", "--state-dir", dir2, "--admin", addr,
+            "--duration", "5", NULL);
+        assert_int_equal(r.status, 1);
+        snprintf(want, sizeof(want),
+                 "aagw: admin endpoint: cannot listen on %s: Address already "
+                 "in use\n",
+                 addr);
+        assert_string_equal(r.err, want);
+        assert_string_equal(r.out, "");
+
+        kill(first, SIGTERM);
+        assert_int_equal(waitpid(first, &st, 0), first);
+        assert_true(WIFEXITED(st));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_version),
@@ -450,6 +505,7 @@ int main(void) {
             cmocka_unit_test(test_huge_config_refused_fast),
             cmocka_unit_test(test_config_reference),
             cmocka_unit_test(test_second_instance_refused),
+            cmocka_unit_test(test_admin_port_in_use_refused_first),
         };
         return cmocka_run_group_tests_name("cli", tests, group_setup,
                                            group_teardown);
