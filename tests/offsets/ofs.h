@@ -20,6 +20,9 @@
  * checkpoints topics made with 1 partition.  Gateway not started. */
 struct repl *ofs_scene(void);
 
+/* ofs_scene() with the topic names (scope) of 'prev' (NULL: new ones). */
+struct repl *ofs_scene_like(const struct repl *prev);
+
 /* Start the gateway east->west with the MM2 settings the tests use
  * (checkpoints every second for group g1, admin endpoint on a free port)
  * plus 'extra' (NULL-terminated, may be NULL). */

@@ -12,6 +12,19 @@
  * Records the tests produce have the key "k<i % keys>" and the value
  * "<tag>-<i>" (i zero-padded to 7 digits), so a value names its origin
  * and sequence number, and keys spread records over the partitions.
+ *
+ * Topic names: the tests run on the embedded clusters and on shared real
+ * ones (AAGW_TEST_BOOTSTRAPS_*), where topics outlive the test and other
+ * tests run at the same time.  So a test writes its topics by their
+ * logical names ("clicks", "east.clicks", "clicks.unified") and every
+ * helper here that takes a topic scopes it to the test run with
+ * repl_topic(): on real clusters "clicks" -> "<scope>-clicks",
+ * "east.clicks" -> "east.<scope>-clicks", the gateway replicates only
+ * topics holding the scope, and repl_expect_topics() looks at those only.
+ * On the embedded clusters, which are the test's alone, the scope is
+ * empty and the names stay as written.  Where a test hands a name to
+ * aagw itself (argv, a config key, an expected log line) it calls
+ * repl_topic() for it, so the same code checks the same thing on both.
  */
 #ifndef AAGW_TEST_REPL_H
 #define AAGW_TEST_REPL_H
@@ -28,6 +41,9 @@
 #define REPL_STOP_TIMEOUT_MS 10000 /* SIGTERM to exit: the contract */
 #define REPL_MAX_SITES 4
 
+struct repl_name; /* repl.c */
+struct CMUnitTest; /* cmocka.h */
+
 struct repl {
         harness_clusters_t *hc;
         const char         *sites[REPL_MAX_SITES];
@@ -38,6 +54,8 @@ struct repl {
         int                 gw_runs;  /* starts so far: log file names */
         char                log[512]; /* stderr of the current gateway */
         rd_kafka_t         *wm[REPL_MAX_SITES]; /* watermark clients */
+        char               *scope; /* unique per test run: see repl_topic() */
+        struct repl_name   *names; /* logical -> scoped topic names */
         char                errstr[1024];
 };
 
@@ -54,6 +72,51 @@ void repl_destroy(struct repl *r, bool keep);
  * teardown destroys it (and its gateway and clusters). */
 int repl_setup(void **state);
 int repl_teardown(void **state);
+
+/**
+ * @returns the scoped name of topic @p name (see the top of this file):
+ * leading "<site><sep>" parts (sep one of . _ -) are kept and the scope
+ * goes before the rest (no change on the embedded clusters, where the
+ * scope is empty).  Names that already hold the scope, Kafka's
+ * (__*), aagw's (aagw.*) and MM2's internal topics (*heartbeats,
+ * *.internal) are returned as they are.  Borrowed: valid until
+ * repl_destroy().
+ */
+const char *repl_topic(struct repl *r, const char *name);
+
+/** Give @p r the scope of @p from (before @p r names any topic): a test
+ *  that plays one gateway's state dir against a second set of clusters
+ *  needs the same names there. */
+void repl_share_scope(struct repl *r, const struct repl *from);
+
+/** @returns the gateway id repl_gw_start() gives aagw: the scope on real
+ *  clusters, aagw's default "aagw" on the embedded ones.  Borrowed. */
+const char *repl_gateway_id(const struct repl *r);
+
+/** @returns true if the clusters are real ones from the environment. */
+bool repl_real(const struct repl *r);
+
+/**
+ * @brief On real clusters, print "# skip on real clusters: <why>" and
+ * skip the test (cmocka skip()); on the embedded ones do nothing.  For
+ * tests that inject faults only the embedded clusters can take (or that
+ * would break the other tests sharing a real cluster).
+ */
+void repl_mock_only(struct repl *r, const char *why);
+
+/**
+ * @brief For main(): on real clusters (AAGW_TEST_BOOTSTRAPS_EAST set),
+ * leave the tests named in @p names (NULL-terminated) out of @p tests,
+ * printing "# skip on real clusters: <name>: <why>" for each.
+ *
+ * Not cmocka's skip(): cmocka 1.1.5 reports a skipped test as "not ok N #
+ * SKIP", which meson's TAP parser counts as a failure.  If no test is left,
+ * the TAP plan "1..0 # SKIP <why>" is printed (meson: skipped) and the
+ * caller returns 0 without running the group.
+ * @returns the number of tests left, first in @p tests.
+ */
+size_t repl_mock_only_tests(struct CMUnitTest *tests, size_t cnt,
+                            const char *const *names, const char *why);
 
 /** @returns the bootstraps of @p alias; asserts it exists. */
 const char *repl_bs(struct repl *r, const char *alias);
@@ -111,8 +174,9 @@ void repl_expect_size(struct repl *r, const char *alias, const char *topic,
 
 /**
  * @brief Assert that `kcat -L` at @p alias lists exactly the topics
- * @p want, ignoring Kafka's (__*) and aagw's own (aagw.*, e.g. the
- * dead-letter topics): a loop or a wrong-way flow would add one.
+ * @p want among this test's topics (those holding its scope), ignoring
+ * Kafka's (__*) and aagw's own (aagw.*, e.g. the dead-letter topics): a
+ * loop or a wrong-way flow would add one.
  */
 void repl_expect_topics(struct repl *r, const char *alias,
                         const char *const *want, size_t nwant);
@@ -144,6 +208,7 @@ struct rrec {
 };
 
 struct rrecs {
+        char            topic[256]; /* the (scoped) topic read */
         harness_lines_t lines;
         struct rrec    *v;
         size_t          cnt;
@@ -197,6 +262,8 @@ void rrec_hdrs_without(const struct rrec *rec, const char *prefix, char *buf,
  * Records of @p dst whose origin is not @p origin are ignored (the
  * identity policy mixes local records and copies in one topic); every
  * record of @p dst with that origin must be a copy of one in @p src.
+ * @p src_topic is the logical name; the coordinates in aagw.prov name the
+ * scoped topic that @p src was read from.
  */
 void repl_check_copy(const struct rrecs *src, const char *src_topic,
                      const char *origin, const struct rrecs *dst,

@@ -58,6 +58,7 @@ struct variant {
 struct feeder {
         struct repl          *r;
         const struct variant *v;
+        const char           *topic; /* repl_topic(r, "clicks") */
         pthread_t             thread;
         bool                  started;
         atomic_int            produced[2]; /* acknowledged, per site */
@@ -135,7 +136,7 @@ static void *feeder_main(void *arg) {
                                 snprintf(val, sizeof(val), "%s-%07d", sites[s],
                                          next[s]);
                                 while (rd_kafka_producev(
-                                           rk[s], RD_KAFKA_V_TOPIC("clicks"),
+                                           rk[s], RD_KAFKA_V_TOPIC(fd->topic),
                                            RD_KAFKA_V_KEY(key, strlen(key)),
                                            RD_KAFKA_V_VALUE(val, strlen(val)),
                                            RD_KAFKA_V_MSGFLAGS(
@@ -232,7 +233,12 @@ static bool log_has(struct repl *r, const char *needle) {
 /* The flows found their topic: the gateway is joining its groups (and
  * about to reconcile). */
 static bool discovering(void *arg) {
-        return log_has(arg, "east->west: replicating clicks");
+        struct repl *r = arg;
+        char         needle[300];
+
+        snprintf(needle, sizeof(needle), "east->west: replicating %s",
+                 repl_topic(r, "clicks"));
+        return log_has(r, needle);
 }
 
 static bool feeder_done(void *arg) {
@@ -251,6 +257,7 @@ static void kill_gateway(struct repl *r) {
  * producers (no provenance). */
 static void local_only(const struct rrecs *rs, struct rrecs *out) {
         memset(out, 0, sizeof(*out));
+        memcpy(out->topic, rs->topic, sizeof(out->topic));
         out->v = calloc(rs->cnt + 1, sizeof(*out->v));
         assert_non_null(out->v);
         for (size_t i = 0; i < rs->cnt; i++)
@@ -271,8 +278,9 @@ static void run_variant(struct fx *f, const struct variant *v) {
                 repl_create_topic(r, "east", "west.clicks", PARTS);
         }
 
-        f->fd.r = r;
-        f->fd.v = v;
+        f->fd.r     = r;
+        f->fd.v     = v;
+        f->fd.topic = repl_topic(r, "clicks");
         assert_int_equal(
             pthread_create(&f->fd.thread, NULL, feeder_main, &f->fd), 0);
         f->fd.started = true;

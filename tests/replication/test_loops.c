@@ -138,6 +138,7 @@ static void split_local(const struct rrecs *rs, struct rrecs *local) {
         size_t n = 0;
 
         memset(local, 0, sizeof(*local));
+        memcpy(local->topic, rs->topic, sizeof(local->topic));
         local->v = calloc(rs->cnt + 1, sizeof(*local->v));
         assert_non_null(local->v);
         for (size_t i = 0; i < rs->cnt; i++)

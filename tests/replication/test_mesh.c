@@ -59,7 +59,8 @@ static void expect_ids_once(struct repl *r, const char *site,
         for (size_t s = 0; s < NSITES; s++)
                 for (size_t i = 0; i < local[s].cnt; i++)
                         assert_true(asprintf(&want[want_cnt++],
-                                             "%s:clicks:%d:%" PRId64, sites[s],
+                                             "%s:%s:%d:%" PRId64, sites[s],
+                                             repl_topic(r, "clicks"),
                                              (int)local[s].v[i].p,
                                              local[s].v[i].o) > 0);
         for (size_t t = 0; t < ntopics; t++) {
@@ -76,8 +77,8 @@ static void expect_ids_once(struct repl *r, const char *site,
                         if (rrec_prov(&rs.v[i], &pv) == 0) {
                                 /* A local record: its derived id. */
                                 assert_string_equal(topics[t], "clicks");
-                                snprintf(id, sizeof(id),
-                                         "%s:clicks:%d:%" PRId64, site,
+                                snprintf(id, sizeof(id), "%s:%s:%d:%" PRId64,
+                                         site, repl_topic(r, "clicks"),
                                          (int)rs.v[i].p, rs.v[i].o);
                         } else {
                                 /* A copy never comes back to its origin. */
@@ -195,11 +196,11 @@ static void test_mesh_active_active(void **state) {
 /* ------------------------------ (b) RING -------------------------------- */
 
 /* A two-hop copy: 'dst' (at the third site) must hold each record of
- * 'mid' (the first copy, topic 'mid_topic' at the second site) once, in
+ * 'mid' (the first copy, read at the second site) once, in
  * order, with the origin's provenance, the full path, and aagw.hop giving
  * the coordinates the second hop read. */
-static void check_second_hop(const struct rrecs *mid, const char *mid_topic,
-                             const struct rrecs *dst, const char *path) {
+static void check_second_hop(const struct rrecs *mid, const struct rrecs *dst,
+                             const char *path) {
         char want[512], got[512], a[1024], b[1024];
 
         assert_int_equal(dst->cnt, mid->cnt);
@@ -234,8 +235,9 @@ static void check_second_hop(const struct rrecs *mid, const char *mid_topic,
                         assert_string_equal(py.path, path);
                         assert_int_equal(
                             rrec_hdr(y, "aagw.hop", got, sizeof(got)), 1);
+                        /* the topic the second hop read (scoped) */
                         snprintf(want, sizeof(want), "%s:%d:%" PRId64,
-                                 mid_topic, (int)p, x->o);
+                                 mid->topic, (int)p, x->o);
                         assert_string_equal(got, want);
                         i++;
                         j++;
@@ -331,7 +333,7 @@ static void test_ring_multi_hop(void **state) {
 
                         repl_read(r, hops[h].mid_site, hops[h].mid, &mid);
                         repl_read(r, hops[h].dst_site, hops[h].dst, &dst);
-                        check_second_hop(&mid, hops[h].mid, &dst, hops[h].path);
+                        check_second_hop(&mid, &dst, hops[h].path);
                         rrecs_deinit(&mid);
                         rrecs_deinit(&dst);
                 }

@@ -54,7 +54,7 @@ static void check_site(struct repl *r, const char *site) {
         struct rrecs rs;
         struct ustat st;
         char        *seen = calloc(UNIQUE, 1);
-        char         id[64], hdr[512];
+        char         id[64], hdr[512], want[300];
         int          local_stamped = 0, from_remote = 0;
 
         assert_non_null(seen);
@@ -85,13 +85,20 @@ static void check_site(struct repl *r, const char *site) {
                 int nin = rrec_hdr(&rs.v[i], "aagw.in", hdr, sizeof(hdr));
                 if (nin == 0) {
                         assert_string_equal(pv.path, site);
-                        assert_true(!strncmp(pv.src, "clicks:", 7));
+                        snprintf(want, sizeof(want), "%s:",
+                                 repl_topic(r, "clicks"));
+                        assert_true(!strncmp(pv.src, want, strlen(want)));
                         local_stamped++;
                 } else {
                         assert_int_equal(nin, 1);
                         assert_true(strcmp(pv.path, site) != 0);
-                        assert_true(!strncmp(hdr, "east.clicks:", 12) ||
-                                    !strncmp(hdr, "west.clicks:", 12));
+                        const char *e = repl_topic(r, "east.clicks");
+                        const char *w = repl_topic(r, "west.clicks");
+                        assert_true(
+                            (!strncmp(hdr, e, strlen(e)) &&
+                             hdr[strlen(e)] == ':') ||
+                            (!strncmp(hdr, w, strlen(w)) &&
+                             hdr[strlen(w)] == ':'));
                         from_remote++;
                 }
         }

@@ -86,8 +86,9 @@ static void produce_chunk(struct repl *r, const char *site, int from,
                 if (recs[i].value)
                         snprintf(v.id, sizeof(v.id), "%s-%d", site, from + i);
                 else /* no update_id: the derived id */
-                        snprintf(v.id, sizeof(v.id), "%s:profiles:%d:%" PRId64,
-                                 site, (int)parts[i], offs[i]);
+                        snprintf(v.id, sizeof(v.id), "%s:%s:%d:%" PRId64,
+                                 site, repl_topic(r, "profiles"),
+                                 (int)parts[i], offs[i]);
                 if (!want[keys[i]].set || ver_cmp(&v, &want[keys[i]]) > 0)
                         want[keys[i]] = v;
         }
@@ -128,16 +129,20 @@ static void winners(struct repl *r, const char *site, struct ver *got) {
 
 static void test_convergence(void **state) {
         static const char *const sites[] = {"east", "west"};
-        const char *const        extra[] = {
-            "--set", "unify.topics.profiles.mode=lww",
-            "--set", "unify.topics.profiles.id=json:update_id", NULL};
         struct repl *r = repl_new(sites, 2);
+        char         mode_key[200], id_key[200];
+        const char  *extra[] = {"--set", mode_key, "--set", id_key, NULL};
         unsigned     seed = 20261129;
         int64_t      base = harness_now_ms() - 60000;
         static struct ver east[KEYS], west[KEYS];
         struct ustat st;
 
         *state = r;
+        /* The per-topic keys name the (scoped) topic. */
+        snprintf(mode_key, sizeof(mode_key), "unify.topics.%s.mode=lww",
+                 repl_topic(r, "profiles"));
+        snprintf(id_key, sizeof(id_key), "unify.topics.%s.id=json:update_id",
+                 repl_topic(r, "profiles"));
         memset(want, 0, sizeof(want));
         repl_create_topic(r, NULL, "profiles", 4);
         repl_create_topic(r, "west", "east.profiles", 4);
@@ -210,7 +215,7 @@ static void test_convergence(void **state) {
                                 assert_true(json_object_object_get_ex(
                                     o[i], "topic", &v));
                                 assert_string_equal(json_object_get_string(v),
-                                                    "profiles");
+                                                    repl_topic(r, "profiles"));
                         }
                         json_object_put(o[i]);
                 }

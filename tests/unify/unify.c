@@ -180,6 +180,7 @@ void unify_produce(struct repl *r, const char *alias, const char *topic,
         struct dr_state  st   = {0, 0, offsets, partitions};
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
+        topic = repl_topic(r, topic); /* scoped: see repl.h */
         assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
                                            repl_bs(r, alias), err,
                                            sizeof(err)),
