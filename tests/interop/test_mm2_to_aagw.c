@@ -52,7 +52,7 @@ static int teardown(void **state) {
         return 0;
 }
 
-static void start_mm2(void) {
+static harness_proc_t *start_mm2(void) {
         char *props = harness_path_join(io.dir, "mm2.properties");
         FILE *f     = fopen(props, "w");
         assert_non_null(f);
@@ -84,8 +84,9 @@ static void start_mm2(void) {
         const char *argv[32];
         io_java_argv(&io, argv, "mm2.log",
                      "org.apache.kafka.connect.mirror.MirrorMaker", args, 1);
-        io_spawn(&io, "mm2-jvm", argv);
+        harness_proc_t *p = io_spawn(&io, "mm2-jvm", argv);
         free(props);
+        return p;
 }
 
 /* What MM2 has written so far. */
@@ -184,7 +185,7 @@ static void test_aagw_reads_mm2(void **state) {
                 io_produce(&io, "east", topic, p, NREC, "mm2");
                 io_commit(&io, "east", "g", topic, p, committed[p]);
         }
-        start_mm2();
+        harness_proc_t *mm2_jvm = start_mm2();
 
         /* Wait until MM2 is done and its checkpoints of g stay put for 3 s
          * (its checkpoint task catches up with the last syncs). */
@@ -194,6 +195,10 @@ static void test_aagw_reads_mm2(void **state) {
                         fail_msg("MirrorMaker 2 did not replicate %s and "
                                  "checkpoint group g in time (see mm2.log)",
                                  topic);
+                if (harness_proc_wait(mm2_jvm, 0, NULL) == AAGW_OK)
+                        fail_msg("MirrorMaker 2 exited (see mm2-jvm.log and "
+                                 "mm2.log in %s)",
+                                 io.dir);
                 if (!mm2_done(&s))
                         since = -1;
                 else if (since < 0 || s.ck_end != end) {
