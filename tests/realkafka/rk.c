@@ -916,3 +916,56 @@ bool rk_compare(const struct rk_bag *want, const struct rk_bag *allowed,
         rk_bag_each(got, cmp_got, &a);
         return !d->missing && !d->dups && !d->extra;
 }
+
+bool rk_check(const char *what, const struct rk_bag *want,
+              const struct rk_bag *allowed, const struct rk_read *got) {
+        struct rk_diff d;
+        bool           ok = rk_compare(want, allowed, got->values, &d);
+
+        print_message("# %-26s %6" PRId64 " records, %6" PRId64
+                      " distinct: %" PRId64 " lost, %" PRId64
+                      " duplicated, %" PRId64 " unexpected%s%s%s%s%s%s\n",
+                      what, got->records, rk_bag_distinct(got->values),
+                      d.missing, d.dups, d.extra,
+                      d.missing ? "; first lost " : "", d.first_missing,
+                      d.dups ? "; first duplicated " : "", d.first_dup,
+                      d.extra ? "; first unexpected " : "", d.first_extra);
+        if (!got->done)
+                print_message("# %s: the reader did not reach the end\n",
+                              what);
+        return ok && got->done;
+}
+
+int64_t rk_order_diffs(const char *what, const struct rk_read *src,
+                       const struct rk_read *copy) {
+        int64_t bad = 0;
+
+        for (int p = 0; p < src->nparts || p < copy->nparts; p++) {
+                size_t ns = p < src->nparts ? src->part_cnt[p] : 0;
+                size_t nc = p < copy->nparts ? copy->part_cnt[p] : 0;
+                size_t i;
+                for (i = 0; i < ns && i < nc; i++)
+                        if (strcmp(src->part[p][i], copy->part[p][i]))
+                                break;
+                if (i < ns && i < nc)
+                        print_message("# %s/%d: index %zu holds %s, the "
+                                      "source %s\n",
+                                      what, p, i, copy->part[p][i],
+                                      src->part[p][i]);
+                else if (ns != nc)
+                        print_message("# %s/%d: %zu records, the source "
+                                      "%zu\n",
+                                      what, p, nc, ns);
+                bad += i < ns || i < nc;
+        }
+        return bad;
+}
+
+static void add_n(const char *s, int64_t n, void *arg) {
+        for (int64_t i = 0; i < n; i++)
+                rk_bag_add(arg, s);
+}
+
+void rk_bag_add_all(struct rk_bag *into, const struct rk_bag *from) {
+        rk_bag_each(from, add_n, into);
+}

@@ -229,4 +229,18 @@ struct rk_diff {
 bool rk_compare(const struct rk_bag *want, const struct rk_bag *allowed,
                 const struct rk_bag *got, struct rk_diff *d);
 
+/** rk_compare() of @p got against @p want (and @p allowed), the figures
+ *  printed as a TAP comment under @p what; @returns true if equal and the
+ *  reader reached the end. */
+bool rk_check(const char *what, const struct rk_bag *want,
+              const struct rk_bag *allowed, const struct rk_read *got);
+
+/** @returns how many partitions of @p copy differ from @p src in their
+ *  values' order or count (printing the first difference of each). */
+int64_t rk_order_diffs(const char *what, const struct rk_read *src,
+                       const struct rk_read *copy);
+
+/** Add every string of @p from (with its count) to @p into. */
+void rk_bag_add_all(struct rk_bag *into, const struct rk_bag *from);
+
 #endif

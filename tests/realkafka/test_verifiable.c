@@ -100,62 +100,6 @@ static bool kill_time(void *arg) {
         return a->now > a->base;
 }
 
-static bool check(const char *what, const struct rk_bag *want,
-                  const struct rk_bag *allowed, const struct rk_read *got) {
-        struct rk_diff d;
-        bool           ok = rk_compare(want, allowed, got->values, &d);
-
-        print_message("# %-22s %6" PRId64 " records, %6" PRId64
-                      " distinct: %" PRId64 " lost, %" PRId64
-                      " duplicated, %" PRId64 " unexpected%s%s%s%s%s%s\n",
-                      what, got->records, rk_bag_distinct(got->values),
-                      d.missing, d.dups, d.extra,
-                      d.missing ? "; first lost " : "", d.first_missing,
-                      d.dups ? "; first duplicated " : "", d.first_dup,
-                      d.extra ? "; first unexpected " : "", d.first_extra);
-        if (!got->done)
-                print_message("# %s: the reader did not reach the end\n",
-                              what);
-        return ok && got->done;
-}
-
-/* The copy holds the source's partitions in the same order. */
-static int64_t order_diffs(const char *what, const struct rk_read *src,
-                           const struct rk_read *copy) {
-        int64_t bad = 0;
-
-        for (int p = 0; p < src->nparts || p < copy->nparts; p++) {
-                size_t ns = p < src->nparts ? src->part_cnt[p] : 0;
-                size_t nc = p < copy->nparts ? copy->part_cnt[p] : 0;
-                for (size_t i = 0; i < ns && i < nc; i++)
-                        if (strcmp(src->part[p][i], copy->part[p][i])) {
-                                if (!bad)
-                                        print_message(
-                                            "# %s/%d: index %zu holds %s, "
-                                            "the source %s\n",
-                                            what, p, i, copy->part[p][i],
-                                            src->part[p][i]);
-                                bad++;
-                        }
-                if (ns != nc) {
-                        print_message("# %s/%d: %zu records, the source %zu\n",
-                                      what, p, nc, ns);
-                        bad++;
-                }
-        }
-        return bad;
-}
-
-struct bag_union {
-        struct rk_bag *into;
-};
-
-static void add_all(const char *s, int64_t n, void *arg) {
-        struct bag_union *u = arg;
-        for (int64_t i = 0; i < n; i++)
-                rk_bag_add(u->into, s);
-}
-
 static void test_verifiable(void **state) {
         struct rk *r = rk_new("rk-verifiable");
 
@@ -257,29 +201,29 @@ static void test_verifiable(void **state) {
 
         /* Every acked value of both sites, and the failed ones (which may
          * or may not have been written). */
-        struct bag_union all = {rk_bag_new()}, maybe = {rk_bag_new()};
-        rk_bag_each(east_p.acked, add_all, &all);
-        rk_bag_each(west_p.acked, add_all, &all);
-        rk_bag_each(east_p.failed, add_all, &maybe);
-        rk_bag_each(west_p.failed, add_all, &maybe);
+        struct rk_bag *all = rk_bag_new(), *maybe = rk_bag_new();
+        rk_bag_add_all(all, east_p.acked);
+        rk_bag_add_all(all, west_p.acked);
+        rk_bag_add_all(maybe, east_p.failed);
+        rk_bag_add_all(maybe, west_p.failed);
 
         bool ok = true;
-        ok &= check("east clicks", east_p.acked, east_p.failed, &e_src);
-        ok &= check("west clicks", west_p.acked, west_p.failed, &w_src);
-        ok &= check("west east.clicks", e_src.values, NULL, &w_copy);
-        ok &= check("east west.clicks", w_src.values, NULL, &e_copy);
-        ok &= check("west clicks.unified", all.into, maybe.into, &w_uni);
-        ok &= check("east clicks.unified", all.into, maybe.into, &e_uni);
-        int64_t order = order_diffs("west east.clicks", &e_src, &w_copy) +
-                        order_diffs("east west.clicks", &w_src, &e_copy);
+        ok &= rk_check("east clicks", east_p.acked, east_p.failed, &e_src);
+        ok &= rk_check("west clicks", west_p.acked, west_p.failed, &w_src);
+        ok &= rk_check("west east.clicks", e_src.values, NULL, &w_copy);
+        ok &= rk_check("east west.clicks", w_src.values, NULL, &e_copy);
+        ok &= rk_check("west clicks.unified", all, maybe, &w_uni);
+        ok &= rk_check("east clicks.unified", all, maybe, &e_uni);
+        int64_t order = rk_order_diffs("west east.clicks", &e_src, &w_copy) +
+                        rk_order_diffs("east west.clicks", &w_src, &e_copy);
         print_message("# %d aagw kills, %" PRId64 " + %" PRId64
                       " acked, wall %.1f s\n",
                       KILLS, ea, wa, rk_elapsed(r));
         assert_true(ok);
         assert_int_equal(order, 0);
 
-        rk_bag_destroy(all.into);
-        rk_bag_destroy(maybe.into);
+        rk_bag_destroy(all);
+        rk_bag_destroy(maybe);
         rk_read_deinit(&e_src);
         rk_read_deinit(&w_src);
         rk_read_deinit(&e_copy);

@@ -1,0 +1,241 @@
+/*
+ * tests/realkafka/test_target_kill.c: aagw restarted while a partition
+ * leader of the cluster it writes to is dead.
+ *
+ * west (1 broker) is the source: Kafka's VerifiableProducer (acks=all,
+ * idempotent) writes NREC records to west's clicks.  east has 3 brokers;
+ * west.clicks (the remote copy) and clicks.unified there have
+ * replication factor 3 and min.insync.replicas 2.  aagw runs both
+ * directions and the unify stage (dedup, the derived id).
+ *
+ * Twice, the test SIGKILLs at the same moment the east broker leading a
+ * partition aagw writes (west.clicks/0, then clicks.unified/0) and aagw,
+ * and starts aagw again at once: its start-up scans of the targets meet
+ * a leader that is gone and not yet replaced (the controller fences a
+ * dead broker only when its session lapses).  Then it waits for a new
+ * leader and for more acks, restarts the broker and waits for a full ISR.
+ * aagw must ride through it: keep running, lose nothing, write nothing
+ * twice.
+ *
+ * Asserted by content, read with read_committed (aagw.kafka.ReadToEnd):
+ * west's clicks holds every acked value once; east's west.clicks exactly
+ * the records of west's clicks, once each, same partition and order;
+ * clicks.unified at east and at west each of them exactly once.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rk.h"
+
+#define NREC       40000
+#define THROUGHPUT "450"
+#define PARTS      6
+
+static const char PRODUCER_CONFIG[] =
+    "acks=all\n"
+    "enable.idempotence=true\n"
+    "retries=2147483647\n"
+    "max.in.flight.requests.per.connection=5\n"
+    "delivery.timeout.ms=180000\n"
+    "request.timeout.ms=10000\n"
+    "linger.ms=5\n";
+
+/* The producer passed @want acks and aagw wrote more than @base records
+ * to @topic at east since it started. */
+struct when_arg {
+        struct rk         *r;
+        struct rk_counter *acks;
+        harness_proc_t    *prod;
+        const char        *topic;
+        int64_t            want, base, now;
+        bool               exited;
+};
+
+static bool when_ready(void *arg) {
+        struct when_arg *a = arg;
+
+        if (harness_proc_wait(a->prod, 0, NULL) != AAGW_ERR_TIMEOUT) {
+                rk_count_poll(a->acks);
+                a->exited = true;
+                return true;
+        }
+        if (rk_count_poll(a->acks) < a->want)
+                return false;
+        a->now = rk_size(a->r, "east", a->topic);
+        return a->now > a->base;
+}
+
+static void wait_when(struct rk *r, struct when_arg *a, const char *what) {
+        if (!harness_wait_until(when_ready, a, 120000) || a->exited) {
+                rk_gw_dump_log(r, 40);
+                fail_msg("%s: the producer has %" PRId64 " acks (want %" PRId64
+                         "), %s at east %" PRId64 " (was %" PRId64 "): %s",
+                         what, a->acks->cnt, a->want, a->topic, a->now,
+                         a->base,
+                         a->exited ? "it exited" : "deadline passed");
+        }
+}
+
+struct moved_arg {
+        struct rk  *r;
+        const char *topic;
+        int         old, now;
+};
+
+static bool leader_moved(void *arg) {
+        struct moved_arg *a = arg;
+        a->now              = rk_leader(a->r, "east", a->topic, 0);
+        return a->now >= 0 && a->now != a->old;
+}
+
+static void test_target_kill(void **state) {
+        struct rk *r = rk_new("rk-target");
+
+        *state = r;
+        rk_cluster_start(r, "east", 3);
+        rk_cluster_start(r, "west", 1);
+        rk_create_topic(r, "east", "clicks", PARTS, 3, 2);
+        rk_create_topic(r, "east", "west.clicks", PARTS, 3, 2);
+        rk_create_topic(r, "east", "clicks.unified", PARTS, 3, 2);
+        rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "clicks.unified", PARTS, 1, 0);
+
+        const char *const gw_args[] = {"--topic", "clicks", "--unify", "dedup",
+                                       NULL};
+        rk_gw_start(r, gw_args);
+
+        char *pconf    = rk_write(r, "producer.properties", PRODUCER_CONFIG);
+        char *prod_out = rk_path(r, "producer.out");
+        char *prod_err = rk_path(r, "producer.err");
+        char  nrec[16];
+        snprintf(nrec, sizeof(nrec), "%d", NREC);
+        const char *const pargs[] = {
+            "--bootstrap-server", rk_bs(r, "west"), "--topic", "clicks",
+            "--max-messages", nrec, "--throughput", THROUGHPUT, "--acks", "-1",
+            "--producer.config", pconf, "--value-prefix", "2",
+            "--repeating-keys", "1000", NULL};
+        int64_t         t_prod = harness_now_ms();
+        harness_proc_t *prod   = rk_java_spawn(
+            r, "org.apache.kafka.tools.VerifiableProducer", pargs, prod_out,
+            prod_err);
+        struct rk_counter acks;
+        rk_counter_init(&acks, prod_out, "producer_send_success");
+
+        static const char *const targets[] = {"west.clicks", "clicks.unified"};
+        for (int k = 0; k < 2; k++) {
+                const char     *topic = targets[k];
+                /* The first at 1/8 of the run, the second as soon as
+                 * the cluster is whole again (a round takes 20-45 s). */
+                struct when_arg w = {
+                    r,     &acks, prod,
+                    topic, k == 0 ? NREC / 8 : acks.cnt + NREC / 40,
+                    rk_size(r, "east", topic),
+                    0,     false};
+                wait_when(r, &w, "before a kill");
+                int leader = rk_leader(r, "east", topic, 0);
+                assert_true(leader >= 1 && leader <= 3);
+                int64_t at = acks.cnt, t_kill = harness_now_ms();
+                rk_ctl(r, "east", "kill", leader, 60000);
+                rk_gw_expect_running(r);
+                assert_int_equal(rk_gw_stop(r, SIGKILL, 10000), 128 + SIGKILL);
+                rk_gw_start(r, gw_args);
+                struct moved_arg m = {r, topic, leader, -1};
+                if (!harness_wait_until(leader_moved, &m, 60000))
+                        fail_msg("%s/0 at east: no new leader 60 s after "
+                                 "broker %d was killed",
+                                 topic, leader);
+                int64_t t_moved = harness_now_ms();
+                /* The restarted gateway copies again, with the broker
+                 * still down. */
+                w = (struct when_arg){r,     &acks, prod,
+                                      topic, at + NREC / 20,
+                                      rk_size(r, "east", topic),
+                                      0,     false};
+                wait_when(r, &w, "with a broker down");
+                rk_gw_expect_running(r);
+                rk_ctl(r, "east", "start", leader, 180000);
+                if (!rk_wait_isr(r, "east", topic, 3, 120000))
+                        fail_msg("%s at east: ISR not full again 120 s after "
+                                 "broker %d restarted",
+                                 topic, leader);
+                print_message("# kill %d: broker %d (leader of %s/0) and "
+                              "aagw at %" PRId64 " acks, aagw restarted at "
+                              "once; new leader %d after %.1f s; back in "
+                              "sync %.1f s after the kill\n",
+                              k + 1, leader, topic, at, m.now,
+                              (double)(t_moved - t_kill) / 1000.0,
+                              (double)(harness_now_ms() - t_kill) / 1000.0);
+        }
+        rk_java_expect_exit0(r, prod, "VerifiableProducer", prod_err, 240000);
+        harness_proc_destroy(prod);
+
+        struct rk_produced pr;
+        rk_produced_parse(prod_out, &pr);
+        int64_t acked = rk_bag_total(pr.acked);
+        print_message("# producer: %d to send, %" PRId64 " acked, %" PRId64
+                      " failed, %.1f s\n",
+                      NREC, acked, rk_bag_total(pr.failed),
+                      (double)(harness_now_ms() - t_prod) / 1000.0);
+        assert_true(acked > 0);
+
+        bool caught_up =
+            rk_wait_size(r, "east", "west.clicks", acked, 120000) &&
+            rk_wait_size(r, "east", "clicks.unified", acked, 120000) &&
+            rk_wait_size(r, "west", "clicks.unified", acked, 120000);
+        rk_gw_expect_running(r);
+        if (!caught_up)
+                rk_gw_dump_log(r, 40);
+        assert_int_equal(rk_gw_stop(r, SIGTERM, 30000), 0);
+
+        const char *const west_topics[] = {"clicks", "clicks.unified", NULL};
+        const char *const east_topics[] = {"west.clicks", "clicks.unified",
+                                           NULL};
+        char *west_out = rk_read_topics(r, "west", "read-west", west_topics);
+        char *east_out = rk_read_topics(r, "east", "read-east", east_topics);
+        struct rk_read src, copy, uni_w, uni_e;
+        rk_read_parse(west_out, "clicks", &src);
+        rk_read_parse(west_out, "clicks.unified", &uni_w);
+        rk_read_parse(east_out, "west.clicks", &copy);
+        rk_read_parse(east_out, "clicks.unified", &uni_e);
+
+        bool ok = true;
+        ok &= rk_check("west clicks (acked)", pr.acked, pr.failed, &src);
+        ok &= rk_check("east west.clicks", src.values, NULL, &copy);
+        ok &= rk_check("east clicks.unified", src.values, NULL, &uni_e);
+        ok &= rk_check("west clicks.unified", src.values, NULL, &uni_w);
+        int64_t order_bad = rk_order_diffs("east west.clicks", &src, &copy);
+        print_message("# 2 broker + aagw kills, %" PRId64 " acked, %d aagw "
+                      "runs, wall %.1f s\n",
+                      acked, r->gw_runs, rk_elapsed(r));
+        assert_true(ok);
+        assert_int_equal(order_bad, 0);
+
+        rk_read_deinit(&src);
+        rk_read_deinit(&copy);
+        rk_read_deinit(&uni_w);
+        rk_read_deinit(&uni_e);
+        rk_produced_deinit(&pr);
+        free(east_out);
+        free(west_out);
+        free(pconf);
+        free(prod_out);
+        free(prod_err);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_teardown(test_target_kill, rk_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
