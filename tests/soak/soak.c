@@ -1416,9 +1416,16 @@ static void scenario_kill(struct soak *s) {
         s->progress_ms = calloc((size_t)s->o.cycles + 1, sizeof(int64_t));
         for (int c = 0; c < s->o.cycles; c++) {
                 /* Spread the kills over the duration: gaps random in
-                 * [lo, 12] s, lo chosen so their mean fits what is left. */
+                 * [lo, 12] s, lo chosen so that gap + the mean time to
+                 * progress so far fits what is left (lo = 2 once the
+                 * cycles alone outlast the duration). */
                 int64_t left   = until - harness_now_ms();
-                double  target = (double)left / 1000.0 / (s->o.cycles - c);
+                int     done   = s->ncycles - s->nprogress_fail;
+                double  mean   = 0;
+                for (int k = 0; k < done; k++)
+                        mean += (double)s->progress_ms[k] / 1000.0 / done;
+                double target =
+                    (double)left / 1000.0 / (s->o.cycles - c) - mean;
                 double  lo     = 2.0 * target - 12.0;
                 if (lo < 2)
                         lo = 2;
