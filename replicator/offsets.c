@@ -38,6 +38,7 @@
 
 #define ADMIN_TIMEOUT_MS 5000
 #define MAX_POINTS 64 /* sync points kept per partition for checkpoints */
+#define CKPT_META_MAX 4096 /* commit metadata copied into a checkpoint */
 
 struct mm2_part {
         char                  topic[AAGW_TOPIC_MAX + 1];
@@ -304,7 +305,11 @@ static void checkpoint_group(struct mm2 *m, const char *group,
                 int64_t                     pos = -1;
                 char                        remote[AAGW_TOPIC_MAX + 1];
                 unsigned char key[AAGW_MM2_GROUP_MAX + AAGW_TOPIC_MAX + 16];
-                unsigned char val[32];
+                /* MM2 copies the commit's metadata into the checkpoint,
+                 * and RemoteClusterUtils hands it back: so do we (up to
+                 * Kafka's default offset.metadata.max.bytes). */
+                char          meta[CKPT_META_MAX + 1];
+                unsigned char val[32 + CKPT_META_MAX];
 
                 if (tp->err || tp->offset < 0)
                         continue;
@@ -326,9 +331,17 @@ static void checkpoint_group(struct mm2 *m, const char *group,
                         continue;
                 size_t kl = aagw_mm2_checkpoint_key(
                     group, remote, tp->partition, key, sizeof(key));
-                size_t vl = aagw_mm2_checkpoint_value(tp->offset, x.offset, "",
-                                                      val, sizeof(val));
-                if (kl > sizeof(key))
+                size_t ml = tp->metadata && tp->metadata_size
+                                ? tp->metadata_size
+                                : 0;
+                if (ml > CKPT_META_MAX)
+                        ml = CKPT_META_MAX;
+                if (ml)
+                        memcpy(meta, tp->metadata, ml);
+                meta[ml]  = '\0';
+                size_t vl = aagw_mm2_checkpoint_value(tp->offset, x.offset,
+                                                      meta, val, sizeof(val));
+                if (kl > sizeof(key) || vl > sizeof(val))
                         continue;
                 rd_kafka_topic_partition_list_add(xl, remote, tp->partition)
                     ->offset = x.offset;
@@ -641,6 +654,19 @@ static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms,
         return ev;
 }
 
+/* The commit's metadata string, into a list element librdkafka frees. */
+static void copy_metadata(rd_kafka_topic_partition_t       *dst,
+                          const rd_kafka_topic_partition_t *src) {
+        free(dst->metadata);
+        dst->metadata      = NULL;
+        dst->metadata_size = 0;
+        if (src->metadata && src->metadata_size &&
+            (dst->metadata = malloc(src->metadata_size))) {
+                memcpy(dst->metadata, src->metadata, src->metadata_size);
+                dst->metadata_size = src->metadata_size;
+        }
+}
+
 aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
                                     rd_kafka_topic_partition_list_t *parts,
                                     int timeout_ms, char *errstr,
@@ -686,6 +712,8 @@ aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
                                                 tp->offset =
                                                     got->elems[k].offset;
                                                 tp->err = got->elems[k].err;
+                                                copy_metadata(tp,
+                                                              &got->elems[k]);
                                         }
                         }
                         rc = AAGW_OK;

@@ -178,11 +178,22 @@ void io_produce(struct io *io, const char *alias, const char *topic,
         free(v);
 }
 
+void io_commit_metadata(char *buf, size_t size, const char *group,
+                        int32_t partition) {
+        snprintf(buf, size, "interop:%s:%d", group, (int)partition);
+}
+
 void io_commit(struct io *io, const char *alias, const char *group,
                const char *topic, int32_t partition, int64_t offset) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+        rd_kafka_topic_partition_t *tp =
+            rd_kafka_topic_partition_list_add(l, topic, partition);
+        char meta[256];
+        tp->offset = offset;
+        io_commit_metadata(meta, sizeof(meta), group, partition);
+        tp->metadata      = strdup(meta);
+        tp->metadata_size = strlen(meta);
         /* A fresh cluster answers "not coordinator" (or "loading") until
          * its __consumer_offsets partitions are loaded: retry a while. */
         int64_t deadline = harness_now_ms() + 60000;

@@ -49,9 +49,13 @@ void io_topic(struct io *io, const char *alias, const char *topic,
 void io_produce(struct io *io, const char *alias, const char *topic,
                 int32_t partition, int cnt, const char *tag);
 
-/* Commit 'offset' for 'group' on 'topic' ['partition'] at 'alias'. */
+/* Commit 'offset' for 'group' on 'topic' ['partition'] at 'alias', with
+ * the metadata io_commit_metadata() makes. */
 void io_commit(struct io *io, const char *alias, const char *group,
                const char *topic, int32_t partition, int64_t offset);
+
+void io_commit_metadata(char *buf, size_t size, const char *group,
+                        int32_t partition);
 
 /* High watermark of 'topic' ['partition'] at 'alias', -1 on error. */
 int64_t io_end_offset(struct io *io, const char *alias, const char *topic,

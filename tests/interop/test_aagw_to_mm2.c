@@ -16,7 +16,8 @@
  *
  *   - DefaultReplicationPolicy's internal topic names = aagw's;
  *   - RemoteClusterUtils.translateOffsets = `aagw offsets translate`,
- *     partition by partition, = the right answer (prefill + committed);
+ *     partition by partition, = the right answer (prefill + committed),
+ *     with the metadata of the group's commit, as MM2 carries it;
  *   - MirrorClient: remoteTopics, heartbeatTopics, checkpointTopics,
  *     upstreamClusters, replicationHops(source) name aagw's topics.
  */
@@ -184,6 +185,12 @@ static int compare_translate(json_object *mm2, json_object *ours,
                         found = true;
                         assert_int_equal(json_object_get_int64(get(m, "offset")),
                                          json_object_get_int64(get(r, "translated")));
+                        /* The commit's metadata comes back, as from MM2. */
+                        char meta[256];
+                        io_commit_metadata(meta, sizeof(meta), v->group,
+                                           json_object_get_int(get(m, "partition")));
+                        assert_string_equal(
+                            json_object_get_string(get(m, "metadata")), meta);
                         same++;
                 }
                 assert_true(found);

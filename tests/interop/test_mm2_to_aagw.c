@@ -224,8 +224,13 @@ static void test_aagw_reads_mm2(void **state) {
                                     remote);
                 assert_true(p >= 0 && p < NPART);
                 mm2[p] = json_object_get_int64(get(o, "offset"));
-                /* Its checkpoints are what the test read. */
+                /* Its checkpoints are what the test read, and carry the
+                 * commit's metadata (what aagw's checkpoints do too). */
                 assert_int_equal(mm2[p], s.ck_down[p]);
+                char meta[256];
+                io_commit_metadata(meta, sizeof(meta), "g", p);
+                assert_string_equal(json_object_get_string(get(o, "metadata")),
+                                    meta);
         }
 
         /* aagw offsets translate. */

@@ -149,7 +149,8 @@ public final class Mm2Interop {
                 out.append(',');
             out.append("{\"topic\":").append(str(tp.topic()))
                .append(",\"partition\":").append(tp.partition())
-               .append(",\"offset\":").append(m.get(tp).offset()).append('}');
+               .append(",\"offset\":").append(m.get(tp).offset())
+               .append(",\"metadata\":").append(str(m.get(tp).metadata())).append('}');
         }
         out.append(']');
     }
