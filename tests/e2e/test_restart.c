@@ -10,7 +10,8 @@
  *     state from what the targets hold, writes nothing twice, and says
  *     so with a warning, for the flows and for the unify stages.
  * Copies are counted by reading the target topics with kcat, not from
- * aagw's counters.
+ * aagw's counters.  Embedded clusters only (fixed topic names, exact
+ * counts): on real clusters from the environment both tests skip.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -46,6 +47,9 @@ static int setup(void **state) {
         assert_non_null(f);
         f->hc = harness_clusters_new(sites, 2, 1, f->errstr, sizeof(f->errstr));
         assert_non_null(f->hc);
+        *state = f;
+        if (harness_clusters_are_real(f->hc))
+                return 0; /* the tests skip */
         assert_int_equal(harness_clusters_create_topic(f->hc, NULL, "clicks", 4,
                                                        f->errstr,
                                                        sizeof(f->errstr)),
@@ -70,7 +74,8 @@ static int teardown(void **state) {
         struct fx *f = *state;
         harness_proc_destroy(f->gw);
         harness_clusters_destroy(f->hc);
-        harness_rmtree(f->dir);
+        if (f->dir)
+                harness_rmtree(f->dir);
         free(f->dir);
         free(f->state);
         free(f);
@@ -232,6 +237,9 @@ static void test_pause_survives_restart(void **state) {
         int         code;
         char       *body, path[4200];
 
+        if (!f->state)
+                skip(); /* real clusters */
+
         start_gw(f, "off");
         produce(f, 0, 100);
         struct want copied = {f, "west", "east.clicks", NULL, 100};
@@ -295,6 +303,9 @@ static void test_pause_survives_restart(void **state) {
 
 static void test_lost_state_dir_warns(void **state) {
         struct fx *f = *state;
+
+        if (!f->state)
+                skip(); /* real clusters */
 
         start_gw(f, "on");
         produce(f, 0, 100);

@@ -290,7 +290,8 @@ static void test_err_count_capped(void **state) {
 
 /* 200,000 keys in one mapping load in linear time (the duplicate check
  * compared each key with all before it: over a minute), and a duplicate
- * among them is still found. */
+ * among them is still found.  CPU time, not wall time: the bound must
+ * hold on a loaded machine too (about 1 s here, 5 s under ASan). */
 static void test_many_keys_fast(void **state) {
         struct fixture *f = *state;
         enum { N = 200000 };
@@ -301,13 +302,13 @@ static void test_many_keys_fast(void **state) {
         for (int i = 0; i < N; i++)
                 p += sprintf(p, "k%d: 1\n", i);
         p += sprintf(p, "k7: 2\n");
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
         assert_int_equal(load(f, yaml), AAGW_ERR_CONFIG);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
         double s = (double)(t1.tv_sec - t0.tv_sec) +
                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        if (s > 10.0)
-                fail_msg("200,000 keys took %.1f s", s);
+        if (s > 20.0)
+                fail_msg("200,000 keys took %.1f s of CPU", s);
         assert_non_null(strstr(aagw_config_errors(f->cfg),
                                "\n... and 199981 more errors (only the first "
                                "20 are listed)\n"));
@@ -318,13 +319,13 @@ static void test_many_keys_fast(void **state) {
         for (int i = 0; i < N; i++)
                 p += sprintf(p, "      p%d: 1\n", i);
         sprintf(p, "      p9: 2\n");
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
         assert_int_equal(load(f, yaml), AAGW_ERR_CONFIG);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
         s = (double)(t1.tv_sec - t0.tv_sec) +
             (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        if (s > 10.0)
-                fail_msg("200,000 properties took %.1f s", s);
+        if (s > 20.0)
+                fail_msg("200,000 properties took %.1f s of CPU", s);
         char want[128];
         snprintf(want, sizeof(want),
                  "gw.yaml:%d:7: clusters.east.properties.p9: duplicate key\n",
