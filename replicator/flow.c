@@ -926,12 +926,11 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                  * new or lost.  Not routine, so a warning that says so. */
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: %s [%d]: no stored position (the state dir is "
-                         "new or its state was lost) but %s already holds "
-                         "copies up to source offset %" PRId64
-                         "; resuming at %" PRId64 " from what the target "
-                         "holds",
-                         f->name, topic, (int)pt->partition, pt->tt->remote,
-                         found, found + 1);
+                         "new or its state was lost), but the target holds "
+                         "copies up to source offset %" PRId64 " in %s; "
+                         "resuming at %" PRId64,
+                         f->name, topic, (int)pt->partition, found,
+                         pt->tt->remote, found + 1);
                 next = found + 1;
         } else if (found >= 0 && found + 1 > next) {
                 aagw_log(AAGW_LOG_INFO, "FLOW",

@@ -331,7 +331,7 @@ static void test_lost_state_dir_warns(void **state) {
         struct want flow_warn2 = {
             f, NULL, NULL,
             "no stored position (the state dir is new or its state was "
-            "lost) but east.clicks already holds copies up to source offset",
+            "lost), but the target holds copies up to source offset ",
             0};
         assert_true(harness_wait_until(log_has, &unify_warn, WAIT_MS));
         assert_true(harness_wait_until(log_has, &flow_warn, WAIT_MS));
