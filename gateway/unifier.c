@@ -59,6 +59,8 @@
 /* How long the start-up scan waits for an output partition to answer
  * (see output_wait()) before the stage fails. */
 #define OUTPUT_WAIT_MS 120000
+/* ... and how long its end offsets must then stay put (output_settle()). */
+#define OUTPUT_SETTLE_MS 2000
 #define REPLAY_MAX      (1 << 20) /* input coordinates found at start */
 
 enum { MODE_DEDUP = 1, MODE_LWW = 2 };
@@ -567,6 +569,42 @@ static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
         rec->hdrs         = u->hdrs;
 }
 
+/* Once an output partition whose leader was unreachable answers again,
+ * the new leader's high watermark may lag its log for a moment: records
+ * the previous run wrote reached this replica but are not yet below the
+ * watermark, and a scan up to it would miss them (and deliver them
+ * again).  Only this stage writes the output and it is not writing yet:
+ * wait until the sum of the end offsets stays put for OUTPUT_SETTLE_MS
+ * (at most 15 s). */
+static void output_settle(gw_unify_t *u, struct utopic *ut) {
+        int64_t now = aagw_mono_ms(), quiet = now + OUTPUT_SETTLE_MS,
+                cap = now + 15000, last = -1;
+
+        while (!atomic_load(&u->stop) && (now = aagw_mono_ms()) < quiet &&
+               now < cap) {
+                int64_t sum = 0, lo, hi;
+                bool    ok  = true;
+
+                for (int32_t p = 0; ok && p < ut->out_parts; p++) {
+                        ok = !rd_kafka_query_watermark_offsets(
+                            u->reader, ut->out, p, &lo, &hi, 5000);
+                        if (ok)
+                                sum += hi;
+                }
+                if (ok && sum != last) {
+                        if (last >= 0)
+                                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                                         "unify@%s: %s grew by %" PRId64
+                                         " records after the leader change",
+                                         u->site, ut->out, sum - last);
+                        last  = sum;
+                        quiet = aagw_mono_ms() + OUTPUT_SETTLE_MS;
+                }
+                struct timespec ts = {0, 250 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* Wait until every partition of the output 'ut' answers a watermark
  * query.  While a partition's leader is gone (a broker died, and the
  * controller moves leadership only once the broker's session lapses: 9 s
@@ -587,6 +625,8 @@ static int output_wait(gw_unify_t *u, struct utopic *ut) {
                         if ((err = rd_kafka_query_watermark_offsets(
                                  u->reader, ut->out, p, &lo, &hi, 5000)))
                                 break;
+                if (!err && logged)
+                        output_settle(u, ut);
                 if (!err)
                         return 0;
                 if (atomic_load(&u->stop))

@@ -54,6 +54,10 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
  * leader is replaced within the broker session timeout, 9 s by default)
  * before it fails the flow rather than guess. */
 #define RECONCILE_WAIT_MS 120000
+/* After such a wait, how long the end offset must stay put before the
+ * scan trusts it (settle_end()), and the most that may take. */
+#define SETTLE_MS 2000
+#define SETTLE_MAX_MS 15000
 /* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
 #define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
@@ -829,6 +833,9 @@ static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
  * try again, for up to RECONCILE_WAIT_MS.  (Taking the target for empty
  * instead resumed at the stored position and copied again what the
  * previous run had written after it.) */
+static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
+                       int64_t *hi);
+
 static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                                       int64_t *lo, int64_t *hi) {
         int64_t deadline = aagw_mono_ms() + RECONCILE_WAIT_MS;
@@ -837,6 +844,8 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
                     f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
+                if (!err && logged)
+                        settle_end(f, pt, lo, hi);
                 if (!err || atomic_load(&f->stop) ||
                     aagw_mono_ms() >= deadline)
                         return err;
@@ -857,6 +866,43 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                         rd_kafka_topic_destroy(rkt);
                 struct timespec ts = {0, 250 * 1000000L};
                 nanosleep(&ts, NULL);
+        }
+}
+
+/* Once a partition whose leader was unreachable answers again, its new
+ * leader's high watermark may lag its log for a moment: the previous
+ * run's last copies reached this replica before the old leader died, but
+ * are not yet below the watermark (it moves when the followers fetch), so
+ * a scan up to it would miss them and the flow would copy them again.
+ * Nothing else writes there now under the prefix policy (this flow is not
+ * writing yet), so the watermark moves only to take such records in: wait
+ * until it stays put for SETTLE_MS (at most SETTLE_MAX_MS; under the
+ * identity policy local producers may keep it moving). */
+static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
+                       int64_t *hi) {
+        int64_t now = aagw_mono_ms(), quiet = now + SETTLE_MS,
+                cap = now + SETTLE_MAX_MS;
+
+        while (!atomic_load(&f->stop) && (now = aagw_mono_ms()) < quiet &&
+               now < cap) {
+                struct timespec ts = {0, 250 * 1000000L};
+                int64_t         l, h;
+
+                nanosleep(&ts, NULL);
+                if (rd_kafka_query_watermark_offsets(f->reader, pt->tt->remote,
+                                                     pt->partition, &l, &h,
+                                                     5000))
+                        continue;
+                if (h != *hi) {
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s [%d] at %s: end offset %" PRId64
+                                 " -> %" PRId64 " after the leader change",
+                                 f->name, pt->tt->remote, (int)pt->partition,
+                                 f->target, *hi, h);
+                        *lo   = l;
+                        *hi   = h;
+                        quiet = aagw_mono_ms() + SETTLE_MS;
+                }
         }
 }
 
