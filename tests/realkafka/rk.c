@@ -969,3 +969,36 @@ static void add_n(const char *s, int64_t n, void *arg) {
 void rk_bag_add_all(struct rk_bag *into, const struct rk_bag *from) {
         rk_bag_each(from, add_n, into);
 }
+
+bool rk_check_source(const char *what, const struct rk_bag *acked,
+                     const struct rk_bag *failed, const struct rk_read *got) {
+        struct rk_diff d;
+
+        rk_compare(acked, failed, got->values, &d);
+        print_message("# %-26s %6" PRId64 " records, %6" PRId64
+                      " distinct: %" PRId64 " acked lost, %" PRId64
+                      " duplicated, %" PRId64 " without an event%s%s%s%s\n",
+                      what, got->records, rk_bag_distinct(got->values),
+                      d.missing, d.dups, d.extra,
+                      d.missing ? "; first lost " : "", d.first_missing,
+                      d.dups ? "; first duplicated " : "", d.first_dup);
+        return !d.missing && !d.dups && got->done;
+}
+
+void rk_producer_stop(struct rk *r, harness_proc_t *p, const char *err) {
+        int status, code = -1;
+
+        (void)r;
+        harness_proc_signal(p, SIGTERM);
+        if (harness_proc_wait(p, 60000, &status) == AAGW_OK)
+                code = harness_exit_code(status);
+        if (code != 0 && code != 128 + SIGTERM) {
+                char  *t = harness_read_file(err, NULL);
+                size_t n = t ? strlen(t) : 0;
+                fprintf(stderr, "# ---- %s ----\n%s\n", err,
+                        t ? (n > 3000 ? t + n - 3000 : t) : "");
+                free(t);
+                fail_msg("VerifiableProducer: %s after SIGTERM",
+                         code < 0 ? "still running 60 s" : "bad exit status");
+        }
+}

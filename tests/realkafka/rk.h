@@ -240,6 +240,19 @@ bool rk_check(const char *what, const struct rk_bag *want,
 int64_t rk_order_diffs(const char *what, const struct rk_read *src,
                        const struct rk_read *copy);
 
+/** Like rk_check() for a source topic against its producer's events:
+ *  every acked value once (@p failed ones at most once).  A value with no
+ *  event at all (the tool stopped by a signal mid-send) is printed, not
+ *  counted against it: the copies are checked against the source's
+ *  content anyway. */
+bool rk_check_source(const char *what, const struct rk_bag *acked,
+                     const struct rk_bag *failed, const struct rk_read *got);
+
+/** Stop a VerifiableProducer run with --max-messages -1: SIGTERM (its
+ *  shutdown hook closes the producer, which reports every record in
+ *  flight), then fail unless it exits (0 or 143) within 60 s. */
+void rk_producer_stop(struct rk *r, harness_proc_t *p, const char *err);
+
 /** Add every string of @p from (with its count) to @p into. */
 void rk_bag_add_all(struct rk_bag *into, const struct rk_bag *from);
 
