@@ -29,7 +29,7 @@
  *                 record to T.copy on east: the baseline of the issue.
  *   c  bare pipe, b with the consumer queue of the unify stage
  *      unify's    (queued.min.messages=1000000,
- *      queue      queued.max.messages.kbytes=65536): the same client
+ *      queue      queued.max.messages.kbytes=16384): the same client
  *                 settings as a, so no fetch stall (docs/benchmarks.md,
  *                 "Why the consumers stall") in the baseline either.
  *   d  bare pipe  b adding to every copy the provenance header that a
@@ -115,7 +115,7 @@ static const struct bench_meas_info meas_info[M_CNT] = {
  * consumer_extra), for measurement c. */
 static const char *const unify_queue_props[] = {
     "consumer.queued.min.messages=1000000",
-    "consumer.queued.max.messages.kbytes=65536",
+    "consumer.queued.max.messages.kbytes=16384",
 };
 
 enum id_mode { ID_KEY, ID_JSON };
