@@ -66,7 +66,11 @@ static const char *const tbase[NT]        = {"clicks", "profiles"};
 #define PROGRESS_TIMEOUT_MS 90000
 #define IDLE_TIMEOUT_MS 300000
 #define CATCHUP_TIMEOUT_MS 600000
-#define READ_TIMEOUT_MS 120000
+/* Reading a topic back fails after this long without a record: the mock
+ * serves one record batch per partition and fetch and finds it by a
+ * linear scan, so reading 300,000 records back takes minutes. */
+#define READ_STALL_MS 60000
+#define READ_TIMEOUT_MS 1800000
 #define SAMPLE_EVERY_MS 5000
 
 /* ------------------------------ OPTIONS -------------------------------- */
@@ -563,6 +567,8 @@ static bool read_topic(struct soak *s, int site, const char *topic,
         rd_kafka_t                      *rk = s->q[site];
         rd_kafka_topic_partition_list_t *l;
         int64_t  next[MAX_PART], deadline = harness_now_ms() + READ_TIMEOUT_MS;
+        int64_t  t0 = harness_now_ms(), last = t0;
+        size_t   total = 0;
         int      left = 0;
         bool     ok   = true;
 
@@ -588,9 +594,12 @@ static bool read_topic(struct soak *s, int site, const char *topic,
         rd_kafka_assign(rk, l);
         rd_kafka_topic_partition_list_destroy(l);
         while (left > 0) {
-                if (harness_now_ms() > deadline) {
-                        fprintf(stdout, "soak: reading %s at %s timed out\n",
-                                topic, site_name[site]);
+                if (harness_now_ms() > deadline ||
+                    harness_now_ms() - last > READ_STALL_MS) {
+                        fprintf(stdout,
+                                "soak: reading %s at %s timed out after %zu "
+                                "records\n",
+                                topic, site_name[site], total);
                         ok = false;
                         break;
                 }
@@ -604,6 +613,8 @@ static bool read_topic(struct soak *s, int site, const char *topic,
                         t->v[p][i] = dupn(m->payload, m->len);
                         t->k[p][i] = dupn(m->key, m->key_len);
                         next[p]    = m->offset + 1;
+                        last       = harness_now_ms();
+                        total++;
                         if (next[p] >= t->hi[p])
                                 left--;
                 } else if (m->err &&
@@ -614,6 +625,8 @@ static bool read_topic(struct soak *s, int site, const char *topic,
                 rd_kafka_message_destroy(m);
         }
         rd_kafka_assign(rk, NULL);
+        logf_("read %s at %s: %zu records in %.1f s", topic, site_name[site],
+              total, (double)(harness_now_ms() - t0) / 1000.0);
         for (int p = 0; p < s->o.partitions && ok; p++)
                 if (t->n[p] != (size_t)(t->hi[p] - t->lo[p])) {
                         fprintf(stdout,
@@ -1199,6 +1212,11 @@ static void check_all(struct soak *s, struct totals *tot) {
         uint64_t expected_ids = want.cnt;
         smap_deinit(&want);
 
+        if (tot->unreadable)
+                fprintf(stdout,
+                        "soak: a topic was not read back completely: the "
+                        "counts of missing records below are not verdicts "
+                        "on aagw\n");
         fprintf(stdout,
                 "%s copies: %" PRIu64 " records copied; lost %" PRIu64
                 ", duplicated %" PRIu64 ", extra %" PRIu64
