@@ -660,27 +660,15 @@ static void teardown(struct ctx *c) {
         aagw_config_destroy(c->cfg);
 }
 
-/* `aagw offsets probe-group BOOTSTRAPS GROUP TIMEOUT_MS [NAME VALUE]...`:
- * the child side of aagw_kafka_group_members(); not for users. */
-static int probe_group(int argc, char **argv) {
-        if (argc < 5 || (argc - 5) % 2)
-                return EXIT_USAGE;
-        return aagw_kafka_group_members_probe(
-            argv[2], (const char *const *)argv + 5, (size_t)(argc - 5) / 2,
-            argv[3], atoi(argv[4]));
-}
-
 int gw_cmd_offsets(int argc, char **argv) {
         struct ctx c;
         int        rc;
 
-        if (argc >= 2 && !strcmp(argv[1], "probe-group"))
-                return probe_group(argc, argv);
-        /* `aagw offsets probe-groups BOOTSTRAPS TIMEOUT_MS [NAME VALUE]...` */
-        if (argc >= 4 && !strcmp(argv[1], "probe-groups") && argc % 2 == 0)
-                return aagw_kafka_list_groups_probe(
-                    argv[2], (const char *const *)argv + 4,
-                    (size_t)(argc - 4) / 2, atoi(argv[3]));
+        /* `aagw offsets probe-group(s) ...`: the child side of the group
+         * probes (replicator/offsets.c); not for users. */
+        if (argc >= 2 && (!strcmp(argv[1], "probe-group") ||
+                          !strcmp(argv[1], "probe-groups")))
+                return aagw_kafka_probe_main(argc, argv);
         if (argc < 2 || strcmp(argv[1], "translate")) {
                 if (argc >= 2 &&
                     (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {

@@ -488,6 +488,16 @@ int aagw_kafka_list_groups_probe(const char *bootstraps,
                                  const char *const *props, size_t prop_cnt,
                                  int timeout_ms);
 
+/**
+ * @brief The child side of aagw_kafka_group_members() and
+ * aagw_kafka_list_groups(): `SELF offsets probe-group BOOTSTRAPS GROUP
+ * TIMEOUT_MS` or `SELF offsets probe-groups BOOTSTRAPS TIMEOUT_MS`, with
+ * the client properties (NAME NUL VALUE NUL ...) on stdin: they never
+ * appear on a command line.  @p argv[1] is the probe's name.
+ * @returns an exit code (2: not a probe's arguments).
+ */
+int aagw_kafka_probe_main(int argc, char **argv);
+
 /** The probe itself (run in the child): prints "members N" or
  *  "unsupported REASON" on stdout.  @returns an exit code. */
 int aagw_kafka_group_members_probe(const char *bootstraps,

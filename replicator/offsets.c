@@ -25,6 +25,7 @@
 #include "replicator_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -831,30 +832,83 @@ int aagw_kafka_group_members_probe(const char        *bootstraps,
         _exit(0);
 }
 
-/* Run 'argv' with stdout to a pipe; collect up to 'size' - 1 bytes until
- * EOF or 'timeout_ms', then SIGKILL and reap it. */
-static void run_child(const char *self_exe, const char **argv, char *buf,
+/* Write 'len' bytes of 'p' to 'fd' without dying of SIGPIPE if the reader
+ * is gone (the signal is blocked in this thread for the write, and a
+ * pending one taken back).  false if not everything was written. */
+static bool write_all_quiet(int fd, const char *p, size_t len) {
+        sigset_t        pipe_set, old;
+        struct timespec zero = {0, 0};
+        bool            ok   = true;
+
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+        while (len) {
+                ssize_t w = write(fd, p, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        ok = false;
+                        break;
+                }
+                p += w;
+                len -= (size_t)w;
+        }
+        if (!ok && errno == EPIPE)
+                while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+                        ;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return ok;
+}
+
+/*
+ * Run 'argv' with the client properties on its stdin and its stdout to a
+ * pipe; collect up to 'size' - 1 bytes until EOF or 'timeout_ms', then
+ * SIGKILL and reap it.  The properties (NAME NUL VALUE NUL ...) go
+ * through the pipe, never the command line: argv is world-readable in
+ * /proc/PID/cmdline and ps, and the properties hold passwords.
+ */
+static void run_child(const char *self_exe, const char **argv,
+                      const char *const *props, size_t prop_cnt, char *buf,
                       size_t size, int timeout_ms) {
-        int    fds[2];
+        int    fds[2], in[2];
         size_t len = 0;
         pid_t  pid;
 
         buf[0] = '\0';
-        if (pipe(fds))
+        /* Close-on-exec: a child that another thread forks meanwhile must
+         * not inherit them (a stray write end would keep the probe from
+         * seeing the end of its stdin).  dup2() clears the flag on 0, 1. */
+        if (pipe2(fds, O_CLOEXEC))
                 return;
+        if (pipe2(in, O_CLOEXEC)) {
+                close(fds[0]);
+                close(fds[1]);
+                return;
+        }
         pid = fork();
         if (pid == 0) {
+                dup2(in[0], 0);
                 dup2(fds[1], 1);
+                close(in[0]);
+                close(in[1]);
                 close(fds[0]);
                 close(fds[1]);
                 execv(self_exe, (char *const *)argv);
                 _exit(127);
         }
         close(fds[1]);
+        close(in[0]);
         if (pid < 0) {
                 close(fds[0]);
+                close(in[1]);
                 return;
         }
+        /* The child reads every property before it does anything else. */
+        for (size_t i = 0; i < 2 * prop_cnt; i++)
+                if (!write_all_quiet(in[1], props[i], strlen(props[i]) + 1))
+                        break;
+        close(in[1]);
         struct timespec t0, t;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
@@ -935,7 +989,7 @@ aagw_err_t aagw_kafka_list_groups(const char *self_exe, const char *bootstraps,
                                   int timeout_ms, char ***groups, size_t *cnt,
                                   char *errstr, size_t errstr_size) {
         char         tmo[32], *buf = malloc(65536);
-        const char **argv = calloc(2 * prop_cnt + 8, sizeof(*argv));
+        const char **argv = calloc(8, sizeof(*argv));
         size_t       a = 0, n = 0;
 
         *groups = NULL;
@@ -952,12 +1006,8 @@ aagw_err_t aagw_kafka_list_groups(const char *self_exe, const char *bootstraps,
         argv[a++] = "probe-groups";
         argv[a++] = bootstraps;
         argv[a++] = tmo;
-        for (size_t i = 0; i < prop_cnt; i++) {
-                argv[a++] = props[2 * i];
-                argv[a++] = props[2 * i + 1];
-        }
-        argv[a] = NULL;
-        run_child(self_exe, argv, buf, 65536, timeout_ms);
+        argv[a]   = NULL;
+        run_child(self_exe, argv, props, prop_cnt, buf, 65536, timeout_ms);
         free(argv);
         if (strncmp(buf, "groups ", 7)) {
                 buf[strcspn(buf, "\n")] = '\0';
@@ -993,7 +1043,7 @@ aagw_err_t aagw_kafka_group_members(const char        *self_exe,
                                     int *members, char *errstr,
                                     size_t errstr_size) {
         char         buf[1024], tmo[32];
-        const char **argv = calloc(2 * prop_cnt + 8, sizeof(*argv));
+        const char **argv = calloc(8, sizeof(*argv));
         size_t       a    = 0;
 
         if (!argv) {
@@ -1007,13 +1057,9 @@ aagw_err_t aagw_kafka_group_members(const char        *self_exe,
         argv[a++] = bootstraps;
         argv[a++] = group;
         argv[a++] = tmo;
-        /* name=value pairs as separate words: no quoting to get wrong */
-        for (size_t i = 0; i < prop_cnt; i++) {
-                argv[a++] = props[2 * i];
-                argv[a++] = props[2 * i + 1];
-        }
-        argv[a] = NULL;
-        run_child(self_exe, argv, buf, sizeof(buf), timeout_ms);
+        argv[a]   = NULL;
+        run_child(self_exe, argv, props, prop_cnt, buf, sizeof(buf),
+                  timeout_ms);
         free(argv);
         buf[strcspn(buf, "\n")] = '\0';
         if (!strncmp(buf, "members ", 8)) {
@@ -1031,4 +1077,71 @@ aagw_err_t aagw_kafka_group_members(const char        *self_exe,
                  "one among them)",
                  timeout_ms, buf[0] ? ": " : "", buf);
         return AAGW_ERR_UNSUPPORTED;
+}
+
+/* ------------------------------------------------------------ THE CHILD -- */
+
+/* Read NAME NUL VALUE NUL ... from stdin to EOF (the parent's pipe). */
+static char **read_props(size_t *pairs) {
+        char  *buf = NULL, **kv = NULL;
+        size_t len = 0, cap = 0, n = 0;
+
+        *pairs = 0;
+        for (;;) {
+                if (len == cap) {
+                        char *nb = realloc(buf, cap ? cap * 2 : 4096);
+                        if (!nb)
+                                goto fail;
+                        buf = nb;
+                        cap = cap ? cap * 2 : 4096;
+                }
+                ssize_t r = read(0, buf + len, cap - len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        for (size_t i = 0; i < len; i++)
+                n += buf[i] == '\0';
+        if (n % 2 || (len && buf[len - 1]))
+                goto fail; /* cut off */
+        if (!(kv = calloc(n + 1, sizeof(*kv))))
+                goto fail;
+        for (size_t i = 0, at = 0; i < n; i++) {
+                kv[i] = buf + at; /* into buf, which stays allocated */
+                at += strlen(buf + at) + 1;
+        }
+        *pairs = n / 2;
+        if (!n)
+                free(buf);
+        return kv;
+fail:
+        free(buf);
+        free(kv);
+        return NULL;
+}
+
+int aagw_kafka_probe_main(int argc, char **argv) {
+        size_t pairs;
+        char **kv;
+
+        if (argc < 2)
+                return 2;
+        if (!(kv = read_props(&pairs))) {
+                printf("unsupported cannot read the client properties\n");
+                return 1;
+        }
+        /* probe-group BOOTSTRAPS GROUP TIMEOUT_MS */
+        if (!strcmp(argv[1], "probe-group") && argc == 5)
+                return aagw_kafka_group_members_probe(
+                    argv[2], (const char *const *)kv, pairs, argv[3],
+                    atoi(argv[4]));
+        /* probe-groups BOOTSTRAPS TIMEOUT_MS */
+        if (!strcmp(argv[1], "probe-groups") && argc == 4)
+                return aagw_kafka_list_groups_probe(
+                    argv[2], (const char *const *)kv, pairs, atoi(argv[3]));
+        return 2;
 }

@@ -4,6 +4,7 @@
  * 0 success, 1 runtime failure, 2 usage or config error; errors on stderr
  * as "aagw: reason", data on stdout.  Runs the real binary (AAGW_BIN).
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -494,6 +495,105 @@ static void test_admin_port_in_use_refused_first(void **state) {
         assert_true(WIFEXITED(st));
 }
 
+/* Scan every process's command line: true if one holds 'needle'; the
+ * first such line goes to 'found'. */
+static bool cmdline_has(const char *needle, char *found, size_t size) {
+        DIR           *d = opendir("/proc");
+        struct dirent *e;
+        bool           hit = false;
+
+        assert_non_null(d);
+        while (!hit && (e = readdir(d))) {
+                char   path[300], buf[8192];
+                size_t n;
+                FILE  *f;
+                if (e->d_name[0] < '0' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+                if (!(f = fopen(path, "rb")))
+                        continue;
+                n = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                for (size_t i = 0; i < n; i++)
+                        if (!buf[i])
+                                buf[i] = ' ';
+                buf[n] = '\0';
+                if (strstr(buf, needle)) {
+                        hit = true;
+                        snprintf(found, size, "%s", buf);
+                }
+        }
+        closedir(d);
+        return hit;
+}
+
+/* The group probes (child processes that run the admin calls that hang
+ * on some clusters) get the cluster properties through a pipe: a
+ * password must never show in any process's command line, which every
+ * local user can read in /proc and ps.  They used to get every property
+ * as argv words, every checkpoint interval. */
+static void test_probe_secrets_not_in_argv(void **state) {
+        char        dir[512], cfg[600], errp[512], line[8192];
+        const char *secret = "S3CR3T-pr0be-7f1c";
+        pid_t       gw;
+        int         st, probes = 0;
+        (void)state;
+
+        snprintf(dir, sizeof(dir), "%s/probe", tmpdir);
+        snprintf(errp, sizeof(errp), "%s/probe.err", tmpdir);
+        snprintf(cfg, sizeof(cfg), "%s",
+                 write_file("probe.yaml",
+                            "clusters:\n"
+                            "  east:\n"
+                            "    bootstrap_servers: 127.0.0.1:1\n"
+                            "    properties:\n"
+                            "      sasl.username: probe\n"
+                            "      sasl.password: ${AAGW_TEST_PROBE_SECRET}\n"
+                            "  west:\n"
+                            "    bootstrap_servers: 127.0.0.1:2\n"
+                            "    properties:\n"
+                            "      sasl.password: ${AAGW_TEST_PROBE_SECRET}\n"
+                            "mm2:\n"
+                            "  checkpoints_interval: 1s\n"));
+        gw = fork();
+        assert_true(gw >= 0);
+        if (gw == 0) {
+                int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                int in  = open("/dev/null", O_RDONLY);
+                dup2(in, 0);
+                dup2(err, 1);
+                dup2(err, 2);
+                setenv("AAGW_TEST_PROBE_SECRET", secret, 1);
+                execl(getenv("AAGW_BIN"), "aagw", "-c", cfg, "--state-dir", dir,
+                      "--duration", "60", (char *)NULL);
+                _exit(127);
+        }
+        /* Each flow lists the source's groups every second, in a child
+         * that waits out its admin timeout on these unreachable clusters:
+         * look at every process until two probes have been seen (30 s
+         * deadline). */
+        for (int i = 0; i < 1500 && probes < 2; i++) {
+                if (cmdline_has(secret, line, sizeof(line))) {
+                        kill(gw, SIGKILL);
+                        waitpid(gw, &st, 0);
+                        fail_msg("a command line holds the password: %s",
+                                 line);
+                }
+                if (cmdline_has("offsets probe-group", line, sizeof(line))) {
+                        probes++;
+                        usleep(1100000); /* the next interval's probe */
+                } else {
+                        usleep(20000);
+                }
+        }
+        kill(gw, SIGTERM);
+        assert_int_equal(waitpid(gw, &st, 0), gw);
+        if (probes < 2) {
+                slurp(errp, line, sizeof(line));
+                fail_msg("no group probe seen in 30 s; gateway log:\n%s", line);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_version),
@@ -508,6 +608,7 @@ int main(void) {
             cmocka_unit_test(test_config_reference),
             cmocka_unit_test(test_second_instance_refused),
             cmocka_unit_test(test_admin_port_in_use_refused_first),
+            cmocka_unit_test(test_probe_secrets_not_in_argv),
         };
         return cmocka_run_group_tests_name("cli", tests, group_setup,
                                            group_teardown);
