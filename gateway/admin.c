@@ -24,9 +24,9 @@
  * Idle connections cannot blind it.  Anyone who can reach the port can
  * open connections without sending anything (no token needed for that);
  * with a plain connection limit, 64 of them kept every real request out
- * until they timed out.  So connections are tracked: one that is not in
- * the middle of a request (it sent nothing yet, or only part of a
- * request, or it sits between keep-alive requests) is "idle", and when a
+ * until they timed out.  So connections are tracked: one that is not
+ * being answered (it sent nothing yet, or only part of a request, head
+ * or body, or it sits between keep-alive requests) is "idle", and when a
  * new connection would make more than ADMIN_IDLE_MAX idle ones, the
  * oldest idle one is closed (shutdown(2) on its socket; libmicrohttpd
  * then sees the end and drops it).  A real client sends its request
@@ -56,16 +56,18 @@
 #include "aagw_build.h"
 #include "status_page.h" /* gw_status_page[], from status_page.html */
 
-/* Connections not in a request beyond which the oldest is closed; the
- * hard connection limit; the inactivity timeout.  Measured: behind 120
- * open idle connections (100 silent, 20 with half a request) curl got
- * /healthz in 28-230 ms, its own start included; with the former
- * 64-connection limit alone it was refused until they timed out. */
+/* Idle connections beyond which the oldest is closed; the hard
+ * connection limit; the inactivity timeout.  Measured: behind 400 open
+ * idle connections (280 with a whole head and part of a body, 100
+ * silent, 20 with half a head) curl got /healthz in 6-8 ms (28-230 ms on
+ * a loaded machine), its own start included.  With the former
+ * 64-connection limit alone it was refused until they timed out; with
+ * body senders counted as busy, 260 of them delayed it 4.8 s. */
 #define ADMIN_IDLE_MAX  32u
 #define ADMIN_CONN_MAX  256u
 #define ADMIN_TIMEOUT_S 5u
 
-/* One open connection; on the idle list while not in a request. */
+/* One open connection; on the idle list while not being answered. */
 struct aconn {
         struct aconn          *prev, *next;
         struct MHD_Connection *c;
@@ -930,11 +932,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
         (void)upload;
 
         /* First call per request: headers only.  Let a POST body (none
-         * expected) stream in, then answer on the last call. */
+         * expected) stream in, then answer on the last call.  Until then
+         * the connection stays idle (evictable): a body dripped in byte
+         * by byte must not hold a connection either. */
         if (!*con_cls) {
-                struct aconn *ac = conn_of(c);
-                if (ac) /* a whole request head arrived: not idle */
-                        idle_remove(a, ac);
                 *con_cls = (void *)1;
                 return MHD_YES;
         }
@@ -942,6 +943,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                 *upload_size = 0;
                 return MHD_YES;
         }
+        struct aconn *ac = conn_of(c);
+        if (ac) /* the whole request arrived: being answered, not idle */
+                idle_remove(a, ac);
         bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
         if (!a->token && !host_ok(c))
