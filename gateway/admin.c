@@ -577,6 +577,11 @@ static char *metrics(const struct gw_admin *a) {
                 "Times the source consumer's idle fetchers were woken "
                 "(librdkafka before 2.2).",
                 fetch_wakeups);
+        COUNTER("aagw_replication_fetch_restarts_total",
+                "Source partitions whose fetch was restarted after it stood "
+                "still while the leader held more (librdkafka 2.0 after a "
+                "leader change).",
+                fetch_restarts);
         GAUGE("aagw_replication_lag_records",
               "Records behind the source high watermark.", "%" PRId64,
               st[i].lag);
@@ -718,6 +723,10 @@ static char *metrics(const struct gw_admin *a) {
                  "Times the input consumer's idle fetchers were woken "
                  "(librdkafka before 2.2).",
                  fetch_wakeups);
+        UCOUNTER("aagw_unify_fetch_restarts_total",
+                 "Times the stage's input fetches were restarted after an "
+                 "input stood still while its leader held more.",
+                 fetch_restarts);
         UGAUGE("aagw_unify_inflight_records",
                "Records written to unified topics and not yet acknowledged.",
                "%" PRId64, us[i].inflight);

@@ -266,6 +266,7 @@ struct gw_unify_stats {
         uint64_t replayed;    /* inputs re-read that were recovered */
         uint64_t commits;     /* epochs stored */
         uint64_t fetch_wakeups; /* aagw_kafka_wake_fetchers() requests */
+        uint64_t fetch_restarts; /* stalled input fetches restarted */
         int64_t  inflight;    /* produced, not yet acknowledged */
         int64_t  lag;         /* input records not yet read; -1: unknown */
         int32_t  topics, inputs;

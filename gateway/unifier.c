@@ -274,7 +274,7 @@ struct gw_unify {
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected,
-            fetch_wakeups;
+            fetch_wakeups, fetch_restarts;
         _Atomic int64_t  inflight, lag;
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
@@ -1614,6 +1614,25 @@ oom:
 
 /* -------------------------------------------------------------- THREAD --- */
 
+/* Inputs whose fetcher librdkafka left idle (the waker's stall
+ * detection, found after a leader change): a new assignment at the
+ * stage's own positions, on the refreshed metadata, starts them again.
+ * Only looked at with the queue empty, so the stage's own backlog is
+ * never taken for a stall. */
+static void restart_stalled(gw_unify_t *u, int64_t now) {
+        struct aagw_stall_report r[16];
+        char                     who[AAGW_ALIAS_MAX + 8];
+        size_t n = aagw_fetch_waker_stalled(u->waker, now, r, 16);
+
+        if (!n)
+                return;
+        snprintf(who, sizeof(who), "unify@%s", u->site);
+        aagw_fetch_stalls_note(u->consumer, who, r, n);
+        rd_kafka_assign(u->consumer, NULL);
+        reassign(u);
+        INC(u->fetch_restarts);
+}
+
 static void *unify_main(void *arg) {
         gw_unify_t          *u = arg;
         rd_kafka_message_t **msgs = calloc(BATCH_MAX, sizeof(*msgs));
@@ -1668,6 +1687,7 @@ static void *unify_main(void *arg) {
                         if (aagw_fetch_waker_poke(u->waker, now,
                                                   WAKE_INTERVAL_MS) > 0)
                                 INC(u->fetch_wakeups);
+                        restart_stalled(u, now);
                 }
                 if (now - u->last_lag_ms >= 500) {
                         update_lag(u);
@@ -1905,6 +1925,7 @@ void gw_unify_stats(const gw_unify_t *uc, struct gw_unify_stats *st) {
         st->replayed    = LD(replayed);
         st->commits     = LD(commits);
         st->fetch_wakeups = LD(fetch_wakeups);
+        st->fetch_restarts = LD(fetch_restarts);
         st->inflight    = LD(inflight);
         st->lag         = LD(lag);
         st->topics      = LD(ntopics_pub);

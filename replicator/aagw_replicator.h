@@ -217,6 +217,77 @@ int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
  *  a no-op.  Before the consumer is closed. */
 void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w);
 
+/**
+ * @brief The stalled partitions of the waker's consumer: those whose
+ * position has not moved for a while although their leader, asked
+ * directly, holds at least two more records (one more can be a
+ * transaction marker, which a consumer never returns).
+ *
+ * librdkafka 2.0 can leave a partition's fetcher idle after its leader
+ * moved (a broker killed, the partition led elsewhere): the consumer's
+ * cached high watermark then stays at its position, so the partition
+ * looks caught up, and poke() never wakes it.  To see past the cache,
+ * poke() also asks the leaders of partitions that did not move for
+ * AAGW_STALL_PROBE_MS for their end offsets (the same request, on the
+ * waker's thread); this call compares their answers with the positions.
+ * The caller restarts what it gets (a metadata refresh, then a new
+ * assignment or a seek) and logs it.  A partition reported and still not
+ * moving is reported again after twice the wait, up to 10 minutes.
+ *
+ * @returns how many stalled partitions were written to @p out (at most
+ * @p max).
+ */
+struct aagw_stall_report {
+        char    topic[AAGW_TOPIC_MAX + 1];
+        int32_t partition;
+        int64_t pos;      /**< the consumer's position */
+        int64_t end;      /**< the leader's end offset, as answered */
+        int64_t still_ms; /**< how long the position has not moved */
+};
+size_t aagw_fetch_waker_stalled(aagw_fetch_waker_t *w, int64_t now_ms,
+                                struct aagw_stall_report *out, size_t max);
+
+/** Log one WARN line per stalled partition of @p who ("east->west",
+ *  "unify@west"), and refresh @p consumer's metadata (up to 2 s), so that
+ *  a restart finds the partitions' current leaders. */
+void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
+                            const struct aagw_stall_report *r, size_t n);
+
+/** Probe the end of a partition that did not move for this long. */
+#define AAGW_STALL_PROBE_MS 5000
+/** Report a partition that did not move for this long first. */
+#define AAGW_STALL_MS 15000
+
+/** What the waker remembers of a partition's progress (stall detection). */
+struct aagw_stall_mark {
+        int64_t pos;      /**< position last seen; -1: none yet */
+        int64_t since_ms; /**< since when it has not moved */
+        int64_t end;      /**< the leader's end offset; -1: not asked */
+        int64_t end_ms;   /**< when that answer came */
+        int64_t probe_ms; /**< when its end was last asked for */
+        int64_t wait_ms;  /**< how long a stall must last to be reported */
+};
+
+/** A fresh mark. */
+void aagw_stall_init(struct aagw_stall_mark *m);
+
+/** Note position @p pos at @p now_ms (a move restarts the clock and
+ *  forgets the answer); @returns true if the partition's end is to be
+ *  asked for now (it has not moved for AAGW_STALL_PROBE_MS, and was not
+ *  asked within that long). */
+bool aagw_stall_observe(struct aagw_stall_mark *m, int64_t pos,
+                        int64_t now_ms);
+
+/** Note the leader's answer @p end, received at @p now_ms. */
+void aagw_stall_answer(struct aagw_stall_mark *m, int64_t end,
+                       int64_t now_ms);
+
+/** @returns true if the partition is stalled at @p now_ms: it has not
+ *  moved for the mark's wait, and an answer since it last moved says the
+ *  leader holds at least two more records.  Reporting doubles the wait
+ *  (up to 10 minutes) and restarts the clock. */
+bool aagw_stall_due(struct aagw_stall_mark *m, int64_t now_ms);
+
 /** How often a partition that did not move since it was last woken is
  *  woken again: librdkafka's own re-check interval, so never slower than
  *  without a waker. */
@@ -392,6 +463,8 @@ struct aagw_flow_stats {
         uint64_t dead_lettered;
         uint64_t produce_errors; /**< permanent delivery failures */
         uint64_t fetch_wakeups; /**< aagw_kafka_wake_fetchers() requests */
+        uint64_t fetch_restarts; /**< stalled partition fetches restarted
+                                      (aagw_fetch_waker_stalled()) */
         uint64_t lat_count, lat_sum_ms;
         uint64_t lat_buckets[AAGW_LAT_BUCKETS]; /**< count per bucket (not
                                                      cumulative) */

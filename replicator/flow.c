@@ -149,6 +149,7 @@ struct aagw_flow {
         int64_t         last_save_ms, last_refresh_ms, last_poke_ms;
         aagw_fetch_waker_t *waker;
         _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
+        _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
         bool            subscription_dirty;
 
         int64_t now_cache; /* wall ms, refreshed around each poll */
@@ -1434,6 +1435,34 @@ static void set_paused(aagw_flow_t *f, bool pause) {
                  pause ? "paused" : "resumed");
 }
 
+/* Partitions whose fetcher librdkafka left idle (the waker's stall
+ * detection): seek each to where the flow is, on the refreshed metadata,
+ * which starts its fetch again.  Only with the queue empty and the flow
+ * not paused, so a flow that holds back (a full target) or an operator's
+ * pause is never taken for a stall. */
+static void restart_stalled(aagw_flow_t *f, int64_t now) {
+        struct aagw_stall_report r[16];
+        size_t n = aagw_fetch_waker_stalled(f->waker, now, r, 16);
+
+        if (!n)
+                return;
+        aagw_fetch_stalls_note(f->consumer, f->name, r, n);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)n);
+        for (size_t i = 0; i < n; i++)
+                rd_kafka_topic_partition_list_add(l, r[i].topic,
+                                                  r[i].partition)
+                    ->offset = r[i].pos;
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(f->consumer, l, 2000);
+        if (e) {
+                aagw_log(AAGW_LOG_WARN, "FETCH", "%s: seek: %s", f->name,
+                         rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        INC(f->fetch_restarts);
+}
+
 static void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
@@ -1479,6 +1508,7 @@ static void *flow_main(void *arg) {
                         if (aagw_fetch_waker_poke(f->waker, now,
                                                   WAKE_INTERVAL_MS) > 0)
                                 INC(f->fetch_wakeups);
+                        restart_stalled(f, now);
                 }
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
                         save_positions(f, false);
@@ -1763,6 +1793,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->dead_lettered  = LOAD(f->dead_lettered);
         st->produce_errors = LOAD(f->produce_errors);
         st->fetch_wakeups  = LOAD(f->fetch_wakeups);
+        st->fetch_restarts = LOAD(f->fetch_restarts);
         st->lat_sum_ms     = LOAD(f->lat_sum);
         for (int i = 0; i < AAGW_SKIP_COUNT; i++)
                 st->skipped[i] = LOAD(f->skipped[i]);
