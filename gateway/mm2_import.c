@@ -393,29 +393,38 @@ ignore(struct mm2 *m, struct prop *p, const char *fmt, ...) {
                             msg);
 }
 
-/* Add each item of MM2's comma-separated list 'p' under 'key'. */
-static void add_list(struct mm2 *m, const char *key, struct prop *p) {
-        const char *s = p->val;
-
-        p->used = true;
-        while (*s) {
-                const char *c = strchr(s, ',');
-                size_t      n = c ? (size_t)(c - s) : strlen(s);
-                const char *a = s, *b = s + n;
+/* The next item of an MM2 comma-separated list at '*s' (blanks around it
+ * dropped, empty items skipped), as a strdup() the caller frees; NULL at
+ * the end of the list, or with '*oom' set. */
+static char *next_item(const char **s, bool *oom) {
+        while (**s) {
+                const char *c = strchr(*s, ',');
+                size_t      n = c ? (size_t)(c - *s) : strlen(*s);
+                const char *a = *s, *b = *s + n;
+                *s            = c ? c + 1 : *s + n;
                 while (a < b && isspace((unsigned char)*a))
                         a++;
                 while (b > a && isspace((unsigned char)b[-1]))
                         b--;
                 if (b > a) {
                         char *item = strndup(a, (size_t)(b - a));
-                        if (!item) {
-                                m->oom = true;
-                                return;
-                        }
-                        add_set(m, key, item, p);
-                        free(item);
+                        if (!item)
+                                *oom = true;
+                        return item;
                 }
-                s = c ? c + 1 : s + n;
+        }
+        return NULL;
+}
+
+/* Add each item of MM2's comma-separated list 'p' under 'key'. */
+static void add_list(struct mm2 *m, const char *key, struct prop *p) {
+        const char *s = p->val;
+        char       *item;
+
+        p->used = true;
+        while ((item = next_item(&s, &m->oom))) {
+                add_set(m, key, item, p);
+                free(item);
         }
 }
 
@@ -852,20 +861,10 @@ static void translate_all(struct mm2 *m) {
         }
         cl->used = true;
         /* clusters = A, B */
-        for (const char *s = cl->val; *s;) {
-                const char *c = strchr(s, ',');
-                size_t      n = c ? (size_t)(c - s) : strlen(s);
-                const char *a = s, *b = s + n;
-                while (a < b && isspace((unsigned char)*a))
-                        a++;
-                while (b > a && isspace((unsigned char)b[-1]))
-                        b--;
-                if (b > a) {
-                        char *al = strndup(a, (size_t)(b - a));
-                        if (!al) {
-                                m->oom = true;
-                                return;
-                        }
+        {
+                const char *s = cl->val;
+                char       *al;
+                while ((al = next_item(&s, &m->oom))) {
                         if (!valid_alias(al)) {
                                 refuse(m, cl,
                                        "cluster alias \"%s\": aagw aliases "
@@ -881,7 +880,8 @@ static void translate_all(struct mm2 *m) {
                         } else
                                 m->aliases[m->nalias++] = al;
                 }
-                s = c ? c + 1 : s + n;
+                if (m->oom)
+                        return;
         }
 
         /* Cluster and flow scopes; flows first, so 'enabled' is known. */
