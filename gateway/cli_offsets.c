@@ -634,7 +634,8 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
         c->from_nprops =
             aagw_config_cluster_props(c->cfg, c->o.from, &c->from_props);
         c->to_nprops = aagw_config_cluster_props(c->cfg, c->o.to, &c->to_props);
-        if (!(c->pol = gw_policy_new(c->cfg, c->err, sizeof(c->err)))) {
+        if (!(c->pol = gw_policy_new_flow(c->cfg, c->o.from, c->o.to, c->err,
+                                          sizeof(c->err)))) {
                 gw_errorf("replication policy: %s", c->err);
                 return EXIT_USAGE;
         }

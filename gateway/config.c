@@ -334,6 +334,31 @@ static bool all_chars(const char *s, const char *extra) {
         return true;
 }
 
+/* Is 'name' a valid instance name under mapping 'kind'?  Topic names
+ * under "unify.topics", flows ("east->west") under
+ * "replication.per_flow", cluster aliases elsewhere.  '*whyp' says what
+ * was expected. */
+static bool inst_name_ok(const char *kind, const char *name,
+                         const char **whyp) {
+        if (!strcmp(kind, "unify.topics")) {
+                *whyp = "not a valid topic name";
+                return all_chars(name, "._-") && strlen(name) <= 249;
+        }
+        if (!strcmp(kind, "replication.per_flow")) {
+                const char *arrow = strstr(name, "->");
+                char        src[128];
+                *whyp = "not a flow SOURCE->TARGET of two cluster aliases";
+                if (!arrow || (size_t)(arrow - name) >= sizeof(src))
+                        return false;
+                snprintf(src, sizeof(src), "%.*s", (int)(arrow - name), name);
+                return *src && all_chars(src, "_-") && arrow[2] &&
+                       all_chars(arrow + 2, "_-") && strcmp(src, arrow + 2) &&
+                       strlen(src) <= 64 && strlen(arrow + 2) <= 64;
+        }
+        *whyp = "not a valid cluster alias (1 to 64 of A-Z a-z 0-9 _ -)";
+        return all_chars(name, "_-") && strlen(name) <= 64;
+}
+
 int aagw_duration_parse(const char *s, int64_t *msp) {
         static const struct {
                 const char *unit;
@@ -1223,13 +1248,9 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *path,
                 /* An instance name under "clusters" or "unify.topics". */
                 snprintf(want, sizeof(want), "%s%s*", pat, *pat ? "." : "");
                 if (*pat && is_section(want)) {
-                        bool topic = !strcmp(pat, "unify.topics");
-                        if (!all_chars(name, topic ? "._-" : "_-") ||
-                            strlen(name) > (topic ? 249u : 64u)) {
-                                err_at(w->cfg, &ks, sub_path,
-                                       topic ? "not a valid topic name"
-                                             : "not a valid cluster alias "
-                                               "(1 to 64 of A-Z a-z 0-9 _ -)");
+                        const char *why;
+                        if (!inst_name_ok(pat, name, &why)) {
+                                err_at(w->cfg, &ks, sub_path, "%s", why);
                                 continue;
                         }
                         inst_add(w->cfg, pat, name, &ks);
@@ -1444,15 +1465,13 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                 const char *star = strstr(k->path, "*");
                 const char *nm   = key + (star - k->path);
                 size_t      nlen = strcspn(nm, ".");
-                bool        topic = !strncmp(k->path, "unify.topics", 12);
-                char        name[256];
+                char        name[256], kind[128];
+                const char *why;
                 snprintf(name, sizeof(name), "%.*s", (int)nlen, nm);
-                if (!all_chars(name, topic ? "._-" : "_-") ||
-                    nlen > (topic ? 249u : 64u)) {
-                        err_at(cfg, &src, key,
-                               topic ? "not a valid topic name"
-                                     : "not a valid cluster alias (1 to 64 of "
-                                       "A-Z a-z 0-9 _ -)");
+                snprintf(kind, sizeof(kind), "%.*s",
+                         (int)(star - k->path - 1), k->path);
+                if (nlen >= sizeof(name) || !inst_name_ok(kind, name, &why)) {
+                        err_at(cfg, &src, key, "%s", why);
                         return AAGW_ERR_CONFIG;
                 }
         }
@@ -1722,6 +1741,37 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                 err_at(cfg, &v->srcs[0], "gateway.central",
                        "aggregate needs gateway.central (--central) or "
                        "replication.flows");
+        }
+
+        /* Per-flow topic lists name flows between configured clusters,
+         * and one of replication.flows when those are explicit (a list
+         * for a flow that never runs is a mistake, not a no-op). */
+        for (size_t i = 0; i < cfg->ninsts; i++) {
+                const struct cfg_inst *in = &cfg->insts[i];
+                const char *arrow;
+                char        src[128];
+                bool        listed = false;
+                if (strcmp(in->kind, "replication.per_flow"))
+                        continue;
+                arrow = strstr(in->name, "->");
+                snprintf(src, sizeof(src), "%.*s", (int)(arrow - in->name),
+                         in->name);
+                if (nclusters && (!inst_find(cfg, "clusters", src) ||
+                                  !inst_find(cfg, "clusters", arrow + 2))) {
+                        err_at(cfg, &in->src, "replication.per_flow",
+                               "flow %s names a cluster that is not "
+                               "configured",
+                               in->name);
+                        continue;
+                }
+                if (!(v = val_find(cfg, "replication.flows")))
+                        continue;
+                for (size_t j = 0; j < v->n; j++)
+                        listed |= !strcmp(v->items[j], in->name);
+                if (!listed)
+                        err_at(cfg, &in->src, "replication.per_flow",
+                               "flow %s is not one of replication.flows",
+                               in->name);
         }
 
         if ((v = val_find(cfg, "admin.listen")) && v->n &&

@@ -86,6 +86,16 @@ const struct cfg_key aagw_config_keys[] = {
     {"replication.flows", CT_FLOWS, NULL, NOLIMIT, NULL, NULL, 0,
      "Explicit directions as MirrorMaker 2 writes them (\"east->west\"). "
      "Unset: derived from gateway.mode."},
+    {"replication.per_flow.*.topics", CT_REGEXES, NULL, NOLIMIT, NULL, NULL,
+     0,
+     "Topics the flow named by the mapping key (\"east->west\") "
+     "replicates, in place of replication.topics (as MirrorMaker 2's "
+     "east->west.topics); the built-in exclusions still apply."},
+    {"replication.per_flow.*.topics_exclude", CT_REGEXES, NULL, NOLIMIT,
+     NULL, NULL, 0,
+     "Topics that flow never replicates, in place of "
+     "replication.topics_exclude (as MirrorMaker 2's "
+     "east->west.topics.exclude)."},
     {"replication.multi_hop", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
      "Re-replicate remote topics to further sites (a chain never repeats a "
      "site). Off: only topics written locally are replicated."},

@@ -23,6 +23,8 @@ struct engine {
         size_t              ntopic_rules;
         aagw_flow_t        *flows[GW_MAX_FLOWS];
         size_t              nflows;
+        /* flows with replication.per_flow lists; NULL: e->policy */
+        aagw_repl_policy_t *flow_pols[GW_MAX_FLOWS];
         gw_unify_t         *unify[AAGW_SITES_MAX];
         size_t              nunify;
         struct gw_admin    *admin;
@@ -91,6 +93,33 @@ static int pos_save(void *opaque, const char *scope,
  * The flows and the offsets commands (cli_offsets.c) use the same one. */
 aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
                                   size_t errsize) {
+        return gw_policy_new_flow(cfg, NULL, NULL, err, errsize);
+}
+
+/* replication.per_flow.<src>-><dst>.<leaf>, or "" without a flow. */
+static void per_flow_key(char *buf, size_t size, const char *src,
+                         const char *dst, const char *leaf) {
+        if (src && dst)
+                snprintf(buf, size, "replication.per_flow.%s->%s.%s", src,
+                         dst, leaf);
+        else
+                buf[0] = '\0';
+}
+
+bool gw_flow_has_own_topics(const aagw_config_t *cfg, const char *src,
+                            const char *dst) {
+        char key[512];
+
+        per_flow_key(key, sizeof(key), src, dst, "topics");
+        if (aagw_config_is_set(cfg, key))
+                return true;
+        per_flow_key(key, sizeof(key), src, dst, "topics_exclude");
+        return aagw_config_is_set(cfg, key);
+}
+
+aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
+                                       const char *src, const char *dst,
+                                       char *err, size_t errsize) {
         struct aagw_repl_conf rc;
         const char           *sites[AAGW_SITES_MAX];
         const char *const    *items;
@@ -112,11 +141,19 @@ aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
         rc.multi_hop = aagw_config_bool(cfg, "replication.multi_hop");
         rc.header_prefix  = aagw_config_str(cfg, "replication.header_prefix");
         rc.unified_suffix = aagw_config_str(cfg, "unify.suffix");
-        rc.topics_include_cnt =
-            aagw_config_list(cfg, "replication.topics", &items);
+        /* A flow's own lists replace the global ones, as MM2's
+         * "east->west.topics" replaces "topics". */
+        char key[512];
+        per_flow_key(key, sizeof(key), src, dst, "topics");
+        rc.topics_include_cnt = aagw_config_list(
+            cfg, aagw_config_is_set(cfg, key) ? key : "replication.topics",
+            &items);
         rc.topics_include = items;
-        rc.topics_exclude_cnt =
-            aagw_config_list(cfg, "replication.topics_exclude", &items);
+        per_flow_key(key, sizeof(key), src, dst, "topics_exclude");
+        rc.topics_exclude_cnt = aagw_config_list(
+            cfg,
+            aagw_config_is_set(cfg, key) ? key : "replication.topics_exclude",
+            &items);
         rc.topics_exclude = items;
         rc.groups_include_cnt =
             aagw_config_list(cfg, "replication.groups", &items);
@@ -190,6 +227,8 @@ static void engine_free(struct engine *e) {
                 aagw_flow_destroy(e->flows[i], 10000);
         for (size_t i = 0; i < e->nunify; i++)
                 gw_unify_destroy(e->unify[i]);
+        for (size_t i = 0; i < GW_MAX_FLOWS; i++)
+                aagw_repl_policy_destroy(e->flow_pols[i]);
         for (size_t i = 0; i < e->ntopic_rules; i++)
                 aagw_id_rule_destroy(e->topic_rules[i]);
         free(e->topic_rules);
@@ -222,6 +261,12 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.target_prop_cnt =
             aagw_config_cluster_props(cfg, dst, &fc.target_props);
         fc.policy        = e->policy;
+        if (gw_flow_has_own_topics(cfg, src, dst)) {
+                if (!(e->flow_pols[e->nflows] =
+                          gw_policy_new_flow(cfg, src, dst, err, errsize)))
+                        return -1;
+                fc.policy = e->flow_pols[e->nflows];
+        }
         fc.header_prefix = aagw_config_str(cfg, "replication.header_prefix");
         fc.verdict_flags = flags;
         fc.refresh_ms    = (int)aagw_config_duration_ms(

@@ -300,4 +300,15 @@ int gw_cmd_drill(int argc, char **argv);
 aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
                                   size_t errsize);
 
+/* The same for flow 'src'->'dst': its replication.per_flow topic lists
+ * replace the global ones where set.  Caller destroys it. */
+aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
+                                       const char *src, const char *dst,
+                                       char *err, size_t errsize);
+
+/* Whether flow 'src'->'dst' has a topic list of its own
+ * (replication.per_flow), so it needs a policy of its own. */
+bool gw_flow_has_own_topics(const aagw_config_t *cfg, const char *src,
+                            const char *dst);
+
 #endif /* AAGW_GATEWAY_INT_H */

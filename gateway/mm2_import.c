@@ -785,8 +785,43 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                              "no such setting");
 }
 
+/* Topic lists that differ between flows: each flow that sets its own
+ * ("A->B.topics") gets replication.per_flow.A->B.topics, the global
+ * value (if any) stays replication.topics for the others, as MM2 reads
+ * them.  False for settings aagw holds once for all flows. */
+static bool per_flow_lists(struct mm2 *m, const struct flowable *fl) {
+        const char *leaf = !strcmp(fl->mm2, "topics")           ? "topics"
+                           : !strcmp(fl->mm2, "topics.exclude") ? "topics_exclude"
+                                                                : NULL;
+        char        key[512];
+        struct prop *p;
+
+        if (!leaf)
+                return false;
+        for (size_t i = 0; i < m->nflows; i++) {
+                snprintf(key, sizeof(key), "%s.%s", m->flows[i], fl->mm2);
+                if (!(p = find(m, key)) && fl->alias) {
+                        snprintf(key, sizeof(key), "%s.%s", m->flows[i],
+                                 fl->alias);
+                        p = find(m, key);
+                }
+                if (!p)
+                        continue;
+                snprintf(key, sizeof(key), "replication.per_flow.%s.%s",
+                         m->flows[i], leaf);
+                add_list(m, key, p);
+        }
+        if ((p = find(m, fl->mm2)) || (fl->alias && (p = find(m, fl->alias))))
+                add_list(m, !strcmp(leaf, "topics")
+                                ? "replication.topics"
+                                : "replication.topics_exclude",
+                         p);
+        mark_all(m, fl);
+        return true;
+}
+
 /* Decide each flowable setting over the enabled flows: one value for all,
- * or refused where they differ. */
+ * per flow for the topic lists, or refused where they differ. */
 static void decide_flowables(struct mm2 *m) {
         for (const struct flowable *fl = flowables; fl->mm2; fl++) {
                 struct prop *first = NULL;
@@ -814,6 +849,10 @@ static void decide_flowables(struct mm2 *m) {
                         if (!first)
                                 continue;
                 }
+                if ((differ || (set_cnt && set_cnt < m->nflows &&
+                                !find(m, fl->mm2))) &&
+                    per_flow_lists(m, fl))
+                        continue;
                 if (differ || (set_cnt && set_cnt < m->nflows &&
                                !find(m, fl->mm2))) {
                         mark_all(m, fl);
@@ -1081,11 +1120,11 @@ static void emit_section(FILE *out, const struct mm2 *m, const char *prefix,
                 if (seen)
                         continue;
                 name = s->key + pl;
-                list = !strcmp(s->key, "replication.topics") ||
-                       !strcmp(s->key, "replication.topics_exclude") ||
-                       !strcmp(s->key, "replication.groups") ||
-                       !strcmp(s->key, "replication.groups_exclude") ||
-                       !strcmp(s->key, "replication.flows");
+                list = !strcmp(name, "topics") ||
+                       !strcmp(name, "topics_exclude") ||
+                       !strcmp(name, "groups") ||
+                       !strcmp(name, "groups_exclude") ||
+                       !strcmp(name, "flows");
                 if (!list) {
                         fprintf(out, "%*s%s: ", indent, "", name);
                         aagw_config_yaml_quote(out, s->val);
@@ -1169,6 +1208,18 @@ aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
         if (any_under(&m, "replication.")) {
                 fprintf(out, "replication:\n");
                 emit_section(out, &m, "replication.", 2);
+        }
+        if (any_under(&m, "replication.per_flow.")) {
+                fprintf(out, "  per_flow:\n");
+                for (size_t i = 0; i < m.nflows; i++) {
+                        char pre[256];
+                        snprintf(pre, sizeof(pre), "replication.per_flow.%s.",
+                                 m.flows[i]);
+                        if (!any_under(&m, pre))
+                                continue;
+                        fprintf(out, "    %s:\n", m.flows[i]);
+                        emit_section(out, &m, pre, 6);
+                }
         }
         if (any_under(&m, "unify.")) {
                 fprintf(out, "unify:\n");

@@ -5,7 +5,12 @@
  *  - SIGTERM in the middle of a backlog: exit 0 within 10 s, every
  *    in-flight record acknowledged and its position stored, so that a
  *    restart reads exactly the records it had not copied yet (counted in
- *    the gateway's own statistics), and the copies end up exact. */
+ *    the gateway's own statistics), and the copies end up exact.
+ *  - Per-flow topic lists (replication.per_flow): east->west copies only
+ *    its list (orders), west->east only its own (clicks), though both
+ *    topics exist with records at both sites; each flow read only its
+ *    own topic's records (its statistics) and the other topic's remote
+ *    copy stays empty. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -187,11 +192,62 @@ static void test_sigterm_and_restart(void **state) {
         }
 }
 
+/* ---------------------------- PER-FLOW TOPICS --------------------------- */
+
+static void test_per_flow_topics(void **state) {
+        struct repl *r = repl_new(sites, 2);
+        char         ew[300], we[300];
+        struct rrecs src, copy;
+
+        *state = r;
+        create_pair(r, "orders", 4);
+        create_pair(r, "clicks", 4);
+        for (int s = 0; s < 2; s++) {
+                repl_produce(r, sites[s], "orders", sites[s], 0, 200, KEYS,
+                             NULL, -1);
+                repl_produce(r, sites[s], "clicks", sites[s], 0, 300, KEYS,
+                             NULL, -1);
+        }
+        snprintf(ew, sizeof(ew), "replication.per_flow.east->west.topics=%s",
+                 repl_topic(r, "orders"));
+        snprintf(we, sizeof(we), "replication.per_flow.west->east.topics=%s",
+                 repl_topic(r, "clicks"));
+        repl_gw_start(r, (const char *const[]){"--set", ew, "--set", we,
+                                               NULL});
+        repl_expect_size(r, "west", "east.orders", 200, REPL_TIMEOUT_MS);
+        repl_expect_size(r, "east", "west.clicks", 300, REPL_TIMEOUT_MS);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        /* Each flow consumed its own topic only. */
+        for (int s = 0; s < 2; s++) {
+                uint64_t in, out;
+                char     flow[32];
+                snprintf(flow, sizeof(flow), "%s->%s", sites[s], sites[1 - s]);
+                last_stats(r, flow, &in, &out);
+                assert_int_equal(in, s == 0 ? 200 : 300);
+                assert_int_equal(out, in);
+        }
+        assert_int_equal(repl_size(r, "west", "east.clicks"), 0);
+        assert_int_equal(repl_size(r, "east", "west.orders"), 0);
+        repl_read(r, "east", "orders", &src);
+        repl_read(r, "west", "east.orders", &copy);
+        repl_check_copy(&src, "orders", "east", &copy, "east>west");
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+        repl_read(r, "west", "clicks", &src);
+        repl_read(r, "east", "west.clicks", &copy);
+        repl_check_copy(&src, "clicks", "west", &copy, "west>east");
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_topic_created_while_running, repl_setup,
                                             repl_teardown),
             cmocka_unit_test_setup_teardown(test_sigterm_and_restart, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_per_flow_topics, repl_setup,
                                             repl_teardown),
         };
 

@@ -937,6 +937,101 @@ static void test_policy_keys_with_unify_topics(void **state) {
                                   "      entity_key: key\n");
 }
 
+/* replication.per_flow: a flow's own topic lists replace the global
+ * ones for that flow only (gw_policy_new_flow, used by the engine and the
+ * offsets commands); the others keep replication.topics. */
+static void test_per_flow_topics(void **state) {
+        struct fixture     *f = *state;
+        char                yaml[1024], err[512], *first, *second;
+        aagw_repl_policy_t *ew, *we, *glob;
+        aagw_config_t      *again;
+
+        snprintf(yaml, sizeof(yaml),
+                 "%s"
+                 "replication:\n"
+                 "  topics: [\"shared.*\"]\n"
+                 "  topics_exclude: [shared-tmp]\n"
+                 "  per_flow:\n"
+                 "    east->west:\n"
+                 "      topics: [orders, \"clicks\\\\d+\"]\n"
+                 "    west->east:\n"
+                 "      topics_exclude: [\"shared-x.*\"]\n",
+                 two_clusters);
+        assert_int_equal(load(f, yaml), AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        assert_true(gw_flow_has_own_topics(f->cfg, "east", "west"));
+        assert_true(gw_flow_has_own_topics(f->cfg, "west", "east"));
+        ew   = gw_policy_new_flow(f->cfg, "east", "west", err, sizeof(err));
+        we   = gw_policy_new_flow(f->cfg, "west", "east", err, sizeof(err));
+        glob = gw_policy_new(f->cfg, err, sizeof(err));
+        assert_non_null(ew);
+        assert_non_null(we);
+        assert_non_null(glob);
+        assert_true(aagw_repl_topic_allowed(ew, "orders"));
+        assert_true(aagw_repl_topic_allowed(ew, "clicks42"));
+        assert_false(aagw_repl_topic_allowed(ew, "shared-a"));
+        assert_false(aagw_repl_topic_allowed(we, "orders"));
+        assert_true(aagw_repl_topic_allowed(we, "shared-tmp"));
+        assert_false(aagw_repl_topic_allowed(we, "shared-x1"));
+        assert_true(aagw_repl_topic_allowed(glob, "shared-a"));
+        assert_false(aagw_repl_topic_allowed(glob, "shared-tmp"));
+        assert_false(aagw_repl_topic_allowed(glob, "orders"));
+        aagw_repl_policy_destroy(ew);
+        aagw_repl_policy_destroy(we);
+        aagw_repl_policy_destroy(glob);
+
+        /* The dump loads back to the same config. */
+        first = dump(f->cfg);
+        assert_non_null(strstr(first, "  per_flow:\n    east->west:\n"
+                                      "      topics:\n        - \"orders\"\n"));
+        again = aagw_config_new();
+        assert_int_equal(
+            aagw_config_load_string(again, "dump", first, strlen(first)),
+            AAGW_OK);
+        second = dump(again);
+        assert_string_equal(first, second);
+        free(first);
+        free(second);
+        aagw_config_destroy(again);
+}
+
+static void test_err_per_flow(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml),
+                 "%s"
+                 "replication:\n"
+                 "  flows: [east->west]\n"
+                 "  per_flow:\n"
+                 "    east->west: {topics: [a]}\n"
+                 "    west->east: {topics: [b]}\n"
+                 "    east->north: {topics: [c]}\n"
+                 "    eastwest: {topics: [d]}\n"
+                 "    east->east: {topics: [e]}\n"
+                 "    east->west2: {topicz: [f]}\n",
+                 two_clusters);
+        assert_string_equal(
+            errors_of(f, yaml),
+            "gw.yaml:12:5: replication.per_flow.eastwest: not a flow "
+            "SOURCE->TARGET of two cluster aliases\n"
+            "gw.yaml:13:5: replication.per_flow.east->east: not a flow "
+            "SOURCE->TARGET of two cluster aliases\n"
+            "gw.yaml:14:19: replication.per_flow.east->west2.topicz: unknown "
+            "key (did you mean 'topics'?)\n"
+            "gw.yaml:10:5: replication.per_flow: flow west->east is not one "
+            "of replication.flows\n"
+            "gw.yaml:11:5: replication.per_flow: flow east->north names a "
+            "cluster that is not configured\n"
+            "gw.yaml:14:5: replication.per_flow: flow east->west2 names a "
+            "cluster that is not configured\n");
+        assert_int_equal(aagw_config_set(f->cfg,
+                                         "replication.per_flow.east-west."
+                                         "topics",
+                                         "x", "--set"),
+                         AAGW_ERR_CONFIG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -971,6 +1066,8 @@ int main(void) {
             T(test_dump_round_trip_hard_values),
             T(test_policy_keys_without_unify_topics),
             T(test_policy_keys_with_unify_topics),
+            T(test_per_flow_topics),
+            T(test_err_per_flow),
 #undef T
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);

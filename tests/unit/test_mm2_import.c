@@ -197,8 +197,8 @@ static void test_refused(void **state) {
             "west->east.enabled = true\n"
             "replication.policy.class = com.acme.MyPolicy\n"
             "east.ssl.truststore.location = /etc/ts.jks\n"
-            "east->west.topics = a.*\n"
-            "west->east.topics = b.*\n"
+            "east->west.groups = a.*\n"
+            "west->east.groups = b.*\n"
             "east.sasl.jaas.config = x.OAuthBearerLoginModule required;\n"
             "topic.filter.class = com.acme.Filter\n"
             "config.providers = file\n";
@@ -212,9 +212,9 @@ static void test_refused(void **state) {
         assert_non_null(strstr(e, "mm2.properties:7:1: "
                                   "east.ssl.truststore.location: refused: "
                                   "librdkafka has no Java trust store"));
-        assert_non_null(strstr(e, "mm2.properties:8:1: east->west.topics: "
+        assert_non_null(strstr(e, "mm2.properties:8:1: east->west.groups: "
                                   "refused: the enabled flows do not agree "
-                                  "on topics"));
+                                  "on groups"));
         assert_non_null(strstr(e, "mm2.properties:10:1: "
                                   "east.sasl.jaas.config: refused: only "
                                   "PLAIN and SCRAM"));
@@ -263,6 +263,41 @@ static void test_flow_scope(void **state) {
             "enabled\n"
             "mm2.properties:8: a->b.bogus: ignored: not a per-flow "
             "MirrorMaker 2 setting aagw knows\n");
+        aagw_config_destroy(cfg);
+}
+
+/* Topic lists that differ between flows become per-flow lists
+ * (replication.per_flow); the global ones stay global, a flow without
+ * its own uses them, and nothing is refused or ignored. */
+static void test_per_flow_topics(void **state) {
+        static const char text[] = "clusters = a, b, c\n"
+                                   "a.bootstrap.servers = x:1\n"
+                                   "b.bootstrap.servers = y:1\n"
+                                   "c.bootstrap.servers = z:1\n"
+                                   "a->b.enabled = true\n"
+                                   "b->a.enabled = true\n"
+                                   "a->c.enabled = true\n"
+                                   "topics = shared.*\n"
+                                   "a->b.topics = orders, clicks\\\\d+\n"
+                                   "b->a.topics.exclude = secret.*\n"
+                                   "a->c.topics.whitelist = audit\n";
+        static const char *const ab[] = {"orders", "clicks\\d+"};
+        static const char *const ba[] = {"secret.*"};
+        static const char *const ac[] = {"audit"};
+        static const char *const gl[] = {"shared.*"};
+        aagw_config_t           *cfg  = load(text, AAGW_OK);
+        (void)state;
+
+        assert_string_equal(aagw_config_errors(cfg), "");
+        assert_string_equal(aagw_config_warnings(cfg), "");
+        assert_list(cfg, "replication.per_flow.a->b.topics", ab, 2);
+        assert_list(cfg, "replication.per_flow.b->a.topics_exclude", ba, 1);
+        assert_list(cfg, "replication.per_flow.a->c.topics", ac, 1);
+        assert_list(cfg, "replication.topics", gl, 1);
+        assert_false(aagw_config_is_set(cfg,
+                                        "replication.per_flow.b->a.topics"));
+        assert_false(aagw_config_is_set(cfg, "replication.topics_exclude"));
+        assert_int_equal(aagw_config_validate(cfg), AAGW_OK);
         aagw_config_destroy(cfg);
 }
 
@@ -414,6 +449,25 @@ static void test_cli_round_trip(void **state) {
 
         run(&imp, NULL, "config", "import-mm2", NULL, NULL);
         assert_int_equal(imp.status, 2);
+
+        /* Per-flow topic lists print as replication.per_flow and load
+         * back to the config `-c mm2.properties` gives. */
+        write_file(props, "clusters = a, b\na.bootstrap.servers = x:1\n"
+                          "b.bootstrap.servers = y:1\na->b.enabled = true\n"
+                          "b->a.enabled = true\na->b.topics = t1, t2\n"
+                          "b->a.topics.exclude = t3\n");
+        run(&imp, NULL, "config", "import-mm2", props, NULL);
+        assert_int_equal(imp.status, 0);
+        assert_non_null(strstr(imp.out, "  per_flow:\n    a->b:\n"
+                                        "      topics:\n        - \"t1\"  # "));
+        write_file(yaml, imp.out);
+        run(&direct, NULL, "config", "check", "-c", props);
+        assert_int_equal(direct.status, 0);
+        run(&viayaml, NULL, "config", "check", "-c", yaml);
+        assert_int_equal(viayaml.status, 0);
+        assert_string_equal(viayaml.out, direct.out);
+        assert_non_null(strstr(direct.out, "    b->a:\n      topics_exclude:\n"
+                                           "        - \"t3\"\n"));
 }
 
 static int group_setup(void **state) {
@@ -435,6 +489,7 @@ int main(void) {
             cmocka_unit_test(test_latin1_and_surrogates),
             cmocka_unit_test(test_refused),
             cmocka_unit_test(test_flow_scope),
+            cmocka_unit_test(test_per_flow_topics),
             cmocka_unit_test(test_top_level_client_props),
             cmocka_unit_test(test_detection),
             cmocka_unit_test(test_cli_round_trip),
