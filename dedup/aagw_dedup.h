@@ -345,6 +345,126 @@ aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
 
 /* ---------------------------- MAINTENANCE ------------------------------ */
 
+/* ============================== THE DECIDER ============================ *
+ *
+ * The decisions of one site's unify stage and the state behind them, with
+ * no Kafka in sight (the stage's Kafka side is replicator/unify.c; they
+ * meet through struct aagw_unify_state_ops, wired in gateway/).
+ *
+ * Records are decided in epochs: one consumed batch each.  An epoch's
+ * decisions (seen ids, new winners, audit entries), the input positions
+ * it reached and the output offsets acknowledged for it go to the store
+ * in ONE WriteBatch, once every record it sent and every earlier epoch is
+ * acknowledged.  Until then its ids and winners are pending, in memory,
+ * and later records are checked against them first.  At start, what a
+ * previous run delivered after its last commit is folded in
+ * (aagw_decider_fold()), and re-reading such a record's input is a replay
+ * (aagw_decider_replayed()), not a duplicate.  One thread uses a decider.
+ */
+typedef struct aagw_decider aagw_decider_t;
+
+/** Decided but not committed epochs at most; the stage waits beyond. */
+#define AAGW_DECIDER_EPOCHS 8
+
+struct aagw_decider_conf {
+        aagw_store_t *store;          /**< borrowed; outlives the decider */
+        const char   *site;           /**< the unify stage's site */
+        bool          audit_accepted; /**< dedup: audit deliveries too */
+};
+
+/** @returns a decider with epoch 1 open, or NULL with @p errstr. */
+aagw_decider_t *aagw_decider_new(const struct aagw_decider_conf *c,
+                                 char *errstr, size_t errstr_size);
+/** Free; what is not committed is lost (a restart folds it in from the
+ *  output).  NULL is a no-op. */
+void aagw_decider_destroy(aagw_decider_t *d);
+
+/** The entity scope of logical @p topic (aagw_unify_lww_scope()). */
+void aagw_decider_lww_scope(const aagw_decider_t *d, const char *topic,
+                            char *buf, size_t size);
+
+/** Hash @p r's id (dedup) or scoped entity key (lww) into r->key and
+ *  bring its pending-map slot towards the cache: call it a while before
+ *  aagw_decider_decide() (a pass over the batch earlier). */
+void aagw_decider_key(aagw_decider_t *d, struct aagw_unify_rec *r);
+
+/**
+ * @brief Decide @p n records in order, into the open epoch: each gets
+ * r->outcome.  Keys (aagw_decider_key()) must be set for records not
+ * rejected.  Those decided before in a pending epoch are answered from
+ * memory, the rest with one store lookup per kind.  @p now_ms stamps the
+ * seen entries, winners and audit entries.  The stage must send every
+ * ACCEPTED record (aagw_decider_sent()) or give the epoch up
+ * (aagw_decider_lost()).
+ * @returns 0, or -1 (store or memory; the epoch must not commit) with
+ * @p errstr.
+ */
+int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
+                        size_t n, int64_t now_ms, char *errstr,
+                        size_t errstr_size);
+
+/** @returns true (once) if input @p topic [@p part] @p off was found in
+ *  the output at start: a replay of a folded record, no decision. */
+bool aagw_decider_replayed(aagw_decider_t *d, const char *topic, int32_t part,
+                           int64_t off);
+
+/** The stored position of an input (@p output false) or output
+ *  partition.  @returns 0 with @p next, 1 if none is stored, -1 with
+ *  @p errstr. */
+int aagw_decider_pos(aagw_decider_t *d, bool output, const char *topic,
+                     int32_t part, int64_t *next, char *errstr,
+                     size_t errstr_size);
+
+/** The open epoch consumed input @p topic [@p part] up to @p next. */
+void aagw_decider_reached(aagw_decider_t *d, const char *topic, int32_t part,
+                          int64_t next);
+
+/** Register output @p topic with @p nparts partitions.  @returns its
+ *  number for aagw_decider_acked(), or -1 (memory). */
+int aagw_decider_output(aagw_decider_t *d, const char *topic, int32_t nparts);
+
+/** One accepted record of the open epoch was sent.  @returns the epoch
+ *  (a slot) to pass to aagw_decider_acked() / aagw_decider_lost(). */
+unsigned aagw_decider_sent(aagw_decider_t *d);
+/** A record of epoch @p ep is acknowledged at output @p out [@p part]
+ *  @p off. */
+void aagw_decider_acked(aagw_decider_t *d, unsigned ep, int out, int32_t part,
+                        int64_t off);
+/** A record of epoch @p ep will never be acknowledged (or was never
+ *  sent): the epoch, and every later one, never commits. */
+void aagw_decider_lost(aagw_decider_t *d, unsigned ep);
+
+/** Close the open epoch.  @returns 1, or 0 if nothing happened in it
+ *  (it stays open). */
+int aagw_decider_seal(aagw_decider_t *d);
+/** Open the next epoch after a seal.  @returns false while its slot is
+ *  still taken (commit, or wait for acknowledgements, and try again). */
+bool aagw_decider_open(aagw_decider_t *d);
+/** Store the oldest sealed epochs whose records are all acknowledged, in
+ *  epoch order.  @returns how many, or -1 with @p errstr. */
+int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size);
+/** Epochs sealed or open that are not committed (the open one counts
+ *  once something happened in it). */
+size_t aagw_decider_uncommitted(const aagw_decider_t *d);
+
+/**
+ * @brief Fold in one record found in the output at start (delivered by a
+ * run whose epoch never committed): r describes it as it was decided (its
+ * provenance, input coordinates, entity key).  Its id or version goes
+ * into the store with its audit entry at the next aagw_decider_fold_commit()
+ * and its input coordinates into the replay set.
+ * @returns 0, or -1 (memory, store or a bad value) with @p errstr.
+ */
+int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
+                      int64_t now_ms, char *errstr, size_t errstr_size);
+/** Output @p topic [@p part] was scanned up to @p next. */
+void aagw_decider_fold_out(aagw_decider_t *d, const char *topic, int32_t part,
+                           int64_t next);
+/** Store what was folded: if it is large (bounded memory on a long scan)
+ *  or at the @p end of an output.  @returns 0 or -1 with @p errstr. */
+int aagw_decider_fold_commit(aagw_decider_t *d, bool end, char *errstr,
+                             size_t errstr_size);
+
 /* ============================= AUDIT QUERIES =========================== */
 
 /** Prefix of the unify stage's position scopes: "unify:SITE" (inputs) and

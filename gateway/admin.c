@@ -369,7 +369,7 @@ static const char *const unify_outcomes[] = {"accepted", "dropped",
                                              "superseded", "identical",
                                              "rejected"};
 
-static void unify_outcome_values(const struct gw_unify_stats *st,
+static void unify_outcome_values(const struct aagw_unify_stats *st,
                                  uint64_t v[5]) {
         v[0] = st->accepted;
         v[1] = st->dropped;
@@ -378,20 +378,20 @@ static void unify_outcome_values(const struct gw_unify_stats *st,
         v[4] = st->rejected;
 }
 
-static json_object *unify_json(const gw_unify_t *u) {
+static json_object *unify_json(const aagw_unify_t *u) {
         json_object          *o = json_object_new_object();
-        struct gw_unify_stats st;
+        struct aagw_unify_stats st;
         char                  err[512];
         uint64_t              v[5];
 
-        gw_unify_stats(u, &st);
-        gw_unify_error(u, err, sizeof(err));
+        aagw_unify_stats(u, &st);
+        aagw_unify_error(u, err, sizeof(err));
         unify_outcome_values(&st, v);
         json_object_object_add(o, "site", json_object_new_string(
-                                              gw_unify_site(u)));
+                                              aagw_unify_site(u)));
         json_object_object_add(o, "state", json_object_new_string(
                                                aagw_flow_state_name(
-                                                   gw_unify_state(u))));
+                                                   aagw_unify_state(u))));
         if (err[0])
                 json_object_object_add(o, "error", json_object_new_string(err));
         json_object_object_add(o, "topics", json_object_new_int(st.topics));
@@ -492,20 +492,20 @@ static char *status_text(const struct gw_admin *a) {
                           st.heartbeat_latency_ms, st.heartbeat_age_ms);
         }
         for (size_t i = 0; i < a->view.nunify; i++) {
-                const gw_unify_t     *u = a->view.unify[i];
-                struct gw_unify_stats st;
+                const aagw_unify_t   *u = a->view.unify[i];
+                struct aagw_unify_stats st;
                 char                  err[512];
                 uint64_t              v[5];
 
-                gw_unify_stats(u, &st);
-                gw_unify_error(u, err, sizeof(err));
+                aagw_unify_stats(u, &st);
+                aagw_unify_error(u, err, sizeof(err));
                 unify_outcome_values(&st, v);
                 sb_printf(&b,
                           "\n# Unify %s\nstate:%s\n%s%s%stopics:%d\n"
                           "inputs:%d\nrecords_in:%" PRIu64
                           "\nrecords_out:%" PRIu64 "\n",
-                          gw_unify_site(u),
-                          aagw_flow_state_name(gw_unify_state(u)),
+                          aagw_unify_site(u),
+                          aagw_flow_state_name(aagw_unify_state(u)),
                           err[0] ? "error:" : "", err, err[0] ? "\n" : "",
                           st.topics, st.inputs, st.records_in,
                           st.records_out);
@@ -670,16 +670,16 @@ static char *metrics(const struct gw_admin *a) {
 #undef GAUGE
         free(st);
 
-        struct gw_unify_stats *us =
+        struct aagw_unify_stats *us =
             calloc(a->view.nunify ? a->view.nunify : 1, sizeof(*us));
         if (!us) {
                 free(b.p);
                 return NULL;
         }
         for (size_t i = 0; i < a->view.nunify; i++)
-                gw_unify_stats(a->view.unify[i], &us[i]);
+                aagw_unify_stats(a->view.unify[i], &us[i]);
 #define SITES for (size_t i = 0; i < a->view.nunify; i++)
-#define SITE  gw_unify_site(a->view.unify[i])
+#define SITE  aagw_unify_site(a->view.unify[i])
 #define UCOUNTER(metric, help, field)                                          \
         SERIES("counter", metric, help, a->view.nunify, "site", SITE,          \
                "%" PRIu64, us[i].field)
@@ -688,7 +688,7 @@ static char *metrics(const struct gw_admin *a) {
         UGAUGE("aagw_unify_up",
                "1 while the unify stage of the site runs (or starts), 0 once "
                "failed or stopped.",
-               "%d", gw_unify_state(a->view.unify[i]) <= AAGW_FLOW_PAUSED);
+               "%d", aagw_unify_state(a->view.unify[i]) <= AAGW_FLOW_PAUSED);
         UCOUNTER("aagw_unify_records_in_total",
                  "Input records taken in by the unify stage.", records_in);
         UCOUNTER("aagw_unify_records_out_total",
@@ -838,10 +838,10 @@ static bool first_failure(const struct gw_admin *a, char *msg, size_t size) {
                         return true;
                 }
         for (size_t i = 0; i < a->view.nunify; i++)
-                if (gw_unify_state(a->view.unify[i]) == AAGW_FLOW_FAILED) {
-                        gw_unify_error(a->view.unify[i], err, sizeof(err));
+                if (aagw_unify_state(a->view.unify[i]) == AAGW_FLOW_FAILED) {
+                        aagw_unify_error(a->view.unify[i], err, sizeof(err));
                         snprintf(msg, size, "unify stage at %s failed: %s\n",
-                                 gw_unify_site(a->view.unify[i]), err);
+                                 aagw_unify_site(a->view.unify[i]), err);
                         return true;
                 }
         return false;

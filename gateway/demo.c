@@ -444,10 +444,10 @@ static void figures(struct gw_demo *d, const struct gw_engine_view *v, int i,
                         fg->lat[b] += st.lat_buckets[b];
         }
         for (size_t k = 0; k < v->nunify; k++) {
-                struct gw_unify_stats st;
-                if (strcmp(gw_unify_site(v->unify[k]), site_alias[i]))
+                struct aagw_unify_stats st;
+                if (strcmp(aagw_unify_site(v->unify[k]), site_alias[i]))
                         continue;
-                gw_unify_stats(v->unify[k], &st);
+                aagw_unify_stats(v->unify[k], &st);
                 fg->have_unify = true;
                 fg->unified    = st.records_out;
                 fg->dropped    = st.dropped;

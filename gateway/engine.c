@@ -25,7 +25,8 @@ struct engine {
         size_t              nflows;
         /* flows with replication.per_flow lists; NULL: e->policy */
         aagw_repl_policy_t *flow_pols[GW_MAX_FLOWS];
-        gw_unify_t         *unify[AAGW_SITES_MAX];
+        aagw_unify_t       *unify[AAGW_SITES_MAX];
+        aagw_decider_t     *deciders[AAGW_SITES_MAX];
         size_t              nunify;
         struct gw_admin    *admin;
         char                admin_file[4096]; /* "" when not written */
@@ -222,11 +223,13 @@ static void engine_free(struct engine *e) {
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_stop(e->flows[i]);
         for (size_t i = 0; i < e->nunify; i++)
-                gw_unify_stop(e->unify[i]);
+                aagw_unify_stop(e->unify[i]);
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_destroy(e->flows[i], 10000);
-        for (size_t i = 0; i < e->nunify; i++)
-                gw_unify_destroy(e->unify[i]);
+        for (size_t i = 0; i < e->nunify; i++) {
+                aagw_unify_destroy(e->unify[i]);
+                aagw_decider_destroy(e->deciders[i]);
+        }
         for (size_t i = 0; i < GW_MAX_FLOWS; i++)
                 aagw_repl_policy_destroy(e->flow_pols[i]);
         for (size_t i = 0; i < e->ntopic_rules; i++)
@@ -325,34 +328,86 @@ static bool unify_wanted(const aagw_config_t *cfg) {
         return false;
 }
 
-/* The unify stage of 'site'. */
+/* How logical topic 'name' is unified: unify.topics.T.* over unify.*. */
+static int topic_conf(void *opaque, const char *name,
+                      struct aagw_unify_topic *tc, char *errstr,
+                      size_t errstr_size) {
+        struct engine       *e   = opaque;
+        const aagw_config_t *cfg = e->cfg;
+        char                 key[AAGW_TOPIC_MAX + 64], err[256];
+        const char          *mode, *ek, *out;
+
+        snprintf(key, sizeof(key), "unify.topics.%s.mode", name);
+        if (!(mode = aagw_config_str(cfg, key)))
+                mode = aagw_config_str(cfg, "unify.mode");
+        if (!strcmp(mode, "off")) {
+                tc->mode = AAGW_UNIFY_OFF;
+                return 0;
+        }
+        tc->mode = !strcmp(mode, "lww") ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
+        snprintf(key, sizeof(key), "unify.topics.%s.output", name);
+        if ((out = aagw_config_str(cfg, key)))
+                snprintf(tc->out, sizeof(tc->out), "%s", out);
+        else if ((size_t)snprintf(tc->out, sizeof(tc->out), "%s%s", name,
+                                  aagw_config_str(cfg, "unify.suffix")) >=
+                 sizeof(tc->out)) {
+                snprintf(errstr, errstr_size,
+                         "%s: the unified topic name would exceed %d bytes; "
+                         "set unify.topics.%s.output",
+                         name, AAGW_TOPIC_MAX, name);
+                return -1;
+        }
+        tc->id_rule = id_rule_for(e, name);
+        snprintf(key, sizeof(key), "unify.topics.%s.entity_key", name);
+        if (!(ek = aagw_config_str(cfg, key)))
+                ek = aagw_config_str(cfg, "unify.entity_key");
+        if (ek && strcmp(ek, "key") &&
+            !(tc->ekey_rule = aagw_id_rule_new(ek, err, sizeof(err)))) {
+                snprintf(errstr, errstr_size, "%s: %s", key, err);
+                return -1;
+        }
+        return 0;
+}
+
+/* The unify stage of 'site': its Kafka side (replicator/unify.c) with the
+ * dedup decider (dedup/decider.c) behind it. */
 static int add_unify(struct engine *e, const char *site, char *err,
                      size_t errsize) {
-        const aagw_config_t *cfg = e->cfg;
-        struct gw_unify_conf uc;
-        char                 key[256];
+        const aagw_config_t     *cfg = e->cfg;
+        struct aagw_unify_conf   uc;
+        struct aagw_decider_conf dc = {
+            .store          = e->store,
+            .site           = site,
+            .audit_accepted = aagw_config_bool(cfg, "unify.audit_accepted")};
+        char key[256];
 
+        aagw_decider_t *d = aagw_decider_new(&dc, err, errsize);
+        if (!d)
+                return -1;
         memset(&uc, 0, sizeof(uc));
-        uc.cfg        = cfg;
         uc.gateway_id = aagw_config_str(cfg, "gateway.id");
         uc.site       = site;
         snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
         uc.bootstraps    = aagw_config_str(cfg, key);
         uc.prop_cnt      = aagw_config_cluster_props(cfg, site, &uc.props);
-        uc.store         = e->store;
         uc.policy        = e->policy;
         uc.header_prefix = aagw_config_str(cfg, "replication.header_prefix");
         if (!aagw_config_bool(cfg, "replication.loop_check_headers"))
                 uc.verdict_flags |= AAGW_VERDICT_F_NO_HEADER_CHECK;
         uc.refresh_ms = (int)aagw_config_duration_ms(
             cfg, "replication.refresh_topics_interval");
-        uc.id_rule_for = id_rule_for;
-        uc.opaque      = e;
-        gw_unify_t *u  = gw_unify_new(&uc, err, errsize);
-        if (!u)
+        uc.topic_conf   = topic_conf;
+        uc.opaque       = e;
+        uc.state        = &gw_decider_ops;
+        uc.state_opaque = d;
+        aagw_unify_t *u = aagw_unify_new(&uc, err, errsize);
+        if (!u) {
+                aagw_decider_destroy(d);
                 return -1;
-        e->unify[e->nunify++] = u;
-        return gw_unify_start(u, err, errsize);
+        }
+        e->deciders[e->nunify] = d;
+        e->unify[e->nunify++]  = u;
+        return aagw_unify_start(u, err, errsize);
 }
 
 /* Start the admin endpoint and publish its address in the state dir
@@ -417,16 +472,16 @@ static void log_stats(struct engine *e) {
                          st.lag, st.inflight);
         }
         for (size_t i = 0; i < e->nunify; i++) {
-                struct gw_unify_stats st;
-                gw_unify_stats(e->unify[i], &st);
+                struct aagw_unify_stats st;
+                aagw_unify_stats(e->unify[i], &st);
                 aagw_log(AAGW_LOG_INFO, "STATS",
                          "unify@%s %s: topics %d inputs %d in %" PRIu64
                          " accepted %" PRIu64 " dropped %" PRIu64
                          " superseded %" PRIu64 " identical %" PRIu64
                          " rejected %" PRIu64 " out %" PRIu64
                          " recovered %" PRIu64 " inflight %" PRId64,
-                         gw_unify_site(e->unify[i]),
-                         aagw_flow_state_name(gw_unify_state(e->unify[i])),
+                         aagw_unify_site(e->unify[i]),
+                         aagw_flow_state_name(aagw_unify_state(e->unify[i])),
                          st.topics, st.inputs, st.records_in, st.accepted,
                          st.dropped, st.superseded, st.identical, st.rejected,
                          st.records_out, st.recovered, st.inflight);
@@ -444,7 +499,7 @@ static void stop_flows(struct engine *e, int timeout_ms) {
         for (size_t i = 0; i < e->nflows; i++)
                 aagw_flow_stop(e->flows[i]);
         for (size_t i = 0; i < e->nunify; i++)
-                gw_unify_stop(e->unify[i]);
+                aagw_unify_stop(e->unify[i]);
         while (busy && waited < timeout_ms) {
                 busy = false;
                 for (size_t i = 0; i < e->nflows; i++) {
@@ -453,7 +508,7 @@ static void stop_flows(struct engine *e, int timeout_ms) {
                                 st != AAGW_FLOW_FAILED;
                 }
                 for (size_t i = 0; i < e->nunify; i++) {
-                        aagw_flow_state_t st = gw_unify_state(e->unify[i]);
+                        aagw_flow_state_t st = aagw_unify_state(e->unify[i]);
                         busy |= st != AAGW_FLOW_STOPPED &&
                                 st != AAGW_FLOW_FAILED;
                 }
@@ -600,7 +655,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         failed |= aagw_flow_state(e.flows[i]) ==
                                   AAGW_FLOW_FAILED;
                 for (size_t i = 0; i < e.nunify; i++)
-                        failed |= gw_unify_state(e.unify[i]) ==
+                        failed |= aagw_unify_state(e.unify[i]) ==
                                   AAGW_FLOW_FAILED;
                 if (failed) {
                         rc = EXIT_RUNTIME;

@@ -91,11 +91,10 @@ struct gw_plan {
 };
 
 /* What the engine shows its hooks: borrowed, valid during the call. */
-struct gw_unify;
 struct gw_engine_view {
         struct aagw_flow *const *flows;
         size_t                  nflows;
-        struct gw_unify *const *unify;
+        struct aagw_unify *const *unify;
         size_t                  nunify;
         bool stop_requested; /* SIGINT/SIGTERM arrived */
 };
@@ -165,7 +164,7 @@ struct gw_admin_view {
         time_t        started;
         aagw_flow_t **flows;
         size_t        nflows;
-        struct gw_unify **unify;
+        struct aagw_unify **unify;
         size_t        nunify;
         /* Pauses asked for through the endpoint, per flow (written by the
          * endpoint's thread only), and the file in the state dir that
@@ -230,59 +229,10 @@ int gw_cmd_audit(int argc, char **argv);
 
 /* -------------------------------- UNIFY -------------------------------- */
 
-/* The unify stage of one site (gateway/unifier.c): reads each logical
- * topic T and its remote copies at the site, and writes the first
- * occurrence of each id (dedup) or the newest version of each entity
- * (lww) to T's unified topic, exactly once.  One thread. */
-typedef struct gw_unify gw_unify_t;
-
-struct aagw_store;
-struct gw_unify_conf {
-        const aagw_config_t      *cfg;        /* unify.* keys; borrowed */
-        const char               *gateway_id;
-        const char               *site;       /* cluster alias */
-        const char               *bootstraps; /* of the site's cluster */
-        const char *const        *props;      /* its client properties */
-        size_t                    prop_cnt;
-        struct aagw_store        *store;
-        const aagw_repl_policy_t *policy;
-        const char               *header_prefix;
-        unsigned                  verdict_flags; /* AAGW_VERDICT_F_* */
-        int                       refresh_ms;    /* topic discovery */
-        const aagw_id_rule_t *(*id_rule_for)(void *opaque, const char *topic);
-        void *opaque;
-};
-
-/* Counters (monotonic) and gauges of one unify stage. */
-struct gw_unify_stats {
-        uint64_t records_in;  /* input records taken in */
-        uint64_t records_out; /* written to unified topics, acknowledged */
-        uint64_t accepted;    /* delivered (dedup first / lww newer) */
-        uint64_t dropped;     /* dedup: id seen before */
-        uint64_t superseded;  /* lww: older than the winner */
-        uint64_t identical;   /* lww: the winner's own version again */
-        uint64_t rejected;    /* bad provenance or no entity key */
-        uint64_t recovered;   /* found in the output at start, folded in */
-        uint64_t replayed;    /* inputs re-read that were recovered */
-        uint64_t commits;     /* epochs stored */
-        uint64_t fetch_wakeups; /* aagw_kafka_wake_fetchers() requests */
-        uint64_t fetch_restarts; /* stalled input fetches restarted */
-        int64_t  inflight;    /* produced, not yet acknowledged */
-        int64_t  lag;         /* input records not yet read; -1: unknown */
-        int32_t  topics, inputs;
-};
-
-gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
-                         size_t errstr_size);
-int gw_unify_start(gw_unify_t *u, char *errstr, size_t errstr_size);
-/* Ask the stage to stop: it drains (up to 10 s) and stores its state. */
-void gw_unify_stop(gw_unify_t *u);
-/* Stop (joining the thread) and free; NULL is a no-op. */
-void gw_unify_destroy(gw_unify_t *u);
-aagw_flow_state_t gw_unify_state(const gw_unify_t *u);
-const char *gw_unify_site(const gw_unify_t *u);
-void gw_unify_error(const gw_unify_t *u, char *buf, size_t size);
-void gw_unify_stats(const gw_unify_t *u, struct gw_unify_stats *st);
+/* The dedup decider (dedup/decider.c) behind the unify stage's state
+ * callbacks (replicator/unify.c): each opaque is an aagw_decider_t
+ * (gateway/unify_state.c). */
+extern const struct aagw_unify_state_ops gw_decider_ops;
 
 /* Derive the flows from gateway.mode / replication.flows, narrowed to
  * gateway.site when set.  -1 with the reason when nothing is left. */

@@ -638,6 +638,54 @@ struct aagw_version {
 int aagw_version_cmp(const struct aagw_version *a,
                      const struct aagw_version *b);
 
+/* ------------------------- UNIFY DECISIONS ---------------------------- *
+ *
+ * The words the unify stage's two halves share: the Kafka side
+ * (replicator/unify.c) reads and writes records, the decider
+ * (dedup/decider.c) decides them and keeps their state.  Neither includes
+ * the other's header; gateway/ joins them (struct aagw_unify_state_ops). */
+
+/** How a logical topic is unified. */
+typedef enum {
+        AAGW_UNIFY_OFF   = 0,
+        AAGW_UNIFY_DEDUP = 1, /**< first occurrence of a global id */
+        AAGW_UNIFY_LWW   = 2, /**< newest version per entity key */
+} aagw_unify_mode_t;
+
+/** What became of one record. */
+typedef enum {
+        AAGW_UNIFY_ACCEPTED   = 0, /**< deliver it */
+        AAGW_UNIFY_DROPPED    = 1, /**< dedup: id seen before */
+        AAGW_UNIFY_SUPERSEDED = 2, /**< lww: older than the winner */
+        AAGW_UNIFY_IDENTICAL  = 3, /**< lww: the winner's own version */
+        AAGW_UNIFY_REJECTED   = 4, /**< bad provenance or no entity key */
+} aagw_unify_outcome_t;
+
+/** One record to decide (or, at start, to fold in), as read at the site.
+ *  Pointers are borrowed for the call. */
+struct aagw_unify_rec {
+        aagw_unify_mode_t mode;
+        bool              rejected;  /**< provenance refused, or lww and
+                                          no entity key: audited only */
+        struct aagw_prov *prov;      /**< resolved; a rejected record's is
+                                          rewritten to its derived id */
+        const char       *scope;     /**< lww: the logical topic's entity
+                                          scope (see aagw_scoped_key()) */
+        const char       *topic;     /**< input topic at the site */
+        int32_t           partition;
+        int64_t           offset;
+        const void       *ekey;      /**< lww: the entity key */
+        size_t            ekey_len;
+        bool              tombstone; /**< null value */
+        /* Out. */
+        aagw_unify_outcome_t outcome;
+        uint8_t           key[16];   /**< id hash (dedup), scoped entity
+                                          key hash (lww): partitions it */
+        /* The decider's scratch. */
+        bool              probe, lookup;
+        size_t            li;
+};
+
 /* -------------------------------- IDS ---------------------------------- */
 
 typedef struct aagw_id_rule aagw_id_rule_t; /* opaque */

@@ -577,6 +577,112 @@ int aagw_kafka_group_members_probe(const char *bootstraps,
                                    const char *const *props, size_t prop_cnt,
                                    const char *group, int timeout_ms);
 
+/* -------------------------------- UNIFY -------------------------------- */
+
+/**
+ * The unify stage of one site (replicator/unify.c), its Kafka side: it
+ * reads each logical topic T and its remote copies at the site and writes
+ * the first occurrence of each id (dedup) or the newest version of each
+ * entity (lww) to T's unified topic, exactly once.  One thread.  What to
+ * deliver, and the state behind it, it asks of a decider through @ref
+ * aagw_unify_state_ops (dedup/'s, wired in gateway/), as flows reach
+ * their positions through pos_load/pos_save.
+ */
+typedef struct aagw_unify aagw_unify_t;
+
+/** The unify stage's state and decisions: every call comes from the
+ *  stage's thread.  Each member does what the decider function of the
+ *  same name does (dedup/aagw_dedup.h, "THE DECIDER"). */
+struct aagw_unify_state_ops {
+        void (*lww_scope)(void *st, const char *topic, char *buf,
+                          size_t size);
+        void (*key)(void *st, struct aagw_unify_rec *r);
+        int (*decide)(void *st, struct aagw_unify_rec *recs, size_t n,
+                      int64_t now_ms, char *errstr, size_t errstr_size);
+        bool (*replayed)(void *st, const char *topic, int32_t part,
+                         int64_t off);
+        int (*pos)(void *st, bool output, const char *topic, int32_t part,
+                   int64_t *next, char *errstr, size_t errstr_size);
+        void (*reached)(void *st, const char *topic, int32_t part,
+                        int64_t next);
+        int (*output)(void *st, const char *topic, int32_t nparts);
+        unsigned (*sent)(void *st);
+        void (*acked)(void *st, unsigned ep, int out, int32_t part,
+                      int64_t off);
+        void (*lost)(void *st, unsigned ep);
+        int (*seal)(void *st);
+        bool (*open)(void *st);
+        int (*commit)(void *st, char *errstr, size_t errstr_size);
+        int (*fold)(void *st, struct aagw_unify_rec *r, int64_t now_ms,
+                    char *errstr, size_t errstr_size);
+        void (*fold_out)(void *st, const char *topic, int32_t part,
+                         int64_t next);
+        int (*fold_commit)(void *st, bool end, char *errstr,
+                           size_t errstr_size);
+};
+
+/** How one logical topic is unified (see aagw_unify_conf.topic_conf). */
+struct aagw_unify_topic {
+        aagw_unify_mode_t     mode;    /**< AAGW_UNIFY_OFF: not unified */
+        char                  out[AAGW_TOPIC_MAX + 1]; /**< unified topic */
+        const aagw_id_rule_t *id_rule; /**< borrowed; NULL: derived */
+        aagw_id_rule_t       *ekey_rule; /**< lww: owned by the stage from
+                                              then on; NULL: the key */
+};
+
+struct aagw_unify_conf {
+        const char               *gateway_id;
+        const char               *site;       /**< cluster alias */
+        const char               *bootstraps; /**< of the site's cluster */
+        const char *const        *props;      /**< its client properties */
+        size_t                    prop_cnt;
+        const aagw_repl_policy_t *policy;
+        const char               *header_prefix;
+        unsigned                  verdict_flags; /**< AAGW_VERDICT_F_* */
+        int                       refresh_ms;    /**< topic discovery */
+        /** How logical topic @p topic is unified.  @returns 0, or -1 with
+         *  the reason (the topic is then not unified). */
+        int (*topic_conf)(void *opaque, const char *topic,
+                          struct aagw_unify_topic *tc, char *errstr,
+                          size_t errstr_size);
+        void *opaque;
+        const struct aagw_unify_state_ops *state; /**< borrowed */
+        void                              *state_opaque;
+};
+
+/** Counters (monotonic) and gauges of one unify stage. */
+struct aagw_unify_stats {
+        uint64_t records_in;  /**< input records taken in */
+        uint64_t records_out; /**< written to unified topics, acknowledged */
+        uint64_t accepted;    /**< delivered (dedup first / lww newer) */
+        uint64_t dropped;     /**< dedup: id seen before */
+        uint64_t superseded;  /**< lww: older than the winner */
+        uint64_t identical;   /**< lww: the winner's own version again */
+        uint64_t rejected;    /**< bad provenance or no entity key */
+        uint64_t recovered;   /**< found in the output at start, folded in */
+        uint64_t replayed;    /**< inputs re-read that were recovered */
+        uint64_t commits;     /**< epochs stored */
+        uint64_t fetch_wakeups;  /**< aagw_kafka_wake_fetchers() requests */
+        uint64_t fetch_restarts; /**< stalled input fetches restarted */
+        int64_t  inflight;    /**< produced, not yet acknowledged */
+        int64_t  lag;         /**< input records not yet read; -1: unknown */
+        int32_t  topics, inputs;
+};
+
+/** @returns the stage (its clients made, not started), or NULL with
+ *  @p errstr. */
+aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
+                             size_t errstr_size);
+int aagw_unify_start(aagw_unify_t *u, char *errstr, size_t errstr_size);
+/** Ask the stage to stop: it drains (up to 10 s) and stores its state. */
+void aagw_unify_stop(aagw_unify_t *u);
+/** Stop (joining the thread) and free; NULL is a no-op. */
+void aagw_unify_destroy(aagw_unify_t *u);
+aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u);
+const char *aagw_unify_site(const aagw_unify_t *u);
+void aagw_unify_error(const aagw_unify_t *u, char *buf, size_t size);
+void aagw_unify_stats(const aagw_unify_t *u, struct aagw_unify_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

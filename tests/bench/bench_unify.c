@@ -111,7 +111,7 @@ static const struct bench_meas_info meas_info[M_CNT] = {
     {'d', "bare_header", "bare pipe + provenance hdr"},
 };
 
-/* The consumer queue of the unify stage (gateway/unifier.c,
+/* The consumer queue of the unify stage (replicator/unify.c,
  * consumer_extra), for measurement c. */
 static const char *const unify_queue_props[] = {
     "consumer.queued.min.messages=1000000",

@@ -1,37 +1,31 @@
 /*
- * gateway/unifier.c: the unify stage of one site.
+ * replicator/unify.c: the unify stage of one site, its Kafka side.
  *
  * For every logical topic T at site S it reads T and the remote copies of
  * T held at S (east.T under the prefix policy; under identity the copies
- * share T), decides per record (dedup: first occurrence of the global id;
- * lww: newest version per entity key), and writes the winners to
+ * share T), has each record decided (dedup: first occurrence of the global
+ * id; lww: newest version per entity key) and writes the winners to
  * T<suffix> on S's cluster, partitioned by id hash (dedup) or entity key
  * hash (lww).  One thread per site.
  *
- * Exactly once into the unified topic, without broker transactions
+ * The decisions and the state behind them (the epochs that commit them
+ * with the positions, the pending ids and winners, the fold of what a
+ * previous run left in the output, the replay set) are the decider's,
+ * reached through struct aagw_unify_state_ops (dedup/decider.c, wired in
+ * gateway/unify_state.c).  What this file keeps to make it exactly once
  * (docs/architecture.md, "Exactly once into the unified topic"):
  *
- *  - Records are decided in epochs (one consumed batch each).  The
- *    decisions of an epoch (seen ids, new winners, audit entries), the
- *    input positions reached and the output offsets acknowledged go to the
- *    store in ONE WriteBatch, once every record of the epoch and of every
- *    earlier epoch is acknowledged by the output.  Until then the epoch's
- *    ids and winners live in an in-memory pending map that later records
- *    are checked against first.
  *  - aagw is the only writer of the unified topic, and every record it
  *    writes carries its provenance (global id, origin, hlc) and its input
  *    coordinates at S (<prefix>in = TOPIC:PARTITION:OFFSET).
  *  - On start, before any input is read, each output partition is read
- *    from the stored output position to its end.  What is found there was
- *    delivered by a previous run whose epoch never committed: its id (or
- *    version) is folded into the store, with its audit entry, and its
- *    input coordinates are remembered so that re-reading that input record
- *    is recognised as a replay rather than a duplicate.
+ *    from the stored output position to its end, and what is there is
+ *    folded in (recover_output()).
  *  - Inputs then resume from the stored input positions.  Every record
  *    after them is either found (folded) or decided afresh; nothing is
  *    written twice and nothing is lost.
  */
-#include "gateway_int.h"
+#include "replicator_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -44,14 +38,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <librdkafka/rdkafka.h>
-
-#include "aagw_dedup.h"
-#include "aagw_replicator.h"
-
 #define MAX_TOPICS      1024
 #define MAX_INPUTS      8  /* inputs per logical topic: T + copies */
-#define EPOCHS          8  /* decided but not yet committed batches */
 #define BATCH_MAX       4096
 #define WAKE_INTERVAL_MS 20 /* aagw_fetch_waker_poke(), at most */
 #define ADMIN_TIMEOUT_MS 3000
@@ -61,113 +49,6 @@
 #define OUTPUT_WAIT_MS 120000
 /* ... and how long its end offsets must then stay put (output_settle()). */
 #define OUTPUT_SETTLE_MS 2000
-#define REPLAY_MAX      (1 << 20) /* input coordinates found at start */
-
-enum { MODE_DEDUP = 1, MODE_LWW = 2 };
-
-/* ------------------------------------------------------------ KEY MAP --- */
-
-/* Open addressing over 16-byte hashes (already uniform: XXH3-128), linear
- * probing, backward-shift deletion.  Value: the epoch that set it and an
- * optional owned pointer (an lww winner). */
-struct kent {
-        uint8_t  key[16];
-        uint64_t epoch; /* 0: empty slot */
-        void    *val;
-};
-
-struct kmap {
-        struct kent *e;
-        size_t       cap, cnt; /* cap: power of two */
-};
-
-static size_t kmap_home(const struct kmap *m, const uint8_t *k) {
-        uint64_t h;
-        memcpy(&h, k, 8);
-        return (size_t)h & (m->cap - 1);
-}
-
-static struct kent *kmap_find(struct kmap *m, const uint8_t *k) {
-        if (!m->cnt)
-                return NULL;
-        for (size_t i = kmap_home(m, k);; i = (i + 1) & (m->cap - 1)) {
-                if (!m->e[i].epoch)
-                        return NULL;
-                if (!memcmp(m->e[i].key, k, 16))
-                        return &m->e[i];
-        }
-}
-
-/* Bring the home slot of 'k' towards the cache: a map of pending keys
- * is larger than L2 and every key lands somewhere random in it, so each
- * probe would otherwise wait for memory.  Issued a while before the
- * probe (see process() and commit_ready()). */
-static void kmap_prefetch(const struct kmap *m, const uint8_t *k) {
-        if (m->cap)
-                __builtin_prefetch(&m->e[kmap_home(m, k)]);
-}
-
-static int kmap_grow(struct kmap *m) {
-        size_t       ncap = m->cap ? m->cap * 2 : 4096;
-        struct kent *ne   = calloc(ncap, sizeof(*ne));
-        if (!ne)
-                return -1;
-        struct kmap nm = {ne, ncap, 0};
-        for (size_t i = 0; i < m->cap; i++) {
-                if (!m->e[i].epoch)
-                        continue;
-                size_t j = kmap_home(&nm, m->e[i].key);
-                while (ne[j].epoch)
-                        j = (j + 1) & (ncap - 1);
-                ne[j] = m->e[i];
-                nm.cnt++;
-        }
-        free(m->e);
-        *m = nm;
-        return 0;
-}
-
-/* Insert or find: returns the entry for 'k' (epoch 0 if new). */
-static struct kent *kmap_put(struct kmap *m, const uint8_t *k) {
-        if ((m->cnt + 1) * 2 > m->cap && kmap_grow(m))
-                return NULL;
-        size_t i = kmap_home(m, k);
-        for (; m->e[i].epoch; i = (i + 1) & (m->cap - 1))
-                if (!memcmp(m->e[i].key, k, 16))
-                        return &m->e[i];
-        memcpy(m->e[i].key, k, 16);
-        m->e[i].val = NULL;
-        m->cnt++;
-        return &m->e[i];
-}
-
-static void kmap_del(struct kmap *m, struct kent *ent) {
-        size_t i = (size_t)(ent - m->e);
-        free(m->e[i].val);
-        m->e[i].epoch = 0;
-        m->e[i].val   = NULL;
-        m->cnt--;
-        /* Backward shift: pull later members of the probe run into the
-         * hole when their home is not between the hole and them. */
-        for (size_t j = (i + 1) & (m->cap - 1); m->e[j].epoch;
-             j = (j + 1) & (m->cap - 1)) {
-                size_t h = kmap_home(m, m->e[j].key);
-                bool   move = i <= j ? (h <= i || h > j) : (h <= i && h > j);
-                if (move) {
-                        m->e[i]       = m->e[j];
-                        m->e[j].epoch = 0;
-                        m->e[j].val   = NULL;
-                        i             = j;
-                }
-        }
-}
-
-static void kmap_free(struct kmap *m) {
-        for (size_t i = 0; i < m->cap; i++)
-                free(m->e[i].val);
-        free(m->e);
-        memset(m, 0, sizeof(*m));
-}
 
 /* -------------------------------------------------------------- TYPES --- */
 
@@ -183,12 +64,12 @@ struct utopic {
         char                  name[AAGW_TOPIC_MAX + 1]; /* logical T */
         char                  out[AAGW_TOPIC_MAX + 1];
         char                  scope[AAGW_ALIAS_MAX + AAGW_TOPIC_MAX + 2];
-        int                   mode;
+        aagw_unify_mode_t     mode;
         const aagw_id_rule_t *id_rule;   /* borrowed; NULL: derived */
         aagw_id_rule_t       *ekey_rule; /* owned; NULL: the record key */
         rd_kafka_topic_t     *out_rkt;
         int32_t               out_parts;
-        int64_t              *out_max[EPOCHS]; /* per partition, -1: none */
+        int                   out_id;          /* the decider's number */
         bool                  ready;           /* output recovered */
         bool                  inputs_full_logged;
         struct uinput        *in[MAX_INPUTS];
@@ -197,21 +78,10 @@ struct utopic {
             rejected, records_out;
 };
 
-struct epoch {
-        uint64_t            seq; /* 0: slot free */
-        bool                sealed;
-        int64_t             outstanding;
-        aagw_store_batch_t *b;
-        uint8_t            (*keys)[16]; /* pending map keys it set */
-        size_t              nkeys, kcap;
-        struct kmap        *kmap; /* which map the keys are in */
-        uint8_t            *kmode; /* per key: MODE_DEDUP / MODE_LWW */
-};
-
 struct token {
         rd_kafka_message_t *src;
         struct utopic      *ut;
-        unsigned            slot;
+        unsigned            ep; /* the decider's epoch */
 };
 
 /* Per-record scratch of one consumed batch. */
@@ -220,21 +90,15 @@ struct item {
         struct utopic      *ut;
         struct uinput      *ui;
         int                 state; /* 0 decide, 1 skip (not ours / replay) */
-        bool                lookup; /* asked the store */
-        bool                probe;  /* check the pending map first */
         bool                own_hdrs; /* carries headers under our prefix */
-        size_t              li;     /* index in the lookup arrays */
-        uint8_t             key[16]; /* id hash (dedup), ekey hash (lww) */
-        size_t              ekey_len;
-        const void         *ekey;
         struct aagw_verdict *v;
 };
 
-struct gw_unify {
-        struct gw_unify_conf conf;
+struct aagw_unify {
+        struct aagw_unify_conf conf;
+        const struct aagw_unify_state_ops *ops;
+        void                *st;  /* ops' opaque */
         char                 site[AAGW_ALIAS_MAX + 1];
-        char                 scope_in[AAGW_ALIAS_MAX + 16];
-        char                 scope_out[AAGW_ALIAS_MAX + 16];
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
         char                 prov_hdr[AAGW_AFFIX_MAX + 8];
         rd_kafka_t          *consumer, *producer, *reader, *admin;
@@ -251,26 +115,15 @@ struct gw_unify {
         struct utopic *topics[MAX_TOPICS];
         size_t         ntopics;
 
-        struct epoch epochs[EPOCHS];
-        uint64_t     next_seq;  /* seq of the open epoch */
-        unsigned     open_slot; /* its slot */
-        unsigned     oldest;    /* slot of the oldest uncommitted epoch */
-
-        struct kmap  pend_ids;  /* dedup: ids decided, not committed */
-        struct kmap  pend_lww;  /* lww: winners decided, not committed */
-        struct kmap  replay;    /* input coordinates found in the output */
-
         struct aagw_pool tokens;
 
         /* batch scratch */
-        struct item         *items;
-        struct aagw_verdict *verdicts;
-        uint8_t            (*lk_ids)[16];
-        uint8_t            (*lk_lww)[16];
-        bool                *found_ids, *found_lww;
-        struct aagw_lww     *lww_out;
-        struct aagw_header  *hdrs;
-        size_t               hdr_cap;
+        struct item           *items;
+        struct aagw_verdict   *verdicts;
+        struct aagw_unify_rec *recs;   /* the records to decide */
+        size_t                *ritem;  /* recs[i] is items[ritem[i]] */
+        struct aagw_header    *hdrs;
+        size_t                 hdr_cap;
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected,
@@ -279,8 +132,6 @@ struct gw_unify {
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
         aagw_fetch_waker_t *waker;
-        int64_t          now_batch;  /* wall clock, read once per batch */
-        bool             audit_accepted; /* dedup: log deliveries too */
         bool             topics_full_logged;
         rd_kafka_topic_t *last_rkt;  /* input of the previous record */
         struct utopic    *last_ut;
@@ -301,9 +152,9 @@ static void copy_str(char *dst, size_t size, const char *src) {
         dst[n] = '\0';
 }
 
-static void ufail(gw_unify_t *u, const char *fmt, ...)
+static void ufail(aagw_unify_t *u, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void ufail(gw_unify_t *u, const char *fmt, ...) {
+static void ufail(aagw_unify_t *u, const char *fmt, ...) {
         va_list ap;
         char    msg[512];
         va_start(ap, fmt);
@@ -319,14 +170,14 @@ static void ufail(gw_unify_t *u, const char *fmt, ...) {
         atomic_store(&u->stop, true);
 }
 
-static struct token *token_get(gw_unify_t *u) {
+static struct token *token_get(aagw_unify_t *u) {
         struct token *t = aagw_pool_get(&u->tokens);
         if (t)
                 memset(t, 0, sizeof(*t));
         return t;
 }
 
-static void token_put(gw_unify_t *u, struct token *t) {
+static void token_put(aagw_unify_t *u, struct token *t) {
         if (t->src)
                 rd_kafka_message_destroy(t->src);
         t->src = NULL;
@@ -335,38 +186,14 @@ static void token_put(gw_unify_t *u, struct token *t) {
 
 /* ------------------------------------------------------------- EPOCHS --- */
 
-static int epoch_key(struct epoch *ep, const uint8_t *k, uint8_t mode) {
-        if (ep->nkeys == ep->kcap) {
-                size_t   nc = ep->kcap ? ep->kcap * 2 : 1024;
-                uint8_t(*nk)[16] = realloc(ep->keys, nc * sizeof(*nk));
-                uint8_t *nm      = nk ? realloc(ep->kmode, nc) : NULL;
-                if (!nk || !nm) {
-                        if (nk)
-                                ep->keys = nk;
-                        return -1;
-                }
-                ep->keys  = nk;
-                ep->kmode = nm;
-                ep->kcap  = nc;
-        }
-        memcpy(ep->keys[ep->nkeys], k, 16);
-        ep->kmode[ep->nkeys++] = mode;
-        return 0;
-}
-
-static struct epoch *open_epoch(gw_unify_t *u) {
-        return &u->epochs[u->open_slot];
-}
-
 /* Delivery report: the unify thread, inside rd_kafka_poll(producer). */
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-        gw_unify_t   *u   = opaque;
+        aagw_unify_t *u   = opaque;
         struct token *tok = m->_private;
         (void)rk;
 
         if (!tok)
                 return;
-        struct epoch *ep = &u->epochs[tok->slot];
         ADD(u->inflight, -1);
         if (m->err) {
                 /* Purged at a stop, or permanent (retriable errors never
@@ -377,71 +204,31 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                         ufail(u, "delivery to %s [%d] failed: %s",
                               tok->ut->out, (int)m->partition,
                               rd_kafka_err2str(m->err));
-                ep->outstanding = INT64_MAX / 2; /* never commits */
+                u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
                 return;
         }
-        ep->outstanding--;
-        int64_t *mx = &tok->ut->out_max[tok->slot][m->partition];
-        if (m->offset > *mx)
-                *mx = m->offset;
+        u->ops->acked(u->st, tok->ep, tok->ut->out_id, m->partition,
+                      m->offset);
         INC(u->records_out);
         INC(tok->ut->records_out);
         token_put(u, tok);
 }
 
 /* Commit the oldest epochs whose records are all acknowledged, in order. */
-static void commit_ready(gw_unify_t *u) {
+static void commit_ready(aagw_unify_t *u) {
         char err[512];
+        int  n = u->ops->commit(u->st, err, sizeof(err));
 
-        for (;;) {
-                struct epoch *ep = &u->epochs[u->oldest];
-                if (!ep->seq || !ep->sealed || ep->outstanding > 0)
-                        return;
-                for (size_t t = 0; t < u->ntopics; t++) {
-                        struct utopic *ut = u->topics[t];
-                        int64_t       *mx = ut->out_max[u->oldest];
-                        for (int32_t p = 0; mx && p < ut->out_parts; p++) {
-                                if (mx[p] < 0)
-                                        continue;
-                                struct aagw_pos pos = {mx[p] + 1, -1};
-                                aagw_store_batch_pos(ep->b, u->scope_out,
-                                                     ut->out, p, &pos);
-                                mx[p] = -1;
-                        }
-                }
-                if (aagw_store_batch_size(ep->b) &&
-                    aagw_store_batch_commit(ep->b, err, sizeof(err))) {
-                        ufail(u, "storing the unify state: %s", err);
-                        return;
-                }
-                INC(u->commits);
-                for (size_t i = 0; i < ep->nkeys; i++) {
-                        struct kmap *km = ep->kmode[i] == MODE_LWW
-                                              ? &u->pend_lww
-                                              : &u->pend_ids;
-                        if (i + 8 < ep->nkeys)
-                                kmap_prefetch(ep->kmode[i + 8] == MODE_LWW
-                                                  ? &u->pend_lww
-                                                  : &u->pend_ids,
-                                              ep->keys[i + 8]);
-                        struct kent *e = kmap_find(km, ep->keys[i]);
-                        if (e && e->epoch == ep->seq)
-                                kmap_del(km, e);
-                }
-                ep->nkeys       = 0;
-                ep->seq         = 0;
-                ep->sealed      = false;
-                ep->outstanding = 0;
-                u->oldest       = (u->oldest + 1) % EPOCHS;
-        }
+        if (n < 0)
+                ufail(u, "%s", err);
+        else if (n)
+                ADD(u->commits, n);
 }
 
 /* Seal the open epoch (positions of the inputs it moved) and open the
- * next slot, waiting for it to commit if all are busy. */
-static int seal_epoch(gw_unify_t *u) {
-        struct epoch *ep = open_epoch(u);
-
+ * next one, waiting for it to commit if all are busy. */
+static int seal_epoch(aagw_unify_t *u) {
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 for (size_t i = 0; i < ut->nin; i++) {
@@ -449,35 +236,28 @@ static int seal_epoch(gw_unify_t *u) {
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 if (!ui->dirty[p])
                                         continue;
-                                struct aagw_pos pos = {ui->next[p], -1};
-                                aagw_store_batch_pos(ep->b, u->scope_in,
-                                                     ui->topic, p, &pos);
+                                u->ops->reached(u->st, ui->topic, p,
+                                                ui->next[p]);
                                 ui->dirty[p] = false;
                         }
                 }
         }
-        if (!aagw_store_batch_size(ep->b) && !ep->outstanding &&
-            !ep->nkeys)
+        if (!u->ops->seal(u->st))
                 return 0; /* nothing happened: keep it open */
-        ep->sealed   = true;
-        unsigned nxt = (u->open_slot + 1) % EPOCHS;
-        while (u->epochs[nxt].seq && !atomic_load(&u->stop)) {
+        bool opened;
+        while (!(opened = u->ops->open(u->st)) && !atomic_load(&u->stop)) {
                 rd_kafka_poll(u->producer, 5);
                 commit_ready(u);
         }
-        if (u->epochs[nxt].seq)
+        if (!opened)
                 return -1;
-        u->open_slot              = nxt;
-        u->epochs[nxt].seq        = ++u->next_seq;
-        u->epochs[nxt].sealed     = false;
-        u->epochs[nxt].outstanding = 0;
         commit_ready(u);
         return 0;
 }
 
 /* ---------------------------------------------------------- DISCOVERY --- */
 
-static int create_output(gw_unify_t *u, const char *topic, int partitions) {
+static int create_output(aagw_unify_t *u, const char *topic, int partitions) {
         char err[512];
         if (u->admin_unsupported)
                 return -2;
@@ -511,7 +291,7 @@ static int md_parts(const struct rd_kafka_metadata *md, const char *topic) {
 
 /* Make sure the output of 'ut' exists; returns its partition count, or
  * -1 (retry at the next discovery). */
-static int ensure_output(gw_unify_t *u, struct utopic *ut, int want,
+static int ensure_output(aagw_unify_t *u, struct utopic *ut, int want,
                          const struct rd_kafka_metadata *md) {
         int have = md_parts(md, ut->out);
         if (have > 0)
@@ -525,13 +305,6 @@ static int ensure_output(gw_unify_t *u, struct utopic *ut, int want,
                          "unify@%s: %s auto-created with %d partitions",
                          u->site, ut->out, have);
         return have;
-}
-
-static void replay_key(const char *topic, int32_t part, int64_t off,
-                       uint8_t key[16]) {
-        char   buf[AAGW_COORDS_MAX];
-        size_t n = aagw_coords_format(buf, topic, part, off);
-        aagw_id_key(buf, n, key);
 }
 
 /* The entity key of a record under 'ut''s rule: the record key, or a JSON
@@ -553,7 +326,7 @@ static bool entity_key(const struct utopic *ut, const struct aagw_rec *rec,
         return true;
 }
 
-static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
+static void fill_rec(aagw_unify_t *u, const rd_kafka_message_t *m,
                      const char *topic, struct aagw_rec *rec) {
         rd_kafka_timestamp_type_t tstype;
         memset(rec, 0, sizeof(*rec));
@@ -576,7 +349,7 @@ static void fill_rec(gw_unify_t *u, const rd_kafka_message_t *m,
  * again).  Only this stage writes the output and it is not writing yet:
  * wait until the sum of the end offsets stays put for OUTPUT_SETTLE_MS
  * (at most 15 s). */
-static void output_settle(gw_unify_t *u, struct utopic *ut) {
+static void output_settle(aagw_unify_t *u, struct utopic *ut) {
         int64_t now = aagw_mono_ms(), quiet = now + OUTPUT_SETTLE_MS,
                 cap = now + 15000, last = -1;
 
@@ -612,7 +385,7 @@ static void output_settle(gw_unify_t *u, struct utopic *ut) {
  * leader", and the start-up scan would fail the stage (and the gateway)
  * for a fault the cluster repairs by itself.  Returns 0, or -1 if the
  * stage is stopping or failed after OUTPUT_WAIT_MS. */
-static int output_wait(gw_unify_t *u, struct utopic *ut) {
+static int output_wait(aagw_unify_t *u, struct utopic *ut) {
         int64_t deadline = aagw_mono_ms() + OUTPUT_WAIT_MS;
         bool    logged   = false;
 
@@ -657,17 +430,17 @@ static int output_wait(gw_unify_t *u, struct utopic *ut) {
 }
 
 /* Fold one record found in the output (delivered by an earlier run whose
- * epoch did not commit) into 'b'. */
-static int fold_record(gw_unify_t *u, struct utopic *ut,
-                       const rd_kafka_message_t *m, aagw_store_batch_t *b) {
-        struct aagw_rec   rec;
-        struct aagw_prov *p = &u->verdicts[0].prov;
-        const char       *inv = NULL;
-        size_t            inlen = 0;
-        char              in_topic[AAGW_TOPIC_MAX + 1];
-        int32_t           in_part;
-        int64_t           in_off;
-        uint8_t           key[16];
+ * epoch did not commit) in.  Returns 1 if folded, 0 if not ours (or an
+ * lww record without an entity key), -1 (the stage fails). */
+static int fold_record(aagw_unify_t *u, struct utopic *ut,
+                       const rd_kafka_message_t *m) {
+        struct aagw_rec       rec;
+        struct aagw_prov     *p = &u->verdicts[0].prov;
+        const char           *inv = NULL;
+        size_t                inlen = 0;
+        char                  in_topic[AAGW_TOPIC_MAX + 1];
+        char                  ebuf[AAGW_ID_MAX + 1], err[256];
+        struct aagw_unify_rec r;
 
         fill_rec(u, m, ut->out, &rec);
         for (size_t i = 0; i < rec.hdr_cnt; i++)
@@ -675,20 +448,21 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
                         inv   = rec.hdrs[i].value;
                         inlen = rec.hdrs[i].size;
                 }
+        memset(&r, 0, sizeof(r));
         bool ok = aagw_prov_decode(u->conf.policy, rec.hdrs, rec.hdr_cnt,
                                    p) == AAGW_REASON_OK &&
                   p->path_len;
         if (ok && inv) {
                 ok = aagw_coords_parse(inv, inlen, in_topic, sizeof(in_topic),
-                                       &in_part, &in_off);
+                                       &r.partition, &r.offset);
         } else if (ok) {
                 /* No input header: the stage stamped this record's
                  * provenance itself (origin here, one hop), so its source
                  * coordinates are where the stage read it. */
                 ok = p->path_len == 1 && !strcmp(p->origin, u->site);
                 copy_str(in_topic, sizeof(in_topic), p->src_topic);
-                in_part = p->src_partition;
-                in_off  = p->src_offset;
+                r.partition = p->src_partition;
+                r.offset    = p->src_offset;
         }
         if (!ok) {
                 /* Not ours: someone else wrote into the unified topic.
@@ -701,79 +475,21 @@ static int fold_record(gw_unify_t *u, struct utopic *ut,
                          u->prov_hdr, u->in_hdr);
                 return 0;
         }
-        int64_t now = aagw_wall_ms();
-        struct aagw_audit a = {
-            .time_ms = now, .verdict = AAGW_AUDIT_ACCEPTED, .site = u->site,
-            .origin = p->origin, .topic = in_topic, .partition = in_part,
-            .offset = in_off, .hlc = p->hlc, .id = p->id, .id_len = p->id_len};
-        if (ut->mode == MODE_DEDUP) {
-                struct aagw_seen s = {.time_ms = now, .hlc = p->hlc,
-                                      .partition = in_part, .offset = in_off};
-                snprintf(s.site, sizeof(s.site), "%s", u->site);
-                snprintf(s.origin, sizeof(s.origin), "%s", p->origin);
-                snprintf(s.topic, sizeof(s.topic), "%s", in_topic);
-                aagw_scoped_key(u->site, p->id, p->id_len, key);
-                if (aagw_store_batch_seen(b, key, &s))
-                        return -1;
-        } else {
-                char        ebuf[AAGW_ID_MAX + 1];
-                const void *ek;
-                size_t      eklen;
-                bool        found;
-                struct aagw_lww *cur = &u->lww_out[0], nw;
-                char        err[256];
-
+        r.mode      = ut->mode;
+        r.prov      = p;
+        r.scope     = ut->scope;
+        r.topic     = in_topic;
+        r.tombstone = m->payload == NULL;
+        if (ut->mode == AAGW_UNIFY_LWW) {
                 rec.topic = in_topic; /* the rule may derive from it */
-                if (!entity_key(ut, &rec, p->origin, ebuf, sizeof(ebuf), &ek,
-                                &eklen))
+                if (!entity_key(ut, &rec, p->origin, ebuf, sizeof(ebuf),
+                                &r.ekey, &r.ekey_len))
                         return 0;
-                aagw_scoped_key(ut->scope, ek, eklen, key);
-                memset(&nw, 0, sizeof(nw));
-                nw.time_ms   = now;
-                nw.tombstone = m->payload == NULL;
-                nw.v.hlc     = p->hlc;
-                snprintf(nw.v.origin, sizeof(nw.v.origin), "%s", p->origin);
-                nw.v.id_len = p->id_len;
-                memcpy(nw.v.id, p->id, p->id_len);
-                /* Output records of one key are in order in one partition,
-                 * and the batch may already hold an earlier one: keep the
-                 * pending map as the latest word. */
-                struct kent *pe = kmap_find(&u->pend_lww, key);
-                if (pe && pe->val)
-                        *cur = *(struct aagw_lww *)pe->val, found = true;
-                else if (aagw_store_lww_lookup(u->conf.store,
-                                               (const uint8_t(*)[16])key, 1,
-                                               &found, cur, err, sizeof(err)))
-                        return -1;
-                if (!found || aagw_version_cmp(&nw.v, &cur->v) > 0) {
-                        if (aagw_store_batch_lww(b, key, &nw))
-                                return -1;
-                        if (!(pe = kmap_put(&u->pend_lww, key)))
-                                return -1;
-                        if (!pe->val && !(pe->val = malloc(sizeof(nw))))
-                                return -1;
-                        memcpy(pe->val, &nw, sizeof(nw));
-                        pe->epoch = UINT64_MAX; /* recovery: dropped below */
-                }
-                a.ekey     = ek;
-                a.ekey_len = eklen > AAGW_AUDIT_EKEY_MAX ? AAGW_AUDIT_EKEY_MAX
-                                                         : eklen;
         }
-        if ((ut->mode == MODE_LWW || u->audit_accepted) &&
-            aagw_store_batch_audit(b, &a))
+        if (u->ops->fold(u->st, &r, aagw_wall_ms(), err, sizeof(err)))
                 return -1;
-        /* The replay set tells a re-read of a folded record from a true
-         * duplicate (only the audit log differs: "dropped" instead of no
-         * entry); past its bound the rest are treated as duplicates. */
-        if (u->replay.cnt < REPLAY_MAX) {
-                replay_key(in_topic, in_part, in_off, key);
-                struct kent *re = kmap_put(&u->replay, key);
-                if (!re)
-                        return -1;
-                re->epoch = 1;
-        }
         INC(u->recovered);
-        return 0;
+        return 1;
 }
 
 /* The watermarks of 'topic' ['p'] through 'rk'.  A topic created moments
@@ -810,44 +526,33 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk, const char *topic,
 
 /* Read each output partition of 'ut' from the stored position to its end
  * and fold what is there.  Returns 0, or -1 (the stage fails). */
-static int recover_output(gw_unify_t *u, struct utopic *ut) {
-        char                err[512];
-        aagw_store_batch_t *b = aagw_store_batch_new(u->conf.store);
-        int                 rc = -1;
-        size_t              found = 0, found_nopos = 0;
+static int recover_output(aagw_unify_t *u, struct utopic *ut) {
+        char   err[512];
+        size_t found = 0, found_nopos = 0;
 
-        if (!b) {
-                ufail(u, "out of memory");
-                return -1;
-        }
         if (output_wait(u, ut))
-                goto out;
+                return -1;
         for (int32_t p = 0; p < ut->out_parts; p++) {
-                struct aagw_pos pos;
-                int64_t         lo, hi, from;
-                aagw_err_t      e = aagw_store_pos_get(
-                    u->conf.store, u->scope_out, ut->out, p, &pos, err,
-                    sizeof(err));
-                if (e && e != AAGW_ERR_NOENT) {
+                int64_t lo, hi, from, next = -1;
+                int     e = u->ops->pos(u->st, true, ut->out, p, &next, err,
+                                        sizeof(err));
+                if (e < 0) {
                         ufail(u, "%s", err);
-                        goto out;
+                        return -1;
                 }
                 rd_kafka_resp_err_t kerr =
                     watermarks(u->reader, ut->out, p, &lo, &hi, 10000);
                 if (kerr) {
                         ufail(u, "reading the end of %s [%d]: %s", ut->out,
                               (int)p, rd_kafka_err2str(kerr));
-                        goto out;
+                        return -1;
                 }
-                from = e == AAGW_ERR_NOENT ? lo : pos.next;
+                from = e ? lo : next;
                 if (from < lo)
                         from = lo;
                 if (from >= hi) {
-                        if (e == AAGW_ERR_NOENT || pos.next != hi) {
-                                struct aagw_pos np = {hi, -1};
-                                aagw_store_batch_pos(b, u->scope_out, ut->out,
-                                                     p, &np);
-                        }
+                        if (e || next != hi)
+                                u->ops->fold_out(u->st, ut->out, p, hi);
                         continue;
                 }
                 rd_kafka_topic_partition_list_t *l =
@@ -859,7 +564,7 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                 if (kerr) {
                         ufail(u, "reading %s [%d]: %s", ut->out, (int)p,
                               rd_kafka_err2str(kerr));
-                        goto out;
+                        return -1;
                 }
                 /* A deadline on progress, not on the whole scan: a long
                  * output (state dir lost) takes as long as it takes. */
@@ -873,7 +578,7 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                                       ut->out, (int)p, from, hi,
                                       SCAN_TIMEOUT_MS / 1000, at);
                                 rd_kafka_assign(u->reader, NULL);
-                                goto out;
+                                return -1;
                         }
                         rd_kafka_message_t *m =
                             rd_kafka_consumer_poll(u->reader, 200);
@@ -897,50 +602,37 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                                 continue;
                         }
                         if (m->partition == p && m->offset >= at) {
-                                if (fold_record(u, ut, m, b)) {
+                                if (fold_record(u, ut, m) < 0) {
                                         rd_kafka_message_destroy(m);
                                         rd_kafka_assign(u->reader, NULL);
                                         ufail(u, "folding %s [%d] offset "
                                                  "%" PRId64 ": out of memory "
                                                  "or bad value",
                                               ut->out, (int)p, m->offset);
-                                        goto out;
+                                        return -1;
                                 }
                                 found++;
-                                found_nopos += e == AAGW_ERR_NOENT;
+                                found_nopos += e != 0;
                                 at       = m->offset + 1;
                                 deadline = aagw_mono_ms() + SCAN_TIMEOUT_MS;
-                                /* Bounded memory on a long scan: what is
-                                 * folded so far can be stored (folding is
-                                 * idempotent; the output position moves
-                                 * only at the end of the partition). */
-                                if (aagw_store_batch_size(b) >= 65536 &&
-                                    aagw_store_batch_commit(b, err,
-                                                            sizeof(err))) {
+                                if (u->ops->fold_commit(u->st, false, err,
+                                                        sizeof(err))) {
                                         rd_kafka_message_destroy(m);
                                         rd_kafka_assign(u->reader, NULL);
                                         ufail(u, "storing what %s holds: %s",
                                               ut->out, err);
-                                        goto out;
+                                        return -1;
                                 }
                         }
                         rd_kafka_message_destroy(m);
                 }
                 rd_kafka_assign(u->reader, NULL);
-                struct aagw_pos np = {hi, -1};
-                aagw_store_batch_pos(b, u->scope_out, ut->out, p, &np);
+                u->ops->fold_out(u->st, ut->out, p, hi);
         }
-        if (aagw_store_batch_size(b) &&
-            aagw_store_batch_commit(b, err, sizeof(err))) {
+        if (u->ops->fold_commit(u->st, true, err, sizeof(err))) {
                 ufail(u, "storing what %s holds: %s", ut->out, err);
-                goto out;
+                return -1;
         }
-        /* Folded winners are in the store now. */
-        for (size_t i = 0; i < u->pend_lww.cap; i++)
-                if (u->pend_lww.e && u->pend_lww.e[i].epoch == UINT64_MAX) {
-                        kmap_del(&u->pend_lww, &u->pend_lww.e[i]);
-                        i = (size_t)-1; /* deletion shifts: rescan */
-                }
         /* Records in a partition the store knows nothing about: the
          * state dir is new or was lost (or emptied) while the unified
          * topic kept what earlier runs wrote.  Say so loudly: the state
@@ -961,10 +653,7 @@ static int recover_output(gw_unify_t *u, struct utopic *ut) {
                          "run after its last stored state were found and "
                          "folded in; they are not written again",
                          u->site, ut->out, found - found_nopos);
-        rc = 0;
-out:
-        aagw_store_batch_destroy(b);
-        return rc;
+        return 0;
 }
 
 static const char *topic_base(const aagw_repl_policy_t *pol,
@@ -975,7 +664,7 @@ static const char *topic_base(const aagw_repl_policy_t *pol,
         return t;
 }
 
-static struct utopic *utopic_get(gw_unify_t *u, const char *name, bool create) {
+static struct utopic *utopic_get(aagw_unify_t *u, const char *name, bool create) {
         for (size_t i = 0; i < u->ntopics; i++)
                 if (!strcmp(u->topics[i]->name, name))
                         return u->topics[i];
@@ -993,46 +682,28 @@ static struct utopic *utopic_get(gw_unify_t *u, const char *name, bool create) {
                 return NULL;
         }
 
-        const aagw_config_t *cfg = u->conf.cfg;
-        char                 key[AAGW_TOPIC_MAX + 64], err[256];
-        const char          *mode, *ek, *out;
-        snprintf(key, sizeof(key), "unify.topics.%s.mode", name);
-        if (!(mode = aagw_config_str(cfg, key)))
-                mode = aagw_config_str(cfg, "unify.mode");
-        if (!strcmp(mode, "off"))
+        struct aagw_unify_topic tc;
+        char                    err[512];
+        memset(&tc, 0, sizeof(tc));
+        if (u->conf.topic_conf(u->conf.opaque, name, &tc, err, sizeof(err))) {
+                aagw_log(AAGW_LOG_ERROR, "UNIFY", "unify@%s: %s", u->site,
+                         err);
+                return NULL;
+        }
+        if (tc.mode == AAGW_UNIFY_OFF)
                 return NULL;
         struct utopic *ut = calloc(1, sizeof(*ut));
-        if (!ut)
+        if (!ut) {
+                aagw_id_rule_destroy(tc.ekey_rule);
                 return NULL;
+        }
         snprintf(ut->name, sizeof(ut->name), "%s", name);
-        aagw_unify_lww_scope(u->site, name, ut->scope, sizeof(ut->scope));
-        ut->mode = !strcmp(mode, "lww") ? MODE_LWW : MODE_DEDUP;
-        snprintf(key, sizeof(key), "unify.topics.%s.output", name);
-        if ((out = aagw_config_str(cfg, key)))
-                snprintf(ut->out, sizeof(ut->out), "%s", out);
-        else if ((size_t)snprintf(ut->out, sizeof(ut->out), "%s%s", name,
-                                  aagw_config_str(cfg, "unify.suffix")) >=
-                 sizeof(ut->out)) {
-                aagw_log(AAGW_LOG_ERROR, "UNIFY",
-                         "unify@%s: %s: the unified topic name would exceed "
-                         "%d bytes; set unify.topics.%s.output",
-                         u->site, name, AAGW_TOPIC_MAX, name);
-                free(ut);
-                return NULL;
-        }
-        ut->id_rule = u->conf.id_rule_for
-                          ? u->conf.id_rule_for(u->conf.opaque, name)
-                          : NULL;
-        snprintf(key, sizeof(key), "unify.topics.%s.entity_key", name);
-        if (!(ek = aagw_config_str(cfg, key)))
-                ek = aagw_config_str(cfg, "unify.entity_key");
-        if (ek && strcmp(ek, "key") &&
-            !(ut->ekey_rule = aagw_id_rule_new(ek, err, sizeof(err)))) {
-                aagw_log(AAGW_LOG_ERROR, "UNIFY", "unify@%s: %s: %s", u->site,
-                         key, err);
-                free(ut);
-                return NULL;
-        }
+        u->ops->lww_scope(u->st, name, ut->scope, sizeof(ut->scope));
+        ut->mode      = tc.mode;
+        ut->id_rule   = tc.id_rule;
+        ut->ekey_rule = tc.ekey_rule;
+        ut->out_id    = -1;
+        memcpy(ut->out, tc.out, sizeof(ut->out));
         u->topics[u->ntopics++] = ut;
         atomic_store(&u->ntopics_pub, (int32_t)u->ntopics);
         return ut;
@@ -1044,8 +715,6 @@ static void utopic_free(struct utopic *ut) {
                 free(ut->in[i]->dirty);
                 free(ut->in[i]);
         }
-        for (int s = 0; s < EPOCHS; s++)
-                free(ut->out_max[s]);
         if (ut->out_rkt)
                 rd_kafka_topic_destroy(ut->out_rkt);
         aagw_id_rule_destroy(ut->ekey_rule);
@@ -1071,7 +740,7 @@ static int uinput_resize(struct uinput *ui, int32_t nparts) {
 
 /* Assign every input partition at its position: the one in memory if it
  * was read already, else the stored one, else the beginning. */
-static void reassign(gw_unify_t *u) {
+static void reassign(aagw_unify_t *u) {
         u->last_rkt = NULL; /* inputs changed: forget the cached one */
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(64);
@@ -1087,15 +756,13 @@ static void reassign(gw_unify_t *u) {
                         ninputs++;
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 int64_t off = ui->next[p];
-                                if (off < 0) {
-                                        struct aagw_pos pos;
-                                        if (aagw_store_pos_get(
-                                                u->conf.store, u->scope_in,
-                                                ui->topic, p, &pos, err,
-                                                sizeof(err)) == AAGW_OK &&
-                                            pos.next >= 0)
-                                                off = ui->next[p] = pos.next;
-                                }
+                                int64_t next;
+                                if (off < 0 &&
+                                    u->ops->pos(u->st, false, ui->topic, p,
+                                                &next, err,
+                                                sizeof(err)) == 0 &&
+                                    next >= 0)
+                                        off = ui->next[p] = next;
                                 rd_kafka_topic_partition_list_add(l, ui->topic,
                                                                   p)
                                     ->offset =
@@ -1111,7 +778,7 @@ static void reassign(gw_unify_t *u) {
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-static void discover(gw_unify_t *u) {
+static void discover(aagw_unify_t *u) {
         const struct rd_kafka_metadata *md = NULL;
         const aagw_repl_policy_t       *pol = u->conf.policy;
         bool                            changed = false;
@@ -1161,7 +828,7 @@ static void discover(gw_unify_t *u) {
                         aagw_log(AAGW_LOG_INFO, "UNIFY",
                                  "unify@%s: %s -> %s (%s)", u->site,
                                  mt->topic, ut->out,
-                                 ut->mode == MODE_LWW ? "lww" : "dedup");
+                                 ut->mode == AAGW_UNIFY_LWW ? "lww" : "dedup");
                 }
                 if (mt->partition_cnt > ui->nparts) {
                         if (uinput_resize(ui, mt->partition_cnt))
@@ -1181,14 +848,10 @@ static void discover(gw_unify_t *u) {
                 if (have <= 0)
                         continue;
                 ut->out_parts = have;
-                for (int s = 0; s < EPOCHS; s++) {
-                        ut->out_max[s] = malloc((size_t)have * sizeof(int64_t));
-                        if (!ut->out_max[s]) {
-                                ufail(u, "out of memory");
-                                break;
-                        }
-                        for (int p = 0; p < have; p++)
-                                ut->out_max[s][p] = -1;
+                if (ut->out_id < 0 &&
+                    (ut->out_id = u->ops->output(u->st, ut->out, have)) < 0) {
+                        ufail(u, "out of memory");
+                        break;
                 }
                 if (atomic_load(&u->stop))
                         break;
@@ -1205,7 +868,7 @@ static void discover(gw_unify_t *u) {
 
 /* Records behind the inputs' high watermarks, from the watermarks the
  * consumer's fetches cached (no request); -1 while one is unknown. */
-static void update_lag(gw_unify_t *u) {
+static void update_lag(aagw_unify_t *u) {
         int64_t lag = 0;
         for (size_t t = 0; t < u->ntopics && lag >= 0; t++) {
                 struct utopic *ut = u->topics[t];
@@ -1242,7 +905,7 @@ static struct uinput *input_of(struct utopic *ut, const char *topic) {
         return NULL;
 }
 
-static struct utopic *topic_of(gw_unify_t *u, const char *topic,
+static struct utopic *topic_of(aagw_unify_t *u, const char *topic,
                                struct uinput **uip) {
         const char *base = topic_base(u->conf.policy, topic);
         for (size_t i = 0; i < u->ntopics; i++)
@@ -1253,29 +916,9 @@ static struct utopic *topic_of(gw_unify_t *u, const char *topic,
         return NULL;
 }
 
-static int audit_add(gw_unify_t *u, struct epoch *ep, struct item *it,
-                     aagw_audit_verdict_t verdict) {
-        const struct aagw_prov *p = &it->v->prov;
-        struct aagw_audit       a = {
-            .time_ms   = u->now_batch,
-            .verdict   = verdict,
-            .site      = u->site,
-            .origin    = p->path_len ? p->origin : u->site,
-            .topic     = it->ui->topic,
-            .partition = it->m->partition,
-            .offset    = it->m->offset,
-            .hlc       = p->hlc,
-            .id        = p->id,
-            .id_len    = p->id_len,
-            .ekey      = it->ekey,
-            .ekey_len  = it->ekey_len > AAGW_AUDIT_EKEY_MAX
-                             ? AAGW_AUDIT_EKEY_MAX
-                             : it->ekey_len};
-        return aagw_store_batch_audit(ep->b, &a) ? -1 : 0;
-}
-
 /* Produce an accepted record to the output.  Takes over 'it->m'. */
-static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
+static int produce(aagw_unify_t *u, struct item *it,
+                   const struct aagw_unify_rec *r) {
         rd_kafka_message_t *m  = it->m;
         struct utopic      *ut = it->ut;
         struct aagw_prov_hdrs ph;
@@ -1313,17 +956,18 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
                 rd_kafka_header_add(h, u->in_hdr, -1, in, (ssize_t)n);
         }
 
-        memcpy(&hk, it->key, 8);
+        memcpy(&hk, r->key, 8);
         int32_t part = (int32_t)(hk % (uint64_t)ut->out_parts);
         struct token *tok = token_get(u);
         if (!tok) {
                 rd_kafka_headers_destroy(h);
+                u->ops->lost(u->st, u->ops->sent(u->st));
                 ufail(u, "out of memory");
                 return -1;
         }
-        tok->src  = m;
-        tok->ut   = ut;
-        tok->slot = u->open_slot;
+        tok->src = m;
+        tok->ut  = ut;
+        tok->ep  = u->ops->sent(u->st);
         rd_kafka_timestamp_type_t tstype;
         int64_t ts = rd_kafka_message_timestamp(m, &tstype);
         for (;;) {
@@ -1341,6 +985,8 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
                     atomic_load(&u->stop)) {
                         rd_kafka_headers_destroy(h);
                         tok->src = NULL;
+                        /* Decided, not sent: the epoch must not commit. */
+                        u->ops->lost(u->st, tok->ep);
                         token_put(u, tok);
                         if (!atomic_load(&u->stop))
                                 ufail(u, "produce to %s [%d]: %s", ut->out,
@@ -1349,22 +995,17 @@ static int produce(gw_unify_t *u, struct epoch *ep, struct item *it) {
                 }
                 rd_kafka_poll(u->producer, 10);
         }
-        ep->outstanding++;
         ADD(u->inflight, 1);
         it->m = NULL; /* the token owns it now */
         return 0;
 }
 
 /* Decide and produce one consumed batch, then seal it as an epoch. */
-static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
-        struct epoch *ep = open_epoch(u);
-        size_t        nids = 0, nlww = 0;
+static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
+        size_t nr = 0;
+        char   err[512];
 
-        u->now_batch = aagw_wall_ms();
-        char          err[512];
-
-        /* Pass 1: provenance, ids and keys; which ones the store must
-         * be asked about. */
+        /* Pass 1: provenance, ids and keys. */
         for (size_t i = 0; i < n; i++) {
                 struct item *it = &u->items[i];
                 memset(it, 0, sizeof(*it));
@@ -1401,17 +1042,11 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 it->ui->next[m->partition]  = m->offset + 1;
                 it->ui->dirty[m->partition] = true;
                 INC(u->records_in);
-                if (u->replay.cnt) {
-                        uint8_t      rk[16];
-                        struct kent *re;
-                        replay_key(tn, m->partition, m->offset, rk);
-                        if ((re = kmap_find(&u->replay, rk))) {
-                                /* Delivered by the previous run and
-                                 * folded in at the start. */
-                                kmap_del(&u->replay, re);
-                                INC(u->replayed);
-                                continue;
-                        }
+                if (u->ops->replayed(u->st, tn, m->partition, m->offset)) {
+                        /* Delivered by the previous run and folded in at
+                         * the start. */
+                        INC(u->replayed);
+                        continue;
                 }
                 struct aagw_rec rec;
                 fill_rec(u, m, tn, &rec);
@@ -1426,78 +1061,50 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                               tn, (int)m->partition, m->offset);
                         return;
                 }
-                it->state = 0;
-                if (it->v->kind != AAGW_VERDICT_REPLICATE)
-                        continue; /* rejected: decided in pass 2 */
-                if (it->ut->mode == MODE_DEDUP) {
-                        aagw_scoped_key(u->site, it->v->prov.id,
-                                        it->v->prov.id_len, it->key);
-                        kmap_prefetch(&u->pend_ids, it->key);
-                        it->probe = true;
-                } else {
-                        /* The key bytes must outlive this pass: a JSON
-                         * field is copied into the verdict's scratch. */
-                        char *buf = (char *)it->v->hdrs.buf;
-                        if (!entity_key(it->ut, &rec, it->v->prov.origin, buf,
-                                        sizeof(it->v->hdrs.buf), &it->ekey,
-                                        &it->ekey_len)) {
-                                it->ekey = NULL;
-                                continue;
-                        }
-                        aagw_scoped_key(it->ut->scope, it->ekey,
-                                        it->ekey_len, it->key);
-                        kmap_prefetch(&u->pend_lww, it->key);
-                        it->probe = true;
-                }
-        }
-        /* Pass 1b: keys decided in a pending epoch need no lookup (the
-         * probes come a whole pass after their prefetch). */
-        for (size_t i = 0; i < n; i++) {
-                struct item *it = &u->items[i];
-                if (!it->probe)
+                it->state                = 0;
+                struct aagw_unify_rec *r = &u->recs[nr];
+                u->ritem[nr++]           = i;
+                memset(r, 0, offsetof(struct aagw_unify_rec, key));
+                r->probe     = false;
+                r->mode      = it->ut->mode;
+                r->prov      = &it->v->prov;
+                r->scope     = it->ut->scope;
+                r->topic     = it->ui->topic;
+                r->partition = m->partition;
+                r->offset    = m->offset;
+                r->tombstone = m->payload == NULL;
+                if (it->v->kind != AAGW_VERDICT_REPLICATE) {
+                        r->rejected = true; /* audited, dead-lettered */
                         continue;
-                if (it->ut->mode == MODE_DEDUP) {
-                        if (kmap_find(&u->pend_ids, it->key))
-                                continue;
-                        it->lookup = true;
-                        it->li     = nids;
-                        memcpy(u->lk_ids[nids++], it->key, 16);
-                } else {
-                        if (kmap_find(&u->pend_lww, it->key))
-                                continue;
-                        it->lookup = true;
-                        it->li     = nlww;
-                        memcpy(u->lk_lww[nlww++], it->key, 16);
                 }
+                /* lww: the key bytes must outlive this pass: a JSON
+                 * field is copied into the verdict's scratch. */
+                if (r->mode == AAGW_UNIFY_LWW &&
+                    !entity_key(it->ut, &rec, it->v->prov.origin,
+                                (char *)it->v->hdrs.buf,
+                                sizeof(it->v->hdrs.buf), &r->ekey,
+                                &r->ekey_len)) {
+                        r->ekey     = NULL;
+                        r->ekey_len = 0;
+                        r->rejected = true; /* no entity key */
+                        continue;
+                }
+                u->ops->key(u->st, r);
         }
-        if (nids && aagw_store_seen_lookup(u->conf.store,
-                                           (const uint8_t(*)[16])u->lk_ids,
-                                           nids, u->found_ids, NULL, err,
-                                           sizeof(err))) {
-                ufail(u, "looking up ids: %s", err);
+        /* Pass 2: the decisions, all at once (the decider asks the store
+         * about every key no pending epoch knows, in one lookup). */
+        if (nr && u->ops->decide(u->st, u->recs, nr, aagw_wall_ms(), err,
+                                 sizeof(err))) {
+                ufail(u, "%s", err);
                 return;
         }
-        if (nlww && aagw_store_lww_lookup(u->conf.store,
-                                          (const uint8_t(*)[16])u->lk_lww,
-                                          nlww, u->found_lww, u->lww_out, err,
-                                          sizeof(err))) {
-                ufail(u, "looking up winners: %s", err);
-                return;
-        }
-
-        /* Pass 2, in order: the decisions. */
-        for (size_t i = 0; i < n && !atomic_load(&u->stop); i++) {
-                struct item   *it = &u->items[i];
-                struct utopic *ut = it->ut;
-                if (i + 8 < n && it[8].probe)
-                        kmap_prefetch(it[8].ut->mode == MODE_DEDUP
-                                          ? &u->pend_ids
-                                          : &u->pend_lww,
-                                      it[8].key);
-                if (it->state)
-                        continue;
-                if (it->v->kind != AAGW_VERDICT_REPLICATE ||
-                    (ut->mode == MODE_LWW && !it->ekey)) {
+        /* Pass 3, in order: count and produce. */
+        for (size_t k = 0; k < nr; k++) {
+                struct aagw_unify_rec *r  = &u->recs[k];
+                struct item           *it = &u->items[u->ritem[k]];
+                struct utopic         *ut = it->ut;
+                switch (r->outcome) {
+                case AAGW_UNIFY_REJECTED:
                         if (it->v->kind != AAGW_VERDICT_REPLICATE &&
                             it->v->action == AAGW_BAD_FAIL) {
                                 ufail(u, "%s [%d] offset %" PRId64
@@ -1510,106 +1117,31 @@ static void process(gw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                                                            : it->v->id_reason));
                                 return;
                         }
-                        /* A rejected record keeps the derived id for the
-                         * audit log; the replicator dead-letters it. */
-                        struct aagw_prov *p = &it->v->prov;
-                        p->path_len = 0;
-                        p->id_len   = aagw_id_derive(
-                            u->site, it->ui->topic, it->m->partition,
-                            it->m->offset, p->id, sizeof(p->id));
-                        if (p->id_len >= sizeof(p->id))
-                                p->id_len = sizeof(p->id) - 1;
-                        p->hlc = 0;
                         INC(u->rejected);
                         INC(ut->rejected);
-                        if (audit_add(u, ep, it, AAGW_AUDIT_REJECTED))
-                                goto oom;
                         continue;
-                }
-                if (ut->mode == MODE_DEDUP) {
-                        bool dup = it->lookup ? u->found_ids[it->li] : true;
-                        if (!dup && kmap_find(&u->pend_ids, it->key))
-                                dup = true; /* earlier in this batch */
-                        if (dup) {
-                                INC(u->dropped);
-                                INC(ut->dropped);
-                                if (audit_add(u, ep, it, AAGW_AUDIT_DROPPED))
-                                        goto oom;
-                                continue;
-                        }
-                        const struct aagw_prov *p = &it->v->prov;
-                        struct aagw_seen s = {
-                            .time_ms = u->now_batch, .hlc = p->hlc,
-                            .partition = it->m->partition,
-                            .offset = it->m->offset};
-                        copy_str(s.site, sizeof(s.site), u->site);
-                        copy_str(s.origin, sizeof(s.origin), p->origin);
-                        copy_str(s.topic, sizeof(s.topic), it->ui->topic);
-                        struct kent *pe = kmap_put(&u->pend_ids, it->key);
-                        /* The seen entry records the delivery (where,
-                         * when, from which input): an audit entry too
-                         * only if asked for (unify.audit_accepted). */
-                        if (!pe || epoch_key(ep, it->key, MODE_DEDUP) ||
-                            aagw_store_batch_seen(ep->b, it->key, &s) ||
-                            (u->audit_accepted &&
-                             audit_add(u, ep, it, AAGW_AUDIT_ACCEPTED)))
-                                goto oom;
-                        pe->epoch = ep->seq;
-                } else {
-                        const struct aagw_prov *p = &it->v->prov;
-                        struct aagw_lww        *cur = NULL, nw;
-                        struct kent            *pe =
-                            kmap_find(&u->pend_lww, it->key);
-                        if (pe)
-                                cur = pe->val;
-                        else if (it->lookup && u->found_lww[it->li])
-                                cur = &u->lww_out[it->li];
-                        memset(&nw.v, 0, offsetof(struct aagw_version, id));
-                        nw.time_ms   = u->now_batch;
-                        nw.tombstone = it->m->payload == NULL;
-                        nw.v.hlc     = p->hlc;
-                        copy_str(nw.v.origin, sizeof(nw.v.origin),
-                                 p->origin);
-                        nw.v.id_len = p->id_len;
-                        memcpy(nw.v.id, p->id, p->id_len);
-                        nw.v.id[p->id_len] = '\0';
-                        int c = cur ? aagw_version_cmp(&nw.v, &cur->v) : 1;
-                        if (c <= 0) {
-                                aagw_audit_verdict_t av =
-                                    c < 0 ? AAGW_AUDIT_SUPERSEDED
-                                          : AAGW_AUDIT_IDENTICAL;
-                                if (c < 0) {
-                                        INC(u->superseded);
-                                        INC(ut->superseded);
-                                } else {
-                                        INC(u->identical);
-                                        INC(ut->identical);
-                                }
-                                if (audit_add(u, ep, it, av))
-                                        goto oom;
-                                continue;
-                        }
-                        if (!pe && !(pe = kmap_put(&u->pend_lww, it->key)))
-                                goto oom;
-                        if (!pe->val && !(pe->val = malloc(sizeof(nw))))
-                                goto oom;
-                        memcpy(pe->val, &nw, sizeof(nw));
-                        pe->epoch = ep->seq;
-                        if (epoch_key(ep, it->key, MODE_LWW) ||
-                            aagw_store_batch_lww(ep->b, it->key, &nw) ||
-                            audit_add(u, ep, it, AAGW_AUDIT_ACCEPTED))
-                                goto oom;
+                case AAGW_UNIFY_DROPPED:
+                        INC(u->dropped);
+                        INC(ut->dropped);
+                        continue;
+                case AAGW_UNIFY_SUPERSEDED:
+                        INC(u->superseded);
+                        INC(ut->superseded);
+                        continue;
+                case AAGW_UNIFY_IDENTICAL:
+                        INC(u->identical);
+                        INC(ut->identical);
+                        continue;
+                case AAGW_UNIFY_ACCEPTED:
+                        break;
                 }
                 INC(u->accepted);
                 INC(ut->accepted);
-                if (produce(u, ep, it))
+                if (produce(u, it, r))
                         return;
         }
         if (seal_epoch(u) && !atomic_load(&u->stop))
                 ufail(u, "cannot open a new epoch");
-        return;
-oom:
-        ufail(u, "out of memory (or a value the store refuses)");
 }
 
 /* -------------------------------------------------------------- THREAD --- */
@@ -1619,7 +1151,7 @@ oom:
  * stage's own positions, on the refreshed metadata, starts them again.
  * Only looked at with the queue empty, so the stage's own backlog is
  * never taken for a stall. */
-static void restart_stalled(gw_unify_t *u, int64_t now) {
+static void restart_stalled(aagw_unify_t *u, int64_t now) {
         struct aagw_stall_report r[16];
         char                     who[AAGW_ALIAS_MAX + 8];
         size_t n = aagw_fetch_waker_stalled(u->waker, now, r, 16);
@@ -1634,7 +1166,7 @@ static void restart_stalled(gw_unify_t *u, int64_t now) {
 }
 
 static void *unify_main(void *arg) {
-        gw_unify_t          *u = arg;
+        aagw_unify_t          *u = arg;
         rd_kafka_message_t **msgs = calloc(BATCH_MAX, sizeof(*msgs));
         int                  refresh_ms = u->conf.refresh_ms > 0
                                               ? u->conf.refresh_ms
@@ -1651,7 +1183,6 @@ static void *unify_main(void *arg) {
         aagw_qwait_t     *qwait = aagw_qwait_new(qs, 2);
         int64_t           last_poke_ms = 0;
 
-        u->epochs[u->open_slot].seq = ++u->next_seq;
         discover(u);
         u->last_refresh_ms = aagw_mono_ms();
         if (atomic_load(&u->state) == AAGW_FLOW_STARTING)
@@ -1720,7 +1251,7 @@ static void *unify_main(void *arg) {
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
 
-static rd_kafka_t *make_client(gw_unify_t *u, rd_kafka_type_t type,
+static rd_kafka_t *make_client(aagw_unify_t *u, rd_kafka_type_t type,
                                const char *role, const char *const *extra,
                                char *errstr, size_t errstr_size) {
         char                     name[AAGW_ALIAS_MAX + 32];
@@ -1744,42 +1275,32 @@ static rd_kafka_t *make_client(gw_unify_t *u, rd_kafka_type_t type,
         return aagw_kafka_client_new(&c, errstr, errstr_size);
 }
 
-gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
-                         size_t errstr_size) {
-        gw_unify_t *u = calloc(1, sizeof(*u));
-        char        group[AAGW_ALIAS_MAX * 2 + 64], rgroup[sizeof(group) + 8];
-        const char *hp = c->header_prefix ? c->header_prefix : "aagw.";
+aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
+                             size_t errstr_size) {
+        aagw_unify_t *u = calloc(1, sizeof(*u));
+        char          group[AAGW_ALIAS_MAX * 2 + 64], rgroup[sizeof(group) + 8];
+        const char   *hp = c->header_prefix ? c->header_prefix : "aagw.";
 
         if (!u) {
                 snprintf(errstr, errstr_size, "out of memory");
                 return NULL;
         }
         u->conf        = *c;
+        u->ops         = c->state;
+        u->st          = c->state_opaque;
         u->tokens.size = sizeof(struct token);
         pthread_mutex_init(&u->lock, NULL);
         snprintf(u->site, sizeof(u->site), "%s", c->site);
-        aagw_unify_pos_scope(c->site, false, u->scope_in, sizeof(u->scope_in));
-        aagw_unify_pos_scope(c->site, true, u->scope_out, sizeof(u->scope_out));
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
-        u->audit_accepted = aagw_config_bool(c->cfg, "unify.audit_accepted");
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
         u->items    = calloc(BATCH_MAX, sizeof(*u->items));
         u->verdicts = calloc(BATCH_MAX, sizeof(*u->verdicts));
-        u->lk_ids   = calloc(BATCH_MAX, sizeof(*u->lk_ids));
-        u->lk_lww   = calloc(BATCH_MAX, sizeof(*u->lk_lww));
-        u->found_ids = calloc(BATCH_MAX, sizeof(*u->found_ids));
-        u->found_lww = calloc(BATCH_MAX, sizeof(*u->found_lww));
-        u->lww_out  = calloc(BATCH_MAX, sizeof(*u->lww_out));
-        if (!u->items || !u->verdicts || !u->lk_ids || !u->lk_lww ||
-            !u->found_ids || !u->found_lww || !u->lww_out) {
+        u->recs     = calloc(BATCH_MAX, sizeof(*u->recs));
+        u->ritem    = calloc(BATCH_MAX, sizeof(*u->ritem));
+        if (!u->items || !u->verdicts || !u->recs || !u->ritem) {
                 snprintf(errstr, errstr_size, "out of memory");
                 goto fail;
         }
-        for (int s = 0; s < EPOCHS; s++)
-                if (!(u->epochs[s].b = aagw_store_batch_new(c->store))) {
-                        snprintf(errstr, errstr_size, "out of memory");
-                        goto fail;
-                }
 
         snprintf(group, sizeof(group), "aagw.%s.unify.%s", c->gateway_id,
                  c->site);
@@ -1818,11 +1339,11 @@ gw_unify_t *gw_unify_new(const struct gw_unify_conf *c, char *errstr,
         atomic_store(&u->state, AAGW_FLOW_STARTING);
         return u;
 fail:
-        gw_unify_destroy(u);
+        aagw_unify_destroy(u);
         return NULL;
 }
 
-int gw_unify_start(gw_unify_t *u, char *errstr, size_t errstr_size) {
+int aagw_unify_start(aagw_unify_t *u, char *errstr, size_t errstr_size) {
         int err = pthread_create(&u->thread, NULL, unify_main, u);
         if (err) {
                 snprintf(errstr, errstr_size, "cannot start a thread: %s",
@@ -1833,12 +1354,12 @@ int gw_unify_start(gw_unify_t *u, char *errstr, size_t errstr_size) {
         return 0;
 }
 
-void gw_unify_stop(gw_unify_t *u) {
+void aagw_unify_stop(aagw_unify_t *u) {
         if (u)
                 atomic_store(&u->stop, true);
 }
 
-void gw_unify_destroy(gw_unify_t *u) {
+void aagw_unify_destroy(aagw_unify_t *u) {
         if (!u)
                 return;
         atomic_store(&u->stop, true);
@@ -1874,44 +1395,33 @@ void gw_unify_destroy(gw_unify_t *u) {
                 rd_kafka_destroy(u->admin);
         for (size_t t = 0; t < u->ntopics; t++)
                 utopic_free(u->topics[t]);
-        for (int s = 0; s < EPOCHS; s++) {
-                aagw_store_batch_destroy(u->epochs[s].b);
-                free(u->epochs[s].keys);
-                free(u->epochs[s].kmode);
-        }
-        kmap_free(&u->pend_ids);
-        kmap_free(&u->pend_lww);
-        kmap_free(&u->replay);
         aagw_pool_free(&u->tokens);
         free(u->items);
         free(u->verdicts);
-        free(u->lk_ids);
-        free(u->lk_lww);
-        free(u->found_ids);
-        free(u->found_lww);
-        free(u->lww_out);
+        free(u->recs);
+        free(u->ritem);
         free(u->hdrs);
         pthread_mutex_destroy(&u->lock);
         free(u);
 }
 
-aagw_flow_state_t gw_unify_state(const gw_unify_t *u) {
-        return (aagw_flow_state_t)atomic_load(&((gw_unify_t *)u)->state);
+aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u) {
+        return (aagw_flow_state_t)atomic_load(&((aagw_unify_t *)u)->state);
 }
 
-const char *gw_unify_site(const gw_unify_t *u) {
+const char *aagw_unify_site(const aagw_unify_t *u) {
         return u->site;
 }
 
-void gw_unify_error(const gw_unify_t *uc, char *buf, size_t size) {
-        gw_unify_t *u = (gw_unify_t *)uc;
+void aagw_unify_error(const aagw_unify_t *uc, char *buf, size_t size) {
+        aagw_unify_t *u = (aagw_unify_t *)uc;
         pthread_mutex_lock(&u->lock);
         snprintf(buf, size, "%s", u->error);
         pthread_mutex_unlock(&u->lock);
 }
 
-void gw_unify_stats(const gw_unify_t *uc, struct gw_unify_stats *st) {
-        gw_unify_t *u = (gw_unify_t *)uc;
+void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
+        aagw_unify_t *u = (aagw_unify_t *)uc;
         memset(st, 0, sizeof(*st));
 #define LD(x) atomic_load_explicit(&u->x, RELAXED)
         st->records_in  = LD(records_in);
