@@ -178,31 +178,20 @@ static int64_t read_range(rd_kafka_t *rk, const char *topic, int32_t partition,
                           int64_t from, int64_t to,
                           bool (*fn)(void *, const rd_kafka_message_t *),
                           void *arg) {
-        rd_kafka_topic_partition_list_t *a;
-        int64_t deadline = aagw_mono_ms() + TIMEOUT_MS, n = 0, last = from - 1;
+        struct aagw_kafka_range r = {.topic      = topic,
+                                     .partition  = partition,
+                                     .from       = from,
+                                     .to         = to,
+                                     .timeout_ms = TIMEOUT_MS,
+                                     .fn         = fn,
+                                     .arg        = arg};
+        int64_t                 n;
+        aagw_kafka_range_end_t  end = aagw_kafka_read_range(rk, &r, &n);
 
-        if (from >= to)
-                return 0;
-        a = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(a, topic, partition)->offset = from;
-        rd_kafka_assign(rk, a);
-        rd_kafka_topic_partition_list_destroy(a);
-        while (last < to - 1 && aagw_mono_ms() < deadline) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-                if (!m)
-                        continue;
-                if (!m->err) {
-                        last = m->offset;
-                        n++;
-                        if (m->offset < to && !fn(arg, m)) {
-                                rd_kafka_message_destroy(m);
-                                break;
-                        }
-                }
-                rd_kafka_message_destroy(m);
-        }
-        rd_kafka_assign(rk, NULL);
-        return last < to - 1 && n == 0 ? -1 : n;
+        return (end == AAGW_RANGE_TIMEOUT || end == AAGW_RANGE_FAILED) &&
+                       n == 0
+                   ? -1
+                   : n;
 }
 
 /* ----------------------------------------------------------- TRANSLATE -- */

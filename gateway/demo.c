@@ -557,21 +557,43 @@ static bool json_str(json_tokener *tok, const rd_kafka_message_t *m,
         return ok;
 }
 
+/* What read_topic() hands each record to. */
+struct reader {
+        struct gw_demo  *d;
+        int              site;
+        const char      *field;
+        record_fn       *fn;
+        void            *arg;
+        struct readback *rb;
+        json_tokener    *tok;
+};
+
+static bool read_one(void *arg, const rd_kafka_message_t *m) {
+        struct reader *r = arg;
+        char           id[128];
+
+        r->rb->records++;
+        if (json_str(r->tok, m, r->field, id, sizeof(id)))
+                r->fn(r->d, r->site, id, m, r->rb, r->arg);
+        else
+                r->rb->unknown++;
+        return true;
+}
+
 /* Read 'topic' at site 'site' from its beginning to the high watermarks
  * (taken once, the gateway being idle), handing each record's 'field' to
  * 'fn'.  -1 with the reason in 'err'. */
 static int read_topic(struct gw_demo *d, int site, const char *topic,
                       const char *field, record_fn *fn, void *arg,
                       struct readback *rb, char *err, size_t errsize) {
-        const struct rd_kafka_metadata  *md = NULL;
-        rd_kafka_topic_partition_list_t *tp = NULL;
-        rd_kafka_topic_t                *rkt;
-        rd_kafka_conf_t                 *conf;
-        rd_kafka_t                      *rk;
-        json_tokener                    *tok = json_tokener_new();
-        int64_t hi[256], left = 0, deadline = aagw_mono_ms() + READ_TIMEOUT_MS;
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t               *rkt;
+        rd_kafka_conf_t                *conf;
+        rd_kafka_t                     *rk;
+        json_tokener                   *tok = json_tokener_new();
+        int64_t left = 0, deadline = aagw_mono_ms() + READ_TIMEOUT_MS;
         int     nparts = 0, rc = -1;
-        char    id[128];
+        struct reader rd = {d, site, field, fn, arg, rb, tok};
 
         memset(rb, 0, sizeof(*rb));
         conf = aagw_kafka_conf_new(
@@ -609,42 +631,27 @@ static int read_topic(struct gw_demo *d, int site, const char *topic,
         nparts = md->topics[0].partition_cnt;
         if (nparts > 256)
                 nparts = 256;
-        tp = rd_kafka_topic_partition_list_new(nparts);
         for (int p = 0; p < nparts; p++) {
-                int64_t lo;
+                int64_t lo, hi, n;
                 if ((e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo,
-                                                          &hi[p], 10000))) {
+                                                          &hi, 10000))) {
                         snprintf(err, errsize, "%s [%d] at %s: watermarks: %s",
                                  topic, p, site_alias[site],
                                  rd_kafka_err2str(e));
                         goto out;
                 }
                 rb->truncated |= lo > 0;
-                if (hi[p] > lo) {
-                        rd_kafka_topic_partition_list_add(tp, topic, p)
-                            ->offset = lo;
-                        left += hi[p] - lo;
-                }
-        }
-        if ((e = rd_kafka_assign(rk, tp))) {
-                snprintf(err, errsize, "%s at %s: assign: %s", topic,
-                         site_alias[site], rd_kafka_err2str(e));
-                goto out;
-        }
-        while (left > 0 && aagw_mono_ms() < deadline) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-                if (!m)
-                        continue;
-                if (!m->err && m->partition < nparts &&
-                    m->offset < hi[m->partition]) {
-                        left--;
-                        rb->records++;
-                        if (json_str(tok, m, field, id, sizeof(id)))
-                                fn(d, site, id, m, rb, arg);
-                        else
-                                rb->unknown++;
-                }
-                rd_kafka_message_destroy(m);
+                int64_t wait = deadline - aagw_mono_ms();
+                struct aagw_kafka_range r = {
+                    .topic      = topic,
+                    .partition  = p,
+                    .from       = lo,
+                    .to         = hi,
+                    .timeout_ms = wait > 0 ? (int)wait : 0,
+                    .fn         = read_one,
+                    .arg        = &rd};
+                aagw_kafka_read_range(rk, &r, &n);
+                left += hi - lo - n;
         }
         if (left > 0) {
                 snprintf(err, errsize,
@@ -654,8 +661,6 @@ static int read_topic(struct gw_demo *d, int site, const char *topic,
         }
         rc = 0;
 out:
-        if (tp)
-                rd_kafka_topic_partition_list_destroy(tp);
         if (md)
                 rd_kafka_metadata_destroy(md);
         rd_kafka_consumer_close(rk);

@@ -577,6 +577,48 @@ int aagw_kafka_group_members_probe(const char *bootstraps,
                                    const char *const *props, size_t prop_cnt,
                                    const char *group, int timeout_ms);
 
+/* ----------------------------- READ A RANGE ---------------------------- */
+
+/** How aagw_kafka_read_range() ended. */
+typedef enum {
+        AAGW_RANGE_DONE    = 0, /**< read to the end of the range */
+        AAGW_RANGE_ABORTED = 1, /**< the callback returned false */
+        AAGW_RANGE_TIMEOUT = 2, /**< the deadline passed first */
+        AAGW_RANGE_STOPPED = 3, /**< @p stop was set first */
+        AAGW_RANGE_FAILED  = 4, /**< the partition could not be assigned */
+} aagw_kafka_range_end_t;
+
+/** One partition range to read, [@p from, @p to). */
+struct aagw_kafka_range {
+        const char        *topic;
+        int32_t            partition;
+        int64_t            from, to;
+        int                timeout_ms; /**< the deadline */
+        bool               progress;   /**< the deadline restarts at each
+                                            record (a long range takes as
+                                            long as it takes) */
+        const atomic_bool *stop;       /**< NULL: none */
+        /** Each record in the range, in order; false: stop reading. */
+        bool (*fn)(void *arg, const rd_kafka_message_t *m);
+        /** Consumer errors (not the end of the partition); may be NULL. */
+        void (*on_error)(void *arg, rd_kafka_resp_err_t err,
+                         const char *reason);
+        void *arg;
+};
+
+/**
+ * @brief Read a range of one partition through the assign-only consumer
+ * @p rk (assigned for the call, unassigned after).  The read ends at the
+ * range's last offset, at a record past it (its end was compacted away),
+ * or, for a consumer with enable.partition.eof, at the end of the
+ * partition (offsets that are not records never arrive).
+ * @returns how it ended, with the number of records handed to fn in
+ * @p nread.
+ */
+aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
+                                             const struct aagw_kafka_range *r,
+                                             int64_t *nread);
+
 /* -------------------------------- UNIFY -------------------------------- */
 
 /**

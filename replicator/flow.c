@@ -110,16 +110,18 @@ struct ttrack {
 
 /* The msg_opaque of every produced record: which slot it fills. */
 struct token {
-        struct ptrack      *pt;
-        uint64_t            seq;
-        bool                dlq;
-        rd_kafka_message_t *src; /* the consumed record: its key and value
-                                    are produced without a copy, so it
-                                    lives until the final delivery report */
+        struct replicator_token base; /* the consumed record: its key and
+                                         value are produced without a copy,
+                                         so it lives until the final
+                                         delivery report */
+        struct ptrack          *pt;
+        uint64_t                seq;
+        bool                    dlq;
 };
 
 struct aagw_flow {
         char                      name[2 * AAGW_ALIAS_MAX + 3];
+        char                      who[2 * AAGW_ALIAS_MAX + 4]; /* "NAME:" */
         char                      scope[2 * AAGW_ALIAS_MAX + 8];
         char                      source[AAGW_ALIAS_MAX + 1];
         char                      target[AAGW_ALIAS_MAX + 1];
@@ -136,11 +138,12 @@ struct aagw_flow {
         rd_kafka_topic_t         *dlq_rkt;
         pthread_t                 thread;
         bool                      thread_started;
-        atomic_bool               stop, paused_req;
+        struct replicator_delivery delivery; /* on_delivery() */
+        struct replicator_ctl     ctl; /* state, stop, the failure; its
+                                          lock also guards the topic
+                                          table's shape */
+        atomic_bool               paused_req;
         bool                      paused;
-        _Atomic int               state;
-        pthread_mutex_t           lock; /* error text, topic table shape */
-        char                      error[512];
         bool                      admin_create_unsupported;
 
         struct ttrack **topics;
@@ -183,38 +186,16 @@ struct aagw_flow {
 #define INC(x) ADD(x, 1)
 
 /* Fail the flow closed: it stops consuming and reports why. */
-static void flow_fail(aagw_flow_t *f, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void flow_fail(aagw_flow_t *f, const char *fmt, ...) {
-        va_list ap;
-        pthread_mutex_lock(&f->lock);
-        if (!f->error[0]) {
-                va_start(ap, fmt);
-                vsnprintf(f->error, sizeof(f->error), fmt, ap);
-                va_end(ap);
-                aagw_log(AAGW_LOG_ERROR, "FLOW", "%s: failed: %s", f->name,
-                         f->error);
-        }
-        pthread_mutex_unlock(&f->lock);
-        atomic_store(&f->state, AAGW_FLOW_FAILED);
-        atomic_store(&f->stop, true);
-}
+#define flow_fail(f, ...) replicator_fail(&(f)->ctl, __VA_ARGS__)
 
 /* -------------------------------------------------------------- TOKENS -- */
 
 static struct token *token_get(aagw_flow_t *f) {
-        struct token *t = aagw_pool_get(&f->tokens);
-        if (t)
-                memset(t, 0, sizeof(*t));
-        return t;
+        return replicator_token_get(&f->tokens);
 }
 
 static void token_put(aagw_flow_t *f, struct token *t) {
-        if (t->src) {
-                rd_kafka_message_destroy(t->src);
-                t->src = NULL;
-        }
-        aagw_pool_put(&f->tokens, t);
+        replicator_token_put(&f->tokens, &t->base);
 }
 
 /* ---------------------------------------------------------------- RING -- */
@@ -321,14 +302,10 @@ static void produce_dlq(aagw_flow_t *f, struct token *tok,
                         const rd_kafka_message_t *m, const char *why);
 
 /* Delivery report: runs on the flow thread (rd_kafka_poll(producer)). */
-static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-        aagw_flow_t  *f   = opaque;
-        struct token *tok = m->_private;
-        (void)rk;
-
-        if (!tok)
-                return;
-        struct ptrack *pt = tok->pt;
+static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
+        aagw_flow_t   *f   = stage;
+        struct token  *tok = t;
+        struct ptrack *pt  = tok->pt;
         struct slot   *sl = &pt->ring[tok->seq & (pt->cap - 1)];
 
         if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
@@ -391,28 +368,9 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
                          int32_t partition, const rd_kafka_message_t *m,
                          rd_kafka_headers_t *hdrs, int64_t ts, void *opaque,
                          rd_kafka_resp_err_t *errp) {
-        for (;;) {
-                rd_kafka_resp_err_t err = rd_kafka_producev(
-                    f->producer, RD_KAFKA_V_RKT(rkt),
-                    RD_KAFKA_V_PARTITION(partition),
-                    /* No copy: the consumed record outlives the
-                     * produce (token.src) until its final report. */
-                    RD_KAFKA_V_MSGFLAGS(0),
-                    RD_KAFKA_V_KEY(m->key, m->key_len),
-                    RD_KAFKA_V_VALUE(m->payload, m->len),
-                    RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
-                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
-                    RD_KAFKA_V_END);
-                if (!err)
-                        return 0;
-                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
-                    atomic_load(&f->stop)) {
-                        *errp = err;
-                        return -1;
-                }
-                rd_kafka_poll(f->producer, 10);
-                f->now_cache = aagw_wall_ms();
-        }
+        *errp = replicator_produce(f->producer, rkt, partition, m, hdrs, ts,
+                                   opaque, &f->ctl.stop, &f->now_cache);
+        return *errp ? -1 : 0;
 }
 
 static void dlq_ensure(aagw_flow_t *f);
@@ -494,46 +452,19 @@ static struct ptrack *part_get(aagw_flow_t *f, struct ttrack *tt,
 /* Partition count of 'topic' on the cluster of 'rk', -1 if the topic does
  * not exist, -2 on error.  Asks for all topics so that the question never
  * auto-creates the topic. */
-static int partition_count(rd_kafka_t *rk, const struct rd_kafka_metadata *md,
-                           const char *topic) {
-        (void)rk;
-        for (int i = 0; i < md->topic_cnt; i++)
-                if (!strcmp(md->topics[i].topic, topic))
-                        return md->topics[i].err ? -1
-                                                 : md->topics[i].partition_cnt;
-        return -1;
-}
-
-/* Try to create 'topic' with 'partitions' through the Admin API.
- * Returns 0 if created (or it exists), -1 if the broker would not. */
-static int admin_create(aagw_flow_t *f, const char *topic, int partitions) {
-        char err[256];
-        int  rc;
-
-        if (f->admin_create_unsupported)
-                return -1;
-        rc = aagw_kafka_topic_create(f->admin, topic, partitions,
-                                     ADMIN_TIMEOUT_MS, err, sizeof(err));
-        if (rc == 0) {
-                aagw_log(AAGW_LOG_INFO, "FLOW",
-                         "%s: created topic %s with %d partitions at %s",
-                         f->name, topic, partitions, f->target);
-                return 0;
-        }
-        if (rc == -2) {
-                /* Timed out or unsupported: this cluster lacks the
-                 * feature.  Say so once and rely on auto-creation. */
-                f->admin_create_unsupported = true;
-                aagw_log(AAGW_LOG_WARN, "FLOW",
-                         "%s: cluster %s does not create topics through the "
-                         "Admin API (%s); relying on broker auto-creation "
-                         "from now on",
-                         f->name, f->target, err);
-        } else
-                aagw_log(AAGW_LOG_WARN, "FLOW",
-                         "%s: cannot create topic %s at %s: %s", f->name,
-                         topic, f->target, err);
-        return -1;
+/* Create 'topic' with 'partitions' at the target, through the Admin API
+ * or (with 'autocreate') the producer's auto-creation.  Returns its
+ * partition count, or -1. */
+static int make_topic(aagw_flow_t *f, const char *topic, int partitions,
+                      bool autocreate) {
+        struct replicator_topic_maker tm = {
+            .admin             = f->admin,
+            .producer          = autocreate ? f->producer : NULL,
+            .tag               = "FLOW",
+            .who               = f->name,
+            .cluster           = f->target,
+            .admin_unsupported = &f->admin_create_unsupported};
+        return replicator_topic_make(&tm, topic, partitions);
 }
 
 /* Create the dead-letter topic (one partition) through the Admin API if
@@ -547,10 +478,10 @@ static void dlq_ensure(aagw_flow_t *f) {
 
         if (rd_kafka_metadata(f->admin, 1, NULL, &md, 5000))
                 return; /* the produce reports what is wrong */
-        have = partition_count(f->admin, md, f->dlq_topic);
+        have = replicator_md_partitions(md, f->dlq_topic);
         rd_kafka_metadata_destroy(md);
         if (have < 0)
-                admin_create(f, f->dlq_topic, 1);
+                make_topic(f, f->dlq_topic, 1, false);
 }
 
 /* Make sure the target topic exists with at least 'want' partitions.
@@ -567,20 +498,10 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
                          f->name, f->target, rd_kafka_err2str(err));
                 return -2;
         }
-        have = partition_count(f->admin, md, tt->remote);
+        have = replicator_md_partitions(md, tt->remote);
         rd_kafka_metadata_destroy(md);
-        if (have < 0 && admin_create(f, tt->remote, want) == 0)
-                return want;
-        if (have < 0) {
-                /* Auto-create by asking for this topic's metadata from
-                 * the producer, which may create topics. */
-                if ((have = aagw_kafka_topic_autocreate(f->producer,
-                                                        tt->remote, 5000)) < 0)
-                        return -2;
-                aagw_log(AAGW_LOG_INFO, "FLOW",
-                         "%s: topic %s auto-created at %s with %d partitions",
-                         f->name, tt->remote, f->target, have);
-        }
+        if (have < 0 && (have = make_topic(f, tt->remote, want, true)) < 0)
+                return -2;
         if (have < want) {
                 if (!tt->refused)
                         aagw_log(AAGW_LOG_ERROR, "FLOW",
@@ -663,9 +584,9 @@ static void discover(aagw_flow_t *f) {
                                           ? f->conf.id_rule_for(f->conf.opaque,
                                                                 mt->topic)
                                           : NULL;
-                        pthread_mutex_lock(&f->lock);
+                        pthread_mutex_lock(&f->ctl.lock);
                         f->topics[f->ntopics++] = tt;
-                        pthread_mutex_unlock(&f->lock);
+                        pthread_mutex_unlock(&f->ctl.lock);
                 }
                 tt->seen = true;
                 if (tt->active && tt->partition_cnt >= mt->partition_cnt)
@@ -693,10 +614,10 @@ static void discover(aagw_flow_t *f) {
                         memset(np + tt->partition_cnt, 0,
                                (size_t)(mt->partition_cnt - tt->partition_cnt) *
                                    sizeof(*np));
-                        pthread_mutex_lock(&f->lock);
+                        pthread_mutex_lock(&f->ctl.lock);
                         tt->parts         = np;
                         tt->partition_cnt = mt->partition_cnt;
-                        pthread_mutex_unlock(&f->lock);
+                        pthread_mutex_unlock(&f->ctl.lock);
                 }
                 if (!tt->rkt)
                         tt->rkt = rd_kafka_topic_new(f->producer, tt->remote,
@@ -789,42 +710,46 @@ static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
 /* The highest source offset among this flow's copies at target offsets
  * [from, to) of pt's remote partition, or -1 if none.  '*done' is false
  * if the deadline or a stop cut the read short. */
-static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
-                           int64_t to, int64_t deadline, bool *done) {
-        rd_kafka_topic_partition_list_t *a =
-            rd_kafka_topic_partition_list_new(1);
-        int64_t found = -1, last = from - 1;
+struct scan {
+        aagw_flow_t   *f;
+        struct ptrack *pt;
+        int64_t        found; /* last source offset copied, -1: none */
+};
 
-        rd_kafka_topic_partition_list_add(a, pt->tt->remote, pt->partition)
-            ->offset = from;
-        rd_kafka_assign(f->reader, a);
-        rd_kafka_topic_partition_list_destroy(a);
-        while (last < to - 1 && aagw_mono_ms() < deadline &&
-               !atomic_load(&f->stop)) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(f->reader, 200);
-                if (!m)
-                        continue;
-                if (!m->err) {
-                        /* Past the range (its end was compacted away):
-                         * done, and that record is not ours to judge. */
-                        if (m->offset < to) {
-                                int64_t o = written_by_us(f, m, pt->tt->topic,
-                                                          pt->partition);
-                                if (o > found)
-                                        found = o;
-                        }
-                        last = m->offset;
-                } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                        aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: reading %s [%d] at %s: %s", f->name,
-                                 pt->tt->remote, (int)pt->partition, f->target,
-                                 rd_kafka_message_errstr(m));
-                }
-                rd_kafka_message_destroy(m);
-        }
-        rd_kafka_assign(f->reader, NULL);
-        *done = last >= to - 1;
-        return found;
+static bool scan_record(void *arg, const rd_kafka_message_t *m) {
+        struct scan *sc = arg;
+        int64_t      o  = written_by_us(sc->f, m, sc->pt->tt->topic,
+                                        sc->pt->partition);
+        if (o > sc->found)
+                sc->found = o;
+        return true;
+}
+
+static void scan_error(void *arg, rd_kafka_resp_err_t err,
+                       const char *reason) {
+        struct scan *sc = arg;
+        (void)err;
+        aagw_log(AAGW_LOG_WARN, "FLOW", "%s: reading %s [%d] at %s: %s",
+                 sc->f->name, sc->pt->tt->remote, (int)sc->pt->partition,
+                 sc->f->target, reason);
+}
+
+static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
+                           int64_t to, int timeout_ms, bool *done) {
+        struct scan             sc = {.f = f, .pt = pt, .found = -1};
+        struct aagw_kafka_range r  = {.topic      = pt->tt->remote,
+                                      .partition  = pt->partition,
+                                      .from       = from,
+                                      .to         = to,
+                                      .timeout_ms = timeout_ms,
+                                      .stop       = &f->ctl.stop,
+                                      .fn         = scan_record,
+                                      .on_error   = scan_error,
+                                      .arg        = &sc};
+        int64_t                 n;
+
+        *done = aagw_kafka_read_range(f->reader, &r, &n) == AAGW_RANGE_DONE;
+        return sc.found;
 }
 
 /* The watermarks of the target partition of 'pt'.  While its leader is
@@ -847,7 +772,7 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                     f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
                 if (!err && logged)
                         settle_end(f, pt, lo, hi);
-                if (!err || atomic_load(&f->stop) ||
+                if (!err || atomic_load(&f->ctl.stop) ||
                     aagw_mono_ms() >= deadline)
                         return err;
                 if (!logged)
@@ -884,7 +809,7 @@ static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
         int64_t now = aagw_mono_ms(), quiet = now + SETTLE_MS,
                 cap = now + SETTLE_MAX_MS;
 
-        while (!atomic_load(&f->stop) && (now = aagw_mono_ms()) < quiet &&
+        while (!atomic_load(&f->ctl.stop) && (now = aagw_mono_ms()) < quiet &&
                now < cap) {
                 struct timespec ts = {0, 250 * 1000000L};
                 int64_t         l, h;
@@ -932,7 +857,7 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 /* Not knowing what the target holds, the stored position
                  * could copy again what the previous run wrote after it:
                  * fail closed (the next start reconciles). */
-                if (!atomic_load(&f->stop))
+                if (!atomic_load(&f->ctl.stop))
                         flow_fail(f,
                                   "reconciling %s [%d]: cannot read the end "
                                   "of %s [%d] at %s in %d s: %s",
@@ -944,17 +869,17 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
         }
         int64_t from = out_next > lo ? out_next : lo;
         int64_t end = hi, span = 4096;
-        while (found < 0 && end > from && !atomic_load(&f->stop)) {
+        while (found < 0 && end > from && !atomic_load(&f->ctl.stop)) {
                 int64_t start = end - span > from ? end - span : from;
                 bool    done;
                 /* A deadline on each chunk (on progress): a target whose
                  * leader is moving answers again within seconds. */
-                found = scan_copies(f, pt, start, end,
-                                    aagw_mono_ms() + RECONCILE_WAIT_MS, &done);
+                found = scan_copies(f, pt, start, end, RECONCILE_WAIT_MS,
+                                    &done);
                 if (!done) {
                         /* A partial read cannot tell the last copy: the
                          * stored position could copy records twice. */
-                        if (!atomic_load(&f->stop))
+                        if (!atomic_load(&f->ctl.stop))
                                 flow_fail(f,
                                           "reconciling %s [%d]: could not "
                                           "read target offsets %" PRId64
@@ -1185,13 +1110,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                  * discarded by librdkafka's pause barrier. */
                 if (f->paused)
                         rd_kafka_pause_partitions(rk, parts);
-                if (atomic_load(&f->state) == AAGW_FLOW_STARTING)
-                        atomic_store(&f->state, AAGW_FLOW_RUNNING);
+                if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
+                        atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
         } else {
                 /* Revoked: finish what is in flight, store, let go.
                  * When stopping, flow_main has drained already: a second
                  * wait would only push the exit past its deadline. */
-                if (!atomic_load(&f->stop))
+                if (!atomic_load(&f->ctl.stop))
                         drain(f, 10000);
                 save_positions(f, true);
                 for (int i = 0; i < parts->cnt; i++) {
@@ -1335,7 +1260,7 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 }
                 tok->pt  = pt;
                 tok->seq = seq;
-                tok->src = m;
+                tok->base.src = m;
                 ADD(f->inflight, 1);
                 produce_dlq(f, tok, m,
                             aagw_reason_name(v->reason ? v->reason
@@ -1349,39 +1274,9 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
          * record, not copied) minus any under our prefix, then the
          * verdict's provenance, and the hop coordinates when the record
          * was not stamped here. */
-        rd_kafka_headers_t *h = NULL;
-        if (rec.hdr_cnt) {
-                char   own[8][AAGW_AFFIX_MAX + 32];
-                size_t nown = 0;
-                /* Copy the names first: removing a header frees it, and
-                 * rec.hdrs points into the header list. */
-                for (size_t i = 0; i < rec.hdr_cnt && nown < 8; i++)
-                        if (aagw_prov_is_own_header(f->pol, rec.hdrs[i].name))
-                                snprintf(own[nown++], sizeof(own[0]), "%s",
-                                         rec.hdrs[i].name);
-                if (rd_kafka_message_detach_headers(m, &h))
-                        h = NULL;
-                for (size_t i = 0; h && i < nown; i++)
-                        rd_kafka_header_remove(h, own[i]);
-                /* More than 8 distinct own names: hostile, and rare; the
-                 * slow path strips the rest one by one. */
-                if (h && nown == 8) {
-                        const char *name;
-                        const void *val;
-                        size_t      sz;
-                        for (size_t i = 0;
-                             !rd_kafka_header_get_all(h, i, &name, &val, &sz);) {
-                                if (aagw_prov_is_own_header(f->pol, name)) {
-                                        char copy[512];
-                                        snprintf(copy, sizeof(copy), "%s", name);
-                                        rd_kafka_header_remove(h, copy);
-                                } else
-                                        i++;
-                        }
-                }
-        }
-        if (!h)
-                h = rd_kafka_headers_new(v->hdrs.cnt + 1);
+        rd_kafka_headers_t *h = replicator_copy_headers(
+            f->pol, m, rec.hdrs, rec.hdr_cnt, rec.hdr_cnt > 0,
+            v->hdrs.cnt + 1);
         for (size_t i = 0; i < v->hdrs.cnt; i++)
                 rd_kafka_header_add(h, v->hdrs.hdrs[i].name, -1,
                                     v->hdrs.hdrs[i].value,
@@ -1401,16 +1296,16 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         tok->pt  = pt;
         tok->seq = seq;
         tok->dlq = false;
-        tok->src = m;
+        tok->base.src = m;
         ADD(f->inflight, 1);
         rd_kafka_resp_err_t err;
         if (produce_retry(f, tt->rkt, m->partition, m, h, rec.timestamp_ms,
                           tok, &err)) {
                 rd_kafka_headers_destroy(h);
                 ADD(f->inflight, -1);
-                tok->src = NULL; /* the caller still owns 'm' */
+                tok->base.src = NULL; /* the caller still owns 'm' */
                 token_put(f, tok);
-                if (!atomic_load(&f->stop))
+                if (!atomic_load(&f->ctl.stop))
                         flow_fail(f, "produce to %s [%d]: %s", tt->remote,
                                   (int)m->partition, rd_kafka_err2str(err));
                 return false;
@@ -1430,7 +1325,7 @@ static void set_paused(aagw_flow_t *f, bool pause) {
                 rd_kafka_resume_partitions(f->consumer, a);
         rd_kafka_topic_partition_list_destroy(a);
         f->paused = pause;
-        atomic_store(&f->state, pause ? AAGW_FLOW_PAUSED : AAGW_FLOW_RUNNING);
+        atomic_store(&f->ctl.state, pause ? AAGW_FLOW_PAUSED : AAGW_FLOW_RUNNING);
         aagw_log(AAGW_LOG_INFO, "FLOW", "%s: %s", f->name,
                  pause ? "paused" : "resumed");
 }
@@ -1474,7 +1369,7 @@ static void *flow_main(void *arg) {
         f->now_cache = aagw_wall_ms();
         discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
-        while (!atomic_load(&f->stop)) {
+        while (!atomic_load(&f->ctl.stop)) {
                 bool want_pause = atomic_load(&f->paused_req);
                 if (want_pause != f->paused)
                         set_paused(f, want_pause);
@@ -1490,7 +1385,7 @@ static void *flow_main(void *arg) {
                 ssize_t n = rd_kafka_consume_batch_queue(f->cq, 0, batch,
                                                          (size_t)cap);
                 for (ssize_t i = 0; i < n; i++) {
-                        if (atomic_load(&f->stop) || !handle(f, batch[i]))
+                        if (atomic_load(&f->ctl.stop) || !handle(f, batch[i]))
                                 rd_kafka_message_destroy(batch[i]);
                 }
                 f->now_cache = aagw_wall_ms();
@@ -1533,8 +1428,8 @@ static void *flow_main(void *arg) {
         aagw_fetch_waker_destroy(f->waker);
         f->waker = NULL;
         rd_kafka_consumer_close(f->consumer);
-        if (atomic_load(&f->state) != AAGW_FLOW_FAILED)
-                atomic_store(&f->state, AAGW_FLOW_STOPPED);
+        if (atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
+                atomic_store(&f->ctl.state, AAGW_FLOW_STOPPED);
         return NULL;
 }
 
@@ -1545,31 +1440,15 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                const char *const *props, size_t nprops,
                                const char *const *extra, char *errstr,
                                size_t errstr_size) {
-        char                     name[256];
-        struct aagw_kafka_client c = {
-            .type       = type,
-            .bootstraps = bootstraps,
-            .name       = name,
-            .role       = !strcmp(role, "reader") ? "consumer"
-                          : !strcmp(role, "meta") ? "admin"
-                                                  : role,
-            .props      = props,
-            .prop_cnt   = nprops,
-            .common     = type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer")
-                              ? aagw_kafka_consumer_props
-                              : NULL,
-            .extra      = extra,
-            .opaque     = f,
-            .dr_msg_cb  = type == RD_KAFKA_PRODUCER && !strcmp(role, "producer")
-                              ? dr_cb
-                              : NULL,
-            .rebalance_cb =
-                type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer")
-                    ? rebalance_cb
-                    : NULL};
-
-        snprintf(name, sizeof(name), "%s-%s", f->name, role);
-        return aagw_kafka_client_new(&c, errstr, errstr_size);
+        struct replicator_client c = {.type         = type,
+                                      .who          = f->name,
+                                      .bootstraps   = bootstraps,
+                                      .props        = props,
+                                      .prop_cnt     = nprops,
+                                      .opaque       = f,
+                                      .delivery     = &f->delivery,
+                                      .rebalance_cb = rebalance_cb};
+        return replicator_client(&c, role, extra, errstr, errstr_size);
 }
 
 aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
@@ -1584,10 +1463,12 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         f->conf        = *c;
         f->tokens.size = sizeof(struct token);
         f->pol  = c->policy;
-        pthread_mutex_init(&f->lock, NULL);
         snprintf(f->source, sizeof(f->source), "%s", c->source);
         snprintf(f->target, sizeof(f->target), "%s", c->target);
         snprintf(f->name, sizeof(f->name), "%s->%s", c->source, c->target);
+        snprintf(f->who, sizeof(f->who), "%s:", f->name);
+        replicator_ctl_init(&f->ctl, "FLOW", f->who);
+        f->delivery = (struct replicator_delivery){on_delivery, f};
         snprintf(f->scope, sizeof(f->scope), "repl:%s->%s", c->source,
                  c->target);
         if (f->conf.refresh_ms <= 0)
@@ -1676,7 +1557,7 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                 if (!f->mm2)
                         goto fail;
         }
-        atomic_store(&f->state, AAGW_FLOW_STARTING);
+        atomic_store(&f->ctl.state, AAGW_FLOW_STARTING);
         return f;
 fail:
         aagw_flow_destroy(f, 0);
@@ -1697,7 +1578,7 @@ aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
 }
 
 void aagw_flow_stop(aagw_flow_t *f) {
-        atomic_store(&f->stop, true);
+        atomic_store(&f->ctl.stop, true);
         mm2_stop(f->mm2);
 }
 
@@ -1709,7 +1590,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         (void)timeout_ms;
         if (!f)
                 return;
-        atomic_store(&f->stop, true);
+        atomic_store(&f->ctl.stop, true);
         if (f->thread_started)
                 pthread_join(f->thread, NULL);
         /* Before the producer it borrows; flushes its own. */
@@ -1717,7 +1598,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         if (f->producer) {
                 /* Delivery reports of anything left refer to tokens and
                  * partitions we are about to free: purge and serve them
-                 * first (dr_cb leaves purged records undone). */
+                 * first (on_delivery() leaves purged records undone). */
                 rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
                                                 RD_KAFKA_PURGE_F_INFLIGHT);
                 rd_kafka_poll(f->producer, 0);
@@ -1753,14 +1634,14 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                 rd_kafka_destroy(f->admin);
         aagw_pool_free(&f->tokens);
         free(f->hdrs);
-        pthread_mutex_destroy(&f->lock);
+        replicator_ctl_deinit(&f->ctl);
         free(f);
 }
 
 /* ------------------------------------------------------------- STATUS --- */
 
 aagw_flow_state_t aagw_flow_state(const aagw_flow_t *f) {
-        return (aagw_flow_state_t)atomic_load(&((aagw_flow_t *)f)->state);
+        return (aagw_flow_state_t)atomic_load(&((aagw_flow_t *)f)->ctl.state);
 }
 
 const char *aagw_flow_state_name(aagw_flow_state_t st) {
@@ -1771,9 +1652,7 @@ const char *aagw_flow_state_name(aagw_flow_state_t st) {
 
 void aagw_flow_error(const aagw_flow_t *fc, char *buf, size_t size) {
         aagw_flow_t *f = (aagw_flow_t *)fc;
-        pthread_mutex_lock(&f->lock);
-        snprintf(buf, size, "%s", f->error);
-        pthread_mutex_unlock(&f->lock);
+        replicator_ctl_error(&f->ctl, buf, size);
 }
 
 const char *aagw_flow_name(const aagw_flow_t *f) {
@@ -1817,7 +1696,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->heartbeat_age_ms =
             LOAD(f->hb_last_ms) ? aagw_wall_ms() - LOAD(f->hb_last_ms) : -1;
         mm2_stats(f->mm2, st);
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->ctl.lock);
         for (size_t i = 0; i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
                 for (int32_t p = 0; p < tt->partition_cnt; p++) {
@@ -1830,7 +1709,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
                                 st->lag += hi - pos;
                 }
         }
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->ctl.lock);
 }
 
 size_t aagw_flow_partitions(const aagw_flow_t *fc,
@@ -1838,7 +1717,7 @@ size_t aagw_flow_partitions(const aagw_flow_t *fc,
         aagw_flow_t *f = (aagw_flow_t *)fc;
         size_t       n = 0;
 
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->ctl.lock);
         for (size_t i = 0; i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
                 for (int32_t p = 0; p < tt->partition_cnt; p++) {
@@ -1856,6 +1735,6 @@ size_t aagw_flow_partitions(const aagw_flow_t *fc,
                         n++;
                 }
         }
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->ctl.lock);
         return n;
 }

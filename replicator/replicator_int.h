@@ -7,6 +7,113 @@
 
 #include "aagw_replicator.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ------------------- SHARED MECHANICS (kafka_common.c) ------------------- */
+
+/* Where a producer's delivery reports go: 'fn' gets each record's token
+ * (the produce opaque; reports without one are not passed on).  Lives as
+ * long as the producer. */
+struct replicator_delivery {
+        void (*fn)(void *stage, void *tok, const rd_kafka_message_t *m);
+        void *stage;
+};
+
+/* What every client of one flow or stage has in common. */
+struct replicator_client {
+        rd_kafka_type_t    type;
+        const char        *who; /* client.id prefix: "east->west" */
+        const char        *bootstraps;
+        const char *const *props;
+        size_t             prop_cnt;
+        void              *opaque; /* the rebalance callback's */
+        const struct replicator_delivery *delivery; /* the producer's */
+        void (*rebalance_cb)(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t *parts,
+                             void *opaque);
+};
+
+/* A client of 'role': "consumer" (the group consumer: managed consumer
+ * settings and the rebalance callback), "reader" (an assign-only
+ * consumer), "producer" (delivery reports), "admin" or "meta" (admin
+ * properties).  Client id "WHO-ROLE". */
+rd_kafka_t *replicator_client(const struct replicator_client *c,
+                              const char *role, const char *const *extra,
+                              char *errstr, size_t errstr_size);
+
+/* The lifecycle state of a flow or stage and how it fails closed. */
+struct replicator_ctl {
+        pthread_mutex_t lock;
+        char            error[512]; /* the first failure */
+        _Atomic int     state;      /* aagw_flow_state_t */
+        atomic_bool     stop;
+        const char     *tag;        /* log tag: "FLOW", "UNIFY" */
+        char            who[2 * AAGW_ALIAS_MAX + 16]; /* "east->west:" */
+};
+
+void replicator_ctl_init(struct replicator_ctl *ctl, const char *tag,
+                         const char *who);
+void replicator_ctl_deinit(struct replicator_ctl *ctl);
+/* Fail closed: keep (and log) the first reason, state FAILED, stop. */
+void replicator_fail(struct replicator_ctl *ctl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void replicator_ctl_error(const struct replicator_ctl *ctl, char *buf,
+                          size_t size);
+
+/* A per-record token (the produce opaque) starts with this: the consumed
+ * record, whose key and value are produced without a copy. */
+struct replicator_token {
+        rd_kafka_message_t *src;
+};
+
+/* A zeroed token from 'pool' (pool->size bytes), NULL: out of memory. */
+void *replicator_token_get(struct aagw_pool *pool);
+/* Destroy its record, if any, and give it back. */
+void replicator_token_put(struct aagw_pool *pool, struct replicator_token *t);
+
+/* Produce 'm''s key and value (no copy) with 'hdrs', waiting out a full
+ * local queue (backpressure) while serving delivery reports (and setting
+ * '*now_cache', if not NULL, after each wait).  Returns 0, or the error:
+ * anything but a full queue, or a full queue once 'stop' is set. */
+rd_kafka_resp_err_t replicator_produce(rd_kafka_t *producer,
+                                       rd_kafka_topic_t *rkt,
+                                       int32_t partition,
+                                       const rd_kafka_message_t *m,
+                                       rd_kafka_headers_t *hdrs, int64_t ts,
+                                       void *opaque, const atomic_bool *stop,
+                                       int64_t *now_cache);
+
+/* The headers for 'm''s copy: taken from 'm' (not copied) without those
+ * under the header prefix, or new ones with room for 'reserve'.  'own'
+ * false: 'm' has none of ours (nothing to strip).  'view' (may be NULL)
+ * is aagw_kafka_headers_view() of 'm': it spares a pass for most
+ * records. */
+rd_kafka_headers_t *replicator_copy_headers(const aagw_repl_policy_t *pol,
+                                            rd_kafka_message_t *m,
+                                            const struct aagw_header *view,
+                                            size_t view_cnt, bool own,
+                                            size_t reserve);
+
+/* Partition count of 'topic' in 'md', -1 if absent. */
+int replicator_md_partitions(const struct rd_kafka_metadata *md,
+                             const char *topic);
+
+/* Who makes missing topics at one cluster, and how. */
+struct replicator_topic_maker {
+        rd_kafka_t *admin;
+        rd_kafka_t *producer; /* NULL: no auto-creation */
+        const char *tag, *who, *cluster;
+        bool       *admin_unsupported; /* set once the Admin API is not
+                                          there: auto-creation only */
+};
+
+/* Create missing 'topic' with 'partitions' through the Admin API, or have
+ * the producer's cluster auto-create it.  Returns its partition count, or
+ * -1 (try again later). */
+int replicator_topic_make(const struct replicator_topic_maker *tm,
+                          const char *topic, int partitions);
+
 /* ---------------------- MM2 TOPICS OF ONE FLOW (offsets.c) ---------------- */
 
 /* The MM2-format side of a flow: heartbeats into the source's `heartbeats`

@@ -79,9 +79,9 @@ struct utopic {
 };
 
 struct token {
-        rd_kafka_message_t *src;
-        struct utopic      *ut;
-        unsigned            ep; /* the decider's epoch */
+        struct replicator_token base; /* the consumed record */
+        struct utopic          *ut;
+        unsigned                ep; /* the decider's epoch */
 };
 
 /* Per-record scratch of one consumed batch. */
@@ -99,16 +99,15 @@ struct aagw_unify {
         const struct aagw_unify_state_ops *ops;
         void                *st;  /* ops' opaque */
         char                 site[AAGW_ALIAS_MAX + 1];
+        char                 who[AAGW_ALIAS_MAX + 8]; /* "unify@SITE" */
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
         char                 prov_hdr[AAGW_AFFIX_MAX + 8];
         rd_kafka_t          *consumer, *producer, *reader, *admin;
         rd_kafka_queue_t    *cq;
+        struct replicator_ctl ctl; /* state, stop, the failure */
+        struct replicator_delivery delivery; /* on_delivery() */
         pthread_t            thread;
         bool                 thread_started;
-        atomic_bool          stop;
-        _Atomic int          state;
-        pthread_mutex_t      lock;
-        char                 error[512];
         bool                 admin_unsupported;
         int64_t              last_refresh_ms;
 
@@ -152,48 +151,24 @@ static void copy_str(char *dst, size_t size, const char *src) {
         dst[n] = '\0';
 }
 
-static void ufail(aagw_unify_t *u, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void ufail(aagw_unify_t *u, const char *fmt, ...) {
-        va_list ap;
-        char    msg[512];
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        pthread_mutex_lock(&u->lock);
-        if (!u->error[0])
-                snprintf(u->error, sizeof(u->error), "%s", msg);
-        pthread_mutex_unlock(&u->lock);
-        if (atomic_exchange(&u->state, AAGW_FLOW_FAILED) != AAGW_FLOW_FAILED)
-                aagw_log(AAGW_LOG_ERROR, "UNIFY", "unify@%s failed: %s",
-                         u->site, msg);
-        atomic_store(&u->stop, true);
-}
+/* Fail the stage closed: it stops and reports why. */
+#define ufail(u, ...) replicator_fail(&(u)->ctl, __VA_ARGS__)
 
 static struct token *token_get(aagw_unify_t *u) {
-        struct token *t = aagw_pool_get(&u->tokens);
-        if (t)
-                memset(t, 0, sizeof(*t));
-        return t;
+        return replicator_token_get(&u->tokens);
 }
 
 static void token_put(aagw_unify_t *u, struct token *t) {
-        if (t->src)
-                rd_kafka_message_destroy(t->src);
-        t->src = NULL;
-        aagw_pool_put(&u->tokens, t);
+        replicator_token_put(&u->tokens, &t->base);
 }
 
 /* ------------------------------------------------------------- EPOCHS --- */
 
 /* Delivery report: the unify thread, inside rd_kafka_poll(producer). */
-static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-        aagw_unify_t *u   = opaque;
-        struct token *tok = m->_private;
-        (void)rk;
+static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
+        aagw_unify_t *u   = stage;
+        struct token *tok = t;
 
-        if (!tok)
-                return;
         ADD(u->inflight, -1);
         if (m->err) {
                 /* Purged at a stop, or permanent (retriable errors never
@@ -245,7 +220,7 @@ static int seal_epoch(aagw_unify_t *u) {
         if (!u->ops->seal(u->st))
                 return 0; /* nothing happened: keep it open */
         bool opened;
-        while (!(opened = u->ops->open(u->st)) && !atomic_load(&u->stop)) {
+        while (!(opened = u->ops->open(u->st)) && !atomic_load(&u->ctl.stop)) {
                 rd_kafka_poll(u->producer, 5);
                 commit_ready(u);
         }
@@ -257,54 +232,19 @@ static int seal_epoch(aagw_unify_t *u) {
 
 /* ---------------------------------------------------------- DISCOVERY --- */
 
-static int create_output(aagw_unify_t *u, const char *topic, int partitions) {
-        char err[512];
-        if (u->admin_unsupported)
-                return -2;
-        int rc = aagw_kafka_topic_create(u->admin, topic, partitions,
-                                         ADMIN_TIMEOUT_MS, err, sizeof(err));
-        if (rc == 0)
-                aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: created %s with %d partitions", u->site,
-                         topic, partitions);
-        else if (rc == -2) {
-                u->admin_unsupported = true;
-                aagw_log(AAGW_LOG_WARN, "UNIFY",
-                         "unify@%s: cluster does not create topics through "
-                         "the Admin API (%s); relying on broker "
-                         "auto-creation",
-                         u->site, err);
-        } else
-                aagw_log(AAGW_LOG_WARN, "UNIFY", "unify@%s: creating %s: %s",
-                         u->site, topic, err);
-        return rc;
-}
-
-/* Partition count of 'topic' in 'md', -1 if absent. */
-static int md_parts(const struct rd_kafka_metadata *md, const char *topic) {
-        for (int i = 0; i < md->topic_cnt; i++)
-                if (!strcmp(md->topics[i].topic, topic))
-                        return md->topics[i].err ? -1
-                                                 : md->topics[i].partition_cnt;
-        return -1;
-}
-
 /* Make sure the output of 'ut' exists; returns its partition count, or
  * -1 (retry at the next discovery). */
 static int ensure_output(aagw_unify_t *u, struct utopic *ut, int want,
                          const struct rd_kafka_metadata *md) {
-        int have = md_parts(md, ut->out);
-        if (have > 0)
-                return have;
-        if (create_output(u, ut->out, want) == 0)
-                return want;
-        /* Auto-creation: ask the producer for this topic's metadata. */
-        have = aagw_kafka_topic_autocreate(u->producer, ut->out, 5000);
-        if (have > 0)
-                aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: %s auto-created with %d partitions",
-                         u->site, ut->out, have);
-        return have;
+        struct replicator_topic_maker tm = {
+            .admin             = u->admin,
+            .producer          = u->producer,
+            .tag               = "UNIFY",
+            .who               = u->who,
+            .cluster           = u->site,
+            .admin_unsupported = &u->admin_unsupported};
+        int have = replicator_md_partitions(md, ut->out);
+        return have > 0 ? have : replicator_topic_make(&tm, ut->out, want);
 }
 
 /* The entity key of a record under 'ut''s rule: the record key, or a JSON
@@ -353,7 +293,7 @@ static void output_settle(aagw_unify_t *u, struct utopic *ut) {
         int64_t now = aagw_mono_ms(), quiet = now + OUTPUT_SETTLE_MS,
                 cap = now + 15000, last = -1;
 
-        while (!atomic_load(&u->stop) && (now = aagw_mono_ms()) < quiet &&
+        while (!atomic_load(&u->ctl.stop) && (now = aagw_mono_ms()) < quiet &&
                now < cap) {
                 int64_t sum = 0, lo, hi;
                 bool    ok  = true;
@@ -402,7 +342,7 @@ static int output_wait(aagw_unify_t *u, struct utopic *ut) {
                         output_settle(u, ut);
                 if (!err)
                         return 0;
-                if (atomic_load(&u->stop))
+                if (atomic_load(&u->ctl.stop))
                         return -1;
                 if (aagw_mono_ms() >= deadline) {
                         ufail(u, "reading the end of %s [%d]: %s for %d s",
@@ -524,6 +464,41 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk, const char *topic,
         }
 }
 
+/* One output partition's start-up scan. */
+struct scan {
+        aagw_unify_t  *u;
+        struct utopic *ut;
+        bool           nopos;       /* no stored position for it */
+        size_t         found, found_nopos;
+        int64_t        at;          /* after the last record folded */
+        bool           fold_failed; /* else the store failed */
+        char           err[512];
+};
+
+static bool scan_record(void *arg, const rd_kafka_message_t *m) {
+        struct scan *sc = arg;
+
+        sc->at = m->offset;
+        if (fold_record(sc->u, sc->ut, m) < 0) {
+                sc->fold_failed = true;
+                return false;
+        }
+        sc->found++;
+        sc->found_nopos += sc->nopos;
+        sc->at = m->offset + 1;
+        return !sc->u->ops->fold_commit(sc->u->st, false, sc->err,
+                                        sizeof(sc->err));
+}
+
+static void scan_error(void *arg, rd_kafka_resp_err_t err,
+                       const char *reason) {
+        struct scan *sc = arg;
+        (void)err;
+        snprintf(sc->err, sizeof(sc->err), "%s", reason);
+        aagw_log(AAGW_LOG_WARN, "UNIFY", "unify@%s: reading %s: %s",
+                 sc->u->site, sc->ut->out, reason);
+}
+
 /* Read each output partition of 'ut' from the stored position to its end
  * and fold what is there.  Returns 0, or -1 (the stage fails). */
 static int recover_output(aagw_unify_t *u, struct utopic *ut) {
@@ -555,78 +530,48 @@ static int recover_output(aagw_unify_t *u, struct utopic *ut) {
                                 u->ops->fold_out(u->st, ut->out, p, hi);
                         continue;
                 }
-                rd_kafka_topic_partition_list_t *l =
-                    rd_kafka_topic_partition_list_new(1);
-                rd_kafka_topic_partition_list_add(l, ut->out, p)->offset =
-                    from;
-                kerr = rd_kafka_assign(u->reader, l);
-                rd_kafka_topic_partition_list_destroy(l);
-                if (kerr) {
-                        ufail(u, "reading %s [%d]: %s", ut->out, (int)p,
-                              rd_kafka_err2str(kerr));
-                        return -1;
-                }
                 /* A deadline on progress, not on the whole scan: a long
                  * output (state dir lost) takes as long as it takes. */
-                int64_t deadline = aagw_mono_ms() + SCAN_TIMEOUT_MS, at = from;
-                while (at < hi) {
-                        if (aagw_mono_ms() > deadline || atomic_load(&u->stop)) {
-                                ufail(u,
-                                      "reading %s [%d] from %" PRId64
-                                      " to %" PRId64 ": no progress for %d s "
-                                      "at %" PRId64,
-                                      ut->out, (int)p, from, hi,
-                                      SCAN_TIMEOUT_MS / 1000, at);
-                                rd_kafka_assign(u->reader, NULL);
-                                return -1;
-                        }
-                        rd_kafka_message_t *m =
-                            rd_kafka_consumer_poll(u->reader, 200);
-                        if (!m)
-                                continue;
-                        if (m->err) {
-                                /* The end: offsets up to hi that are not
-                                 * records (compacted away, transaction
-                                 * markers) never arrive. */
-                                bool eof =
-                                    m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF &&
-                                    m->partition == p;
-                                if (!eof)
-                                        aagw_log(AAGW_LOG_WARN, "UNIFY",
-                                                 "unify@%s: reading %s: %s",
-                                                 u->site, ut->out,
-                                                 rd_kafka_message_errstr(m));
-                                rd_kafka_message_destroy(m);
-                                if (eof)
-                                        break;
-                                continue;
-                        }
-                        if (m->partition == p && m->offset >= at) {
-                                if (fold_record(u, ut, m) < 0) {
-                                        rd_kafka_message_destroy(m);
-                                        rd_kafka_assign(u->reader, NULL);
-                                        ufail(u, "folding %s [%d] offset "
-                                                 "%" PRId64 ": out of memory "
-                                                 "or bad value",
-                                              ut->out, (int)p, m->offset);
-                                        return -1;
-                                }
-                                found++;
-                                found_nopos += e != 0;
-                                at       = m->offset + 1;
-                                deadline = aagw_mono_ms() + SCAN_TIMEOUT_MS;
-                                if (u->ops->fold_commit(u->st, false, err,
-                                                        sizeof(err))) {
-                                        rd_kafka_message_destroy(m);
-                                        rd_kafka_assign(u->reader, NULL);
-                                        ufail(u, "storing what %s holds: %s",
-                                              ut->out, err);
-                                        return -1;
-                                }
-                        }
-                        rd_kafka_message_destroy(m);
+                struct scan sc = {.u = u, .ut = ut, .nopos = e != 0};
+                struct aagw_kafka_range r = {.topic      = ut->out,
+                                             .partition  = p,
+                                             .from       = from,
+                                             .to         = hi,
+                                             .timeout_ms = SCAN_TIMEOUT_MS,
+                                             .progress   = true,
+                                             .stop       = &u->ctl.stop,
+                                             .fn         = scan_record,
+                                             .on_error   = scan_error,
+                                             .arg        = &sc};
+                int64_t n;
+                aagw_kafka_range_end_t end =
+                    aagw_kafka_read_range(u->reader, &r, &n);
+                found += sc.found;
+                found_nopos += sc.found_nopos;
+                if (end == AAGW_RANGE_ABORTED) {
+                        if (sc.fold_failed)
+                                ufail(u, "folding %s [%d] offset %" PRId64
+                                         ": out of memory or bad value",
+                                      ut->out, (int)p, sc.at);
+                        else
+                                ufail(u, "storing what %s holds: %s", ut->out,
+                                      sc.err);
+                        return -1;
                 }
-                rd_kafka_assign(u->reader, NULL);
+                if (end == AAGW_RANGE_FAILED) {
+                        ufail(u, "reading %s [%d]: %s", ut->out, (int)p,
+                              sc.err);
+                        return -1;
+                }
+                if (end != AAGW_RANGE_DONE) {
+                        ufail(u,
+                              "reading %s [%d] from %" PRId64 " to %" PRId64
+                              ": no progress for %d s at %" PRId64,
+                              ut->out, (int)p, from, hi,
+                              SCAN_TIMEOUT_MS / 1000,
+                              sc.at > from ? sc.at : from);
+                        return -1;
+                }
                 u->ops->fold_out(u->st, ut->out, p, hi);
         }
         if (u->ops->fold_commit(u->st, true, err, sizeof(err))) {
@@ -853,7 +798,7 @@ static void discover(aagw_unify_t *u) {
                         ufail(u, "out of memory");
                         break;
                 }
-                if (atomic_load(&u->stop))
+                if (atomic_load(&u->ctl.stop))
                         break;
                 ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
                 if (recover_output(u, ut))
@@ -862,7 +807,7 @@ static void discover(aagw_unify_t *u) {
                 changed   = true;
         }
         rd_kafka_metadata_destroy(md);
-        if (changed && !atomic_load(&u->stop))
+        if (changed && !atomic_load(&u->ctl.stop))
                 reassign(u);
 }
 
@@ -929,21 +874,8 @@ static int produce(aagw_unify_t *u, struct item *it,
         /* Resolved (validated or stamped) in pass 1, unchanged since.
          * Not into it->v->hdrs: lww keeps the entity key there. */
         aagw_prov_encode_resolved(u->conf.policy, &it->v->prov, &ph);
-        if (!rd_kafka_message_detach_headers(m, &h) && h && it->own_hdrs) {
-                const char *name;
-                const void *val;
-                size_t      sz;
-                for (size_t i = 0;
-                     !rd_kafka_header_get_all(h, i, &name, &val, &sz);) {
-                        if (aagw_prov_is_own_header(u->conf.policy, name)) {
-                                char copy[512];
-                                snprintf(copy, sizeof(copy), "%s", name);
-                                rd_kafka_header_remove(h, copy);
-                        } else
-                                i++;
-                }
-        } else if (!h)
-                h = rd_kafka_headers_new(2);
+        h = replicator_copy_headers(u->conf.policy, m, NULL, 0, it->own_hdrs,
+                                    2);
         for (size_t i = 0; i < ph.cnt; i++)
                 rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
                                     (ssize_t)ph.hdrs[i].size);
@@ -965,35 +897,23 @@ static int produce(aagw_unify_t *u, struct item *it,
                 ufail(u, "out of memory");
                 return -1;
         }
-        tok->src = m;
-        tok->ut  = ut;
+        tok->base.src = m;
+        tok->ut       = ut;
         tok->ep  = u->ops->sent(u->st);
         rd_kafka_timestamp_type_t tstype;
-        int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-        for (;;) {
-                rd_kafka_resp_err_t err = rd_kafka_producev(
-                    u->producer, RD_KAFKA_V_RKT(ut->out_rkt),
-                    RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_MSGFLAGS(0),
-                    RD_KAFKA_V_KEY(m->key, m->key_len),
-                    RD_KAFKA_V_VALUE(m->payload, m->len),
-                    RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
-                    RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(tok),
-                    RD_KAFKA_V_END);
-                if (!err)
-                        break;
-                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
-                    atomic_load(&u->stop)) {
-                        rd_kafka_headers_destroy(h);
-                        tok->src = NULL;
-                        /* Decided, not sent: the epoch must not commit. */
-                        u->ops->lost(u->st, tok->ep);
-                        token_put(u, tok);
-                        if (!atomic_load(&u->stop))
-                                ufail(u, "produce to %s [%d]: %s", ut->out,
-                                      (int)part, rd_kafka_err2str(err));
-                        return -1;
-                }
-                rd_kafka_poll(u->producer, 10);
+        int64_t             ts  = rd_kafka_message_timestamp(m, &tstype);
+        rd_kafka_resp_err_t err = replicator_produce(
+            u->producer, ut->out_rkt, part, m, h, ts, tok, &u->ctl.stop, NULL);
+        if (err) {
+                rd_kafka_headers_destroy(h);
+                tok->base.src = NULL;
+                /* Decided, not sent: the epoch must not commit. */
+                u->ops->lost(u->st, tok->ep);
+                token_put(u, tok);
+                if (!atomic_load(&u->ctl.stop))
+                        ufail(u, "produce to %s [%d]: %s", ut->out, (int)part,
+                              rd_kafka_err2str(err));
+                return -1;
         }
         ADD(u->inflight, 1);
         it->m = NULL; /* the token owns it now */
@@ -1140,7 +1060,7 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 if (produce(u, it, r))
                         return;
         }
-        if (seal_epoch(u) && !atomic_load(&u->stop))
+        if (seal_epoch(u) && !atomic_load(&u->ctl.stop))
                 ufail(u, "cannot open a new epoch");
 }
 
@@ -1185,9 +1105,9 @@ static void *unify_main(void *arg) {
 
         discover(u);
         u->last_refresh_ms = aagw_mono_ms();
-        if (atomic_load(&u->state) == AAGW_FLOW_STARTING)
-                atomic_store(&u->state, AAGW_FLOW_RUNNING);
-        while (!atomic_load(&u->stop)) {
+        if (atomic_load(&u->ctl.state) == AAGW_FLOW_STARTING)
+                atomic_store(&u->ctl.state, AAGW_FLOW_RUNNING);
+        while (!atomic_load(&u->ctl.stop)) {
                 if (aagw_mono_ms() - u->last_refresh_ms >= refresh_ms) {
                         discover(u);
                         u->last_refresh_ms = aagw_mono_ms();
@@ -1234,18 +1154,18 @@ static void *unify_main(void *arg) {
          * next start finds it in the output. */
         int64_t deadline = aagw_mono_ms() + 10000;
         seal_epoch(u);
-        while (atomic_load(&u->state) != AAGW_FLOW_FAILED &&
+        while (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
                atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline) {
                 rd_kafka_poll(u->producer, 20);
                 commit_ready(u);
         }
-        if (atomic_load(&u->state) != AAGW_FLOW_FAILED) {
+        if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED) {
                 rd_kafka_poll(u->producer, 0);
                 commit_ready(u);
         }
         free(msgs);
-        if (atomic_load(&u->state) != AAGW_FLOW_FAILED)
-                atomic_store(&u->state, AAGW_FLOW_STOPPED);
+        if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED)
+                atomic_store(&u->ctl.state, AAGW_FLOW_STOPPED);
         return NULL;
 }
 
@@ -1254,25 +1174,14 @@ static void *unify_main(void *arg) {
 static rd_kafka_t *make_client(aagw_unify_t *u, rd_kafka_type_t type,
                                const char *role, const char *const *extra,
                                char *errstr, size_t errstr_size) {
-        char                     name[AAGW_ALIAS_MAX + 32];
-        struct aagw_kafka_client c = {
-            .type       = type,
-            .bootstraps = u->conf.bootstraps,
-            .name       = name,
-            .role       = !strcmp(role, "reader") ? "consumer" : role,
-            .props      = u->conf.props,
-            .prop_cnt   = u->conf.prop_cnt,
-            .common     = type == RD_KAFKA_CONSUMER && !strcmp(role, "consumer")
-                              ? aagw_kafka_consumer_props
-                              : NULL,
-            .extra      = extra,
-            .opaque     = u,
-            .dr_msg_cb  = type == RD_KAFKA_PRODUCER && !strcmp(role, "producer")
-                              ? dr_cb
-                              : NULL};
-
-        snprintf(name, sizeof(name), "unify@%s-%s", u->site, role);
-        return aagw_kafka_client_new(&c, errstr, errstr_size);
+        struct replicator_client c = {.type       = type,
+                                      .who        = u->who,
+                                      .bootstraps = u->conf.bootstraps,
+                                      .props      = u->conf.props,
+                                      .prop_cnt   = u->conf.prop_cnt,
+                                      .opaque     = u,
+                                      .delivery   = &u->delivery};
+        return replicator_client(&c, role, extra, errstr, errstr_size);
 }
 
 aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
@@ -1289,8 +1198,10 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
         u->ops         = c->state;
         u->st          = c->state_opaque;
         u->tokens.size = sizeof(struct token);
-        pthread_mutex_init(&u->lock, NULL);
         snprintf(u->site, sizeof(u->site), "%s", c->site);
+        snprintf(u->who, sizeof(u->who), "unify@%s", c->site);
+        replicator_ctl_init(&u->ctl, "UNIFY", u->who);
+        u->delivery = (struct replicator_delivery){on_delivery, u};
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
         u->items    = calloc(BATCH_MAX, sizeof(*u->items));
@@ -1336,7 +1247,7 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
             !(u->admin = make_client(u, RD_KAFKA_PRODUCER, "admin", NULL,
                                      errstr, errstr_size)))
                 goto fail;
-        atomic_store(&u->state, AAGW_FLOW_STARTING);
+        atomic_store(&u->ctl.state, AAGW_FLOW_STARTING);
         return u;
 fail:
         aagw_unify_destroy(u);
@@ -1356,13 +1267,13 @@ int aagw_unify_start(aagw_unify_t *u, char *errstr, size_t errstr_size) {
 
 void aagw_unify_stop(aagw_unify_t *u) {
         if (u)
-                atomic_store(&u->stop, true);
+                atomic_store(&u->ctl.stop, true);
 }
 
 void aagw_unify_destroy(aagw_unify_t *u) {
         if (!u)
                 return;
-        atomic_store(&u->stop, true);
+        atomic_store(&u->ctl.stop, true);
         if (u->thread_started)
                 pthread_join(u->thread, NULL);
         aagw_fetch_waker_destroy(u->waker);
@@ -1401,12 +1312,12 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         free(u->recs);
         free(u->ritem);
         free(u->hdrs);
-        pthread_mutex_destroy(&u->lock);
+        replicator_ctl_deinit(&u->ctl);
         free(u);
 }
 
 aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u) {
-        return (aagw_flow_state_t)atomic_load(&((aagw_unify_t *)u)->state);
+        return (aagw_flow_state_t)atomic_load(&((aagw_unify_t *)u)->ctl.state);
 }
 
 const char *aagw_unify_site(const aagw_unify_t *u) {
@@ -1415,9 +1326,7 @@ const char *aagw_unify_site(const aagw_unify_t *u) {
 
 void aagw_unify_error(const aagw_unify_t *uc, char *buf, size_t size) {
         aagw_unify_t *u = (aagw_unify_t *)uc;
-        pthread_mutex_lock(&u->lock);
-        snprintf(buf, size, "%s", u->error);
-        pthread_mutex_unlock(&u->lock);
+        replicator_ctl_error(&u->ctl, buf, size);
 }
 
 void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {

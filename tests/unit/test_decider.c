@@ -370,27 +370,33 @@ static void test_epoch_lost_never_commits(void **state) {
         h_close(&h);
 }
 
+/* One sent, unacknowledged record in each epoch slot: the next epoch
+ * cannot open. */
+static void fill_slots(struct h *h, unsigned eps[AAGW_DECIDER_EPOCHS]) {
+        struct r r;
+        char     id[16];
+        for (int i = 0; i < AAGW_DECIDER_EPOCHS; i++) {
+                snprintf(id, sizeof(id), "s%d", i);
+                mk(&r, AAGW_UNIFY_DEDUP, id, "east", 1, "clicks", i, NULL);
+                assert_int_equal(decide1(h, &r), AAGW_UNIFY_ACCEPTED);
+                eps[i] = aagw_decider_sent(h->d);
+                assert_int_equal(aagw_decider_seal(h->d), 1);
+                if (i < AAGW_DECIDER_EPOCHS - 1)
+                        assert_true(aagw_decider_open(h->d));
+        }
+        assert_false(aagw_decider_open(h->d));
+}
+
 /* An epoch where nothing happened stays open; with every slot taken by
  * an unacknowledged epoch the next cannot open until one commits. */
 static void test_epoch_slots(void **state) {
         struct h h;
-        struct r r;
-        char     id[16];
         unsigned eps[AAGW_DECIDER_EPOCHS];
         (void)state;
         h_open(&h, "slots", 0, false);
         int out = aagw_decider_output(h.d, "clicks.unified", 1);
         assert_int_equal(aagw_decider_seal(h.d), 0);
-        for (int i = 0; i < AAGW_DECIDER_EPOCHS; i++) {
-                snprintf(id, sizeof(id), "s%d", i);
-                mk(&r, AAGW_UNIFY_DEDUP, id, "east", 1, "clicks", i, NULL);
-                assert_int_equal(decide1(&h, &r), AAGW_UNIFY_ACCEPTED);
-                eps[i] = aagw_decider_sent(h.d);
-                assert_int_equal(aagw_decider_seal(h.d), 1);
-                if (i < AAGW_DECIDER_EPOCHS - 1)
-                        assert_true(aagw_decider_open(h.d));
-        }
-        assert_false(aagw_decider_open(h.d));
+        fill_slots(&h, eps);
         aagw_decider_acked(h.d, eps[0], out, 0, 0);
         assert_int_equal(aagw_decider_commit(h.d, h.err, sizeof(h.err)), 1);
         assert_true(aagw_decider_open(h.d));
@@ -406,21 +412,11 @@ static void test_epoch_slots(void **state) {
 static void test_epoch_all_committed_while_waiting(void **state) {
         struct h h;
         struct r r;
-        char     id[16];
         unsigned eps[AAGW_DECIDER_EPOCHS];
         (void)state;
         h_open(&h, "allcommitted", 0, false);
         int out = aagw_decider_output(h.d, "clicks.unified", 1);
-        for (int i = 0; i < AAGW_DECIDER_EPOCHS; i++) {
-                snprintf(id, sizeof(id), "c%d", i);
-                mk(&r, AAGW_UNIFY_DEDUP, id, "east", 1, "clicks", i, NULL);
-                assert_int_equal(decide1(&h, &r), AAGW_UNIFY_ACCEPTED);
-                eps[i] = aagw_decider_sent(h.d);
-                assert_int_equal(aagw_decider_seal(h.d), 1);
-                if (i < AAGW_DECIDER_EPOCHS - 1)
-                        assert_true(aagw_decider_open(h.d));
-        }
-        assert_false(aagw_decider_open(h.d));
+        fill_slots(&h, eps);
         for (int i = 0; i < AAGW_DECIDER_EPOCHS; i++)
                 aagw_decider_acked(h.d, eps[i], out, 0, i);
         assert_int_equal(aagw_decider_commit(h.d, h.err, sizeof(h.err)),

@@ -1,0 +1,306 @@
+/*
+ * replicator/kafka_common.c: the mechanics that the flows (flow.c) and
+ * the unify stage (unify.c) share: their clients, failing closed, the
+ * per-record tokens, producing under backpressure, the copy's headers,
+ * making a missing topic, and reading a partition range to its end (also
+ * public, for gateway/).
+ */
+#include "replicator_int.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- CLIENTS --- */
+
+/* Delivery report: the producer's poller (the flow or stage thread). */
+static void dr_thunk(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                     void *opaque) {
+        const struct replicator_delivery *d = opaque;
+        (void)rk;
+        if (m->_private)
+                d->fn(d->stage, m->_private, m);
+}
+
+rd_kafka_t *replicator_client(const struct replicator_client *c,
+                              const char *role, const char *const *extra,
+                              char *errstr, size_t errstr_size) {
+        char                     name[256];
+        bool                     consumer = c->type == RD_KAFKA_CONSUMER;
+        bool                     producer = c->type == RD_KAFKA_PRODUCER;
+        struct aagw_kafka_client kc       = {
+            .type       = c->type,
+            .bootstraps = c->bootstraps,
+            .name       = name,
+            .role       = !strcmp(role, "reader") ? "consumer"
+                          : !strcmp(role, "meta") ? "admin"
+                                                  : role,
+            .props      = c->props,
+            .prop_cnt   = c->prop_cnt,
+            .common     = consumer && !strcmp(role, "consumer")
+                              ? aagw_kafka_consumer_props
+                              : NULL,
+            .extra      = extra,
+            .opaque     = producer ? (void *)c->delivery : c->opaque,
+            .dr_msg_cb  = producer && !strcmp(role, "producer") ? dr_thunk
+                                                                : NULL,
+            .rebalance_cb = consumer && !strcmp(role, "consumer")
+                                ? c->rebalance_cb
+                                : NULL};
+
+        snprintf(name, sizeof(name), "%s-%s", c->who, role);
+        return aagw_kafka_client_new(&kc, errstr, errstr_size);
+}
+
+/* ------------------------------------------------------- FAILING CLOSED --- */
+
+void replicator_ctl_init(struct replicator_ctl *ctl, const char *tag,
+                         const char *who) {
+        pthread_mutex_init(&ctl->lock, NULL);
+        ctl->tag = tag;
+        snprintf(ctl->who, sizeof(ctl->who), "%s", who);
+}
+
+void replicator_ctl_deinit(struct replicator_ctl *ctl) {
+        pthread_mutex_destroy(&ctl->lock);
+}
+
+void replicator_fail(struct replicator_ctl *ctl, const char *fmt, ...) {
+        va_list ap;
+        bool    first;
+
+        pthread_mutex_lock(&ctl->lock);
+        if ((first = !ctl->error[0])) {
+                va_start(ap, fmt);
+                vsnprintf(ctl->error, sizeof(ctl->error), fmt, ap);
+                va_end(ap);
+                aagw_log(AAGW_LOG_ERROR, ctl->tag, "%s failed: %s", ctl->who,
+                         ctl->error);
+        }
+        pthread_mutex_unlock(&ctl->lock);
+        atomic_store(&ctl->state, AAGW_FLOW_FAILED);
+        atomic_store(&ctl->stop, true);
+}
+
+void replicator_ctl_error(const struct replicator_ctl *ctl, char *buf,
+                          size_t size) {
+        struct replicator_ctl *c = (struct replicator_ctl *)ctl;
+        pthread_mutex_lock(&c->lock);
+        snprintf(buf, size, "%s", c->error);
+        pthread_mutex_unlock(&c->lock);
+}
+
+/* -------------------------------------------------------------- TOKENS --- */
+
+void *replicator_token_get(struct aagw_pool *pool) {
+        void *t = aagw_pool_get(pool);
+        if (t)
+                memset(t, 0, pool->size);
+        return t;
+}
+
+void replicator_token_put(struct aagw_pool *pool, struct replicator_token *t) {
+        if (t->src) {
+                rd_kafka_message_destroy(t->src);
+                t->src = NULL;
+        }
+        aagw_pool_put(pool, t);
+}
+
+/* ------------------------------------------------------------- PRODUCE --- */
+
+rd_kafka_resp_err_t replicator_produce(rd_kafka_t *producer,
+                                       rd_kafka_topic_t *rkt,
+                                       int32_t partition,
+                                       const rd_kafka_message_t *m,
+                                       rd_kafka_headers_t *hdrs, int64_t ts,
+                                       void *opaque, const atomic_bool *stop,
+                                       int64_t *now_cache) {
+        for (;;) {
+                rd_kafka_resp_err_t err = rd_kafka_producev(
+                    producer, RD_KAFKA_V_RKT(rkt),
+                    RD_KAFKA_V_PARTITION(partition),
+                    /* No copy: the consumed record outlives the
+                     * produce (its token) until its final report. */
+                    RD_KAFKA_V_MSGFLAGS(0),
+                    RD_KAFKA_V_KEY(m->key, m->key_len),
+                    RD_KAFKA_V_VALUE(m->payload, m->len),
+                    RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
+                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
+                    RD_KAFKA_V_END);
+                if (!err)
+                        return RD_KAFKA_RESP_ERR_NO_ERROR;
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || atomic_load(stop))
+                        return err;
+                rd_kafka_poll(producer, 10);
+                if (now_cache)
+                        *now_cache = aagw_wall_ms();
+        }
+}
+
+/* ------------------------------------------------------------- HEADERS --- */
+
+rd_kafka_headers_t *replicator_copy_headers(const aagw_repl_policy_t *pol,
+                                            rd_kafka_message_t *m,
+                                            const struct aagw_header *view,
+                                            size_t view_cnt, bool own,
+                                            size_t reserve) {
+        rd_kafka_headers_t *h = NULL;
+        char                names[8][AAGW_AFFIX_MAX + 32];
+        size_t              n = 0;
+
+        /* Copy the names first: removing a header frees it, and the view
+         * points into the header list. */
+        for (size_t i = 0; own && view && i < view_cnt && n < 8; i++)
+                if (aagw_prov_is_own_header(pol, view[i].name))
+                        snprintf(names[n++], sizeof(names[0]), "%s",
+                                 view[i].name);
+        if (rd_kafka_message_detach_headers(m, &h))
+                h = NULL;
+        for (size_t i = 0; h && i < n; i++)
+                rd_kafka_header_remove(h, names[i]);
+        /* No view, or more than 8 distinct own names (hostile, and rare):
+         * the slow path strips the rest one by one. */
+        if (h && own && (!view || n == 8)) {
+                const char *name;
+                const void *val;
+                size_t      sz;
+                for (size_t i = 0;
+                     !rd_kafka_header_get_all(h, i, &name, &val, &sz);) {
+                        if (aagw_prov_is_own_header(pol, name)) {
+                                char copy[512];
+                                snprintf(copy, sizeof(copy), "%s", name);
+                                rd_kafka_header_remove(h, copy);
+                        } else
+                                i++;
+                }
+        }
+        return h ? h : rd_kafka_headers_new(reserve);
+}
+
+/* -------------------------------------------------------------- TOPICS --- */
+
+int replicator_md_partitions(const struct rd_kafka_metadata *md,
+                             const char *topic) {
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, topic))
+                        return md->topics[i].err ? -1
+                                                 : md->topics[i].partition_cnt;
+        return -1;
+}
+
+int replicator_topic_make(const struct replicator_topic_maker *tm,
+                          const char *topic, int partitions) {
+        char err[256];
+        int  rc = -2;
+
+        if (!*tm->admin_unsupported)
+                rc = aagw_kafka_topic_create(tm->admin, topic, partitions,
+                                             3000, err, sizeof(err));
+        if (rc == 0) {
+                aagw_log(AAGW_LOG_INFO, tm->tag,
+                         "%s: created topic %s with %d partitions at %s",
+                         tm->who, topic, partitions, tm->cluster);
+                return partitions;
+        }
+        if (rc == -2 && !*tm->admin_unsupported) {
+                /* Timed out or unsupported: this cluster lacks the
+                 * feature.  Say so once and rely on auto-creation. */
+                *tm->admin_unsupported = true;
+                aagw_log(AAGW_LOG_WARN, tm->tag,
+                         "%s: cluster %s does not create topics through the "
+                         "Admin API (%s); relying on broker auto-creation "
+                         "from now on",
+                         tm->who, tm->cluster, err);
+        } else if (rc == -1)
+                aagw_log(AAGW_LOG_WARN, tm->tag,
+                         "%s: cannot create topic %s at %s: %s", tm->who,
+                         topic, tm->cluster, err);
+        if (!tm->producer)
+                return -1;
+        /* Auto-creation: ask the producer, which may create topics, for
+         * this topic's metadata. */
+        int have = aagw_kafka_topic_autocreate(tm->producer, topic, 5000);
+        if (have > 0)
+                aagw_log(AAGW_LOG_INFO, tm->tag,
+                         "%s: topic %s auto-created at %s with %d partitions",
+                         tm->who, topic, tm->cluster, have);
+        return have > 0 ? have : -1;
+}
+
+/* ---------------------------------------------------------- READ RANGE --- */
+
+aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
+                                             const struct aagw_kafka_range *r,
+                                             int64_t *nread) {
+        rd_kafka_topic_partition_list_t *a;
+        int64_t deadline = aagw_mono_ms() + r->timeout_ms, last = r->from - 1;
+        aagw_kafka_range_end_t end = AAGW_RANGE_DONE;
+        rd_kafka_resp_err_t    err;
+
+        *nread = 0;
+        if (r->from >= r->to)
+                return AAGW_RANGE_DONE;
+        a = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(a, r->topic, r->partition)->offset =
+            r->from;
+        err = rd_kafka_assign(rk, a);
+        rd_kafka_topic_partition_list_destroy(a);
+        if (err) {
+                if (r->on_error)
+                        r->on_error(r->arg, err, rd_kafka_err2str(err));
+                return AAGW_RANGE_FAILED;
+        }
+        while (last < r->to - 1) {
+                if (r->stop && atomic_load(r->stop)) {
+                        end = AAGW_RANGE_STOPPED;
+                        break;
+                }
+                if (aagw_mono_ms() > deadline) {
+                        end = AAGW_RANGE_TIMEOUT;
+                        break;
+                }
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+                if (!m)
+                        continue;
+                if (m->err) {
+                        /* The end (a reader with enable.partition.eof):
+                         * offsets up to 'to' that are not records
+                         * (compacted away, transaction markers) never
+                         * arrive. */
+                        bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+                        if (eof && m->partition == r->partition) {
+                                rd_kafka_message_destroy(m);
+                                break;
+                        }
+                        if (!eof && r->on_error)
+                                r->on_error(r->arg, m->err,
+                                            rd_kafka_message_errstr(m));
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                if (m->partition != r->partition || m->offset <= last) {
+                        rd_kafka_message_destroy(m);
+                        continue;
+                }
+                last = m->offset;
+                if (r->progress)
+                        deadline = aagw_mono_ms() + r->timeout_ms;
+                /* Past the range (its end was compacted away): done, and
+                 * that record is not the caller's to judge. */
+                bool more = true;
+                if (m->offset < r->to) {
+                        (*nread)++;
+                        more = r->fn(r->arg, m);
+                }
+                rd_kafka_message_destroy(m);
+                if (!more) {
+                        end = AAGW_RANGE_ABORTED;
+                        break;
+                }
+        }
+        rd_kafka_assign(rk, NULL);
+        return end;
+}
