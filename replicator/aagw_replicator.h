@@ -423,8 +423,9 @@ void aagw_flow_stop(aagw_flow_t *flow);
 
 /**
  * @brief Stop consuming, wait for every in-flight record to be
- * acknowledged (up to @p timeout_ms), store positions, close the clients
- * and join the thread.  NULL is a no-op.
+ * acknowledged (up to @p timeout_ms in all, also when aagw_flow_stop()
+ * came first; a flow only stopped waits 8 s), store positions, close the
+ * clients and join the thread.  NULL is a no-op.
  */
 void aagw_flow_destroy(aagw_flow_t *flow, int timeout_ms);
 

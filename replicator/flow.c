@@ -49,7 +49,9 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
     150, 200, 300, 500,  750,  1000, 2000, 5000,  10000, 30000, 60000};
 
 #define SAVE_INTERVAL_MS 1000
-#define ADMIN_TIMEOUT_MS 3000
+/* How long a stopping flow waits for its in-flight records to be
+ * acknowledged, unless aagw_flow_destroy() says otherwise. */
+#define DRAIN_MS 8000
 /* How long reconcile() waits for the target partition to answer (a dead
  * leader is replaced within the broker session timeout, 9 s by default)
  * before it fails the flow rather than guess. */
@@ -143,6 +145,10 @@ struct aagw_flow {
                                           lock also guards the topic
                                           table's shape */
         atomic_bool               paused_req;
+        _Atomic int               drain_ms; /* at a stop: DRAIN_MS, or the
+                                               destroy's timeout */
+        int64_t                   stop_at;  /* when the thread stopped, 0:
+                                               running (flow thread) */
         bool                      paused;
         bool                      admin_create_unsupported;
 
@@ -1058,17 +1064,27 @@ out:
 }
 
 /* Wait for every in-flight record (delivery reports arrive here). */
+/* Serve delivery reports until nothing is in flight, for up to
+ * 'timeout_ms'; once the flow stops, no longer than what is left of the
+ * drain time its destroy allowed (aagw_flow_destroy()). */
 static void drain(aagw_flow_t *f, int timeout_ms) {
-        int64_t deadline = aagw_mono_ms() + timeout_ms;
-        while (atomic_load(&f->inflight) > 0 && aagw_mono_ms() < deadline) {
+        int64_t start = aagw_mono_ms(), deadline = start + timeout_ms, now;
+        while (atomic_load(&f->inflight) > 0) {
+                now = aagw_mono_ms();
+                if (f->stop_at &&
+                    f->stop_at + atomic_load(&f->drain_ms) < deadline)
+                        deadline = f->stop_at + atomic_load(&f->drain_ms);
+                if (now >= deadline)
+                        break;
                 rd_kafka_poll(f->producer, 50);
                 f->now_cache = aagw_wall_ms();
         }
         if (atomic_load(&f->inflight) > 0)
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: %" PRId64 " records still unacknowledged after "
-                         "%d ms; their positions are not stored",
-                         f->name, atomic_load(&f->inflight), timeout_ms);
+                         "%" PRId64 " ms; their positions are not stored",
+                         f->name, atomic_load(&f->inflight),
+                         aagw_mono_ms() - start);
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -1422,8 +1438,10 @@ static void *flow_main(void *arg) {
         aagw_qwait_destroy(qwait);
         rd_kafka_queue_destroy(pq);
         /* Stop: no more consuming; finish in-flight, store, leave the
-         * group (the revoke callback drains and saves once more). */
-        drain(f, 8000);
+         * group (the revoke callback drains and saves once more, within
+         * the same drain time). */
+        f->stop_at = aagw_mono_ms();
+        drain(f, atomic_load(&f->drain_ms));
         save_positions(f, true);
         aagw_fetch_waker_destroy(f->waker);
         f->waker = NULL;
@@ -1468,6 +1486,7 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         snprintf(f->name, sizeof(f->name), "%s->%s", c->source, c->target);
         snprintf(f->who, sizeof(f->who), "%s:", f->name);
         replicator_ctl_init(&f->ctl, "FLOW", f->who);
+        atomic_store(&f->drain_ms, DRAIN_MS);
         f->delivery = (struct replicator_delivery){on_delivery, f};
         snprintf(f->scope, sizeof(f->scope), "repl:%s->%s", c->source,
                  c->target);
@@ -1587,9 +1606,11 @@ void aagw_flow_pause(aagw_flow_t *f, bool pause) {
 }
 
 void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
-        (void)timeout_ms;
         if (!f)
                 return;
+        /* Before the stop: the thread reads it when it starts draining,
+         * and again while it drains (after aagw_flow_stop() too). */
+        atomic_store(&f->drain_ms, timeout_ms > 0 ? timeout_ms : 0);
         atomic_store(&f->ctl.stop, true);
         if (f->thread_started)
                 pthread_join(f->thread, NULL);

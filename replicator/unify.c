@@ -42,7 +42,6 @@
 #define MAX_INPUTS      8  /* inputs per logical topic: T + copies */
 #define BATCH_MAX       4096
 #define WAKE_INTERVAL_MS 20 /* aagw_fetch_waker_poke(), at most */
-#define ADMIN_TIMEOUT_MS 3000
 #define SCAN_TIMEOUT_MS 60000
 /* How long the start-up scan waits for an output partition to answer
  * (see output_wait()) before the stage fails. */
