@@ -114,7 +114,7 @@ struct replicator_topic_maker {
 int replicator_topic_make(const struct replicator_topic_maker *tm,
                           const char *topic, int partitions);
 
-/* ---------------------- MM2 TOPICS OF ONE FLOW (offsets.c) ---------------- */
+/* ------------------------ MM2 TOPICS OF ONE FLOW (mm2.c) ------------------ */
 
 /* The MM2-format side of a flow: heartbeats into the source's `heartbeats`
  * topic, offset-syncs (written from the flow thread through mm2_sync()),
@@ -145,5 +145,11 @@ void mm2_stats(const struct mm2 *m, struct aagw_flow_stats *st);
 
 /* Whether 'topic' is the heartbeats topic this deployment writes. */
 bool mm2_is_heartbeats(const char *topic);
+
+/* ------------------------------ GROUPS (groups.c) ------------------------ */
+
+/* The calling thread's group calls give up once '*flag' is set (the mm2
+ * thread's stop); NULL: they wait out their timeouts. */
+void groups_cancel_on(atomic_bool *flag);
 
 #endif

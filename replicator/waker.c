@@ -1,0 +1,305 @@
+/*
+ * replicator/waker.c: the fetch waker (aagw_replicator.h, "FETCH WAKER"):
+ * restarts the fetchers librdkafka 2.0 leaves idle, and reports the
+ * partitions whose fetches stalled.  Used by flows and the unify stage.
+ */
+#include "aagw_replicator.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+/* The marks of the partitions a waker woke: open addressing on a hash of
+ * (topic, partition), linear probing.  A collision only merges two
+ * partitions' marks, i.e. changes when one of them is woken, nothing else. */
+struct wake_slot {
+        uint64_t               key; /* 0: empty */
+        struct aagw_wake_mark  mark;
+        struct aagw_stall_mark stall;
+        char                  *topic; /* for reports; strdup()ed */
+        int32_t                partition;
+};
+
+struct aagw_fetch_waker {
+        rd_kafka_t                      *consumer;
+        pthread_t                        thread;
+        pthread_mutex_t                  lock;
+        pthread_cond_t                   cond;
+        rd_kafka_topic_partition_list_t *req;  /* handed over, not sent */
+        rd_kafka_topic_partition_list_t *ans;  /* end offsets answered */
+        bool                             busy; /* req set, or being sent */
+        bool                             stop;
+        int64_t                          last_ms;
+        struct wake_slot                *slots; /* poke()'s thread only */
+        size_t                           nslots, nused;
+};
+
+bool aagw_wake_due(struct aagw_wake_mark *m, int64_t pos, int64_t hi,
+                   int64_t now_ms) {
+        if (m->at_ms != INT64_MIN && m->pos == pos && m->hi == hi &&
+            now_ms - m->at_ms < AAGW_WAKE_STILL_MS)
+                return false;
+        m->pos   = pos;
+        m->hi    = hi;
+        m->at_ms = now_ms;
+        return true;
+}
+
+void aagw_stall_init(struct aagw_stall_mark *m) {
+        *m = (struct aagw_stall_mark){-1, 0, -1, 0, INT64_MIN / 2,
+                                      AAGW_STALL_MS};
+}
+
+bool aagw_stall_observe(struct aagw_stall_mark *m, int64_t pos,
+                        int64_t now_ms) {
+        if (pos != m->pos) {
+                m->pos      = pos;
+                m->since_ms = now_ms;
+                m->end      = -1;
+                m->wait_ms  = AAGW_STALL_MS;
+                return false;
+        }
+        if (now_ms - m->since_ms < AAGW_STALL_PROBE_MS ||
+            now_ms - m->probe_ms < AAGW_STALL_PROBE_MS)
+                return false;
+        m->probe_ms = now_ms;
+        return true;
+}
+
+void aagw_stall_answer(struct aagw_stall_mark *m, int64_t end,
+                       int64_t now_ms) {
+        m->end    = end;
+        m->end_ms = now_ms;
+}
+
+bool aagw_stall_due(struct aagw_stall_mark *m, int64_t now_ms) {
+        if (m->pos < 0 || m->end < 0 || m->end_ms < m->since_ms ||
+            m->end < m->pos + 2 || now_ms - m->since_ms < m->wait_ms)
+                return false;
+        m->since_ms = now_ms;
+        m->wait_ms  = m->wait_ms * 2 > 600000 ? 600000 : m->wait_ms * 2;
+        return true;
+}
+
+static uint64_t wake_key(const char *topic, int32_t partition) {
+        uint64_t h = XXH3_64bits_withSeed(topic, strlen(topic),
+                                          (uint64_t)(uint32_t)partition);
+        return h ? h : 1;
+}
+
+/* The slot of (topic, partition), created if new; NULL: out of memory. */
+static struct wake_slot *wake_slot(aagw_fetch_waker_t *w, const char *topic,
+                                   int32_t partition) {
+        uint64_t key = wake_key(topic, partition);
+
+        if ((w->nused + 1) * 2 > w->nslots) {
+                size_t            n  = w->nslots ? w->nslots * 2 : 256;
+                struct wake_slot *ns = calloc(n, sizeof(*ns));
+                if (!ns)
+                        return NULL;
+                for (size_t i = 0; i < w->nslots; i++) {
+                        if (!w->slots[i].key)
+                                continue;
+                        size_t j = (size_t)w->slots[i].key & (n - 1);
+                        while (ns[j].key)
+                                j = (j + 1) & (n - 1);
+                        ns[j] = w->slots[i];
+                }
+                free(w->slots);
+                w->slots  = ns;
+                w->nslots = n;
+        }
+        size_t i = (size_t)key & (w->nslots - 1);
+        for (; w->slots[i].key; i = (i + 1) & (w->nslots - 1))
+                if (w->slots[i].key == key)
+                        return &w->slots[i];
+        if (!(w->slots[i].topic = strdup(topic)))
+                return NULL;
+        w->slots[i].key        = key;
+        w->slots[i].partition  = partition;
+        w->slots[i].mark.at_ms = INT64_MIN;
+        aagw_stall_init(&w->slots[i].stall);
+        w->nused++;
+        return &w->slots[i];
+}
+
+static void *waker_main(void *arg) {
+        aagw_fetch_waker_t *w = arg;
+
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                while (!w->req && !w->stop)
+                        pthread_cond_wait(&w->cond, &w->lock);
+                if (w->stop)
+                        break;
+                rd_kafka_topic_partition_list_t *l = w->req;
+                w->req = NULL;
+                pthread_mutex_unlock(&w->lock);
+                /* The request wakes the leaders' threads; the answer,
+                 * the end offsets, tells stalled partitions apart
+                 * (aagw_fetch_waker_stalled()). */
+                rd_kafka_resp_err_t e =
+                    rd_kafka_offsets_for_times(w->consumer, l, 5000);
+                pthread_mutex_lock(&w->lock);
+                if (!e && !w->ans) {
+                        w->ans = l;
+                        l      = NULL;
+                }
+                w->busy = false;
+                pthread_mutex_unlock(&w->lock);
+                if (l)
+                        rd_kafka_topic_partition_list_destroy(l);
+                pthread_mutex_lock(&w->lock);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer) {
+        aagw_fetch_waker_t *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return NULL;
+        w->consumer = consumer;
+        w->last_ms  = INT64_MIN / 2;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        if (pthread_create(&w->thread, NULL, waker_main, w)) {
+                pthread_cond_destroy(&w->cond);
+                pthread_mutex_destroy(&w->lock);
+                free(w);
+                return NULL;
+        }
+        return w;
+}
+
+int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
+                          int min_interval_ms) {
+        rd_kafka_topic_partition_list_t *a = NULL, *lag = NULL;
+        int                              n = 0;
+        bool                             busy;
+
+        if (!w || now_ms - w->last_ms < min_interval_ms)
+                return 0;
+        pthread_mutex_lock(&w->lock);
+        busy = w->busy;
+        rd_kafka_topic_partition_list_t *ans = w->ans;
+        w->ans = NULL;
+        pthread_mutex_unlock(&w->lock);
+        for (int i = 0; ans && i < ans->cnt; i++) {
+                const rd_kafka_topic_partition_t *tp = &ans->elems[i];
+                struct wake_slot                 *ws;
+                if (!tp->err && tp->offset >= 0 &&
+                    (ws = wake_slot(w, tp->topic, tp->partition)))
+                        aagw_stall_answer(&ws->stall, tp->offset, now_ms);
+        }
+        if (ans)
+                rd_kafka_topic_partition_list_destroy(ans);
+        if (busy || rd_kafka_assignment(w->consumer, &a) || !a)
+                return 0;
+        if (a->cnt && !rd_kafka_position(w->consumer, a) &&
+            (lag = rd_kafka_topic_partition_list_new(a->cnt))) {
+                for (int i = 0; i < a->cnt; i++) {
+                        const rd_kafka_topic_partition_t *tp = &a->elems[i];
+                        int64_t                           lo, hi;
+                        struct wake_slot                 *ws;
+                        bool                              want;
+                        if (tp->offset < 0)
+                                continue;
+                        /* No memory for a slot: woken, as before. */
+                        ws   = wake_slot(w, tp->topic, tp->partition);
+                        want = !rd_kafka_get_watermark_offsets(
+                                   w->consumer, tp->topic, tp->partition, &lo,
+                                   &hi) &&
+                               hi > tp->offset &&
+                               (!ws ||
+                                aagw_wake_due(&ws->mark, tp->offset, hi,
+                                              now_ms));
+                        /* Still too long: ask its leader, past the cache. */
+                        if (ws && aagw_stall_observe(&ws->stall, tp->offset,
+                                                     now_ms))
+                                want = true;
+                        if (want)
+                                rd_kafka_topic_partition_list_add(
+                                    lag, tp->topic, tp->partition)
+                                    ->offset = RD_KAFKA_OFFSET_END;
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(a);
+        if (lag && (n = lag->cnt) > 0) {
+                w->last_ms = now_ms;
+                pthread_mutex_lock(&w->lock);
+                w->req  = lag;
+                w->busy = true;
+                pthread_cond_signal(&w->cond);
+                pthread_mutex_unlock(&w->lock);
+        } else if (lag) {
+                rd_kafka_topic_partition_list_destroy(lag);
+        }
+        return n;
+}
+
+size_t aagw_fetch_waker_stalled(aagw_fetch_waker_t *w, int64_t now_ms,
+                                struct aagw_stall_report *out, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; w && i < w->nslots && n < max; i++) {
+                struct wake_slot *ws = &w->slots[i];
+                int64_t           since;
+                if (!ws->key)
+                        continue;
+                since = ws->stall.since_ms;
+                if (!aagw_stall_due(&ws->stall, now_ms))
+                        continue;
+                snprintf(out[n].topic, sizeof(out[n].topic), "%s", ws->topic);
+                out[n].partition = ws->partition;
+                out[n].pos       = ws->stall.pos;
+                out[n].end       = ws->stall.end;
+                out[n].still_ms  = now_ms - since;
+                n++;
+        }
+        return n;
+}
+
+void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
+                            const struct aagw_stall_report *r, size_t n) {
+        const struct rd_kafka_metadata *md;
+
+        for (size_t i = 0; i < n; i++)
+                aagw_log(AAGW_LOG_WARN, "FETCH",
+                         "%s: %s [%" PRId32 "] has not moved from offset %" PRId64
+                         " for %" PRId64 " s while its leader holds up to %"
+                         PRId64 ": restarting its fetch",
+                         who, r[i].topic, r[i].partition, r[i].pos,
+                         r[i].still_ms / 1000, r[i].end);
+        /* Leaders as the cluster knows them now: a fetcher left on the
+         * old leader is what this undoes. */
+        if (n && !rd_kafka_metadata(consumer, 1, NULL, &md, 2000))
+                rd_kafka_metadata_destroy(md);
+}
+
+void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        if (w->req)
+                rd_kafka_topic_partition_list_destroy(w->req);
+        if (w->ans)
+                rd_kafka_topic_partition_list_destroy(w->ans);
+        for (size_t i = 0; i < w->nslots; i++)
+                free(w->slots[i].topic);
+        free(w->slots);
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+}
