@@ -590,22 +590,10 @@ static int check_value(const struct cfg_key *k, const char *s, char **normp,
                 break;
         case CT_IDRULE:
         case CT_KEYRULE:
-                if (!strcmp(s, "key") ||
-                    (k->type == CT_IDRULE &&
-                     (!strcmp(s, "hash") || !strcmp(s, "derived"))))
-                        break;
-                if (!strncmp(s, "json:", 5) && s[5] && len <= 260)
-                        break;
-                if (k->type == CT_IDRULE && !strncmp(s, "header:", 7) &&
-                    s[7] && len <= 262)
-                        break;
-                snprintf(why, size,
-                         k->type == CT_IDRULE
-                             ? "expected header:NAME, key, json:FIELD, hash "
-                               "or derived, got \"%s\""
-                             : "expected key or json:FIELD, got \"%s\"",
-                         s);
-                return -1;
+                /* The policy's grammar (policy/idrule.c), not a copy. */
+                if (!aagw_id_rule_check(s, k->type == CT_KEYRULE, why, size))
+                        return -1;
+                break;
         case CT_SEP:
                 if (len < 1 || len > 8 || strspn(s, "._-") != len) {
                         snprintf(why, size,

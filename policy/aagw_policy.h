@@ -701,6 +701,15 @@ typedef struct aagw_id_rule aagw_id_rule_t; /* opaque */
  */
 aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
                                  size_t errstr_size);
+/**
+ * @brief Check @p spec as aagw_id_rule_new() would parse it, without
+ * building a rule; with @p entity_key, only the forms an entity key may
+ * take (key, json:FIELD).  For configuration checks.
+ * @returns true, or false with "expected ..., got \"SPEC\"" in @p errstr.
+ */
+bool aagw_id_rule_check(const char *spec, bool entity_key, char *errstr,
+                        size_t errstr_size);
+
 /** NULL is a no-op. */
 void aagw_id_rule_destroy(aagw_id_rule_t *rule);
 

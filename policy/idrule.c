@@ -28,8 +28,12 @@ struct aagw_id_rule {
 
 /* ------------------------------- RULES --------------------------------- */
 
-aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
-                                 size_t errstr_size) {
+/* The grammar, parsed once for aagw_id_rule_new() and
+ * aagw_id_rule_check(): the form of 'spec', its argument and the
+ * argument's length.  Returns false if no form matches; an argument out
+ * of 1..AAGW_ID_ARG_MAX bytes sets '*bad_len'. */
+static bool parse(const char *spec, enum id_kind *kind, const char **arg,
+                  size_t *alen, bool *bad_len) {
         static const struct {
                 const char  *word;
                 enum id_kind kind;
@@ -39,39 +43,75 @@ aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
             {"hash", ID_HASH, false},       {"header:", ID_HEADER, true},
             {"json:", ID_JSON, true},
         };
-        aagw_id_rule_t *rule;
 
-        if (!spec)
-                spec = "";
+        *bad_len = false;
         for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
                 size_t wl = strlen(forms[i].word);
-                size_t al;
                 if (forms[i].arg ? strncmp(spec, forms[i].word, wl)
                                  : strcmp(spec, forms[i].word))
                         continue;
-                al = forms[i].arg ? strlen(spec + wl) : 0;
-                if (forms[i].arg && (al < 1 || al > AAGW_ID_ARG_MAX)) {
-                        snprintf(errstr, errstr_size,
-                                 "id rule \"%s\": %s must be 1 to %d bytes",
-                                 spec,
-                                 forms[i].kind == ID_HEADER ? "NAME" : "FIELD",
-                                 AAGW_ID_ARG_MAX);
-                        return NULL;
-                }
-                rule = calloc(1, sizeof(*rule));
-                if (!rule) {
-                        snprintf(errstr, errstr_size, "out of memory");
-                        return NULL;
-                }
-                rule->kind = forms[i].kind;
-                memcpy(rule->arg, spec + wl, al);
-                return rule;
+                *kind     = forms[i].kind;
+                *arg      = spec + wl;
+                *alen     = forms[i].arg ? strlen(spec + wl) : 0;
+                *bad_len  = forms[i].arg &&
+                           (*alen < 1 || *alen > AAGW_ID_ARG_MAX);
+                return true;
         }
+        return false;
+}
+
+aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
+                                 size_t errstr_size) {
+        aagw_id_rule_t *rule;
+        enum id_kind    kind;
+        const char     *arg;
+        size_t          al;
+        bool            bad_len;
+
+        if (!spec)
+                spec = "";
+        if (!parse(spec, &kind, &arg, &al, &bad_len)) {
+                snprintf(errstr, errstr_size,
+                         "id rule \"%s\": expected header:NAME, key, "
+                         "json:FIELD, hash or derived",
+                         spec);
+                return NULL;
+        }
+        if (bad_len) {
+                snprintf(errstr, errstr_size,
+                         "id rule \"%s\": %s must be 1 to %d bytes", spec,
+                         kind == ID_HEADER ? "NAME" : "FIELD",
+                         AAGW_ID_ARG_MAX);
+                return NULL;
+        }
+        rule = calloc(1, sizeof(*rule));
+        if (!rule) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        rule->kind = kind;
+        memcpy(rule->arg, arg, al);
+        return rule;
+}
+
+bool aagw_id_rule_check(const char *spec, bool entity_key, char *errstr,
+                        size_t errstr_size) {
+        enum id_kind kind;
+        const char  *arg;
+        size_t       al;
+        bool         bad_len;
+
+        if (!spec)
+                spec = "";
+        if (parse(spec, &kind, &arg, &al, &bad_len) && !bad_len &&
+            (!entity_key || kind == ID_KEY || kind == ID_JSON))
+                return true;
         snprintf(errstr, errstr_size,
-                 "id rule \"%s\": expected header:NAME, key, json:FIELD, "
-                 "hash or derived",
+                 entity_key ? "expected key or json:FIELD, got \"%s\""
+                            : "expected header:NAME, key, json:FIELD, hash or "
+                              "derived, got \"%s\"",
                  spec);
-        return NULL;
+        return false;
 }
 
 void aagw_id_rule_destroy(aagw_id_rule_t *rule) {

@@ -87,6 +87,42 @@ static void test_rule_specs(void **state) {
         aagw_id_rule_destroy(NULL);
 }
 
+/* aagw_id_rule_check(), what the configuration check uses: the same
+ * grammar, and for entity keys only key and json:FIELD. */
+static void test_rule_check(void **state) {
+        static const char *const id_ok[] = {"derived", "key", "hash",
+                                            "header:h", "json:f"};
+        static const char *const ek_bad[] = {"derived", "hash", "header:h",
+                                             "json:", "", "KEY"};
+        char err[512], longspec[300];
+        (void)state;
+
+        for (size_t i = 0; i < ARRAY_LEN(id_ok); i++)
+                assert_true(aagw_id_rule_check(id_ok[i], false, err,
+                                               sizeof(err)));
+        assert_true(aagw_id_rule_check("key", true, err, sizeof(err)));
+        assert_true(aagw_id_rule_check("json:user", true, err, sizeof(err)));
+        for (size_t i = 0; i < ARRAY_LEN(ek_bad); i++) {
+                char want[128];
+                assert_false(aagw_id_rule_check(ek_bad[i], true, err,
+                                                sizeof(err)));
+                snprintf(want, sizeof(want),
+                         "expected key or json:FIELD, got \"%s\"", ek_bad[i]);
+                assert_string_equal(err, want);
+        }
+        assert_false(aagw_id_rule_check("json:", false, err, sizeof(err)));
+        assert_string_equal(err, "expected header:NAME, key, json:FIELD, "
+                                 "hash or derived, got \"json:\"");
+        /* NAME and FIELD: 1 to 255 bytes, as aagw_id_rule_new() takes. */
+        memset(longspec, 'a', sizeof(longspec));
+        memcpy(longspec, "header:", 7);
+        longspec[7 + 255] = '\0';
+        assert_true(aagw_id_rule_check(longspec, false, err, sizeof(err)));
+        longspec[7 + 255] = 'a';
+        longspec[7 + 256] = '\0';
+        assert_false(aagw_id_rule_check(longspec, false, err, sizeof(err)));
+}
+
 static void test_derived(void **state) {
         struct aagw_rec r = rec_kv(NULL, NULL);
         char            buf[64];
@@ -604,6 +640,7 @@ static void test_id_key(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_rule_specs),
+            cmocka_unit_test(test_rule_check),
             cmocka_unit_test(test_derived),
             cmocka_unit_test(test_key),
             cmocka_unit_test(test_header),
