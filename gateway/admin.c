@@ -745,20 +745,6 @@ static char *metrics(const struct gw_admin *a) {
 
 /* ------------------------------------------------------------ HANDLER --- */
 
-bool gw_host_is_loopback(const char *host) {
-        struct in_addr  v4;
-        struct in6_addr v6;
-
-        if (!strcasecmp(host, "localhost"))
-                return true;
-        if (inet_pton(AF_INET, host, &v4) == 1)
-                return (ntohl(v4.s_addr) >> 24) == 127;
-        if (inet_pton(AF_INET6, host, &v6) == 1)
-                return IN6_IS_ADDR_LOOPBACK(&v6) ||
-                       (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
-        return false;
-}
-
 /* Host of a "Host:" or Origin authority ("h", "h:p", "[v6]", "[v6]:p"). */
 static void authority_host(const char *auth, char *host, size_t size) {
         if (!gw_split_hostport(auth, host, size)) {
@@ -1126,20 +1112,6 @@ int gw_pauses_save(const char *path, aagw_flow_t *const *flows, size_t n,
 }
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
-
-const char *gw_split_hostport(const char *addr, char *host, size_t size) {
-        const char *colon = strrchr(addr, ':');
-
-        if (!colon || colon == addr || !colon[1])
-                return NULL;
-        if (addr[0] == '[') {
-                if (colon < addr + 2 || colon[-1] != ']')
-                        return NULL;
-                snprintf(host, size, "%.*s", (int)(colon - addr - 2), addr + 1);
-        } else
-                snprintf(host, size, "%.*s", (int)(colon - addr), addr);
-        return colon;
-}
 
 int gw_admin_listen(const char *addr, char *errstr, size_t errstr_size) {
         char             host[256];

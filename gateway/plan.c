@@ -1,5 +1,6 @@
 /*
- * gateway/plan.c: which replication flows this process runs.
+ * gateway/plan.c: which replication flows this process runs, and the
+ * replication policy (per flow, with its own topic lists) a config makes.
  *
  * The topology comes from gateway.mode (or an explicit replication.flows
  * list, as MirrorMaker 2 writes "east->west"), and --site narrows it to the
@@ -10,6 +11,7 @@
 #include "gateway_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Aliases are at most 64 bytes (config validation); copy with an explicit
@@ -93,4 +95,132 @@ int gw_plan_flows(const aagw_config_t *cfg, struct gw_plan *p, char *errstr,
                 return -1;
         }
         return 0;
+}
+
+/* ------------------------------------------------------------- POLICY --- */
+
+/* The one place a config becomes the replication policy: every
+ * replication.* key that the policy holds is read here, before anything
+ * else is derived (tests/unit/test_config.c checks them key by key).
+ * The flows and the offsets commands (cli_offsets.c) use the same one. */
+aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
+                                  size_t errsize) {
+        return gw_policy_new_flow(cfg, NULL, NULL, err, errsize);
+}
+
+/* replication.per_flow.<src>-><dst>.<leaf>, or "" without a flow. */
+static void per_flow_key(char *buf, size_t size, const char *src,
+                         const char *dst, const char *leaf) {
+        if (src && dst)
+                snprintf(buf, size, "replication.per_flow.%s->%s.%s", src,
+                         dst, leaf);
+        else
+                buf[0] = '\0';
+}
+
+bool gw_flow_has_own_topics(const aagw_config_t *cfg, const char *src,
+                            const char *dst) {
+        char key[512];
+
+        per_flow_key(key, sizeof(key), src, dst, "topics");
+        if (aagw_config_is_set(cfg, key))
+                return true;
+        per_flow_key(key, sizeof(key), src, dst, "topics_exclude");
+        return aagw_config_is_set(cfg, key);
+}
+
+aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
+                                       const char *src, const char *dst,
+                                       char *err, size_t errsize) {
+        struct aagw_repl_conf rc;
+        const char           *sites[AAGW_SITES_MAX];
+        const char *const    *items;
+        size_t                n = aagw_config_instance_cnt(cfg, "clusters");
+        const char           *bad;
+
+        aagw_repl_conf_init(&rc);
+        if (n > AAGW_SITES_MAX)
+                n = AAGW_SITES_MAX;
+        for (size_t i = 0; i < n; i++)
+                sites[i] = aagw_config_instance(cfg, "clusters", i);
+        rc.sites     = sites;
+        rc.site_cnt  = n;
+        rc.naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
+                              "identity")
+                           ? AAGW_NAMING_PREFIX
+                           : AAGW_NAMING_IDENTITY;
+        rc.separator = aagw_config_str(cfg, "replication.separator");
+        rc.multi_hop = aagw_config_bool(cfg, "replication.multi_hop");
+        rc.header_prefix  = aagw_config_str(cfg, "replication.header_prefix");
+        rc.unified_suffix = aagw_config_str(cfg, "unify.suffix");
+        /* A flow's own lists replace the global ones, as MM2's
+         * "east->west.topics" replaces "topics". */
+        char key[512];
+        per_flow_key(key, sizeof(key), src, dst, "topics");
+        rc.topics_include_cnt = aagw_config_list(
+            cfg, aagw_config_is_set(cfg, key) ? key : "replication.topics",
+            &items);
+        rc.topics_include = items;
+        per_flow_key(key, sizeof(key), src, dst, "topics_exclude");
+        rc.topics_exclude_cnt = aagw_config_list(
+            cfg,
+            aagw_config_is_set(cfg, key) ? key : "replication.topics_exclude",
+            &items);
+        rc.topics_exclude = items;
+        rc.groups_include_cnt =
+            aagw_config_list(cfg, "replication.groups", &items);
+        rc.groups_include = items;
+        rc.groups_exclude_cnt =
+            aagw_config_list(cfg, "replication.groups_exclude", &items);
+        rc.groups_exclude = items;
+        bad = aagw_config_str(cfg, "replication.bad_provenance");
+        rc.on_bad_provenance = !strcmp(bad, "pass")   ? AAGW_BAD_PASS
+                               : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
+                                                      : AAGW_BAD_DEAD_LETTER;
+        bad = aagw_config_str(cfg, "replication.missing_id");
+        rc.on_missing_id = !strcmp(bad, "derive") ? AAGW_BAD_PASS
+                           : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
+                                                  : AAGW_BAD_DEAD_LETTER;
+        /* Unified topics are never replicated: those named by the suffix
+         * are built-in exclusions, those named per topic are added here
+         * (as whole-name regexes, metacharacters escaped). */
+        size_t nout = aagw_config_instance_cnt(cfg, "unify.topics");
+        if (nout) {
+                size_t       k = 0, base = rc.topics_exclude_cnt;
+                const char **ex =
+                    calloc(rc.topics_exclude_cnt + nout + 1, sizeof(*ex));
+                if (!ex) {
+                        snprintf(err, errsize, "out of memory");
+                        return NULL;
+                }
+                for (size_t i = 0; i < rc.topics_exclude_cnt; i++)
+                        ex[k++] = rc.topics_exclude[i];
+                for (size_t i = 0; i < nout; i++) {
+                        char        key[512];
+                        const char *out;
+                        snprintf(key, sizeof(key), "unify.topics.%s.output",
+                                 aagw_config_instance(cfg, "unify.topics", i));
+                        if (!(out = aagw_config_str(cfg, key)))
+                                continue;
+                        char *re = malloc(2 * strlen(out) + 1), *w = re;
+                        if (!re)
+                                continue;
+                        for (const char *c = out; *c; c++) {
+                                if (strchr(".[]{}()\\*+?|^$", *c))
+                                        *w++ = '\\';
+                                *w++ = *c;
+                        }
+                        *w      = '\0';
+                        ex[k++] = re;
+                }
+                rc.topics_exclude     = ex;
+                rc.topics_exclude_cnt = k;
+                aagw_repl_policy_t *pol = aagw_repl_policy_new(&rc, err,
+                                                               errsize);
+                for (size_t i = base; i < k; i++)
+                        free((char *)ex[i]);
+                free(ex);
+                return pol;
+        }
+        return aagw_repl_policy_new(&rc, err, errsize);
 }
