@@ -1621,6 +1621,9 @@ static const char *managed_property(const char *name) {
             {"bootstrap.servers", "set clusters.<alias>.bootstrap_servers"},
             {"metadata.broker.list", "set clusters.<alias>.bootstrap_servers"},
             {"group.id", "aagw names its consumer groups from gateway.id"},
+            {"group.instance.id",
+             "aagw names its static group members from gateway.id and "
+             "gateway.site"},
             {"enable.auto.commit", "aagw stores positions itself"},
             {"enable.auto.offset.store", "aagw stores positions itself"},
             {"enable.idempotence", "aagw always uses the idempotent producer"},

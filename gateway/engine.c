@@ -127,6 +127,7 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
                 flags |= AAGW_VERDICT_F_NO_HEADER_CHECK;
         memset(&fc, 0, sizeof(fc));
         fc.gateway_id = aagw_config_str(cfg, "gateway.id");
+        fc.site       = aagw_config_str(cfg, "gateway.site");
         fc.source     = src;
         fc.target     = dst;
         snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", src);

@@ -144,6 +144,25 @@ rd_kafka_t *aagw_kafka_client_new(const struct aagw_kafka_client *c,
                                   char *errstr, size_t errstr_size);
 
 /**
+ * @brief The static group membership id (KIP-345 group.instance.id) of a
+ * data-path consumer in @p group run by the process of @p site (NULL or
+ * empty: a process that runs every site): "GROUP@SITE".  Stable across
+ * restarts of the same process, so a restarted consumer takes its
+ * partitions back at once instead of waiting out the dead member's
+ * session.
+ */
+void aagw_kafka_instance_id(char *out, size_t out_size, const char *group,
+                            const char *site);
+
+/**
+ * @brief Whether @p err is RD_KAFKA_RESP_ERR__FATAL on @p rk; if so the
+ * reason goes to @p errstr (for a fenced static member, with what to
+ * check: another process runs the same flow with the same gateway.id).
+ */
+bool aagw_kafka_fatal(rd_kafka_t *rk, rd_kafka_resp_err_t err, char *errstr,
+                      size_t errstr_size);
+
+/**
  * @brief Create @p topic with @p partitions (broker default replication)
  * through the Admin API of @p rk, waiting up to @p timeout_ms.
  * @returns 0 if created or it exists already, -1 if the broker refused
@@ -362,6 +381,9 @@ struct aagw_flow_pos {
 
 struct aagw_flow_conf {
         const char *gateway_id;
+        /** The process's site (--site, gateway.site); NULL: every site.
+         *  Part of the consumer's static member id. */
+        const char *site;
         const char *source, *target; /**< cluster aliases */
         /** Client settings of each cluster: bootstraps and user properties
          *  (name/value pairs as for aagw_kafka_conf_apply()); borrowed for

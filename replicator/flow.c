@@ -1185,6 +1185,7 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         struct aagw_rec      rec;
         rd_kafka_timestamp_type_t tstype;
         uint64_t             seq;
+        char                 why[640];
 
         if (m->err == RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT) {
                 /* The broker refuses to let the consumer join, and will
@@ -1194,6 +1195,10 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                              "clusters.%s.properties.consumer."
                              "session.timeout.ms)",
                           rd_kafka_message_errstr(m), f->source, f->source);
+                return false;
+        }
+        if (aagw_kafka_fatal(f->consumer, m->err, why, sizeof(why))) {
+                flow_fail(f, "consume: %s", why);
                 return false;
         }
         if (m->err) {
@@ -1510,8 +1515,14 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
 
         snprintf(group, sizeof(group), "aagw.%s.%s-%s", c->gateway_id,
                  c->source, c->target);
+        /* Static membership: a restarted process takes the partitions
+         * back at its first join, not after the killed member's session
+         * timed out (a rebalance of ~10 s per restart). */
+        char instance[600];
+        aagw_kafka_instance_id(instance, sizeof(instance), group, c->site);
         const char *consumer_extra[] = {
             "group.id", group,
+            "group.instance.id", instance,
             "enable.auto.commit", "false",
             "enable.auto.offset.store", "false",
             "auto.offset.reset", "earliest",

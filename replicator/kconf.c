@@ -70,6 +70,34 @@ rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
         return conf;
 }
 
+void aagw_kafka_instance_id(char *out, size_t out_size, const char *group,
+                            const char *site) {
+        snprintf(out, out_size, "%s@%s", group,
+                 site && *site ? site : "all");
+}
+
+bool aagw_kafka_fatal(rd_kafka_t *rk, rd_kafka_resp_err_t err, char *errstr,
+                      size_t errstr_size) {
+        char                why[512];
+        rd_kafka_resp_err_t ferr;
+
+        if (err != RD_KAFKA_RESP_ERR__FATAL)
+                return false;
+        ferr = rd_kafka_fatal_error(rk, why, sizeof(why));
+        if (ferr == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+                snprintf(errstr, errstr_size,
+                         "%s: another process joined the consumer group "
+                         "with this process's group.instance.id: two aagw "
+                         "processes with the same gateway.id run the same "
+                         "flow or unify stage (each needs its own --site, "
+                         "or its own gateway.id)",
+                         why);
+        else
+                snprintf(errstr, errstr_size, "fatal client error: %s",
+                         ferr ? why : rd_kafka_err2str(err));
+        return true;
+}
+
 static const char *const roles[] = {"consumer.", "producer.", "admin."};
 
 const char *aagw_kafka_prop_base(const char *name) {

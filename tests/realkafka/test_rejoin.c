@@ -1,0 +1,184 @@
+/*
+ * tests/realkafka/test_rejoin.c: a gateway killed with SIGKILL and
+ * started again takes its partitions back at once (issue 16, item 5).
+ *
+ * The flows' consumers are static group members (group.instance.id,
+ * KIP-345: "aagw.<id>.<source>-<target>@<site>"), so the broker hands a
+ * restarted process the killed member's partitions at its first join.
+ * A dynamic member would wait until the killed member's session expired
+ * first: here the session is 30 s, so a restart that copies within
+ * REJOIN_MS (10 s) can only have been a static rejoin.
+ *
+ * Two single-broker clusters; aagw replicates east -> west (--site west).
+ * Each of KILLS rounds: RECS records produced at east, copied; aagw
+ * SIGKILLed; RECS more produced; aagw started again; west's east.clicks
+ * must hold them all within REJOIN_MS of the start.  Then a second aagw
+ * on the same state dir is refused (the state dir lock) and the first
+ * keeps copying; a third with the same identity on another state dir
+ * fences the first, whose flow fails naming group.instance.id, and copies
+ * on.  Counts are the copy's high watermarks at west.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rk.h"
+
+#define PARTS     4
+#define RECS      200
+#define KILLS     3
+#define REJOIN_MS 10000
+
+static void produce(struct rk *r, int n) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+                                           rk_bs(r, "east"), err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        assert_int_equal(rd_kafka_conf_set(conf, "enable.idempotence", "true",
+                                           err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+        assert_non_null(p);
+        for (int i = 0; i < n; i++) {
+                char v[32];
+                int  len = snprintf(v, sizeof(v), "v%d", i);
+                assert_int_equal(
+                    rd_kafka_producev(p, RD_KAFKA_V_TOPIC("clicks"),
+                                      RD_KAFKA_V_PARTITION(i % PARTS),
+                                      RD_KAFKA_V_VALUE(v, (size_t)len),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_END),
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_destroy(p);
+}
+
+static const char *const gw_args[] = {
+    "--site", "west", "--topic", "clicks",
+    /* A session long enough that waiting it out cannot pass for a
+     * rejoin (rk_gw_start() sets 6 s; a later --set wins). */
+    "--set", "clusters.east.properties.consumer.session.timeout.ms=30000",
+    NULL};
+
+static void test_rejoin(void **state) {
+        struct rk *r = rk_new("rk-rejoin");
+        int64_t    want = 0;
+        int64_t    took[KILLS];
+
+        *state = r;
+        rk_cluster_start(r, "east", 1);
+        rk_cluster_start(r, "west", 1);
+        rk_create_topic(r, "east", "clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
+        rk_gw_start(r, gw_args);
+        for (int k = 0; k < KILLS; k++) {
+                produce(r, RECS);
+                want += RECS;
+                rk_expect_size(r, "west", "east.clicks", want, 60000);
+                rk_gw_stop(r, SIGKILL, 10000);
+                produce(r, RECS);
+                want += RECS;
+                int64_t t0 = harness_now_ms();
+                rk_gw_start(r, gw_args);
+                bool ok = rk_wait_size(r, "west", "east.clicks", want,
+                                       REJOIN_MS);
+                took[k] = harness_now_ms() - t0;
+                print_message("# restart %d: %" PRId64 " of %" PRId64
+                              " records copied %.1f s after the start\n",
+                              k + 1, rk_size(r, "west", "east.clicks"), want,
+                              (double)took[k] / 1000.0);
+                if (!ok) {
+                        rk_gw_dump_log(r, 40);
+                        fail_msg("restart %d: not caught up within %d ms (the"
+                                 " 30 s session of the killed member)",
+                                 k + 1, REJOIN_MS);
+                }
+        }
+
+        /* A second process on the same state dir: refused by the lock,
+         * before it could join the group with the same member id. */
+        const char *argv[] = {harness_aagw_bin(), "run",
+                              "--cluster", NULL, "--cluster", NULL,
+                              "--site", "west", "--topic", "clicks",
+                              "--state-dir", r->state, NULL};
+        char east[600], west[600];
+        snprintf(east, sizeof(east), "east=%s", rk_bs(r, "east"));
+        snprintf(west, sizeof(west), "west=%s", rk_bs(r, "west"));
+        argv[3]         = east;
+        argv[5]         = west;
+        char *log2      = rk_path(r, "second.log");
+        harness_proc_t *p2 = harness_proc_spawn(argv, NULL, log2, r->errstr,
+                                                sizeof(r->errstr));
+        assert_non_null(p2);
+        int rc = -1;
+        assert_int_equal(harness_proc_wait(p2, 30000, &rc), AAGW_OK);
+        harness_proc_destroy(p2);
+        assert_int_not_equal(rc, 0);
+        char *text = harness_read_file(log2, NULL);
+        assert_non_null(text);
+        if (!strstr(text, "in use by another aagw process"))
+                fail_msg("the second process did not say the state dir is "
+                         "locked: %s",
+                         text);
+        free(text);
+        free(log2);
+        produce(r, RECS);
+        want += RECS;
+        rk_expect_size(r, "west", "east.clicks", want, 30000);
+        rk_gw_expect_running(r);
+
+        /* The same identity on another state dir, which the lock cannot
+         * see: it takes the static member id over, and the first
+         * process's flow fails, naming the cause, instead of both
+         * copying. */
+        char *state2 = rk_path(r, "state2");
+        char *log3   = rk_path(r, "third.log");
+        argv[11]     = state2;
+        harness_proc_t *p3 = harness_proc_spawn(argv, NULL, log3, r->errstr,
+                                                sizeof(r->errstr));
+        assert_non_null(p3);
+        rc = -1;
+        if (harness_proc_wait(r->gw, 60000, &rc) != AAGW_OK) {
+                rk_gw_dump_log(r, 20);
+                fail_msg("the first process kept running next to a second "
+                         "one with its group.instance.id");
+        }
+        assert_int_not_equal(rc, 0);
+        text = harness_read_file(r->gw_log, NULL);
+        assert_non_null(text);
+        if (!strstr(text, "with this process's group.instance.id"))
+                fail_msg("the fenced process did not say why:\n%s", text);
+        free(text);
+        harness_proc_destroy(r->gw);
+        r->gw = NULL;
+        /* the newcomer copies on */
+        produce(r, RECS);
+        want += RECS;
+        rk_expect_size(r, "west", "east.clicks", want, 60000);
+        harness_proc_signal(p3, SIGTERM);
+        rc = -1;
+        assert_int_equal(harness_proc_wait(p3, 30000, &rc), AAGW_OK);
+        assert_int_equal(harness_exit_code(rc), 0);
+        harness_proc_destroy(p3);
+        free(state2);
+        free(log3);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_teardown(test_rejoin, rk_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
