@@ -247,6 +247,11 @@ typedef enum {
         AAGW_AUDIT_SUPERSEDED = 2, /**< lww: older than the stored winner */
         AAGW_AUDIT_IDENTICAL  = 3, /**< lww: same version as the winner */
         AAGW_AUDIT_REJECTED   = 4, /**< bad provenance or id */
+        AAGW_AUDIT_DIVERGED   = 5, /**< provenance path contradicts the
+                                        topic name: the other sites on the
+                                        path will not have the record (an
+                                        extra entry; the record also gets
+                                        its usual verdict) */
         AAGW_AUDIT__CNT
 } aagw_audit_verdict_t;
 

@@ -365,6 +365,7 @@ void dedup_hex(const uint8_t *p, size_t n, char *out) {
 
 const char *aagw_audit_verdict_name(aagw_audit_verdict_t v) {
         static const char *const names[AAGW_AUDIT__CNT] = {
-            "accepted", "dropped", "superseded", "identical", "rejected"};
+            "accepted", "dropped", "superseded", "identical", "rejected",
+            "diverged"};
         return (unsigned)v < AAGW_AUDIT__CNT ? names[v] : "unknown";
 }

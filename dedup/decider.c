@@ -636,6 +636,11 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
                 int                    rc;
                 if (i + 8 < n && r[8].probe && !r[8].rejected)
                         kmap_prefetch(pending(d, r[8].mode), r[8].key);
+                /* Decided as usual, but the other sites on its path will
+                 * not see it: audited apart. */
+                if (r->diverged &&
+                    audit_add(d, ep->b, r, now_ms, AAGW_AUDIT_DIVERGED))
+                        goto oom;
                 if (r->rejected)
                         rc = reject(d, ep, r, now_ms);
                 else if (r->mode == AAGW_UNIFY_DEDUP)

@@ -306,6 +306,8 @@ static json_object *flow_json(const aagw_flow_t *f) {
                                json_object_new_int64((int64_t)st.bytes_out));
         json_object_object_add(o, "dead_lettered",
                                json_object_new_int64((int64_t)st.dead_lettered));
+        json_object_object_add(o, "diverged",
+                               json_object_new_int64((int64_t)st.diverged));
         json_object_object_add(o, "bad_provenance_passed",
                                json_object_new_int64((int64_t)st.bad_passed));
         json_object_object_add(o, "produce_errors",
@@ -402,6 +404,7 @@ static json_object *unify_json(const aagw_unify_t *u) {
         U64("records_out", st.records_out);
         for (int k = 0; k < 5; k++)
                 U64(unify_outcomes[k], v[k]);
+        U64("diverged", st.diverged);
         U64("recovered", st.recovered);
         U64("replayed", st.replayed);
         U64("commits", st.commits);
@@ -565,6 +568,11 @@ static char *metrics(const struct gw_admin *a) {
                 "Records acknowledged by the target.", records_out);
         COUNTER("aagw_replication_bytes_out_total",
                 "Key and value bytes acknowledged by the target.", bytes_out);
+        COUNTER("aagw_replication_diverged_total",
+                "Records whose provenance path the topic name contradicts "
+                "(a forged or forwarded aagw.prov): the sites on the path "
+                "will not all hold them.",
+                diverged);
         COUNTER("aagw_replication_dead_lettered_total",
                 "Records written to the dead-letter topic.", dead_lettered);
         COUNTER("aagw_replication_bad_provenance_passed_total",
@@ -708,6 +716,11 @@ static char *metrics(const struct gw_admin *a) {
                                   "outcome=\"%s\"} %" PRIu64 "\n",
                                   SITE, unify_outcomes[k], v[k]);
         }
+        UCOUNTER("aagw_unify_diverged_total",
+                 "Input records whose provenance path the topic name "
+                 "contradicts (a forged or forwarded aagw.prov): the sites' "
+                 "unified topics differ by them; audited as diverged.",
+                 diverged);
         UCOUNTER("aagw_unify_recovered_total",
                  "Records found in a unified topic at start that the "
                  "previous run wrote after its last stored state; folded "

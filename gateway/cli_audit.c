@@ -1109,7 +1109,7 @@ static void add_counts(json_object *o, const uint64_t *n, uint64_t total) {
 static void print_counter(struct ctx *x, struct counter *c, const char *what,
                           const char *head) {
         const char     *heads[TBL_MAXCOL] = {head, "ENTRIES"};
-        bool            right[TBL_MAXCOL] = {0, 1, 1, 1, 1, 1, 1};
+        bool            right[TBL_MAXCOL] = {0, 1, 1, 1, 1, 1, 1, 1};
         size_t          nb;
         struct bucket **v = counter_sorted(c, &nb);
         struct table    t;

@@ -677,6 +677,10 @@ struct aagw_unify_rec {
         const void       *ekey;      /**< lww: the entity key */
         size_t            ekey_len;
         bool              tombstone; /**< null value */
+        bool              diverged;  /**< the provenance path contradicts
+                                          the topic name (the verdict's
+                                          path_forged): audited as
+                                          diverged besides its outcome */
         /* Out. */
         aagw_unify_outcome_t outcome;
         uint8_t           key[16];   /**< id hash (dedup), scoped entity
@@ -806,6 +810,13 @@ struct aagw_verdict {
         aagw_bad_action_t   action;    /**< REJECT: DEAD_LETTER or FAIL */
         bool                fresh;     /**< provenance stamped here: the
                                             record originates at source */
+        /** Valid provenance whose path the topic name contradicts (prefix
+         *  policy): aagw did not write the record where it is read (a
+         *  forged header, or an application that forwarded a copy's
+         *  headers).  The sites on its path that do not hold it will never
+         *  get it from here, so the sites' unified streams differ: a
+         *  divergence.  The verdict itself is unchanged. */
+        bool                path_forged;
         struct aagw_prov    prov;      /**< REPLICATE: outgoing provenance
                                             (resolve: as stored) */
         struct aagw_prov_hdrs hdrs;    /**< REPLICATE: prov, encoded */

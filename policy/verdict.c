@@ -114,6 +114,30 @@ static aagw_verdict_kind_t stamp(const aagw_repl_policy_t *pol,
         return AAGW_VERDICT_REPLICATE;
 }
 
+/* Under the prefix policy a topic's name lists the sites its records
+ * came through (west.clicks at east: west), and aagw writes a copy's path
+ * as exactly those sites plus the one holding it (west>east).  Provenance
+ * whose path says otherwise was not written there by aagw.  With
+ * allow_unknown_sites an unknown hop stays in the name unpeeled, so the
+ * comparison would be wrong: it is not made. */
+static bool path_contradicts_name(const aagw_repl_policy_t *pol,
+                                  const char *topic,
+                                  const struct aagw_prov *p) {
+        const char *chain[AAGW_PROV_MAX_HOPS];
+        size_t      n;
+
+        if (pol->naming != AAGW_NAMING_PREFIX || pol->allow_unknown_sites)
+                return false;
+        n = aagw_repl_topic_chain(pol, topic, chain, AAGW_PROV_MAX_HOPS,
+                                  NULL);
+        if (n + 1 != p->path_len)
+                return true;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(chain[i], p->path[i]))
+                        return true;
+        return false;
+}
+
 /* The record's provenance as read at 'site', into v->prov.  Sets v->kind
  * to REPLICATE (usable) or REJECT and fills the reason fields. */
 static void resolve(const aagw_repl_policy_t *pol, const char *site,
@@ -127,6 +151,7 @@ static void resolve(const aagw_repl_policy_t *pol, const char *site,
         v->action    = AAGW_BAD_PASS;
         v->fresh     = false;
         v->hdrs.cnt  = 0;
+        v->path_forged = false;
         if (flags & AAGW_VERDICT_F_NO_HEADER_CHECK) {
                 v->kind = stamp(pol, site, rec, id_rule, v);
                 return;
@@ -135,7 +160,9 @@ static void resolve(const aagw_repl_policy_t *pol, const char *site,
         if (r == AAGW_REASON_OK)
                 r = aagw_prov_validate(pol, &v->prov, site);
         if (r == AAGW_REASON_OK && v->prov.path_len) {
-                v->kind = AAGW_VERDICT_REPLICATE;
+                v->kind        = AAGW_VERDICT_REPLICATE;
+                v->path_forged = path_contradicts_name(pol, rec->topic,
+                                                       &v->prov);
                 return;
         }
         if (r != AAGW_REASON_OK) {
@@ -207,6 +234,7 @@ aagw_err_t aagw_repl_verdict(const aagw_repl_policy_t *pol, const char *source,
 
         if (!pol || !source || !target || !rec || !v)
                 return AAGW_ERR_INVAL;
+        v->path_forged = false; /* skip() leaves it as resolve() set it */
         if (flags & AAGW_VERDICT_F_PRECHECKED) {
                 /* Endpoints, topic name and topic rules: checked once
                  * for the topic by aagw_repl_precheck(). */

@@ -482,6 +482,8 @@ struct aagw_flow_stats {
         uint64_t bytes_out;    /**< key + value bytes acknowledged */
         uint64_t skipped[AAGW_SKIP_COUNT];     /**< loops prevented, ... */
         uint64_t rejected[AAGW_REASON_COUNT];  /**< bad provenance / id */
+        uint64_t diverged;     /**< provenance path contradicts the topic
+                                    name (aagw_verdict.path_forged) */
         uint64_t bad_passed;   /**< bad provenance stripped (pass) */
         uint64_t dead_lettered;
         uint64_t produce_errors; /**< permanent delivery failures */
@@ -724,6 +726,8 @@ struct aagw_unify_stats {
         uint64_t superseded;  /**< lww: older than the winner */
         uint64_t identical;   /**< lww: the winner's own version again */
         uint64_t rejected;    /**< bad provenance or no entity key */
+        uint64_t diverged;    /**< provenance path contradicts the topic
+                                   name: audited as diverged */
         uint64_t recovered;   /**< found in the output at start, folded in */
         uint64_t replayed;    /**< inputs re-read that were recovered */
         uint64_t commits;     /**< epochs stored */

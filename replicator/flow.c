@@ -174,6 +174,7 @@ struct aagw_flow {
         _Atomic uint64_t records_in, records_out, bytes_out, bad_passed,
             dead_lettered, produce_errors, lat_sum;
         _Atomic uint64_t skipped[AAGW_SKIP_COUNT];
+        _Atomic uint64_t diverged; /* path_forged verdicts */
         _Atomic uint64_t rejected[AAGW_REASON_COUNT];
         _Atomic uint64_t lat_buckets[AAGW_LAT_BUCKETS];
         _Atomic int64_t  inflight;
@@ -1256,6 +1257,22 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         }
         struct slot *sl = &pt->ring[seq & (pt->cap - 1)];
 
+        if (v->path_forged) {
+                /* Not written here by aagw: the sites on its path will
+                 * never all hold it.  Logged at 1, 2, 4, 8, ... */
+                uint64_t n = atomic_fetch_add_explicit(
+                                 &f->diverged, 1, memory_order_relaxed) +
+                             1;
+                if (!(n & (n - 1)))
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": its "
+                                 "provenance path contradicts the topic "
+                                 "name (forged, or forwarded from a copy): "
+                                 "the sites will diverge (%" PRIu64
+                                 " such records so far)",
+                                 f->name, tt->topic, (int)m->partition,
+                                 m->offset, n);
+        }
         if (v->kind == AAGW_VERDICT_SKIP) {
                 INC(f->skipped[v->skip]);
                 sl->done = 1;
@@ -1708,6 +1725,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->lat_sum_ms     = LOAD(f->lat_sum);
         for (int i = 0; i < AAGW_SKIP_COUNT; i++)
                 st->skipped[i] = LOAD(f->skipped[i]);
+        st->diverged = LOAD(f->diverged);
         for (int i = 0; i < AAGW_REASON_COUNT; i++)
                 st->rejected[i] = LOAD(f->rejected[i]);
         /* The count is the sum of the buckets read here, not a counter

@@ -125,7 +125,7 @@ struct aagw_unify {
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected,
-            fetch_wakeups, fetch_restarts;
+            fetch_wakeups, fetch_restarts, diverged;
         _Atomic int64_t  inflight, lag;
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
@@ -992,6 +992,21 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 r->partition = m->partition;
                 r->offset    = m->offset;
                 r->tombstone = m->payload == NULL;
+                if ((r->diverged = it->v->path_forged)) {
+                        /* Not written here by aagw: the other sites on its
+                         * path will not have it.  Logged at 1, 2, 4, ... */
+                        uint64_t d = atomic_fetch_add(&u->diverged, 1) + 1;
+                        if (!(d & (d - 1)))
+                                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                         "unify@%s: %s [%d] offset %" PRId64
+                                         ": its provenance path contradicts "
+                                         "the topic name (forged, or "
+                                         "forwarded from a copy): the "
+                                         "sites' unified topics will differ "
+                                         "(%" PRIu64 " such records so far)",
+                                         u->site, it->ui->topic,
+                                         (int)m->partition, m->offset, d);
+                }
                 if (it->v->kind != AAGW_VERDICT_REPLICATE) {
                         r->rejected = true; /* audited, dead-lettered */
                         continue;
@@ -1339,6 +1354,7 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->superseded  = LD(superseded);
         st->identical   = LD(identical);
         st->rejected    = LD(rejected);
+        st->diverged    = LD(diverged);
         st->recovered   = LD(recovered);
         st->replayed    = LD(replayed);
         st->commits     = LD(commits);

@@ -936,6 +936,80 @@ static void test_precheck_matches_verdict(void **state) {
 
 /* The encoding of resolved provenance is aagw_prov_encode()'s, byte for
  * byte; the id is left out exactly when it is the derived one. */
+/* Item 8 of issue 16: provenance a producer forged (or an application
+ * forwarded from a copy) is valid, but under the prefix policy the topic
+ * name contradicts its path: the verdict is unchanged (skip, or a copy)
+ * and path_forged says the sites will diverge. */
+static void test_path_forged(void **state) {
+        static const struct {
+                const char *topic, *path, *src, *dst;
+                bool        forged;
+                aagw_verdict_kind_t kind;
+        } cases[] = {
+            /* what aagw writes: path = name's chain + the holding site */
+            {"west.clicks", "west>east", "east", "west", false,
+             AAGW_VERDICT_SKIP},
+            {"west.east.clicks", "east>west>north", "north", "east", false,
+             AAGW_VERDICT_SKIP},
+            /* a local topic claiming to be west's copy */
+            {"clicks", "west>east", "east", "west", true, AAGW_VERDICT_SKIP},
+            /* claiming another origin than the name */
+            {"north.clicks", "west>east", "east", "west", true,
+             AAGW_VERDICT_SKIP},
+            /* claiming fewer hops than the name */
+            {"west.clicks", "east", "east", "west", true,
+             AAGW_VERDICT_REPLICATE},
+        };
+        (void)state;
+
+        for (int naming = 0; naming < 2; naming++) {
+                aagw_repl_policy_t *pol =
+                    pol_of(three, 3, (aagw_naming_t)naming, true);
+                for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+                        struct aagw_header  h[1];
+                        struct aagw_rec     r;
+                        struct aagw_verdict v;
+                        prov_set(h, cases[i].path);
+                        r = mkrec(cases[i].topic, h, 1);
+                        assert_int_equal(aagw_repl_verdict(pol, cases[i].src,
+                                                           cases[i].dst, &r,
+                                                           NULL, NO_TOPIC, &v),
+                                         AAGW_OK);
+                        /* identity: a copy's name says nothing, so
+                         * nothing is flagged */
+                        bool want = naming == AAGW_NAMING_PREFIX &&
+                                    cases[i].forged;
+                        if (v.path_forged != want)
+                                fail_msg("%s %s on %s->%s (%s): path_forged "
+                                         "%d, want %d",
+                                         cases[i].topic, cases[i].path,
+                                         cases[i].src, cases[i].dst,
+                                         naming ? "identity" : "prefix",
+                                         v.path_forged, want);
+                        assert_int_equal(v.kind, cases[i].kind);
+                        assert_int_equal(aagw_prov_resolve(pol, cases[i].src,
+                                                           &r, NULL, 0, &v),
+                                         AAGW_OK);
+                        assert_int_equal(v.path_forged, want);
+                }
+                /* a verdict made on the name alone clears the flag of
+                 * the previous record */
+                struct aagw_header  h[1];
+                struct aagw_verdict v;
+                prov_set(h, "west>east");
+                struct aagw_rec r = mkrec("clicks", h, 1);
+                assert_int_equal(aagw_repl_verdict(pol, "east", "west", &r,
+                                                   NULL, 0, &v),
+                                 AAGW_OK);
+                r = mkrec("west.clicks", NULL, 0);
+                assert_int_equal(aagw_repl_verdict(pol, "east", "west", &r,
+                                                   NULL, 0, &v),
+                                 AAGW_OK);
+                assert_false(v.path_forged);
+                aagw_repl_policy_destroy(pol);
+        }
+}
+
 static void test_encode_resolved(void **state) {
         aagw_repl_policy_t *pol = pol_of(two, 2, AAGW_NAMING_PREFIX, false);
         const char *ids[] = {NULL, /* the derived id */
@@ -1005,6 +1079,7 @@ int main(void) {
             cmocka_unit_test(test_simulated_topologies),
             cmocka_unit_test(test_precheck_matches_verdict),
             cmocka_unit_test(test_encode_resolved),
+            cmocka_unit_test(test_path_forged),
         };
         return cmocka_run_group_tests_name("verdict", tests, NULL, NULL);
 }

@@ -114,12 +114,32 @@ bool unify_stat(struct repl *r, const char *site, struct ustat *out) {
                         out->replayed    = jint(s, "replayed");
                         out->inflight    = jint(s, "inflight");
                         out->lag         = jint(s, "lag");
+                        out->diverged    = jint(s, "diverged");
                         ok               = true;
                 }
         }
         json_object_put(root);
         harness_output_deinit(&o);
         return ok;
+}
+
+char *unify_http_get(struct repl *r, const char *path) {
+        char             url[600], err[256], *addr, *body = NULL;
+        const char      *argv[] = {"curl", "-s", "-m", "5", url, NULL};
+        harness_output_t o;
+
+        if (!repl_gw_running(r))
+                return NULL;
+        addr = admin_addr(r);
+        snprintf(url, sizeof(url), "http://%s%s", addr, path);
+        free(addr);
+        if (harness_run(argv, NULL, 0, 10000, &o, err, sizeof(err)) !=
+            AAGW_OK)
+                return NULL;
+        if (harness_exit_code(o.status) == 0 && o.out)
+                body = strdup(o.out);
+        harness_output_deinit(&o);
+        return body;
 }
 
 struct idle_arg {

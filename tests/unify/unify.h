@@ -18,8 +18,13 @@ struct ustat {
         bool    found;
         char    state[32];
         int64_t records_in, records_out, accepted, dropped, superseded,
-            identical, rejected, recovered, replayed, inflight, lag;
+            identical, rejected, recovered, replayed, inflight, lag,
+            diverged;
 };
+
+/** GET @p path ("/metrics") from the running gateway's admin endpoint;
+ *  @returns the body (malloc()ed) or NULL if it does not answer. */
+char *unify_http_get(struct repl *r, const char *path);
 
 /** Start the gateway with `--unify MODE --admin 127.0.0.1:0` plus
  *  @p extra (NULL-terminated, may be NULL) and wait for its admin

@@ -580,11 +580,11 @@ static void test_summary(void **state) {
                                       "rejected:   1\n"));
         assert_non_null(strstr(
             r.out, "\nORIGIN  ENTRIES  ACCEPTED  DROPPED  SUPERSEDED  "
-                   "IDENTICAL  REJECTED\n"
+                   "IDENTICAL  REJECTED  DIVERGED\n"
                    "east          6         3        2           0          "
-                   "1         0\n"
+                   "1         0         0\n"
                    "west          5         2        1           1          "
-                   "0         1\n"));
+                   "0         1         0\n"));
         assert_non_null(strstr(r.out, "\nwest.clicks          3         1"));
 
         /* --since narrows it: the last 1s holds nothing. */
