@@ -3,7 +3,8 @@
  *
  *   GET  /                        the status page (HTML, inline JS and CSS,
  *                                 drawn from /status once a second)
- *   GET  /healthz                 200 "ok" while no flow has failed, else 503
+ *   GET  /healthz                 200 "ok" while no flow has failed and
+ *                                 every cluster answers, else 503
  *   GET  /status                  JSON: gateway, flows, partitions, counters
  *   GET  /status?format=text      the same as sectioned key:value text
  *                                 (what `aagw status` prints)
@@ -312,7 +313,18 @@ static json_object *flow_json(const aagw_flow_t *f) {
                                json_object_new_int64((int64_t)st.bad_passed));
         json_object_object_add(o, "produce_errors",
                                json_object_new_int64((int64_t)st.produce_errors));
-        json_object_object_add(o, "lag", json_object_new_int64(st.lag));
+        /* unknown (the source does not answer): null, never a stale 0 */
+        json_object_object_add(o, "lag", st.lag < 0
+                                             ? NULL
+                                             : json_object_new_int64(st.lag));
+        json_object_object_add(o, "source_reachable",
+                               json_object_new_boolean(!st.source_down_ms));
+        json_object_object_add(o, "target_reachable",
+                               json_object_new_boolean(!st.target_down_ms));
+        json_object_object_add(o, "source_down_ms",
+                               json_object_new_int64(st.source_down_ms));
+        json_object_object_add(o, "target_down_ms",
+                               json_object_new_int64(st.target_down_ms));
         json_object_object_add(o, "inflight", json_object_new_int64(st.inflight));
         json_object_object_add(
             o, "latency_avg_ms",
@@ -409,7 +421,12 @@ static json_object *unify_json(const aagw_unify_t *u) {
         U64("replayed", st.replayed);
         U64("commits", st.commits);
         U64("inflight", st.inflight);
-        U64("lag", st.lag);
+        json_object_object_add(o, "lag", st.lag < 0
+                                             ? NULL
+                                             : json_object_new_int64(st.lag));
+        json_object_object_add(o, "cluster_reachable",
+                               json_object_new_boolean(!st.down_ms));
+        U64("cluster_down_ms", st.down_ms);
 #undef U64
         return o;
 }
@@ -451,6 +468,14 @@ static char *status_json(const struct gw_admin *a) {
         return out;
 }
 
+/* A lag for text and /metrics: "NaN" when unknown (-1), never 0. */
+static const char *lag_str(int64_t lag, char buf[24]) {
+        if (lag < 0)
+                return "NaN";
+        snprintf(buf, 24, "%" PRId64, lag);
+        return buf;
+}
+
 /* The same figures as sectioned key:value text: one section per flow. */
 static char *status_text(const struct gw_admin *a) {
         struct sbuf b = {0};
@@ -464,7 +489,7 @@ static char *status_text(const struct gw_admin *a) {
         for (size_t i = 0; i < a->view.nflows; i++) {
                 const aagw_flow_t     *f = a->view.flows[i];
                 struct aagw_flow_stats st;
-                char                   err[512];
+                char                   err[512], lag[24];
 
                 aagw_flow_stats(f, &st);
                 aagw_flow_error(f, err, sizeof(err));
@@ -474,15 +499,19 @@ static char *status_text(const struct gw_admin *a) {
                           "records_in:%" PRIu64 "\nrecords_out:%" PRIu64
                           "\nbytes_out:%" PRIu64 "\nskipped:%" PRIu64
                           "\nrejected:%" PRIu64 "\ndead_lettered:%" PRIu64
-                          "\nlag:%" PRId64 "\ninflight:%" PRId64
-                          "\nlatency_avg_ms:%" PRIu64 "\n",
+                          "\nlag:%s\ninflight:%" PRId64
+                          "\nlatency_avg_ms:%" PRIu64 "\n"
+                          "source_down_ms:%" PRId64 "\ntarget_down_ms:%" PRId64
+                          "\n",
                           aagw_flow_name(f), state_of(f), err[0] ? "error:" : "",
                           err, err[0] ? "\n" : "", st.topics, st.topics_refused,
                           st.partitions, st.records_in, st.records_out,
                           st.bytes_out, sum(st.skipped, AAGW_SKIP_COUNT),
                           sum(st.rejected, AAGW_REASON_COUNT),
-                          st.dead_lettered, st.lag, st.inflight,
-                          st.lat_count ? st.lat_sum_ms / st.lat_count : 0);
+                          st.dead_lettered, lag_str(st.lag, lag),
+                          st.inflight,
+                          st.lat_count ? st.lat_sum_ms / st.lat_count : 0,
+                          st.source_down_ms, st.target_down_ms);
                 /* offsets issue: MM2 topics and truncation */
                 sb_printf(&b,
                           "truncations:%" PRIu64 "\ntruncated_records:%" PRIu64
@@ -497,7 +526,7 @@ static char *status_text(const struct gw_admin *a) {
         for (size_t i = 0; i < a->view.nunify; i++) {
                 const aagw_unify_t   *u = a->view.unify[i];
                 struct aagw_unify_stats st;
-                char                  err[512];
+                char                  err[512], lag[24];
                 uint64_t              v[5];
 
                 aagw_unify_stats(u, &st);
@@ -518,9 +547,9 @@ static char *status_text(const struct gw_admin *a) {
                 sb_printf(&b,
                           "recovered:%" PRIu64 "\nreplayed:%" PRIu64
                           "\ncommits:%" PRIu64 "\ninflight:%" PRId64
-                          "\nlag:%" PRId64 "\n",
+                          "\nlag:%s\ncluster_down_ms:%" PRId64 "\n",
                           st.recovered, st.replayed, st.commits, st.inflight,
-                          st.lag);
+                          lag_str(st.lag, lag), st.down_ms);
         }
         return b.p;
 }
@@ -590,9 +619,19 @@ static char *metrics(const struct gw_admin *a) {
                 "still while the leader held more (librdkafka 2.0 after a "
                 "leader change).",
                 fetch_restarts);
+        char lagbuf[24];
         GAUGE("aagw_replication_lag_records",
-              "Records behind the source high watermark.", "%" PRId64,
-              st[i].lag);
+              "Records behind the source high watermark (NaN: unknown, the "
+              "source does not answer).",
+              "%s", lag_str(st[i].lag, lagbuf));
+        GAUGE("aagw_replication_source_reachable",
+              "1 while the flow's source cluster answers its requests, 0 "
+              "once one failed (then /healthz says degraded).",
+              "%d", !st[i].source_down_ms);
+        GAUGE("aagw_replication_target_reachable",
+              "1 while the flow's target cluster answers its requests, 0 "
+              "once one failed (then /healthz says degraded).",
+              "%d", !st[i].target_down_ms);
         GAUGE("aagw_replication_inflight_records",
               "Records sent and not yet acknowledged.", "%" PRId64,
               st[i].inflight);
@@ -744,9 +783,13 @@ static char *metrics(const struct gw_admin *a) {
                "Records written to unified topics and not yet acknowledged.",
                "%" PRId64, us[i].inflight);
         UGAUGE("aagw_unify_lag_records",
-               "Input records not yet read by the unify stage (-1: not known "
-               "yet).",
-               "%" PRId64, us[i].lag);
+               "Input records not yet read by the unify stage (NaN: not "
+               "known, yet or while the site's cluster does not answer).",
+               "%s", lag_str(us[i].lag, lagbuf));
+        UGAUGE("aagw_unify_cluster_reachable",
+               "1 while the site's cluster answers the unify stage's "
+               "requests, 0 once one failed (then /healthz says degraded).",
+               "%d", !us[i].down_ms);
 #undef SITES
 #undef SITE
 #undef UCOUNTER
@@ -844,6 +887,55 @@ static bool first_failure(const struct gw_admin *a, char *msg, size_t size) {
                         return true;
                 }
         return false;
+}
+
+/* "degraded: ..." naming every flow and unify stage whose cluster does
+ * not answer, and which cluster; false if all answer. */
+static bool degraded(const struct gw_admin *a, char *msg, size_t size) {
+        size_t len = (size_t)snprintf(msg, size, "degraded:");
+
+#define ADD(...)                                                                       do {                                                                                   if (len < size)                                                                        len += (size_t)snprintf(msg + len, size - len,                                                         __VA_ARGS__);                          } while (0)
+        bool any = false;
+        for (size_t i = 0; i < a->view.nflows; i++) {
+                const aagw_flow_t     *f = a->view.flows[i];
+                struct aagw_flow_stats st;
+                char                   src[AAGW_ALIAS_MAX + 1];
+                const char            *arrow;
+
+                aagw_flow_stats(f, &st);
+                arrow = strstr(aagw_flow_name(f), "->");
+                snprintf(src, sizeof(src), "%.*s",
+                         arrow ? (int)(arrow - aagw_flow_name(f)) : 0,
+                         aagw_flow_name(f));
+                if (st.source_down_ms) {
+                        ADD("%s flow %s cannot reach %s (source) for %" PRId64
+                            " s, lag unknown",
+                            any ? ";" : "", aagw_flow_name(f), src,
+                            st.source_down_ms / 1000);
+                        any = true;
+                }
+                if (st.target_down_ms) {
+                        ADD("%s flow %s cannot reach %s (target) for %" PRId64
+                            " s",
+                            any ? ";" : "", aagw_flow_name(f),
+                            arrow ? arrow + 2 : "", st.target_down_ms / 1000);
+                        any = true;
+                }
+        }
+        for (size_t i = 0; i < a->view.nunify; i++) {
+                struct aagw_unify_stats st;
+                aagw_unify_stats(a->view.unify[i], &st);
+                if (!st.down_ms)
+                        continue;
+                ADD("%s unify stage at %s cannot reach %s for %" PRId64
+                    " s, lag unknown",
+                    any ? ";" : "", aagw_unify_site(a->view.unify[i]),
+                    aagw_unify_site(a->view.unify[i]), st.down_ms / 1000);
+                any = true;
+        }
+        ADD("\n");
+#undef ADD
+        return any;
 }
 
 /* ------------------------------------------------------- CONNECTIONS --- */
@@ -974,8 +1066,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                 return reply_405(c, "GET, HEAD", "use GET\n");
 
         if (!strcmp(url, "/healthz") && get) {
-                char msg[800];
-                return first_failure(a, msg, sizeof(msg))
+                char msg[2048];
+                return first_failure(a, msg, sizeof(msg)) ||
+                               degraded(a, msg, sizeof(msg))
                            ? reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg)
                            : reply_text(c, MHD_HTTP_OK, "ok\n");
         }

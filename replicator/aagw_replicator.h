@@ -72,6 +72,46 @@ aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
  *  "admin."), for validation; a pointer into @p name. */
 const char *aagw_kafka_prop_base(const char *name);
 
+/* ---------------------------- REACHABILITY ---------------------------- */
+
+/**
+ * Whether a cluster answers, from the outcome of the periodic requests a
+ * flow or unify stage makes anyway (topic discovery) plus a ping where it
+ * makes none.  Written by the owning thread, read by any (the admin
+ * endpoint).  Zeroed storage: the cluster answers.
+ */
+struct aagw_reach {
+        _Atomic int64_t down_since_ms; /**< aagw_mono_ms() of the first
+                                            failed request in a row; 0
+                                            while requests succeed */
+};
+
+/** Record the outcome of a request to the cluster (@p err 0: answered). */
+void aagw_reach_note(struct aagw_reach *r, rd_kafka_resp_err_t err);
+
+/** @returns how long (ms, >= 1) the cluster has not answered, 0 while it
+ *  answers. */
+int64_t aagw_reach_down_ms(const struct aagw_reach *r);
+
+/** Ask @p rk's cluster for the metadata of the topics the client knows (a
+ *  small request) and wait up to @p timeout_ms; @returns the error, 0 if
+ *  the cluster answered. */
+rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms);
+
+/**
+ * A thread that pings @p rk's cluster (aagw_kafka_ping(), 2 s timeout)
+ * every @p interval_ms and notes the outcome in @p reach, so that a data
+ * thread never blocks on it.  @p rk and @p reach must outlive it.
+ * @returns the prober, or NULL (out of memory, no thread).
+ */
+typedef struct aagw_prober aagw_prober_t;
+aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
+                               struct aagw_reach *reach);
+
+/** Stop (waits for a ping in progress, at most its timeout) and free;
+ *  NULL is a no-op. */
+void aagw_prober_destroy(aagw_prober_t *p);
+
 /* -------------------------------- POOLS -------------------------------- */
 
 /**
@@ -493,7 +533,9 @@ struct aagw_flow_stats {
         uint64_t lat_count, lat_sum_ms;
         uint64_t lat_buckets[AAGW_LAT_BUCKETS]; /**< count per bucket (not
                                                      cumulative) */
-        int64_t  lag;           /**< gauge: records behind, all partitions */
+        int64_t  lag;           /**< gauge: records behind, all partitions;
+                                     -1: unknown (the source does not
+                                     answer) */
         int64_t  inflight;      /**< gauge */
         int32_t  topics;        /**< gauge: topics replicated */
         int32_t  partitions;    /**< gauge: partitions assigned */
@@ -508,6 +550,9 @@ struct aagw_flow_stats {
         uint64_t group_offsets_synced; /**< sync_group_offsets commits */
         int64_t  heartbeat_latency_ms; /**< gauge: last heartbeat copy, -1 */
         int64_t  heartbeat_age_ms;  /**< gauge: since the last one, -1 */
+        /** gauges: how long the source / target cluster has not answered
+         *  the flow's requests (ms), 0 while it answers */
+        int64_t  source_down_ms, target_down_ms;
 };
 
 /** Snapshot the counters (thread-safe, relaxed). */
@@ -735,6 +780,8 @@ struct aagw_unify_stats {
         uint64_t fetch_restarts; /**< stalled input fetches restarted */
         int64_t  inflight;    /**< produced, not yet acknowledged */
         int64_t  lag;         /**< input records not yet read; -1: unknown */
+        int64_t  down_ms;     /**< the site's cluster has not answered for
+                                   this long; 0 while it answers */
         int32_t  topics, inputs;
 };
 

@@ -184,6 +184,8 @@ struct aagw_flow {
         struct mm2      *mm2;
         _Atomic uint64_t truncations, truncated_records, resets;
         _Atomic int64_t  hb_latency_ms, hb_last_ms;
+        struct aagw_reach src_reach, tgt_reach; /* discovery, prober */
+        aagw_prober_t    *prober; /* pings the target (admin client) */
 };
 
 #define RELAXED memory_order_relaxed
@@ -530,6 +532,7 @@ static void discover(aagw_flow_t *f) {
         bool                             changed = false;
 
         err = rd_kafka_metadata(f->meta, 1, NULL, &md, 5000);
+        aagw_reach_note(&f->src_reach, err);
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: metadata of %s failed: %s", f->name, f->source,
@@ -1597,6 +1600,13 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                c->target_prop_cnt, NULL, errstr, errstr_size);
         if (!f->admin)
                 goto fail;
+        /* The target gets no request of the flow thread's while nothing
+         * is copied: a thread asks it, for /healthz. */
+        if (!(f->prober = aagw_prober_new(f->admin, f->conf.refresh_ms,
+                                          &f->tgt_reach))) {
+                snprintf(errstr, errstr_size, "cannot start a thread");
+                goto fail;
+        }
         atomic_store(&f->hb_latency_ms, -1);
         if (c->mm2.heartbeat_ms > 0 || c->mm2.checkpoint_ms > 0 ||
             c->mm2.syncs) {
@@ -1642,6 +1652,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         atomic_store(&f->ctl.stop, true);
         if (f->thread_started)
                 pthread_join(f->thread, NULL);
+        aagw_prober_destroy(f->prober); /* before the admin client */
+        f->prober = NULL;
         /* Before the producer it borrows; flushes its own. */
         mm2_destroy(f->mm2, 500);
         if (f->producer) {
@@ -1760,6 +1772,11 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
                 }
         }
         pthread_mutex_unlock(&f->ctl.lock);
+        st->source_down_ms = aagw_reach_down_ms(&f->src_reach);
+        st->target_down_ms = aagw_reach_down_ms(&f->tgt_reach);
+        /* The watermarks last seen are stale: say unknown, not 0. */
+        if (st->source_down_ms)
+                st->lag = -1;
 }
 
 size_t aagw_flow_partitions(const aagw_flow_t *fc,

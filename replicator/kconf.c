@@ -98,6 +98,99 @@ bool aagw_kafka_fatal(rd_kafka_t *rk, rd_kafka_resp_err_t err, char *errstr,
         return true;
 }
 
+void aagw_reach_note(struct aagw_reach *r, rd_kafka_resp_err_t err) {
+        if (!err)
+                atomic_store(&r->down_since_ms, 0);
+        else if (!atomic_load(&r->down_since_ms))
+                atomic_store(&r->down_since_ms, aagw_mono_ms());
+}
+
+int64_t aagw_reach_down_ms(const struct aagw_reach *r) {
+        int64_t since = atomic_load(&r->down_since_ms), d;
+
+        if (!since)
+                return 0;
+        d = aagw_mono_ms() - since;
+        return d > 0 ? d : 1;
+}
+
+rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md,
+                                                    timeout_ms);
+
+        if (!err)
+                rd_kafka_metadata_destroy(md);
+        return err;
+}
+
+struct aagw_prober {
+        rd_kafka_t        *rk;
+        struct aagw_reach *reach;
+        int                interval_ms;
+        pthread_t          thread;
+        pthread_mutex_t    lock;
+        pthread_cond_t     cond;
+        bool               stop;
+};
+
+static void *prober_main(void *arg) {
+        aagw_prober_t *p = arg;
+
+        pthread_mutex_lock(&p->lock);
+        while (!p->stop) {
+                pthread_mutex_unlock(&p->lock);
+                aagw_reach_note(p->reach, aagw_kafka_ping(p->rk, 2000));
+                pthread_mutex_lock(&p->lock);
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += p->interval_ms / 1000;
+                ts.tv_nsec += (long)(p->interval_ms % 1000) * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                while (!p->stop &&
+                       pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+                        ;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+}
+
+aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
+                               struct aagw_reach *reach) {
+        aagw_prober_t *p = calloc(1, sizeof(*p));
+
+        if (!p)
+                return NULL;
+        p->rk          = rk;
+        p->reach       = reach;
+        p->interval_ms = interval_ms > 0 ? interval_ms : 5000;
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->cond, NULL);
+        if (pthread_create(&p->thread, NULL, prober_main, p)) {
+                pthread_cond_destroy(&p->cond);
+                pthread_mutex_destroy(&p->lock);
+                free(p);
+                return NULL;
+        }
+        return p;
+}
+
+void aagw_prober_destroy(aagw_prober_t *p) {
+        if (!p)
+                return;
+        pthread_mutex_lock(&p->lock);
+        p->stop = true;
+        pthread_cond_signal(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->thread, NULL);
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+}
+
 static const char *const roles[] = {"consumer.", "producer.", "admin."};
 
 const char *aagw_kafka_prop_base(const char *name) {

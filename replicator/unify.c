@@ -127,6 +127,7 @@ struct aagw_unify {
             commits, accepted, dropped, superseded, identical, rejected,
             fetch_wakeups, fetch_restarts, diverged;
         _Atomic int64_t  inflight, lag;
+        struct aagw_reach reach; /* the site's cluster, from discover() */
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
         aagw_fetch_waker_t *waker;
@@ -728,6 +729,7 @@ static void discover(aagw_unify_t *u) {
         bool                            changed = false;
         rd_kafka_resp_err_t err = rd_kafka_metadata(u->admin, 1, NULL, &md,
                                                     5000);
+        aagw_reach_note(&u->reach, err);
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: metadata failed: %s", u->site,
@@ -1362,6 +1364,9 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->fetch_restarts = LD(fetch_restarts);
         st->inflight    = LD(inflight);
         st->lag         = LD(lag);
+        st->down_ms     = aagw_reach_down_ms(&u->reach);
+        if (st->down_ms)
+                st->lag = -1; /* the watermarks last seen are stale */
         st->topics      = LD(ntopics_pub);
         st->inputs      = LD(ninputs_pub);
 #undef LD

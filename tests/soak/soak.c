@@ -39,6 +39,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -740,6 +741,9 @@ static const char *const phases[] = {"before", "cut", "catch-up", "after"};
 #define NPHASES 4
 struct hstat {
         int    n, non200, unanswered;
+        int    lag_unknown;   /* samples with a NaN replication/unify lag */
+        int    last_code;     /* /healthz of the phase's last sample */
+        bool   last_unknown;  /* a NaN lag in the phase's last sample */
         double lag_max, hb_max, hb_min, ulag_max;
         bool   any;
 };
@@ -750,6 +754,7 @@ static void hstat_add(int phase, int site, int code, const char *metrics) {
         bool          f;
         double        mn;
         h->n++;
+        h->last_code = code;
         if (code != 200)
                 h->non200++;
         if (!metrics) {
@@ -762,6 +767,10 @@ static void hstat_add(int phase, int site, int code, const char *metrics) {
                                      &mn);
         double ul  = soak_metric_sum(metrics, "aagw_unify_lag_records", NULL,
                                      NULL);
+        /* an unknown lag is NaN, and so is a sum with one in it */
+        h->last_unknown = isnan(lag) || isnan(ul);
+        if (h->last_unknown)
+                h->lag_unknown++;
         if (!h->any || lag > h->lag_max)
                 h->lag_max = lag;
         if (!h->any || hb > h->hb_max)
@@ -783,10 +792,11 @@ static void hstat_print(void) {
                                 "health %-8s %s: %d samples, /healthz not "
                                 "200 in %d, /metrics unanswered %d; "
                                 "replication lag max %.0f; heartbeat age "
-                                "%.0f..%.0f ms; unify lag max %.0f\n",
+                                "%.0f..%.0f ms; unify lag max %.0f; lag "
+                                "unknown in %d\n",
                                 phases[p], site_name[i], h->n, h->non200,
                                 h->unanswered, h->lag_max, h->hb_min,
-                                h->hb_max, h->ulag_max);
+                                h->hb_max, h->ulag_max, h->lag_unknown);
                 }
 }
 
@@ -1635,6 +1645,26 @@ static void scenario_cut(struct soak *s) {
                         next = post_end;
                 if (next > harness_now_ms())
                         pause_ms(next - harness_now_ms());
+        }
+        /* The cut must show (issue 16, item 4): each gateway has a flow
+         * or stage that uses the frozen cluster, so each says degraded
+         * and reports a lag as unknown while it lasts; and both are
+         * healthy again with known lags at the end. */
+        for (int i = 0; i < SITES; i++) {
+                const struct hstat *c = &hstats[1][i], *a = &hstats[3][i];
+                if (!c->non200)
+                        failf(s, "aagw --site %s: /healthz answered 200 in "
+                                 "all %d samples of the cut",
+                              site_name[i], c->n);
+                if (!c->lag_unknown)
+                        failf(s, "aagw --site %s: no lag was unknown (NaN) "
+                                 "in the %d samples of the cut",
+                              site_name[i], c->n);
+                if (a->n && (a->last_code != 200 || a->last_unknown))
+                        failf(s, "aagw --site %s: still degraded after the "
+                                 "cut (last /healthz %d, lag %s)",
+                              site_name[i], a->last_code,
+                              a->last_unknown ? "unknown" : "known");
         }
 }
 
