@@ -417,6 +417,7 @@ static json_object *unify_json(const aagw_unify_t *u) {
         for (int k = 0; k < 5; k++)
                 U64(unify_outcomes[k], v[k]);
         U64("diverged", st.diverged);
+        U64("oversized", st.oversized);
         U64("recovered", st.recovered);
         U64("replayed", st.replayed);
         U64("commits", st.commits);
@@ -760,6 +761,11 @@ static char *metrics(const struct gw_admin *a) {
                  "contradicts (a forged or forwarded aagw.prov): the sites' "
                  "unified topics differ by them; audited as diverged.",
                  diverged);
+        UCOUNTER("aagw_unify_oversized_total",
+                 "Records whose unified copy was too large for the output: "
+                 "written as a stand-in with an empty value, without the "
+                 "producer's headers, marked <prefix>unify.oversize.",
+                 oversized);
         UCOUNTER("aagw_unify_recovered_total",
                  "Records found in a unified topic at start that the "
                  "previous run wrote after its last stored state; folded "

@@ -547,6 +547,9 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         }
         aagw_log(AAGW_LOG_INFO, "RUN", "stopping: finishing in-flight "
                                        "records and storing positions");
+        /* The drains are bounded (15 s flows, 10 s unify); a client that
+         * does not let go is not. */
+        gw_stop_watchdog(GW_STOP_BOUND_S);
         /* The last figures once the flows drained: logged before, they
          * showed acknowledged records as still in flight. */
         stop_flows(&e, 15000);

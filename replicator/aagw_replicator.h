@@ -773,6 +773,8 @@ struct aagw_unify_stats {
         uint64_t rejected;    /**< bad provenance or no entity key */
         uint64_t diverged;    /**< provenance path contradicts the topic
                                    name: audited as diverged */
+        uint64_t oversized;   /**< written as a stand-in without value and
+                                   the producer's headers: too large */
         uint64_t recovered;   /**< found in the output at start, folded in */
         uint64_t replayed;    /**< inputs re-read that were recovered */
         uint64_t commits;     /**< epochs stored */

@@ -119,6 +119,8 @@ struct token {
         struct ptrack          *pt;
         uint64_t                seq;
         bool                    dlq;
+        bool                    stub; /* the dead-letter copy without key,
+                                         value and the producer's headers */
 };
 
 struct aagw_flow {
@@ -309,6 +311,14 @@ static void heartbeat_seen(aagw_flow_t *f, const rd_kafka_message_t *m) {
 
 static void produce_dlq(aagw_flow_t *f, struct token *tok,
                         const rd_kafka_message_t *m, const char *why);
+static void produce_dlq_stub(aagw_flow_t *f, struct token *tok,
+                             const rd_kafka_message_t *m, const char *why);
+
+/* The producer's own limit (message.max.bytes) or the broker's. */
+static bool too_large(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
 
 /* Delivery report: runs on the flow thread (rd_kafka_poll(producer)). */
 static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
@@ -329,9 +339,15 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         if (m->err) {
                 /* Retriable errors never get here (unlimited delivery
                  * timeout): this one is permanent.  The record goes to
-                 * the dead-letter topic with the error; if that fails
-                 * too, the flow fails closed rather than drop it. */
+                 * the dead-letter topic with the error; a dead-letter
+                 * copy too large for the target goes again without the
+                 * record's key, value and headers; if that fails too,
+                 * the flow fails closed rather than drop it. */
                 INC(f->produce_errors);
+                if (tok->dlq && !tok->stub && too_large(m->err)) {
+                        produce_dlq_stub(f, tok, m, rd_kafka_err2str(m->err));
+                        return;
+                }
                 if (!tok->dlq) {
                         aagw_log(AAGW_LOG_WARN, "FLOW",
                                  "%s: %s [%d] offset %" PRId64
@@ -384,31 +400,42 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
 
 static void dlq_ensure(aagw_flow_t *f);
 
-/* Copy of 'm' for the dead-letter topic: original key, value, timestamp
- * and headers, plus where it came from and why it is here. */
-static void produce_dlq(aagw_flow_t *f, struct token *tok,
-                        const rd_kafka_message_t *m, const char *why) {
-        struct ptrack      *pt = tok->pt;
-        struct slot        *sl = &pt->ring[tok->seq & (pt->cap - 1)];
-        rd_kafka_headers_t *src_hdrs = NULL, *h;
-        char                name[AAGW_AFFIX_MAX + 32], coord[AAGW_TOPIC_MAX + 48];
-        rd_kafka_resp_err_t err;
-        rd_kafka_timestamp_type_t tstype;
-        int64_t             ts = rd_kafka_message_timestamp(m, &tstype);
-        const char         *prefix = f->hop_hdr; /* "<prefix>hop" */
-        size_t              plen   = strlen(prefix) - 3;
+/* Our own headers are kept in a dead-letter copy for the diagnosis, but
+ * none longer than this (a valid aagw.prov is at most 2,369 bytes): a
+ * hostile 1 MB one would make the copy too large for the target, and the
+ * flow would fail on that record at every start. */
+#define DLQ_OWN_HDR_MAX 4096
 
-        if (rd_kafka_message_headers(m, &src_hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
-                h = rd_kafka_headers_copy(src_hdrs);
-        else
-                h = rd_kafka_headers_new(4);
+/* The dead-letter headers: why, and where the record came from. */
+static void dlq_headers(aagw_flow_t *f, struct token *tok,
+                        rd_kafka_headers_t *h, const char *why) {
+        struct ptrack *pt = tok->pt;
+        struct slot   *sl = &pt->ring[tok->seq & (pt->cap - 1)];
+        char           name[AAGW_AFFIX_MAX + 32], coord[AAGW_TOPIC_MAX + 48];
+        const char    *prefix = f->hop_hdr; /* "<prefix>hop" */
+        size_t         plen   = strlen(prefix) - 3;
+
         snprintf(name, sizeof(name), "%.*sdlq.reason", (int)plen, prefix);
         rd_kafka_header_add(h, name, -1, why, -1);
         snprintf(name, sizeof(name), "%.*sdlq.source", (int)plen, prefix);
         snprintf(coord, sizeof(coord), "%s:%s:%d:%" PRId64, f->source,
                  pt->tt->topic, (int)pt->partition, sl->src_off);
         rd_kafka_header_add(h, name, -1, coord, -1);
-        tok->dlq = true;
+}
+
+/* Produce the dead-letter copy of 'tok' with key and value of 'm' (or
+ * none) and headers 'h' (taken over); fail the flow if the producer
+ * refuses it for anything but its size (then the stub goes instead). */
+static void dlq_send(aagw_flow_t *f, struct token *tok,
+                     const rd_kafka_message_t *m, rd_kafka_headers_t *h,
+                     bool with_record) {
+        struct ptrack            *pt = tok->pt;
+        struct slot              *sl = &pt->ring[tok->seq & (pt->cap - 1)];
+        rd_kafka_resp_err_t       err;
+        rd_kafka_timestamp_type_t tstype;
+        int64_t            ts   = rd_kafka_message_timestamp(m, &tstype);
+        rd_kafka_message_t none = {0};
+
         /* Created on first use: a topic handle makes the producer ask for
          * its metadata, which auto-creates it on many clusters, and an
          * empty dead-letter topic at every site is noise. */
@@ -417,16 +444,94 @@ static void produce_dlq(aagw_flow_t *f, struct token *tok,
                 f->dlq_rkt = rd_kafka_topic_new(f->producer, f->dlq_topic,
                                                 NULL);
         }
-        if (produce_retry(f, f->dlq_rkt, RD_KAFKA_PARTITION_UA, m, h, ts, tok,
-                          &err)) {
-                rd_kafka_headers_destroy(h);
-                flow_fail(f, "%s [%d] offset %" PRId64
-                             ": cannot dead-letter to %s: %s",
-                          pt->tt->topic, (int)pt->partition, sl->src_off,
-                          f->dlq_topic, rd_kafka_err2str(err));
-                ADD(f->inflight, -1);
-                token_put(f, tok);
+        if (!produce_retry(f, f->dlq_rkt, RD_KAFKA_PARTITION_UA,
+                           with_record ? m : &none, h, ts, tok, &err))
+                return;
+        rd_kafka_headers_destroy(h);
+        if (with_record && too_large(err)) {
+                INC(f->produce_errors);
+                produce_dlq_stub(f, tok, m, rd_kafka_err2str(err));
+                return;
         }
+        flow_fail(f, "%s [%d] offset %" PRId64 ": cannot dead-letter to %s: %s",
+                  pt->tt->topic, (int)pt->partition, sl->src_off, f->dlq_topic,
+                  rd_kafka_err2str(err));
+        ADD(f->inflight, -1);
+        token_put(f, tok);
+}
+
+/* Copy of 'm' for the dead-letter topic: original key, value, timestamp
+ * and headers (ours only up to DLQ_OWN_HDR_MAX bytes each; the longer
+ * ones are named in <prefix>dlq.dropped), plus where it came from and
+ * why it is here. */
+static void produce_dlq(aagw_flow_t *f, struct token *tok,
+                        const rd_kafka_message_t *m, const char *why) {
+        rd_kafka_headers_t *src_hdrs = NULL, *h;
+        char                dropped[512] = "", name[AAGW_AFFIX_MAX + 32];
+        const char         *hn;
+        const void         *hv;
+        size_t              hs, dl = 0;
+
+        tok->dlq  = true;
+        tok->stub = false;
+        if (rd_kafka_message_headers(m, &src_hdrs) ||
+            !(h = rd_kafka_headers_new(rd_kafka_header_cnt(src_hdrs) + 3)))
+                h = rd_kafka_headers_new(4);
+        for (size_t i = 0;
+             src_hdrs && !rd_kafka_header_get_all(src_hdrs, i, &hn, &hv, &hs);
+             i++) {
+                if (hs > DLQ_OWN_HDR_MAX &&
+                    aagw_prov_is_own_header(f->pol, hn)) {
+                        if (dl < sizeof(dropped))
+                                dl += (size_t)snprintf(
+                                    dropped + dl, sizeof(dropped) - dl,
+                                    "%s%.64s (%zu bytes)", dl ? ", " : "", hn,
+                                    hs);
+                        continue;
+                }
+                rd_kafka_header_add(h, hn, -1, hv, (ssize_t)hs);
+        }
+        dlq_headers(f, tok, h, why);
+        if (dropped[0]) {
+                snprintf(name, sizeof(name), "%.*sdlq.dropped",
+                         (int)(strlen(f->hop_hdr) - 3), f->hop_hdr);
+                rd_kafka_header_add(h, name, -1, dropped, -1);
+        }
+        dlq_send(f, tok, m, h, true);
+}
+
+/* The dead-letter copy was too large for the target: send one without
+ * the record's key, value and headers, saying what was left out; the
+ * source coordinates find the record. */
+static void produce_dlq_stub(aagw_flow_t *f, struct token *tok,
+                             const rd_kafka_message_t *m, const char *why) {
+        rd_kafka_headers_t *src_hdrs = NULL, *h = rd_kafka_headers_new(4);
+        char                note[256], name[AAGW_AFFIX_MAX + 32];
+        const char         *hn;
+        const void         *hv;
+        size_t              hs, hbytes = 0;
+
+        tok->stub = true;
+        if (!rd_kafka_message_headers(m, &src_hdrs))
+                for (size_t i = 0;
+                     !rd_kafka_header_get_all(src_hdrs, i, &hn, &hv, &hs); i++)
+                        hbytes += strlen(hn) + hs;
+        aagw_log(AAGW_LOG_WARN, "FLOW",
+                 "%s: the dead-letter copy of %s [%d] offset %" PRId64
+                 " is too large for %s (%s): dead-lettering it without its "
+                 "key (%zu bytes), value (%zu bytes) and headers (%zu bytes)",
+                 f->name, tok->pt->tt->topic, (int)tok->pt->partition,
+                 tok->pt->ring[tok->seq & (tok->pt->cap - 1)].src_off,
+                 f->dlq_topic, why, m->key_len, m->len, hbytes);
+        dlq_headers(f, tok, h, why);
+        snprintf(note, sizeof(note),
+                 "key %zu bytes, value %zu bytes, headers %zu bytes left "
+                 "out: too large",
+                 m->key_len, m->len, hbytes);
+        snprintf(name, sizeof(name), "%.*sdlq.stripped",
+                 (int)(strlen(f->hop_hdr) - 3), f->hop_hdr);
+        rd_kafka_header_add(h, name, -1, note, -1);
+        dlq_send(f, tok, m, h, false);
 }
 
 /* ------------------------------------------------------------ TOPICS ---- */
@@ -1342,6 +1447,24 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         rd_kafka_resp_err_t err;
         if (produce_retry(f, tt->rkt, m->partition, m, h, rec.timestamp_ms,
                           tok, &err)) {
+                if (too_large(err) && !atomic_load(&f->ctl.stop)) {
+                        /* The copy's headers go back on the record for
+                         * its dead-letter copy (as a refused copy's
+                         * delivery report would carry them). */
+                        rd_kafka_message_set_headers(m, h);
+                        /* Over the producer's message.max.bytes with our
+                         * headers: permanent, as a refusal by the broker
+                         * would be (on_delivery()). */
+                        INC(f->produce_errors);
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64
+                                 ": the copy is too large (%s); "
+                                 "dead-lettering",
+                                 f->name, tt->topic, (int)m->partition,
+                                 m->offset, rd_kafka_err2str(err));
+                        produce_dlq(f, tok, m, rd_kafka_err2str(err));
+                        return true;
+                }
                 rd_kafka_headers_destroy(h);
                 ADD(f->inflight, -1);
                 tok->base.src = NULL; /* the caller still owns 'm' */

@@ -80,7 +80,8 @@ struct utopic {
 struct token {
         struct replicator_token base; /* the consumed record */
         struct utopic          *ut;
-        unsigned                ep; /* the decider's epoch */
+        unsigned                ep;   /* the decider's epoch */
+        bool                    stub; /* the too-large record's stand-in */
 };
 
 /* Per-record scratch of one consumed batch. */
@@ -125,7 +126,7 @@ struct aagw_unify {
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected,
-            fetch_wakeups, fetch_restarts, diverged;
+            fetch_wakeups, fetch_restarts, diverged, oversized;
         _Atomic int64_t  inflight, lag;
         struct aagw_reach reach; /* the site's cluster, from discover() */
         _Atomic int32_t  ntopics_pub, ninputs_pub;
@@ -164,11 +165,87 @@ static void token_put(aagw_unify_t *u, struct token *t) {
 
 /* ------------------------------------------------------------- EPOCHS --- */
 
+/* The producer's own limit (message.max.bytes) or the broker's. */
+static bool too_large(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+               err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
+}
+
+/*
+ * A record whose unified copy is too large for the output (the producer's
+ * message.max.bytes, or the topic's max.message.bytes) must not stop the
+ * stage: it was decided like any other (its id delivered, or its version
+ * the winner), so its place in the output is taken by a stand-in with the
+ * same key, partition and timestamp, our headers, an empty value, and
+ * <prefix>unify.oversize saying what was left out.  Counted (oversized),
+ * logged at the 1st, 2nd, 4th, ... such record.  Returns the produce
+ * error (0: queued, with 'tok' as its opaque).
+ */
+static rd_kafka_resp_err_t produce_stub(aagw_unify_t *u, struct token *tok,
+                                        int32_t part,
+                                        const rd_kafka_message_t *m,
+                                        const rd_kafka_headers_t *src_h,
+                                        rd_kafka_resp_err_t why) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+        const char         *hn;
+        const void         *hv;
+        size_t              hs, hbytes = 0;
+        char                note[AAGW_TOPIC_MAX + 256];
+        char                name[AAGW_AFFIX_MAX + 32];
+        rd_kafka_timestamp_type_t tstype;
+        int64_t ts = rd_kafka_message_timestamp(tok->base.src, &tstype);
+
+        for (size_t i = 0;
+             src_h && !rd_kafka_header_get_all(src_h, i, &hn, &hv, &hs); i++) {
+                if (aagw_prov_is_own_header(u->conf.policy, hn) &&
+                    hs <= 4096)
+                        rd_kafka_header_add(h, hn, -1, hv, (ssize_t)hs);
+                else
+                        hbytes += strlen(hn) + hs; /* left out */
+        }
+        snprintf(note, sizeof(note),
+                 "value %zu bytes and headers %zu bytes left out: too large "
+                 "for %s (%s)",
+                 m->len, hbytes, tok->ut->out, rd_kafka_err2str(why));
+        snprintf(name, sizeof(name), "%.*sunify.oversize",
+                 (int)(strlen(u->in_hdr) - 2), u->in_hdr);
+        rd_kafka_header_add(h, name, -1, note, -1);
+        uint64_t n = atomic_fetch_add(&u->oversized, 1) + 1;
+        if (!(n & (n - 1)))
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: the unified copy of %s [%d] offset "
+                         "%" PRId64 " is too large for %s (%s): written "
+                         "without its value (%zu bytes) and the producer's "
+                         "headers (%" PRIu64 " such records so far)",
+                         u->site, rd_kafka_topic_name(tok->base.src->rkt),
+                         (int)tok->base.src->partition, tok->base.src->offset,
+                         tok->ut->out, rd_kafka_err2str(why), m->len, n);
+        tok->stub = true;
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            u->producer, RD_KAFKA_V_RKT(tok->ut->out_rkt),
+            RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_MSGFLAGS(0),
+            RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE("", 0),
+            RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_OPAQUE(tok), RD_KAFKA_V_END);
+        if (err)
+                rd_kafka_headers_destroy(h);
+        return err;
+}
+
 /* Delivery report: the unify thread, inside rd_kafka_poll(producer). */
 static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         aagw_unify_t *u   = stage;
         struct token *tok = t;
 
+        if (too_large(m->err) && !tok->stub && !atomic_load(&u->ctl.stop)) {
+                /* The broker refused the size: the stand-in takes the
+                 * same token, still in flight (same partition; records
+                 * after it may already be ahead of it). */
+                rd_kafka_headers_t *h = NULL;
+                rd_kafka_message_headers(m, &h);
+                if (!produce_stub(u, tok, m->partition, m, h, m->err))
+                        return;
+        }
         ADD(u->inflight, -1);
         if (m->err) {
                 /* Purged at a stop, or permanent (retriable errors never
@@ -905,6 +982,10 @@ static int produce(aagw_unify_t *u, struct item *it,
         int64_t             ts  = rd_kafka_message_timestamp(m, &tstype);
         rd_kafka_resp_err_t err = replicator_produce(
             u->producer, ut->out_rkt, part, m, h, ts, tok, &u->ctl.stop, NULL);
+        /* Over the producer's message.max.bytes with our headers: the
+         * stand-in goes instead. */
+        if (too_large(err) && !(err = produce_stub(u, tok, part, m, h, err)))
+                rd_kafka_headers_destroy(h);
         if (err) {
                 rd_kafka_headers_destroy(h);
                 tok->base.src = NULL;
@@ -1357,6 +1438,7 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->identical   = LD(identical);
         st->rejected    = LD(rejected);
         st->diverged    = LD(diverged);
+        st->oversized   = LD(oversized);
         st->recovered   = LD(recovered);
         st->replayed    = LD(replayed);
         st->commits     = LD(commits);
