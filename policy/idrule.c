@@ -28,12 +28,19 @@ struct aagw_id_rule {
 
 /* ------------------------------- RULES --------------------------------- */
 
+/* One rule as written: its form, its argument (NAME, FIELD) and the
+ * argument's length. */
+struct spec {
+        const char  *text; /* never NULL */
+        enum id_kind kind;
+        const char  *arg;
+        size_t       len;
+        bool         bad_len; /* argument out of 1..AAGW_ID_ARG_MAX */
+};
+
 /* The grammar, parsed once for aagw_id_rule_new() and
- * aagw_id_rule_check(): the form of 'spec', its argument and the
- * argument's length.  Returns false if no form matches; an argument out
- * of 1..AAGW_ID_ARG_MAX bytes sets '*bad_len'. */
-static bool parse(const char *spec, enum id_kind *kind, const char **arg,
-                  size_t *alen, bool *bad_len) {
+ * aagw_id_rule_check().  Returns false if no form matches. */
+static bool parse(const char *text, struct spec *sp) {
         static const struct {
                 const char  *word;
                 enum id_kind kind;
@@ -44,43 +51,39 @@ static bool parse(const char *spec, enum id_kind *kind, const char **arg,
             {"json:", ID_JSON, true},
         };
 
-        *bad_len = false;
+        memset(sp, 0, sizeof(*sp));
+        sp->text = text ? text : "";
         for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
                 size_t wl = strlen(forms[i].word);
-                if (forms[i].arg ? strncmp(spec, forms[i].word, wl)
-                                 : strcmp(spec, forms[i].word))
+                if (forms[i].arg ? strncmp(sp->text, forms[i].word, wl)
+                                 : strcmp(sp->text, forms[i].word))
                         continue;
-                *kind     = forms[i].kind;
-                *arg      = spec + wl;
-                *alen     = forms[i].arg ? strlen(spec + wl) : 0;
-                *bad_len  = forms[i].arg &&
-                           (*alen < 1 || *alen > AAGW_ID_ARG_MAX);
+                sp->kind    = forms[i].kind;
+                sp->arg     = sp->text + wl;
+                sp->len     = forms[i].arg ? strlen(sp->arg) : 0;
+                sp->bad_len = forms[i].arg &&
+                              (sp->len < 1 || sp->len > AAGW_ID_ARG_MAX);
                 return true;
         }
         return false;
 }
 
-aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
+aagw_id_rule_t *aagw_id_rule_new(const char *text, char *errstr,
                                  size_t errstr_size) {
         aagw_id_rule_t *rule;
-        enum id_kind    kind;
-        const char     *arg;
-        size_t          al;
-        bool            bad_len;
+        struct spec     sp;
 
-        if (!spec)
-                spec = "";
-        if (!parse(spec, &kind, &arg, &al, &bad_len)) {
+        if (!parse(text, &sp)) {
                 snprintf(errstr, errstr_size,
                          "id rule \"%s\": expected header:NAME, key, "
                          "json:FIELD, hash or derived",
-                         spec);
+                         sp.text);
                 return NULL;
         }
-        if (bad_len) {
+        if (sp.bad_len) {
                 snprintf(errstr, errstr_size,
-                         "id rule \"%s\": %s must be 1 to %d bytes", spec,
-                         kind == ID_HEADER ? "NAME" : "FIELD",
+                         "id rule \"%s\": %s must be 1 to %d bytes", sp.text,
+                         sp.kind == ID_HEADER ? "NAME" : "FIELD",
                          AAGW_ID_ARG_MAX);
                 return NULL;
         }
@@ -89,28 +92,23 @@ aagw_id_rule_t *aagw_id_rule_new(const char *spec, char *errstr,
                 snprintf(errstr, errstr_size, "out of memory");
                 return NULL;
         }
-        rule->kind = kind;
-        memcpy(rule->arg, arg, al);
+        rule->kind = sp.kind;
+        memcpy(rule->arg, sp.arg, sp.len);
         return rule;
 }
 
-bool aagw_id_rule_check(const char *spec, bool entity_key, char *errstr,
+bool aagw_id_rule_check(const char *text, bool entity_key, char *errstr,
                         size_t errstr_size) {
-        enum id_kind kind;
-        const char  *arg;
-        size_t       al;
-        bool         bad_len;
+        struct spec sp;
 
-        if (!spec)
-                spec = "";
-        if (parse(spec, &kind, &arg, &al, &bad_len) && !bad_len &&
-            (!entity_key || kind == ID_KEY || kind == ID_JSON))
+        if (parse(text, &sp) && !sp.bad_len &&
+            (!entity_key || sp.kind == ID_KEY || sp.kind == ID_JSON))
                 return true;
         snprintf(errstr, errstr_size,
                  entity_key ? "expected key or json:FIELD, got \"%s\""
                             : "expected header:NAME, key, json:FIELD, hash or "
                               "derived, got \"%s\"",
-                 spec);
+                 sp.text);
         return false;
 }
 
