@@ -108,6 +108,9 @@ typedef struct aagw_prober aagw_prober_t;
 aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
                                struct aagw_reach *reach);
 
+/** Ask it to stop without waiting (no new ping starts); NULL: no-op. */
+void aagw_prober_stop(aagw_prober_t *p);
+
 /** Stop (waits for a ping in progress, at most its timeout) and free;
  *  NULL is a no-op. */
 void aagw_prober_destroy(aagw_prober_t *p);

@@ -1760,6 +1760,9 @@ aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
 void aagw_flow_stop(aagw_flow_t *f) {
         atomic_store(&f->ctl.stop, true);
         mm2_stop(f->mm2);
+        /* Its ping in progress (up to 2 s against a dead target) ends
+         * while the flow drains, not in aagw_flow_destroy(). */
+        aagw_prober_stop(f->prober);
 }
 
 void aagw_flow_pause(aagw_flow_t *f, bool pause) {

@@ -178,13 +178,19 @@ aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
         return p;
 }
 
-void aagw_prober_destroy(aagw_prober_t *p) {
+void aagw_prober_stop(aagw_prober_t *p) {
         if (!p)
                 return;
         pthread_mutex_lock(&p->lock);
         p->stop = true;
         pthread_cond_signal(&p->cond);
         pthread_mutex_unlock(&p->lock);
+}
+
+void aagw_prober_destroy(aagw_prober_t *p) {
+        if (!p)
+                return;
+        aagw_prober_stop(p);
         pthread_join(p->thread, NULL);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->lock);
