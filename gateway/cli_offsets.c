@@ -41,6 +41,7 @@ struct opts {
         bool        json, dry_run, force;
         int         deadline_s;
         int         max_hb_age_s;
+        int         source_timeout_s; /* before target-only mode */
 };
 
 /* One source partition of the group and its translation. */
@@ -64,6 +65,8 @@ struct row {
         /* drill verification */
         int64_t prev_src, next_src; /* origin offsets around T, -1 none */
         bool    verified;
+        /* target-only mode: the checkpoint cannot be used as it is */
+        bool ambiguous;
 };
 
 struct ctx {
@@ -77,6 +80,11 @@ struct ctx {
         struct row *rows;
         size_t      nrows;
         bool        members_unknown; /* the cluster could not tell */
+        /* The source did not answer within --source-timeout: translated
+         * from the target's checkpoints alone (offsets, failover). */
+        bool        target_only_ok; /* the command allows the mode */
+        bool        target_only;
+        char        source_err[256];
         char        err[1024];
 };
 
@@ -100,6 +108,8 @@ static int take_opts(int *argcp, char **argv, struct opts *o) {
                         num = &o->deadline_s;
                 else if (!strcmp(a, "--max-heartbeat-age"))
                         num = &o->max_hb_age_s;
+                else if (!strcmp(a, "--source-timeout"))
+                        num = &o->source_timeout_s;
                 else if (!strcmp(a, "--json")) {
                         o->json = true;
                         continue;
@@ -308,9 +318,161 @@ static void translate_foreign(struct row *r, int64_t target_end) {
         r->x.why = r->why;
 }
 
+/* ------------------------------------------------- SOURCE UNREACHABLE -- */
+
+/* Target-only mode: the source cluster did not answer, so neither the
+ * group's committed offsets nor the offset-syncs (at the source by
+ * default) can be read.  What the target holds is the group's newest
+ * checkpoint per partition in <from>.checkpoints.internal, written by
+ * aagw (exact translations only) or MirrorMaker 2 (never past the exact
+ * one), same format.  Its downstream offset is where the group resumes:
+ * never a gap, but the group may have consumed more at the source after
+ * that checkpoint, which it then reads again (at most one checkpoint
+ * interval of its consumption, plus MM2's own margin).  So no row is
+ * exact, and a checkpoint offset outside the target partition's log
+ * (past its end: the target was truncated or recreated; before its
+ * start: retention deleted records) is ambiguous and never committed. */
+
+struct ck_scan {
+        struct ctx *c;
+        size_t      cap;
+};
+
+static bool on_checkpoint_any(void *arg, const rd_kafka_message_t *m) {
+        struct ck_scan            *k = arg;
+        struct ctx                *c = k->c;
+        struct aagw_mm2_checkpoint ck;
+        struct row                *r;
+        const char                *up = NULL;
+
+        if (!aagw_mm2_checkpoint_decode(m->key, m->key_len, m->payload, m->len,
+                                        &ck) ||
+            strcmp(ck.group, c->o.group))
+                return true;
+        /* The remote topic of a source topic this flow replicates. */
+        if (aagw_repl_topic_source(c->pol, ck.topic)) {
+                if (strcmp(aagw_repl_topic_source(c->pol, ck.topic),
+                           c->o.from))
+                        return true;
+                up = aagw_repl_topic_upstream(c->pol, ck.topic);
+        } else if (!strcmp(aagw_config_str(c->cfg, "replication.policy"),
+                           "identity"))
+                up = ck.topic;
+        if (!up || !aagw_repl_topic_allowed(c->pol, up))
+                return true;
+        if (!(r = row_find_remote(c, ck.topic, ck.partition))) {
+                if (c->nrows == k->cap) {
+                        size_t      nc = k->cap ? 2 * k->cap : 16;
+                        struct row *nv = realloc(c->rows, nc * sizeof(*nv));
+                        if (!nv)
+                                return false;
+                        c->rows = nv;
+                        k->cap  = nc;
+                }
+                r = &c->rows[c->nrows++];
+                memset(r, 0, sizeof(*r));
+                snprintf(r->topic, sizeof(r->topic), "%s", up);
+                snprintf(r->remote, sizeof(r->remote), "%s", ck.topic);
+                r->partition = ck.partition;
+                r->repl_pos = r->src_hi = -1;
+        }
+        r->committed = r->ck_up = ck.upstream;
+        r->ck_down   = ck.downstream;
+        return true;
+}
+
+static int translate_target_only(struct ctx *c) {
+        struct ck_scan k = {c, 0};
+        char           topic[AAGW_TOPIC_MAX + 1];
+        int64_t        lo, hi;
+        rd_kafka_t    *rc;
+
+        c->target_only = true;
+        aagw_mm2_checkpoints_topic_sep(aagw_repl_separator(c->pol), c->o.from,
+                                       topic, sizeof(topic));
+        if (!(rc = client(c, false, RD_KAFKA_CONSUMER, "aagw-offsets-reader")))
+                return -1;
+        if (rd_kafka_query_watermark_offsets(rc, topic, 0, &lo, &hi,
+                                             TIMEOUT_MS) ||
+            read_range(rc, topic, 0, lo, hi, on_checkpoint_any, &k) < 0) {
+                snprintf(c->err, sizeof(c->err),
+                         "%s did not answer (%s) and %s at %s could not be "
+                         "read: nothing to translate from",
+                         c->o.from, c->source_err, topic, c->o.to);
+                rd_kafka_consumer_close(rc);
+                rd_kafka_destroy(rc);
+                return -1;
+        }
+        rd_kafka_consumer_close(rc);
+        rd_kafka_destroy(rc);
+        if (!c->nrows) {
+                snprintf(c->err, sizeof(c->err),
+                         "%s did not answer (%s), and %s at %s holds no "
+                         "checkpoint of group %s for the topics replicated "
+                         "from %s: nothing to translate from",
+                         c->o.from, c->source_err, topic, c->o.to, c->o.group,
+                         c->o.from);
+                return -1;
+        }
+        for (size_t i = 0; i < c->nrows; i++) {
+                struct row *r = &c->rows[i];
+                r->by_checkpoint = true;
+                r->x.offset      = r->ck_down;
+                r->x.exact       = false;
+                if (rd_kafka_query_watermark_offsets(c->to_admin, r->remote,
+                                                     r->partition, &lo, &hi,
+                                                     TIMEOUT_MS)) {
+                        r->ambiguous = true;
+                        r->x.why     = "the target partition's offsets "
+                                       "could not be read";
+                } else if (r->ck_down > hi || r->ck_down < lo) {
+                        r->ambiguous = true;
+                        snprintf(r->why, sizeof(r->why),
+                                 "the checkpoint's offset is %s the target "
+                                 "partition's log (%" PRId64 "..%" PRId64
+                                 "): %s",
+                                 r->ck_down > hi ? "past the end of"
+                                                 : "before the start of",
+                                 lo, hi,
+                                 r->ck_down > hi
+                                     ? "the target lost records or the topic "
+                                       "was recreated"
+                                     : "records were deleted there");
+                        r->x.why = r->why;
+                } else
+                        r->x.why = "the newest checkpoint (source "
+                                   "unreachable): records the group "
+                                   "consumed after it are read again";
+        }
+        return 0;
+}
+
+/* The mode line above the table. */
+static void print_mode(const struct ctx *c, FILE *out) {
+        if (c->target_only)
+                fprintf(out,
+                        "mode: target-only: %s did not answer in %d s (%s); "
+                        "offsets are group %s's newest checkpoints at %s\n",
+                        c->o.from, c->o.source_timeout_s, c->source_err,
+                        c->o.group, c->o.to);
+        else
+                fprintf(out, "mode: source: %s answered; offsets are "
+                             "translated from the group's committed offsets "
+                             "there\n",
+                        c->o.from);
+}
+
+static bool any_ambiguous(const struct ctx *c) {
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].ambiguous)
+                        return true;
+        return false;
+}
+
 /* The group's partitions at the source, their committed offsets and the
  * gateway's positions; then the offset-syncs, the group's checkpoints,
- * and the translation. */
+ * and the translation.  A source that does not answer within
+ * --source-timeout switches offsets/failover to target-only mode. */
 static int translate(struct ctx *c) {
         const struct rd_kafka_metadata  *md = NULL;
         rd_kafka_topic_partition_list_t *l, *pos;
@@ -319,7 +481,15 @@ static int translate(struct ctx *c) {
         bool at_target = !strcmp(
             aagw_config_str(c->cfg, "mm2.offset_syncs_location"), "target");
 
-        err = rd_kafka_metadata(c->from_admin, 1, NULL, &md, TIMEOUT_MS);
+        err = rd_kafka_metadata(c->from_admin, 1, NULL, &md,
+                                c->target_only_ok
+                                    ? c->o.source_timeout_s * 1000
+                                    : TIMEOUT_MS);
+        if (err && c->target_only_ok) {
+                snprintf(c->source_err, sizeof(c->source_err), "%s",
+                         rd_kafka_err2str(err));
+                return translate_target_only(c);
+        }
         if (err) {
                 snprintf(c->err, sizeof(c->err), "metadata of %s: %s",
                          c->o.from, rd_kafka_err2str(err));
@@ -516,6 +686,11 @@ static void usage_offsets(FILE *out) {
                 "Cluster options are those of `aagw run` (-c FILE, --cluster "
                 "ALIAS=HOST:PORT,\n"
                 "--set KEY=VALUE, --policy ...).\n"
+                "  --source-timeout S  if SRC does not answer in S seconds "
+                "(default 5),\n"
+                "                      translate from G's checkpoints at DST "
+                "alone\n"
+                "                      (target-only mode; never exact)\n"
                 "Exit status: 0 all exact, 1 a partition is not exact or a "
                 "cluster failed,\n"
                 "2 usage.\n");
@@ -537,6 +712,14 @@ static void usage_failover(FILE *out) {
                 "clusters), --force is required once the consumers are "
                 "stopped. Partitions\n"
                 "whose translation is not exact are refused unless --force.\n"
+                "If SRC does not answer in --source-timeout S seconds "
+                "(default 5), the\n"
+                "offsets are G's newest checkpoints at DST (target-only mode: "
+                "no record\n"
+                "skipped, those consumed after the checkpoint read again; "
+                "needs --force);\n"
+                "a checkpoint outside its target partition's log is never "
+                "committed.\n"
                 "  --dry-run   print what would be committed, commit nothing\n"
                 "Exit status: 0 committed (or dry run), 1 refused or failed, "
                 "2 usage.\n");
@@ -570,8 +753,9 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
         int                rc;
 
         memset(c, 0, sizeof(*c));
-        c->o.deadline_s   = 60;
-        c->o.max_hb_age_s = 10;
+        c->o.deadline_s       = 60;
+        c->o.max_hb_age_s     = 10;
+        c->o.source_timeout_s = 5;
         if (argc >= 2 &&
             (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
                 usage(stdout);
@@ -672,6 +856,7 @@ int gw_cmd_offsets(int argc, char **argv) {
                 return EXIT_USAGE;
         }
         rc = setup(&c, argc - 1, argv + 1, usage_offsets, true);
+        c.target_only_ok = true;
         if (rc == GW_HELP_SHOWN) {
                 teardown(&c);
                 return EXIT_OK;
@@ -690,10 +875,16 @@ int gw_cmd_offsets(int argc, char **argv) {
                 json_str(stdout, c.o.group);
                 printf(",\"from\":\"%s\",\"to\":\"%s\",\"exact\":%s,", c.o.from,
                        c.o.to, all_exact(&c) ? "true" : "false");
+                printf("\"mode\":\"%s\",\"source_error\":",
+                       c.target_only ? "target-only" : "source");
+                json_str(stdout, c.source_err);
+                fputc(',', stdout);
                 json_rows(&c, stdout);
                 printf("}\n");
-        } else
+        } else {
+                print_mode(&c, stdout);
                 print_rows(&c, stdout);
+        }
         rc = all_exact(&c) ? EXIT_OK : EXIT_RUNTIME;
         teardown(&c);
         return rc;
@@ -777,6 +968,7 @@ int gw_cmd_failover(int argc, char **argv) {
         struct ctx c;
         int        rc = setup(&c, argc, argv, usage_failover, false);
 
+        c.target_only_ok = true;
         if (rc != EXIT_OK) {
                 teardown(&c);
                 return rc == GW_HELP_SHOWN ? EXIT_OK : rc;
@@ -786,7 +978,26 @@ int gw_cmd_failover(int argc, char **argv) {
                 teardown(&c);
                 return EXIT_RUNTIME;
         }
+        print_mode(&c, stdout);
         print_rows(&c, stdout);
+        if (any_ambiguous(&c)) {
+                gw_errorf("failover: refused: a checkpoint's offset is outside "
+                          "its target partition (see NOTE), so where the "
+                          "group stopped is not known; nothing committed "
+                          "(--force does not override this)");
+                teardown(&c);
+                return EXIT_RUNTIME;
+        }
+        if (c.target_only && !c.o.force) {
+                gw_errorf("failover: refused: %s is unreachable, so the "
+                          "offsets are the group's newest checkpoints at %s: "
+                          "no record is skipped, but what the group consumed "
+                          "at %s after them is read again; accept that with "
+                          "--force",
+                          c.o.from, c.o.to, c.o.from);
+                teardown(&c);
+                return EXIT_RUNTIME;
+        }
         if (!all_exact(&c) && !c.o.force) {
                 bool ck = false;
                 for (size_t i = 0; i < c.nrows; i++)
