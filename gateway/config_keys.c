@@ -217,5 +217,12 @@ const struct cfg_key aagw_config_keys[] = {
      "moving it forward. A group with active members at the target is left "
      "alone: the broker refuses offsets for a group that is consuming."},
 
+    {"mm2.takeover", CT_BOOL, "true", NOLIMIT, NULL, NULL, 0,
+     "Take over from MirrorMaker 2: a partition with no stored position "
+     "whose remote topic ends with a record aagw did not write resumes "
+     "where the other replicator stopped (its offset-syncs and the "
+     "target's last record, checked against the source; logged), instead "
+     "of copying the source from its log start again."},
+
     {NULL, CT_STR, NULL, NOLIMIT, NULL, NULL, 0, NULL},
 };

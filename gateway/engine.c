@@ -170,6 +170,7 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
             aagw_config_bool(cfg, "mm2.sync_group_offsets");
         fc.mm2.truncation_fail = !strcmp(
             aagw_config_str(cfg, "replication.on_truncation"), "fail");
+        fc.mm2.takeover = aagw_config_bool(cfg, "mm2.takeover");
         aagw_flow_t *f = aagw_flow_new(&fc, err, errsize);
         if (!f)
                 return -1;

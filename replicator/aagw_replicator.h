@@ -469,6 +469,10 @@ struct aagw_flow_conf {
                 size_t             group_cnt;
                 bool               sync_group_offsets;
                 bool               truncation_fail; /**< on_truncation fail */
+                /** A partition with no stored position whose target
+                 *  another replicator filled resumes where that one
+                 *  stopped (replicator/takeover.c), not at the log start */
+                bool               takeover;
         } mm2;
 };
 

@@ -184,6 +184,7 @@ struct aagw_flow {
 
         /* offsets issue: MM2 topics, truncation, heartbeat latency */
         struct mm2      *mm2;
+        struct takeover *takeover; /* NULL: mm2.takeover off */
         _Atomic uint64_t truncations, truncated_records, resets;
         _Atomic int64_t  hb_latency_ms, hb_last_ms;
         struct aagw_reach src_reach, tgt_reach; /* discovery, prober */
@@ -982,6 +983,28 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                                   rd_kafka_err2str(err));
                 return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
         }
+        /* No stored position, and the target's last record is not ours
+         * (a remote topic: only replicators write there): another
+         * replicator (MM2) filled it; resume where it stopped.  Unless
+         * that is exact, the scan below still looks for copies of ours,
+         * which would be the better answer. */
+        int64_t tk = -1;
+        if (next < 0 && hi > lo && f->takeover &&
+            strcmp(pt->tt->remote, topic)) {
+                bool    done, exact = false;
+                int64_t tail = scan_copies(f, pt, hi - 1, hi,
+                                           aagw_mono_ms() + RECONCILE_WAIT_MS,
+                                           &done);
+                if (done && tail < 0)
+                        tk = takeover_position(f->takeover, f->reader, topic,
+                                               pt->tt->remote, pt->partition,
+                                               lo, hi, &f->ctl.stop, &exact);
+                if (tk >= 0 && exact) {
+                        pt->out_next = hi;
+                        next         = check_truncation(f, pt, tk);
+                        return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+                }
+        }
         int64_t from = out_next > lo ? out_next : lo;
         int64_t end = hi, span = 4096;
         while (found < 0 && end > from && !atomic_load(&f->ctl.stop)) {
@@ -1028,6 +1051,8 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                          found + 1);
                 next = found + 1;
         }
+        if (found < 0 && next < 0 && tk >= 0)
+                next = tk; /* the takeover's, not exact (logged) */
         pt->out_next = hi > out_next ? hi : out_next;
         next = check_truncation(f, pt, next);
         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
@@ -1730,6 +1755,10 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                 snprintf(errstr, errstr_size, "cannot start a thread");
                 goto fail;
         }
+        if (c->mm2.takeover &&
+            !(f->takeover = takeover_new(&f->conf, f->pol, f->name, errstr,
+                                         errstr_size)))
+                goto fail;
         atomic_store(&f->hb_latency_ms, -1);
         if (c->mm2.heartbeat_ms > 0 || c->mm2.checkpoint_ms > 0 ||
             c->mm2.syncs) {
@@ -1782,6 +1811,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         f->prober = NULL;
         /* Before the producer it borrows; flushes its own. */
         mm2_destroy(f->mm2, 500);
+        takeover_destroy(f->takeover);
         if (f->producer) {
                 /* Delivery reports of anything left refer to tokens and
                  * partitions we are about to free: purge and serve them

@@ -5,6 +5,8 @@
 #ifndef AAGW_REPLICATOR_INT_H
 #define AAGW_REPLICATOR_INT_H
 
+#include <stdatomic.h>
+
 #include "aagw_replicator.h"
 
 #include <pthread.h>
@@ -151,5 +153,32 @@ bool mm2_is_heartbeats(const char *topic);
 /* The calling thread's group calls give up once '*flag' is set (the mm2
  * thread's stop); NULL: they wait out their timeouts. */
 void groups_cancel_on(atomic_bool *flag);
+
+/* ------------- TAKING OVER FROM MIRRORMAKER 2 (takeover.c) ------------- */
+
+/* Where a flow partition with no stored position resumes when its target
+ * partition was filled by another replicator: from that replicator's
+ * offset-syncs and the target's tail, checked against the source. */
+struct takeover;
+
+/* 'c' and 'pol' are the flow's (borrowed; outlive the takeover). */
+struct takeover *takeover_new(const struct aagw_flow_conf *c,
+                              const aagw_repl_policy_t *pol, const char *name,
+                              char *errstr, size_t errstr_size);
+/* NULL is a no-op. */
+void takeover_destroy(struct takeover *t);
+
+/* The source offset where 'topic' ['partition'] resumes, given that its
+ * target partition 'remote' holds offsets ['lo', 'hi') and its last
+ * record is not this flow's; read through 'reader' (the flow's target
+ * reader, assign-only).  '*exact': the target's last record was found at
+ * the source, so the offset repeats and skips nothing; otherwise it is
+ * after the newest offset-sync (repeats at most what was copied after
+ * it).  -1: no offset-sync to go by.  Logs what it decided, with the
+ * offsets.  Flow thread only. */
+int64_t takeover_position(struct takeover *t, rd_kafka_t *reader,
+                          const char *topic, const char *remote,
+                          int32_t partition, int64_t lo, int64_t hi,
+                          const atomic_bool *stop, bool *exact);
 
 #endif

@@ -68,9 +68,11 @@ void io_begin(struct io *io, const char *tag) {
         } else {
                 char       *file = harness_path_join(io->dir, "bootstraps");
                 char       *log  = harness_path_join(io->dir, "clusters.log");
+                io->run_dir      = harness_path_join(io->dir, "kafka");
                 const char *argv[] = {
                     env_or("AAGW_KAFKA_CLUSTERS", "scripts/kafka-clusters"),
-                    "--bootstraps-file", file, "east", "west", NULL};
+                    "--bootstraps-file", file, "--dir", io->run_dir, "east",
+                    "west", NULL};
                 io->launcher = harness_proc_spawn(argv, log, log, io->errstr,
                                                   sizeof(io->errstr));
                 if (!io->launcher)
@@ -143,6 +145,7 @@ void io_end(struct io *io) {
                 harness_rmtree(io->dir);
         free(io->dir);
         free(io->lib);
+        free(io->run_dir);
         memset(io, 0, sizeof(*io));
 }
 
@@ -325,6 +328,24 @@ harness_proc_t *io_gateway(struct io *io, const char *name,
         return p;
 }
 
+void io_ctl(struct io *io, const char *verb, const char *alias) {
+        const char      *argv[] = {
+            env_or("AAGW_KAFKA_CLUSTERS", "scripts/kafka-clusters"),
+            "ctl", "--dir", io->run_dir, verb, alias, "1", NULL};
+        harness_output_t o      = {0};
+
+        if (!io->own)
+                fail_msg("kafka-clusters ctl %s %s: the clusters are not the "
+                         "test's own (AAGW_TEST_BOOTSTRAPS_* set)",
+                         verb, alias);
+        if (harness_run(argv, NULL, 0, 150000, &o, io->errstr,
+                        sizeof(io->errstr)) != AAGW_OK ||
+            harness_exit_code(o.status) != 0)
+                fail_msg("kafka-clusters ctl %s %s: %s%s", verb, alias,
+                         io->errstr, o.err ? o.err : "");
+        harness_output_deinit(&o);
+}
+
 int io_aagw(struct io *io, const char *const *words, harness_output_t *o) {
         char        e[600], w[600];
         const char *argv[64];
@@ -347,6 +368,42 @@ int io_aagw(struct io *io, const char *const *words, harness_output_t *o) {
                         sizeof(io->errstr)) != AAGW_OK)
                 fail_msg("aagw %s: %s", words[0], io->errstr);
         return harness_exit_code(o->status);
+}
+
+harness_proc_t *io_mm2(struct io *io, const char *topics, const char *extra) {
+        char *props = harness_path_join(io->dir, "mm2.properties");
+        FILE *f     = fopen(props, "w");
+        assert_non_null(f);
+        fprintf(f,
+                "clusters=east, west\n"
+                "east.bootstrap.servers=%s\n"
+                "west.bootstrap.servers=%s\n"
+                "east->west.enabled=true\n"
+                "east->west.topics=%s\n"
+                "west->east.enabled=false\n"
+                "emit.heartbeats.interval.seconds=1\n"
+                "emit.checkpoints.interval.seconds=1\n"
+                "refresh.topics.interval.seconds=5\n"
+                "replication.factor=1\n"
+                "checkpoints.topic.replication.factor=1\n"
+                "heartbeats.topic.replication.factor=1\n"
+                "offset-syncs.topic.replication.factor=1\n"
+                "offset.storage.replication.factor=1\n"
+                "status.storage.replication.factor=1\n"
+                "config.storage.replication.factor=1\n"
+                "east.offset.flush.interval.ms=1000\n"
+                "west.offset.flush.interval.ms=1000\n"
+                "%s",
+                io_bs(io, "east"), io_bs(io, "west"), topics,
+                extra ? extra : "");
+        fclose(f);
+        const char *args[] = {props};
+        const char *argv[32];
+        io_java_argv(io, argv, "mm2.log",
+                     "org.apache.kafka.connect.mirror.MirrorMaker", args, 1);
+        harness_proc_t *p = io_spawn(io, "mm2-jvm", argv);
+        free(props);
+        return p;
 }
 
 void io_java_argv(struct io *io, const char **argv, const char *log,

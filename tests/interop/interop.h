@@ -28,6 +28,7 @@ struct io {
         harness_clusters_t   *hc;       /* for topic creation */
         char                 *lib;      /* the jar folder */
         rd_kafka_t           *admin[2]; /* east, west */
+        char                 *run_dir;  /* the launcher's --dir, or NULL */
         harness_proc_t       *procs[8]; /* gateways, MM2 */
         size_t                nprocs;
         char                  errstr[2048];
@@ -77,6 +78,10 @@ harness_proc_t *io_spawn(struct io *io, const char *name,
 harness_proc_t *io_gateway(struct io *io, const char *name,
                            const char *primary, const char *const *extra);
 
+/* `scripts/kafka-clusters ctl VERB ALIAS 1` on the test's own clusters
+ * (term: stop the broker cleanly; kill; start); asserts it worked. */
+void io_ctl(struct io *io, const char *verb, const char *alias);
+
 /* Run `aagw WORDS... --cluster east=.. --cluster west=..`; returns the
  * exit code; output in 'o' (caller deinits). */
 int io_aagw(struct io *io, const char *const *words, harness_output_t *o);
@@ -86,6 +91,12 @@ int io_aagw(struct io *io, const char *const *words, harness_output_t *o);
  * Asserts that the JVM ran and answered every query. */
 json_object *io_mm2_query(struct io *io, const char *const *args,
                           size_t nqueries);
+
+/* Real MirrorMaker 2 (dedicated mode, one JVM; log in DIR/mm2.log)
+ * replicating east->west the topics matching 'topics', with settings for
+ * one-broker test clusters (heartbeats and checkpoints every second) and
+ * 'extra' (more "key=value\n" lines, may be NULL).  Stopped by io_end(). */
+harness_proc_t *io_mm2(struct io *io, const char *topics, const char *extra);
 
 /* A java command line for 'main' with the jar folder and a log4j2
  * configuration writing to DIR/<log>; 'argv' must hold 16 + 'nargs'. */

@@ -53,40 +53,9 @@ static int teardown(void **state) {
 }
 
 static harness_proc_t *start_mm2(void) {
-        char *props = harness_path_join(io.dir, "mm2.properties");
-        FILE *f     = fopen(props, "w");
-        assert_non_null(f);
-        fprintf(f,
-                "clusters=east, west\n"
-                "east.bootstrap.servers=%s\n"
-                "west.bootstrap.servers=%s\n"
-                "east->west.enabled=true\n"
-                "east->west.topics=%s\n"
-                "west->east.enabled=false\n"
-                "groups=g\n"
-                "emit.heartbeats.interval.seconds=1\n"
-                "emit.checkpoints.interval.seconds=1\n"
-                "sync.group.offsets.enabled=false\n"
-                "refresh.topics.interval.seconds=5\n"
-                "refresh.groups.interval.seconds=1\n"
-                "replication.factor=1\n"
-                "checkpoints.topic.replication.factor=1\n"
-                "heartbeats.topic.replication.factor=1\n"
-                "offset-syncs.topic.replication.factor=1\n"
-                "offset.storage.replication.factor=1\n"
-                "status.storage.replication.factor=1\n"
-                "config.storage.replication.factor=1\n"
-                "east.offset.flush.interval.ms=1000\n"
-                "west.offset.flush.interval.ms=1000\n",
-                io_bs(&io, "east"), io_bs(&io, "west"), topic);
-        fclose(f);
-        const char *args[] = {props};
-        const char *argv[32];
-        io_java_argv(&io, argv, "mm2.log",
-                     "org.apache.kafka.connect.mirror.MirrorMaker", args, 1);
-        harness_proc_t *p = io_spawn(&io, "mm2-jvm", argv);
-        free(props);
-        return p;
+        return io_mm2(&io, topic, "groups=g\n"
+                      "sync.group.offsets.enabled=false\n"
+                      "refresh.groups.interval.seconds=1\n");
 }
 
 /* What MM2 has written so far. */
