@@ -516,11 +516,13 @@ static char *status_text(const struct gw_admin *a) {
                 /* offsets issue: MM2 topics and truncation */
                 sb_printf(&b,
                           "truncations:%" PRIu64 "\ntruncated_records:%" PRIu64
-                          "\nresets:%" PRIu64 "\noffset_syncs:%" PRIu64
+                          "\nresets:%" PRIu64 "\ntarget_resets:%" PRIu64
+                          "\noffset_syncs:%" PRIu64
                           "\ncheckpoints:%" PRIu64 "\nheartbeats:%" PRIu64
                           "\nheartbeat_latency_ms:%" PRId64
                           "\nheartbeat_age_ms:%" PRId64 "\n",
                           st.truncations, st.truncated_records, st.resets,
+                          st.target_resets,
                           st.offset_syncs, st.checkpoints, st.heartbeats,
                           st.heartbeat_latency_ms, st.heartbeat_age_ms);
         }
@@ -653,6 +655,10 @@ static char *metrics(const struct gw_admin *a) {
         COUNTER("aagw_replication_source_resets_total",
                 "Times a source partition's end offset went backwards.",
                 resets);
+        COUNTER("aagw_replication_target_resets_total",
+                "Times a target topic vanished or its log restarted below "
+                "the stored copy position (deleted and recreated).",
+                target_resets);
         COUNTER("aagw_mm2_offset_syncs_total", "Offset-sync records written.",
                 offset_syncs);
         COUNTER("aagw_mm2_checkpoints_total", "Checkpoint records written.",

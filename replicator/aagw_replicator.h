@@ -551,6 +551,7 @@ struct aagw_flow_stats {
         uint64_t truncations;       /**< log start passed the position */
         uint64_t truncated_records; /**< records lost to those */
         uint64_t resets;            /**< source end offset went backwards */
+        uint64_t target_resets;     /**< target deleted or its log restarted */
         uint64_t offset_syncs;      /**< offset-sync records written */
         uint64_t checkpoints;       /**< checkpoint records written */
         uint64_t heartbeats;        /**< heartbeat records written */

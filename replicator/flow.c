@@ -185,7 +185,7 @@ struct aagw_flow {
         /* offsets issue: MM2 topics, truncation, heartbeat latency */
         struct mm2      *mm2;
         struct takeover *takeover; /* NULL: mm2.takeover off */
-        _Atomic uint64_t truncations, truncated_records, resets;
+        _Atomic uint64_t truncations, truncated_records, resets, target_resets;
         _Atomic int64_t  hb_latency_ms, hb_last_ms;
         struct aagw_reach src_reach, tgt_reach; /* discovery, prober */
         aagw_prober_t    *prober; /* pings the target (admin client) */
@@ -322,6 +322,30 @@ static bool too_large(rd_kafka_resp_err_t err) {
 }
 
 /* Delivery report: runs on the flow thread (rd_kafka_poll(producer)). */
+/* The target topic or partition does not exist (any more): deleted while
+ * the flow ran.  Records in flight get this, as does a produce call. */
+static bool target_gone(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+               err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+               err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+}
+
+/* Fail closed on a vanished target: its copies are gone with it, so
+ * nothing sent to it may count as delivered.  The next start creates it
+ * again and copies the source anew (reconcile() sees the reset). */
+static void fail_target_gone(aagw_flow_t *f, struct ptrack *pt,
+                             rd_kafka_resp_err_t err) {
+        if (atomic_load(&f->ctl.stop))
+                return;
+        INC(f->target_resets);
+        flow_fail(f,
+                  "target topic %s [%d] at %s is gone (deleted?): %s; the "
+                  "copies it held are lost with it; restart aagw to create "
+                  "it again and copy %s from its log start",
+                  pt->tt->remote, (int)pt->partition, f->target,
+                  rd_kafka_err2str(err), pt->tt->topic);
+}
+
 static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         aagw_flow_t   *f   = stage;
         struct token  *tok = t;
@@ -329,10 +353,24 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         struct slot   *sl = &pt->ring[tok->seq & (pt->cap - 1)];
 
         if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
-            m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+            m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT ||
+            m->err == RD_KAFKA_RESP_ERR__DESTROY) {
                 /* Shutting down with records unacknowledged: they are
                  * neither delivered nor failed; the position stays before
                  * them and a restart sends them again. */
+                ADD(f->inflight, -1);
+                token_put(f, tok);
+                return;
+        }
+        if (m->err && target_gone(m->err)) {
+                /* Not about this record: the copy is not there, and
+                 * dead-lettering it would move the position past it. */
+                if (!tok->dlq)
+                        fail_target_gone(f, pt, m->err);
+                else
+                        flow_fail(f, "dead-letter topic %s at %s: %s",
+                                  f->dlq_topic, f->target,
+                                  rd_kafka_err2str(m->err));
                 ADD(f->inflight, -1);
                 token_put(f, tok);
                 return;
@@ -948,6 +986,65 @@ static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
         }
 }
 
+/* The target partition of 'pt' ends (at 'hi') below the stored target
+ * position 'out_next': the topic was deleted and created again since the
+ * position was stored, and the copies are gone.  With none of ours in it
+ * (the usual case: aagw failed closed when it vanished, and created it
+ * again on this start), the source is copied again from its log start,
+ * and that start is stored at once so that a crash during the new copy
+ * resumes it instead of starting over.  Copies of ours in it cannot be
+ * completed in order (the records before them are missing): fail closed.
+ * Returns where to resume. */
+static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
+                            int64_t out_next, int64_t lo, int64_t hi,
+                            int64_t found) {
+        const char *topic = pt->tt->topic;
+        int64_t     slo, shi;
+
+        INC(f->target_resets);
+        if (found >= 0) {
+                flow_fail(f,
+                          "%s [%d] at %s ends at offset %" PRId64 ", below "
+                          "the stored copy position %" PRId64 ", and holds "
+                          "copies up to source offset %" PRId64 " but not "
+                          "the records before them (recreated while "
+                          "copies were in flight, or truncated by an "
+                          "unclean leader election); delete the topic and "
+                          "restart aagw to copy %s [%d] anew",
+                          pt->tt->remote, (int)pt->partition, f->target, hi,
+                          out_next, found, topic, (int)pt->partition);
+                return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+        }
+        if (rd_kafka_query_watermark_offsets(f->meta, topic, pt->partition,
+                                             &slo, &shi, 10000)) {
+                flow_fail(f, "%s [%d]: cannot read the source log start",
+                          topic, (int)pt->partition);
+                return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+        }
+        aagw_log(AAGW_LOG_ERROR, "FLOW",
+                 "%s: %s [%d] at %s was recreated: it ends at offset %" PRId64
+                 " (log start %" PRId64 "), below the stored copy position "
+                 "%" PRId64 ", and holds no copies of ours; the copies of "
+                 "%s [%d] up to source offset %" PRId64 " were lost with "
+                 "the old topic; copying again from the source log start "
+                 "%" PRId64,
+                 f->name, pt->tt->remote, (int)pt->partition, f->target, hi,
+                 lo, out_next, topic, (int)pt->partition, next - 1, slo);
+        struct aagw_flow_pos pos = {topic, pt->partition, slo, hi};
+        if (f->conf.pos_save &&
+            f->conf.pos_save(f->conf.opaque, f->scope, &pos, 1)) {
+                flow_fail(f, "%s [%d]: cannot store the position after the "
+                             "target was recreated",
+                          topic, (int)pt->partition);
+                return slo;
+        }
+        pt->saved_next = slo;
+        pt->saved_out  = hi;
+        pt->out_next   = hi;
+        pt->hi_seen    = shi;
+        return slo;
+}
+
 /* Where to resume source partition 'pt': the stored position, moved past
  * every record of ours found in the target partition after the stored
  * target offset.  Returns the offset, or RD_KAFKA_OFFSET_BEGINNING.
@@ -1005,7 +1102,11 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
                 }
         }
-        int64_t from = out_next > lo ? out_next : lo;
+        /* The target ends below what we stored as copied: it was deleted
+         * and created again (or lost records in an unclean leader
+         * election).  Look at all of it. */
+        bool    reset = out_next > hi;
+        int64_t from  = out_next > lo && !reset ? out_next : lo;
         int64_t end = hi, span = 4096;
         while (found < 0 && end > from && !atomic_load(&f->ctl.stop)) {
                 int64_t start = end - span > from ? end - span : from;
@@ -1031,6 +1132,8 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 if (span < ((int64_t)1 << 24))
                         span *= 4;
         }
+        if (reset && !atomic_load(&f->ctl.stop))
+                return target_reset(f, pt, next, out_next, lo, hi, found);
         if (found >= 0 && next < 0) {
                 /* Copies of ours but no stored position: the state dir is
                  * new or lost.  Not routine, so a warning that says so. */
@@ -1494,7 +1597,9 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 ADD(f->inflight, -1);
                 tok->base.src = NULL; /* the caller still owns 'm' */
                 token_put(f, tok);
-                if (!atomic_load(&f->ctl.stop))
+                if (target_gone(err))
+                        fail_target_gone(f, pt, err);
+                else if (!atomic_load(&f->ctl.stop))
                         flow_fail(f, "produce to %s [%d]: %s", tt->remote,
                                   (int)m->partition, rd_kafka_err2str(err));
                 return false;
@@ -1910,6 +2015,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->truncations       = LOAD(f->truncations);
         st->truncated_records = LOAD(f->truncated_records);
         st->resets            = LOAD(f->resets);
+        st->target_resets     = LOAD(f->target_resets);
         st->heartbeat_latency_ms = LOAD(f->hb_latency_ms);
         st->heartbeat_age_ms =
             LOAD(f->hb_last_ms) ? aagw_wall_ms() - LOAD(f->hb_last_ms) : -1;

@@ -348,6 +348,60 @@ void rk_create_topic(struct rk *r, const char *alias, const char *topic,
                          topic, alias, parts, rf, a.parts);
 }
 
+static bool topic_gone(void *arg) {
+        struct isr_arg *a = arg;
+        const struct rd_kafka_metadata *md;
+        bool gone = false;
+
+        if (rd_kafka_metadata(a->rk, 1, NULL, &md, 5000))
+                return false;
+        gone = true;
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, a->topic) &&
+                    !md->topics[i].err)
+                        gone = false;
+        rd_kafka_metadata_destroy(md);
+        return gone;
+}
+
+void rk_delete_topic(struct rk *r, const char *alias, const char *topic) {
+        rd_kafka_t                     *rk = cluster(r, alias)->admin;
+        rd_kafka_DeleteTopic_t         *dt = rd_kafka_DeleteTopic_new(topic);
+        rd_kafka_AdminOptions_t        *o;
+        rd_kafka_queue_t               *q;
+        rd_kafka_event_t               *ev;
+        const rd_kafka_topic_result_t **res;
+        size_t                          n = 0;
+
+        o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+        rd_kafka_AdminOptions_set_request_timeout(o, 30000, NULL, 0);
+        rd_kafka_AdminOptions_set_operation_timeout(o, 30000, NULL, 0);
+        q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, &dt, 1, o, q);
+        ev = rd_kafka_queue_poll(q, 35000);
+        if (!ev)
+                fail_msg("DeleteTopics %s at %s: no answer in 35 s", topic,
+                         alias);
+        if (rd_kafka_event_error(ev))
+                fail_msg("DeleteTopics %s at %s: %s", topic, alias,
+                         rd_kafka_event_error_string(ev));
+        res = rd_kafka_DeleteTopics_result_topics(
+            rd_kafka_event_DeleteTopics_result(ev), &n);
+        if (n != 1 || rd_kafka_topic_result_error(res[0]))
+                fail_msg("DeleteTopics %s at %s: %s", topic, alias,
+                         n ? rd_kafka_topic_result_error_string(res[0])
+                           : "no result");
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_DeleteTopic_destroy(dt);
+        struct isr_arg a = {rk, topic, 0, -1};
+        if (!harness_wait_until(topic_gone, &a, 60000))
+                fail_msg("topic %s at %s still listed 60 s after its "
+                         "deletion",
+                         topic, alias);
+}
+
 int rk_leader(struct rk *r, const char *alias, const char *topic,
               int partition) {
         const struct rd_kafka_metadata *md;

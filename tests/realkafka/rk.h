@@ -90,6 +90,10 @@ void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
 void rk_create_topic(struct rk *r, const char *alias, const char *topic,
                      int parts, int rf, int min_isr);
 
+/** Delete @p topic at @p alias (Admin DeleteTopics) and wait until the
+ *  cluster's metadata no longer lists it. */
+void rk_delete_topic(struct rk *r, const char *alias, const char *topic);
+
 /** @returns the leader's node id of @p topic / @p partition at @p alias,
  *  -1 if none (or no metadata). */
 int rk_leader(struct rk *r, const char *alias, const char *topic,

@@ -1,0 +1,226 @@
+/*
+ * tests/realkafka/test_topic_recreate.c: a remote copy deleted while aagw
+ * copies into it.
+ *
+ * One broker per site.  Kafka's VerifiableProducer (acks=all,
+ * idempotent) writes to east's clicks for the whole run (--max-messages
+ * -1, then SIGTERM); aagw copies it to west's east.clicks and unifies
+ * both sites' clicks (dedup, the derived id).  Once the copy holds
+ * records, the test deletes east.clicks at west (Admin DeleteTopics).
+ *
+ * What aagw must do (docs/reliability.md, "Scenario topic-recreate"):
+ *  - notice and fail closed: the gateway exits 1 within 60 s with an
+ *    error naming the topic and the site, rather than dead-letter the
+ *    copies or resume with a gap;
+ *  - on the next start, create the topic again (it is a missing target),
+ *    see that its end offsets are below the stored copy positions, log
+ *    it per partition, count it in aagw_replication_target_resets_total,
+ *    and copy the source again from its log start.
+ *
+ * Asserted by content (aagw.kafka.ReadToEnd, read_committed): east's
+ * clicks holds every acked value once; west's new east.clicks exactly the
+ * records of east's clicks, once each, same partition and order; both
+ * clicks.unified hold each value exactly once (nothing the first run
+ * unified is unified again from the second copy).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rk.h"
+
+#define THROUGHPUT "400"
+#define PARTS      4
+
+static const char PRODUCER_CONFIG[] =
+    "acks=all\n"
+    "enable.idempotence=true\n"
+    "retries=2147483647\n"
+    "max.in.flight.requests.per.connection=5\n"
+    "delivery.timeout.ms=180000\n"
+    "request.timeout.ms=10000\n"
+    "linger.ms=5\n";
+
+/* The producer has @want acks and @topic at @alias holds @size records. */
+struct grow_arg {
+        struct rk         *r;
+        struct rk_counter *acks;
+        const char        *alias, *topic;
+        int64_t            want, size, now;
+};
+
+static bool grown(void *arg) {
+        struct grow_arg *a = arg;
+
+        if (rk_count_poll(a->acks) < a->want)
+                return false;
+        a->now = rk_size(a->r, a->alias, a->topic);
+        return a->now >= a->size;
+}
+
+static void wait_grown(struct rk *r, struct grow_arg *a, const char *what) {
+        if (!harness_wait_until(grown, a, 120000)) {
+                rk_gw_dump_log(r, 40);
+                fail_msg("%s: %" PRId64 " acks (want %" PRId64 "), %s at %s "
+                         "holds %" PRId64 " (want %" PRId64 ")",
+                         what, a->acks->cnt, a->want, a->topic, a->alias,
+                         a->now, a->size);
+        }
+}
+
+static bool gw_exited(void *arg) {
+        struct rk *r = arg;
+        return harness_proc_wait(r->gw, 0, NULL) != AAGW_ERR_TIMEOUT;
+}
+
+/* @returns how many lines of the current gateway log hold all of
+ * @p needles (NULL-terminated). */
+static int log_lines(struct rk *r, const char *const *needles) {
+        char *text = harness_read_file(r->gw_log, NULL), *line, *save = NULL;
+        int   n    = 0;
+
+        for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+             line = strtok_r(NULL, "\n", &save)) {
+                size_t i = 0;
+                while (needles[i] && strstr(line, needles[i]))
+                        i++;
+                n += !needles[i];
+        }
+        free(text);
+        return n;
+}
+
+static void test_topic_recreate(void **state) {
+        struct rk *r = rk_new("rk-recreate");
+
+        *state = r;
+        rk_cluster_start(r, "east", 1);
+        rk_cluster_start(r, "west", 1);
+        rk_create_topic(r, "east", "clicks", PARTS, 1, 0);
+        rk_create_topic(r, "east", "west.clicks", PARTS, 1, 0);
+        rk_create_topic(r, "east", "clicks.unified", PARTS, 1, 0);
+        rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
+        rk_create_topic(r, "west", "clicks.unified", PARTS, 1, 0);
+
+        const char *const gw_args[] = {"--topic", "clicks", "--unify", "dedup",
+                                       NULL};
+        rk_gw_start(r, gw_args);
+
+        char *pconf    = rk_write(r, "producer.properties", PRODUCER_CONFIG);
+        char *prod_out = rk_path(r, "producer.out");
+        char *prod_err = rk_path(r, "producer.err");
+        const char *const pargs[] = {
+            "--bootstrap-server", rk_bs(r, "east"), "--topic", "clicks",
+            "--max-messages", "-1", "--throughput", THROUGHPUT, "--acks", "-1",
+            "--producer.config", pconf, "--value-prefix", "1",
+            "--repeating-keys", "1000", NULL};
+        harness_proc_t *prod = rk_java_spawn(
+            r, "org.apache.kafka.tools.VerifiableProducer", pargs, prod_out,
+            prod_err);
+        struct rk_counter acks;
+        rk_counter_init(&acks, prod_out, "producer_send_success");
+
+        struct grow_arg g = {r, &acks, "west", "east.clicks", 4000, 3000, 0};
+        wait_grown(r, &g, "before the delete");
+        int64_t at = acks.cnt, copied = g.now, t_del = harness_now_ms();
+        rk_delete_topic(r, "west", "east.clicks");
+
+        /* Fail closed, loudly. */
+        if (!harness_wait_until(gw_exited, r, 60000)) {
+                rk_gw_dump_log(r, 40);
+                fail_msg("aagw still runs 60 s after east.clicks was deleted "
+                         "at west");
+        }
+        double t_fail = (double)(harness_now_ms() - t_del) / 1000.0;
+        const char *const gone[] = {" E [FLOW]", "east.clicks", "west", "deleted",
+                                    NULL};
+        int nlines = log_lines(r, gone);
+        if (nlines < 1)
+                rk_gw_dump_log(r, 40);
+        assert_true(nlines >= 1);
+        assert_int_equal(rk_gw_stop(r, SIGTERM, 10000), 1);
+        print_message("# east.clicks deleted at west at %" PRId64 " acks, "
+                      "%" PRId64 " records copied; aagw failed closed %.1f s "
+                      "later\n",
+                      at, copied, t_fail);
+
+        /* The next start creates it again and copies from the start. */
+        int64_t t_start = harness_now_ms();
+        rk_gw_start(r, gw_args);
+        g = (struct grow_arg){r, &acks, "west", "east.clicks", acks.cnt + 2000,
+                              at, 0};
+        wait_grown(r, &g, "after the restart");
+        double t_back = (double)(harness_now_ms() - t_start) / 1000.0;
+        const char *const reset[] = {" E [FLOW]", "east.clicks", "recreated",
+                                     NULL};
+        int nreset = log_lines(r, reset);
+        if (nreset < PARTS)
+                rk_gw_dump_log(r, 40);
+        assert_true(nreset >= PARTS);
+
+        rk_producer_stop(r, prod, prod_err);
+        harness_proc_destroy(prod);
+        struct rk_produced pr;
+        rk_produced_parse(prod_out, &pr);
+        int64_t acked = rk_bag_total(pr.acked);
+        bool caught_up =
+            rk_wait_size(r, "west", "east.clicks", acked, 120000) &&
+            rk_wait_size(r, "east", "clicks.unified", acked, 120000) &&
+            rk_wait_size(r, "west", "clicks.unified", acked, 120000);
+        rk_gw_expect_running(r);
+        if (!caught_up)
+                rk_gw_dump_log(r, 40);
+        assert_int_equal(rk_gw_stop(r, SIGTERM, 30000), 0);
+
+        const char *const east_topics[] = {"clicks", "clicks.unified", NULL};
+        const char *const west_topics[] = {"east.clicks", "clicks.unified",
+                                           NULL};
+        char *east_out = rk_read_topics(r, "east", "read-east", east_topics);
+        char *west_out = rk_read_topics(r, "west", "read-west", west_topics);
+        struct rk_read src, copy, uni_w, uni_e;
+        rk_read_parse(east_out, "clicks", &src);
+        rk_read_parse(east_out, "clicks.unified", &uni_e);
+        rk_read_parse(west_out, "east.clicks", &copy);
+        rk_read_parse(west_out, "clicks.unified", &uni_w);
+
+        bool ok = true;
+        ok &= rk_check_source("east clicks (acked)", pr.acked, pr.failed, &src);
+        ok &= rk_check("west east.clicks (recreated)", src.values, NULL, &copy);
+        ok &= rk_check("east clicks.unified", src.values, NULL, &uni_e);
+        ok &= rk_check("west clicks.unified", src.values, NULL, &uni_w);
+        int64_t order_bad = rk_order_diffs("west east.clicks", &src, &copy);
+        print_message("# topic-recreate: %" PRId64 " acked, copy back to "
+                      "%" PRId64 " records %.1f s after the restart, wall "
+                      "%.1f s\n",
+                      acked, at, t_back, rk_elapsed(r));
+        assert_true(ok);
+        assert_int_equal(order_bad, 0);
+
+        rk_read_deinit(&src);
+        rk_read_deinit(&copy);
+        rk_read_deinit(&uni_w);
+        rk_read_deinit(&uni_e);
+        rk_produced_deinit(&pr);
+        free(east_out);
+        free(west_out);
+        free(pconf);
+        free(prod_out);
+        free(prod_err);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_teardown(test_topic_recreate, rk_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
