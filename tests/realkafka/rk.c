@@ -1056,3 +1056,80 @@ void rk_producer_stop(struct rk *r, harness_proc_t *p, const char *err) {
                          code < 0 ? "still running 60 s" : "bad exit status");
         }
 }
+
+const char RK_PRODUCER_CONFIG[] = "acks=all\n"
+                                  "enable.idempotence=true\n"
+                                  "retries=2147483647\n"
+                                  "max.in.flight.requests.per.connection=5\n"
+                                  "delivery.timeout.ms=180000\n"
+                                  "request.timeout.ms=10000\n"
+                                  "linger.ms=5\n";
+
+harness_proc_t *rk_clicks_producer(struct rk *r, const char *alias,
+                                   const char *prefix, const char *throughput,
+                                   char **out, char **err) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "producer-%s.properties", alias);
+        char *pconf = rk_write(r, name, RK_PRODUCER_CONFIG);
+        snprintf(name, sizeof(name), "producer-%s.out", alias);
+        *out = rk_path(r, name);
+        snprintf(name, sizeof(name), "producer-%s.err", alias);
+        *err = rk_path(r, name);
+        const char *const args[] = {
+            "--bootstrap-server", rk_bs(r, alias), "--topic", "clicks",
+            "--max-messages", "-1", "--throughput", throughput, "--acks", "-1",
+            "--producer.config", pconf, "--value-prefix", prefix,
+            "--repeating-keys", "1000", NULL};
+        harness_proc_t *p = rk_java_spawn(
+            r, "org.apache.kafka.tools.VerifiableProducer", args, *out, *err);
+        free(pconf);
+        return p;
+}
+
+bool rk_verify_clicks(struct rk *r, const struct rk_produced *east,
+                      const struct rk_produced *west, const char *what) {
+        static const char *const alias[2] = {"east", "west"};
+        const struct rk_produced *pr[2]   = {east, west};
+        struct rk_read            src[2], copy[2], uni[2];
+        struct rk_bag            *all = rk_bag_new(), *none = rk_bag_new();
+        char                      topic[2][32], name[64], label[128];
+        bool                      ok = true;
+
+        for (int i = 0; i < 2; i++) {
+                snprintf(topic[i], sizeof(topic[i]), "%s.clicks",
+                         alias[1 - i]);
+                const char *const topics[] = {"clicks", topic[i],
+                                              "clicks.unified", NULL};
+                snprintf(name, sizeof(name), "read-%s-%s", what, alias[i]);
+                char *out = rk_read_topics(r, alias[i], name, topics);
+                rk_read_parse(out, "clicks", &src[i]);
+                rk_read_parse(out, topic[i], &copy[i]);
+                rk_read_parse(out, "clicks.unified", &uni[i]);
+                free(out);
+        }
+        for (int i = 0; i < 2; i++) {
+                snprintf(label, sizeof(label), "%s: %s clicks (acked)", what,
+                         alias[i]);
+                ok &= rk_check_source(label, pr[i] ? pr[i]->acked : none,
+                                      pr[i] ? pr[i]->failed : NULL, &src[i]);
+                rk_bag_add_all(all, src[i].values);
+        }
+        for (int i = 0; i < 2; i++) {
+                snprintf(label, sizeof(label), "%s: %s %s", what, alias[i],
+                         topic[i]);
+                ok &= rk_check(label, src[1 - i].values, NULL, &copy[i]);
+                ok &= rk_order_diffs(label, &src[1 - i], &copy[i]) == 0;
+                snprintf(label, sizeof(label), "%s: %s clicks.unified", what,
+                         alias[i]);
+                ok &= rk_check(label, all, NULL, &uni[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+                rk_read_deinit(&src[i]);
+                rk_read_deinit(&copy[i]);
+                rk_read_deinit(&uni[i]);
+        }
+        rk_bag_destroy(all);
+        rk_bag_destroy(none);
+        return ok;
+}

@@ -260,4 +260,27 @@ void rk_producer_stop(struct rk *r, harness_proc_t *p, const char *err);
 /** Add every string of @p from (with its count) to @p into. */
 void rk_bag_add_all(struct rk_bag *into, const struct rk_bag *from);
 
+/** The producer settings the tests use: acks=all, idempotent, retries
+ *  unlimited, 180 s delivery timeout. */
+extern const char RK_PRODUCER_CONFIG[];
+
+/** A VerifiableProducer writing `clicks` at @p alias for as long as it
+ *  runs (--max-messages -1; stop it with rk_producer_stop()), values
+ *  "@p prefix.<i>", 1,000 repeating keys, @p throughput records/s.  Its
+ *  events go to <dir>/producer-@p alias.out (returned in @p out,
+ *  malloc()ed), stderr to @p err (likewise). */
+harness_proc_t *rk_clicks_producer(struct rk *r, const char *alias,
+                                   const char *prefix, const char *throughput,
+                                   char **out, char **err);
+
+/** With aagw stopped, read `clicks`, the remote copy and `clicks.unified`
+ *  at `east` and at `west` and check them against the producers' acks
+ *  (@p east / @p west, NULL for a site nobody wrote to): each `clicks`
+ *  holds every acked value once; each copy exactly the other site's
+ *  records, same partitions and order; each `clicks.unified` every record
+ *  of both sites exactly once.  The figures are printed, labelled
+ *  @p what.  @returns true if all of it holds. */
+bool rk_verify_clicks(struct rk *r, const struct rk_produced *east,
+                      const struct rk_produced *west, const char *what);
+
 #endif

@@ -41,15 +41,6 @@
 #define THROUGHPUT "400"
 #define PARTS      4
 
-static const char PRODUCER_CONFIG[] =
-    "acks=all\n"
-    "enable.idempotence=true\n"
-    "retries=2147483647\n"
-    "max.in.flight.requests.per.connection=5\n"
-    "delivery.timeout.ms=180000\n"
-    "request.timeout.ms=10000\n"
-    "linger.ms=5\n";
-
 /* The producer has @want acks and @topic at @alias holds @size records. */
 struct grow_arg {
         struct rk         *r;
@@ -116,17 +107,9 @@ static void test_topic_recreate(void **state) {
                                        NULL};
         rk_gw_start(r, gw_args);
 
-        char *pconf    = rk_write(r, "producer.properties", PRODUCER_CONFIG);
-        char *prod_out = rk_path(r, "producer.out");
-        char *prod_err = rk_path(r, "producer.err");
-        const char *const pargs[] = {
-            "--bootstrap-server", rk_bs(r, "east"), "--topic", "clicks",
-            "--max-messages", "-1", "--throughput", THROUGHPUT, "--acks", "-1",
-            "--producer.config", pconf, "--value-prefix", "1",
-            "--repeating-keys", "1000", NULL};
-        harness_proc_t *prod = rk_java_spawn(
-            r, "org.apache.kafka.tools.VerifiableProducer", pargs, prod_out,
-            prod_err);
+        char           *prod_out, *prod_err;
+        harness_proc_t *prod = rk_clicks_producer(r, "east", "1", THROUGHPUT,
+                                                  &prod_out, &prod_err);
         struct rk_counter acks;
         rk_counter_init(&acks, prod_out, "producer_send_success");
 
@@ -181,39 +164,13 @@ static void test_topic_recreate(void **state) {
         if (!caught_up)
                 rk_gw_dump_log(r, 40);
         assert_int_equal(rk_gw_stop(r, SIGTERM, 30000), 0);
-
-        const char *const east_topics[] = {"clicks", "clicks.unified", NULL};
-        const char *const west_topics[] = {"east.clicks", "clicks.unified",
-                                           NULL};
-        char *east_out = rk_read_topics(r, "east", "read-east", east_topics);
-        char *west_out = rk_read_topics(r, "west", "read-west", west_topics);
-        struct rk_read src, copy, uni_w, uni_e;
-        rk_read_parse(east_out, "clicks", &src);
-        rk_read_parse(east_out, "clicks.unified", &uni_e);
-        rk_read_parse(west_out, "east.clicks", &copy);
-        rk_read_parse(west_out, "clicks.unified", &uni_w);
-
-        bool ok = true;
-        ok &= rk_check_source("east clicks (acked)", pr.acked, pr.failed, &src);
-        ok &= rk_check("west east.clicks (recreated)", src.values, NULL, &copy);
-        ok &= rk_check("east clicks.unified", src.values, NULL, &uni_e);
-        ok &= rk_check("west clicks.unified", src.values, NULL, &uni_w);
-        int64_t order_bad = rk_order_diffs("west east.clicks", &src, &copy);
+        bool ok = rk_verify_clicks(r, &pr, NULL, "end");
         print_message("# topic-recreate: %" PRId64 " acked, copy back to "
                       "%" PRId64 " records %.1f s after the restart, wall "
                       "%.1f s\n",
                       acked, at, t_back, rk_elapsed(r));
         assert_true(ok);
-        assert_int_equal(order_bad, 0);
-
-        rk_read_deinit(&src);
-        rk_read_deinit(&copy);
-        rk_read_deinit(&uni_w);
-        rk_read_deinit(&uni_e);
         rk_produced_deinit(&pr);
-        free(east_out);
-        free(west_out);
-        free(pconf);
         free(prod_out);
         free(prod_err);
 }
