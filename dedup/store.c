@@ -68,7 +68,14 @@ int dedup_take_err(char *err, const char *op, char *errstr,
                    size_t errstr_size) {
         if (!err)
                 return 0;
-        snprintf(errstr, errstr_size, "%s: %s", op, err);
+        /* ENOSPC: RocksDB names the file (under the state dir); say what
+         * it means for aagw. */
+        snprintf(errstr, errstr_size, "%s: %s%s", op, err,
+                 strstr(err, "No space left")
+                     ? " (the state dir's file system is full: nothing past "
+                       "the stored state counts as done; free space and "
+                       "restart aagw)"
+                     : "");
         rocksdb_free(err);
         return -1;
 }
@@ -269,7 +276,13 @@ static int make_options(aagw_store_t *st, char *errstr, size_t errstr_size) {
         rocksdb_options_set_max_total_wal_size(
             o, M / 2 > ((size_t)64 << 20) ? M / 2 : ((size_t)64 << 20));
         rocksdb_options_set_max_background_jobs(o, 2);
-        rocksdb_options_set_info_log_level(o, 2 /* WARN */);
+        /* Headers only.  Debian's librocksdb 7.8 keeps its assertions:
+         * once a write to its LOG failed (the state dir's file system is
+         * full), the next message logged there aborts the process
+         * (WritableFileWriter's sync_without_flush_called_), and a full
+         * disk is exactly when it logs.  aagw reports store errors
+         * itself, with the state dir named. */
+        rocksdb_options_set_info_log_level(o, 5 /* HEADER */);
         rocksdb_options_set_keep_log_file_num(o, 2);
         rocksdb_options_set_compression(o, rocksdb_lz4_compression);
         rocksdb_options_set_bytes_per_sync(o, (uint64_t)1 << 20);

@@ -986,6 +986,9 @@ static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
         }
 }
 
+static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
+                                int64_t next);
+
 /* The target partition of 'pt' ends (at 'hi') below the stored target
  * position 'out_next': the topic was deleted and created again since the
  * position was stored, and the copies are gone.  With none of ours in it
@@ -1021,6 +1024,10 @@ static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
                           topic, (int)pt->partition);
                 return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
         }
+        /* Both recreated (a whole cluster replaced): the source's reset
+         * is reported and counted as well. */
+        if (next > shi)
+                check_truncation(f, pt, next);
         aagw_log(AAGW_LOG_ERROR, "FLOW",
                  "%s: %s [%d] at %s was recreated: it ends at offset %" PRId64
                  " (log start %" PRId64 "), below the stored copy position "
@@ -1292,6 +1299,15 @@ static void save_positions(aagw_flow_t *f, bool force) {
                         pt->saved_next = pos[i].next;
                         pt->saved_out  = pos[i].out_next;
                 }
+        } else if (n && f->conf.pos_save) {
+                /* The state dir refuses writes (full, read-only): stop
+                 * rather than copy on with positions only in memory, and
+                 * commit nothing to the group past what is stored. */
+                if (!atomic_load(&f->ctl.stop))
+                        flow_fail(f, "cannot store positions in the state "
+                                     "dir (see the STATE error above); "
+                                     "stopping at the stored positions");
+                goto out;
         }
         if (commit->cnt)
                 rd_kafka_commit(f->consumer, commit, 1 /* async */);
