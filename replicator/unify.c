@@ -1374,18 +1374,27 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         if (u->thread_started)
                 pthread_join(u->thread, NULL);
         aagw_fetch_waker_destroy(u->waker);
+        if (u->producer) {
+                /* Unacknowledged records are not committed: a restart
+                 * finds them in the output or decides them again.  Their
+                 * delivery reports release the input records they hold,
+                 * which must happen before the consumer is destroyed:
+                 * rd_kafka_destroy() waits for every message of its own
+                 * and hung for good after a failed stage (a full state
+                 * dir, a deleted input topic). */
+                int64_t deadline = aagw_mono_ms() + 5000;
+                rd_kafka_purge(u->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                do
+                        rd_kafka_poll(u->producer, 10);
+                while (atomic_load(&u->inflight) > 0 &&
+                       aagw_mono_ms() < deadline);
+        }
         if (u->consumer) {
                 rd_kafka_consumer_close(u->consumer);
                 if (u->cq)
                         rd_kafka_queue_destroy(u->cq);
                 rd_kafka_destroy(u->consumer);
-        }
-        if (u->producer) {
-                /* Unacknowledged records are not committed: a restart
-                 * finds them in the output or decides them again. */
-                rd_kafka_purge(u->producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_poll(u->producer, 0);
         }
         for (size_t t = 0; t < u->ntopics; t++) {
                 if (u->topics[t]->out_rkt) {

@@ -36,6 +36,7 @@
  * and the figures.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -47,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -77,8 +79,8 @@ static const char *const tbase[NT]        = {"clicks", "profiles"};
 /* ------------------------------ OPTIONS -------------------------------- */
 
 struct opts {
-        const char *scenario; /* "kill" or "cut" */
-        int         cycles, duration_s, cut_s, pre_s, post_s;
+        const char *scenario; /* "kill", "cut" or "disk-full" */
+        int         cycles, duration_s, cut_s, pre_s, post_s, tmpfs_mb;
         int         clicks_per_s, updates_per_s, users, partitions, brokers;
         int         retry_permille, contended_permille;
         unsigned    seed;
@@ -99,13 +101,21 @@ static void usage(FILE *out) {
             "winner against what this program's producers were "
             "acknowledged.\n"
             "\n"
-            "  --scenario kill|cut  kill: kill -9 cycles (default); cut: one "
-            "site's\n"
-            "                       brokers frozen for --cut seconds\n"
+            "  --scenario kill|cut|disk-full  kill: kill -9 cycles "
+            "(default); cut: one\n"
+            "                       site's brokers frozen for --cut seconds; "
+            "disk-full:\n"
+            "                       west's state dir (a tmpfs of --tmpfs-mb) "
+            "filled for\n"
+            "                       --cut seconds after its gateway stopped "
+            "(root only)\n"
+            "  --tmpfs-mb N         size of that tmpfs (32)\n"
             "  --cycles N           kill cycles (default 50)\n"
             "  --duration S         kill cycles spread over at least S "
             "seconds (600)\n"
-            "  --quick              5 cycles over 60 s (the CI form)\n"
+            "  --quick              5 cycles over 60 s (the CI form); "
+            "disk-full: --before 10\n"
+            "                       --cut 5\n"
             "  --cut S              length of the cut (60)\n"
             "  --before S, --after S  traffic before the cut and after the "
             "catch-up (30, 20)\n"
@@ -1668,15 +1678,188 @@ static void scenario_cut(struct soak *s) {
         }
 }
 
+/* Fill the file system of 'dir' with 'path' until ENOSPC; @returns the
+ * bytes written, -1 on another error. */
+static int64_t fill(const char *path) {
+        static char buf[1 << 16];
+        int64_t     n  = 0;
+        int         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        if (fd == -1)
+                return -1;
+        for (;;) {
+                ssize_t w = write(fd, buf, sizeof(buf));
+                if (w > 0) {
+                        n += w;
+                        continue;
+                }
+                int e = w < 0 ? errno : ENOSPC;
+                close(fd);
+                return e == ENOSPC ? n : -1;
+        }
+}
+
+/* The log of gateway 'i' since its start number 'start'. */
+static char *gw_log_since(struct soak *s, int i, int start) {
+        char  mark[96];
+        char *text = harness_read_file(s->gw[i].log, NULL), *p;
+
+        snprintf(mark, sizeof(mark), "==== soak: start %d of aagw --site %s\n",
+                 start, site_name[i]);
+        if (text && (p = strstr(text, mark)))
+                memmove(text, p, strlen(p) + 1);
+        return text;
+}
+
+/* Wait up to 'ms' for gateway 'i' to exit; @returns its exit code, -1 if
+ * it still runs.  The process handle is released when it exited. */
+static int gw_exit_wait(struct soak *s, int i, int ms) {
+        int status;
+
+        if (harness_proc_wait(s->gw[i].proc, ms, &status) != AAGW_OK)
+                return -1;
+        harness_proc_destroy(s->gw[i].proc);
+        s->gw[i].proc = NULL;
+        return harness_exit_code(status);
+}
+
+/* What a gateway that stopped on a full state dir must have said: the
+ * error with ENOSPC and the state dir's path, and no abort. */
+static void check_enospc_log(struct soak *s, int i, int code,
+                             const char *when) {
+        char *log = gw_log_since(s, i, s->gw[i].starts);
+
+        if (code != 1)
+                failf(s, "%s: aagw --site %s exited %d, want 1 (log %s)", when,
+                      site_name[i], code, s->gw[i].log);
+        if (!log || !strstr(log, "No space left on device") ||
+            !strstr(log, s->gw[i].state_dir))
+                failf(s, "%s: the log of aagw --site %s does not name ENOSPC "
+                         "and the state dir %s (log %s)",
+                      when, site_name[i], s->gw[i].state_dir, s->gw[i].log);
+        if (log && strstr(log, "Assertion"))
+                failf(s, "%s: aagw --site %s aborted on an assertion (log %s)",
+                      when, site_name[i], s->gw[i].log);
+        free(log);
+}
+
+/* West's state dir (a tmpfs, mounted by main()) is filled while both
+ * sites take traffic: west's gateway must stop with an error naming
+ * ENOSPC and the state dir, having stored nothing it did not persist
+ * (checked by the invariants at the end: a position or a unify epoch
+ * claimed without being stored would show as a lost or doubled record
+ * after the restart); a start while it is still full must be refused the
+ * same way.  After --cut seconds the filler is deleted and the gateway
+ * started again: catch-up is measured as for the cut. */
+static void scenario_disk_full(struct soak *s) {
+        const int site = 1; /* west */
+        struct gw *g    = &s->gw[site];
+        char      *filler = harness_path_join(g->state_dir, "filler");
+
+        pause_ms((int64_t)s->o.pre_s * 1000); /* traffic before */
+        int64_t t_full = harness_now_ms();
+        int64_t bytes  = fill(filler);
+        if (bytes < 0) {
+                failf(s, "cannot fill %s: %s", filler, strerror(errno));
+                free(filler);
+                return;
+        }
+        logf_("disk-full: %s's state dir %s filled (%" PRId64 " bytes of "
+              "filler, then ENOSPC)",
+              site_name[site], g->state_dir, bytes);
+        int code = gw_exit_wait(s, site, 120000);
+        if (code < 0) {
+                failf(s, "aagw --site %s still runs 120 s after its state dir "
+                         "filled (log %s)",
+                      site_name[site], g->log);
+                harness_proc_signal(g->proc, SIGKILL);
+                gw_exit_wait(s, site, 10000);
+        } else {
+                logf_("disk-full: aagw --site %s exited %d, %.1f s after the "
+                      "state dir filled",
+                      site_name[site], code,
+                      (double)(harness_now_ms() - t_full) / 1000.0);
+                check_enospc_log(s, site, code, "running");
+        }
+        /* A start with the state dir full again (the stopped process
+         * left space behind: RocksDB preallocates its log). */
+        char *filler2 = harness_path_join(g->state_dir, "filler2");
+        int64_t more  = fill(filler2);
+        gw_start(s, site);
+        code = gw_exit_wait(s, site, 60000);
+        if (code < 0) {
+                /* It found room (a start removes RocksDB's obsolete
+                 * files): then it must run correctly, which the
+                 * invariants check; stopped before the space returns. */
+                logf_("disk-full: a start on the full state dir (%" PRId64
+                      " more bytes of filler) found room and runs; stopped "
+                      "with SIGTERM",
+                      more);
+                harness_proc_signal(g->proc, SIGTERM);
+                code = gw_exit_wait(s, site, 60000);
+                if (code < 0) {
+                        failf(s, "aagw --site %s did not stop within 60 s of "
+                                 "SIGTERM (log %s)",
+                              site_name[site], g->log);
+                        harness_proc_signal(g->proc, SIGKILL);
+                        gw_exit_wait(s, site, 10000);
+                } else if (code != 0)
+                        check_enospc_log(s, site, code, "start while full");
+        } else {
+                logf_("disk-full: a start on the full state dir (%" PRId64
+                      " more bytes of filler) exited %d",
+                      more, code);
+                check_enospc_log(s, site, code, "start while full");
+        }
+        unlink(filler2);
+        free(filler2);
+        int64_t end = t_full + (int64_t)s->o.cut_s * 1000;
+        if (harness_now_ms() < end)
+                pause_ms(end - harness_now_ms());
+
+        unlink(filler);
+        free(filler);
+        struct catchup_arg *ca = calloc(1, sizeof(*ca));
+        struct progress_arg pa = {.s = s, .site = site};
+        const char         *out[4];
+        outputs(s, site, out);
+        for (int k = 0; k < 4; k++)
+                pa.at_kill[k] = hw_sum(s, site, out[k]);
+        ca->s         = s;
+        ca->resume_ms = harness_now_ms();
+        ca->next_sample = INT64_MAX;
+        pa.t0         = ca->resume_ms;
+        logf_("disk-full: filler deleted after %.1f s; aagw --site %s "
+              "started again",
+              (double)(ca->resume_ms - t_full) / 1000.0, site_name[site]);
+        gw_start(s, site);
+        bool ok = harness_wait_until(caught_up, ca, CATCHUP_TIMEOUT_MS) &&
+                  harness_wait_until(progressed, &pa, PROGRESS_TIMEOUT_MS);
+        int64_t took = harness_now_ms() - ca->resume_ms;
+        if (ok)
+                logf_("catch-up: every record written before the restart "
+                      "copied both ways and %s's unified topics growing "
+                      "%" PRId64 " ms after the restart",
+                      site_name[site], took);
+        else
+                failf(s, "no catch-up within %d s of the restart",
+                      CATCHUP_TIMEOUT_MS / 1000);
+        s->progress_ms[0] = took;
+        s->ncycles        = 1;
+        free(ca);
+}
+
 /* -------------------------------- MAIN --------------------------------- */
 
 static int parse_args(int argc, char **argv, struct opts *o) {
         enum {
                 O_SCEN = 256, O_CYC, O_DUR, O_QUICK, O_CUT, O_BEFORE, O_AFTER,
+                O_TMPFS,
                 O_CLICKS, O_UPD, O_USERS, O_PART, O_BROK, O_SEED, O_SET, O_KEEP
         };
         static const struct option lo[] = {
             {"scenario", 1, 0, O_SCEN},   {"cycles", 1, 0, O_CYC},
+            {"tmpfs-mb", 1, 0, O_TMPFS},
             {"duration", 1, 0, O_DUR},    {"quick", 0, 0, O_QUICK},
             {"cut", 1, 0, O_CUT},         {"before", 1, 0, O_BEFORE},
             {"after", 1, 0, O_AFTER},     {"clicks", 1, 0, O_CLICKS},
@@ -1693,6 +1876,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                            .cut_s              = 60,
                            .pre_s              = 30,
                            .post_s             = 20,
+                           .tmpfs_mb           = 32,
                            .clicks_per_s       = 100,
                            .updates_per_s      = 20,
                            .users              = 50,
@@ -1715,6 +1899,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                 case O_CUT: o->cut_s = v; break;
                 case O_BEFORE: o->pre_s = v; break;
                 case O_AFTER: o->post_s = v; break;
+                case O_TMPFS: o->tmpfs_mb = v; break;
                 case O_CLICKS: o->clicks_per_s = v; break;
                 case O_UPD: o->updates_per_s = v; break;
                 case O_USERS: o->users = v; break;
@@ -1732,13 +1917,19 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                 }
         }
         if (optind != argc ||
-            (strcmp(o->scenario, "kill") && strcmp(o->scenario, "cut")) ||
+            (strcmp(o->scenario, "kill") && strcmp(o->scenario, "cut") &&
+             strcmp(o->scenario, "disk-full")) ||
+            o->tmpfs_mb < 8 ||
             o->cycles < 1 || o->cycles > 10000 || o->duration_s < 0 ||
             o->cut_s < 1 || o->pre_s < 0 || o->post_s < 0 ||
             o->clicks_per_s < 1 || o->updates_per_s < 1 || o->users < 1 ||
             o->users > 30000 || o->partitions < 1 ||
             o->partitions > MAX_PART || o->brokers < 1 || o->brokers > 16)
                 return -1;
+        if (!strcmp(o->scenario, "disk-full") && o->quick) {
+                o->pre_s = 10;
+                o->cut_s = 5;
+        }
         return 0;
 }
 
@@ -1774,6 +1965,22 @@ int main(int argc, char **argv) {
         }
         logf_("soak: scenario %s, seed %u, dir %s, load %s", s->o.scenario,
               s->o.seed, s->dir, uptime);
+        bool disk_full = !strcmp(s->o.scenario, "disk-full");
+        if (disk_full) {
+                /* West's state dir on a small tmpfs of its own. */
+                char *dir = harness_path_join(s->dir, "west-state"), opt[32];
+                snprintf(opt, sizeof(opt), "size=%dm", s->o.tmpfs_mb);
+                mkdir(dir, 0755);
+                if (mount("tmpfs", dir, "tmpfs", 0, opt)) {
+                        fprintf(stdout, "soak: SKIP: scenario disk-full "
+                                        "mounts a tmpfs for west's state dir "
+                                        "and cannot (%s): run it as root\n",
+                                strerror(errno));
+                        harness_rmtree(s->dir);
+                        return 77;
+                }
+                free(dir);
+        }
         clusters_start(s);
         logf_("clusters (%s): east=%s west=%s", s->real ? "real" : "mock",
               s->bs[0], s->bs[1]);
@@ -1815,7 +2022,10 @@ int main(int argc, char **argv) {
                 scenario_kill(s);
         } else {
                 s->progress_ms = calloc(2, sizeof(int64_t));
-                scenario_cut(s);
+                if (disk_full)
+                        scenario_disk_full(s);
+                else
+                        scenario_cut(s);
         }
 
         logf_("traffic stops");
@@ -1896,7 +2106,9 @@ int main(int argc, char **argv) {
                         "; lww winners agreeing %" PRIu64 "/%" PRIu64
                         "; idle %" PRId64 " ms after the traffic stopped",
                         s->o.scenario, s->ncycles,
-                        strcmp(s->o.scenario, "kill") ? "cut" : "kill cycles",
+                        !strcmp(s->o.scenario, "kill") ? "kill cycles"
+                        : disk_full                    ? "disk-full"
+                                                       : "cut",
                         (double)(harness_now_ms() - t_start) / 1000.0,
                         s->o.seed, prod[0], ack[0], prod[1], ack[1], fail[0],
                         fail[1], tot.copied, tot.lost, tot.duplicated,
@@ -1947,6 +2159,11 @@ done:
                 free(s->gw[i].state_dir);
                 free(s->gw[i].log);
                 free(s->gw[i].addr_file);
+        }
+        if (disk_full) {
+                char *dir = harness_path_join(s->dir, "west-state");
+                umount2(dir, MNT_DETACH);
+                free(dir);
         }
         if (s->failures || s->o.keep)
                 fprintf(stdout, "soak: logs and state kept in %s\n", s->dir);
