@@ -131,11 +131,19 @@ static void test_topic_recreate(void **state) {
         if (nlines < 1)
                 rk_gw_dump_log(r, 40);
         assert_true(nlines >= 1);
+        /* librdkafka 2.0 hangs destroying a consumer whose assigned
+         * topic was deleted (the unify stage's, which reads the copy):
+         * engine.c's shutdown watchdog ends that stop after 30 s. */
+        const char *const hung[] = {"still closing after", NULL};
+        bool watchdog = log_lines(r, hung) > 0;
         assert_int_equal(rk_gw_stop(r, SIGTERM, 10000), 1);
         print_message("# east.clicks deleted at west at %" PRId64 " acks, "
-                      "%" PRId64 " records copied; aagw failed closed %.1f s "
-                      "later\n",
-                      at, copied, t_fail);
+                      "%" PRId64 " records copied; aagw exited %.1f s "
+                      "later%s\n",
+                      at, copied, t_fail,
+                      watchdog ? " (its stop cut short by the shutdown "
+                                 "watchdog)"
+                               : "");
 
         /* The next start creates it again and copies from the start. */
         int64_t t_start = harness_now_ms();
