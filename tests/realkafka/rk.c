@@ -1133,3 +1133,18 @@ bool rk_verify_clicks(struct rk *r, const struct rk_produced *east,
         rk_bag_destroy(none);
         return ok;
 }
+
+void rk_clicks_clusters(struct rk *r, int east_brokers, int east_min_isr,
+                        int parts) {
+        static const char *const topics[2][3] = {
+            {"clicks", "west.clicks", "clicks.unified"},
+            {"clicks", "east.clicks", "clicks.unified"}};
+
+        rk_cluster_start(r, "east", east_brokers);
+        rk_cluster_start(r, "west", 1);
+        for (int t = 0; t < 3; t++)
+                rk_create_topic(r, "east", topics[0][t], parts, east_brokers,
+                                east_min_isr);
+        for (int t = 0; t < 3; t++)
+                rk_create_topic(r, "west", topics[1][t], parts, 1, 0);
+}

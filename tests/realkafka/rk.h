@@ -90,6 +90,14 @@ void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
 void rk_create_topic(struct rk *r, const char *alias, const char *topic,
                      int parts, int rf, int min_isr);
 
+/** Start `east` with @p east_brokers brokers and `west` with one, and
+ *  create at both `clicks`, the remote copy (`west.clicks` at east,
+ *  `east.clicks` at west) and `clicks.unified`, @p parts partitions each:
+ *  at east with replication factor @p east_brokers and min.insync.replicas
+ *  @p east_min_isr (0: the broker's), at west with replication factor 1. */
+void rk_clicks_clusters(struct rk *r, int east_brokers, int east_min_isr,
+                        int parts);
+
 /** Delete @p topic at @p alias (Admin DeleteTopics) and wait until the
  *  cluster's metadata no longer lists it. */
 void rk_delete_topic(struct rk *r, const char *alias, const char *topic);

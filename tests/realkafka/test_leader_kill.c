@@ -46,15 +46,6 @@
 #define PARTS      6
 #define KILLS      2
 
-static const char PRODUCER_CONFIG[] =
-    "acks=all\n"
-    "enable.idempotence=true\n"
-    "retries=2147483647\n"
-    "max.in.flight.requests.per.connection=5\n"
-    "delivery.timeout.ms=180000\n"
-    "request.timeout.ms=10000\n"
-    "linger.ms=5\n";
-
 struct acked_arg {
         struct rk_counter *c;
         harness_proc_t    *prod;
@@ -103,20 +94,13 @@ static void test_leader_kill(void **state) {
         struct rk *r = rk_new("rk-leader");
 
         *state = r;
-        rk_cluster_start(r, "east", 3);
-        rk_cluster_start(r, "west", 1);
-        rk_create_topic(r, "east", "clicks", PARTS, 3, 2);
-        rk_create_topic(r, "east", "west.clicks", PARTS, 3, 2);
-        rk_create_topic(r, "east", "clicks.unified", PARTS, 3, 2);
-        rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
-        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
-        rk_create_topic(r, "west", "clicks.unified", PARTS, 1, 0);
+        rk_clicks_clusters(r, 3, 2, PARTS);
 
         const char *const gw_args[] = {"--topic", "clicks", "--unify", "dedup",
                                        NULL};
         rk_gw_start(r, gw_args);
 
-        char *pconf    = rk_write(r, "producer.properties", PRODUCER_CONFIG);
+        char *pconf    = rk_write(r, "producer.properties", RK_PRODUCER_CONFIG);
         char *prod_out = rk_path(r, "producer.out");
         char *prod_err = rk_path(r, "producer.err");
         const char *const pargs[] = {

@@ -43,15 +43,6 @@
 #define THROUGHPUT "450"
 #define PARTS      6
 
-static const char PRODUCER_CONFIG[] =
-    "acks=all\n"
-    "enable.idempotence=true\n"
-    "retries=2147483647\n"
-    "max.in.flight.requests.per.connection=5\n"
-    "delivery.timeout.ms=180000\n"
-    "request.timeout.ms=10000\n"
-    "linger.ms=5\n";
-
 /* The producer passed @want acks and aagw wrote more than @base records
  * to @topic at east since it started. */
 struct when_arg {
@@ -104,20 +95,13 @@ static void test_target_kill(void **state) {
         struct rk *r = rk_new("rk-target");
 
         *state = r;
-        rk_cluster_start(r, "east", 3);
-        rk_cluster_start(r, "west", 1);
-        rk_create_topic(r, "east", "clicks", PARTS, 3, 2);
-        rk_create_topic(r, "east", "west.clicks", PARTS, 3, 2);
-        rk_create_topic(r, "east", "clicks.unified", PARTS, 3, 2);
-        rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
-        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
-        rk_create_topic(r, "west", "clicks.unified", PARTS, 1, 0);
+        rk_clicks_clusters(r, 3, 2, PARTS);
 
         const char *const gw_args[] = {"--topic", "clicks", "--unify", "dedup",
                                        NULL};
         rk_gw_start(r, gw_args);
 
-        char *pconf    = rk_write(r, "producer.properties", PRODUCER_CONFIG);
+        char *pconf    = rk_write(r, "producer.properties", RK_PRODUCER_CONFIG);
         char *prod_out = rk_path(r, "producer.out");
         char *prod_err = rk_path(r, "producer.err");
         const char *const pargs[] = {

@@ -94,14 +94,7 @@ static void test_topic_recreate(void **state) {
         struct rk *r = rk_new("rk-recreate");
 
         *state = r;
-        rk_cluster_start(r, "east", 1);
-        rk_cluster_start(r, "west", 1);
-        rk_create_topic(r, "east", "clicks", PARTS, 1, 0);
-        rk_create_topic(r, "east", "west.clicks", PARTS, 1, 0);
-        rk_create_topic(r, "east", "clicks.unified", PARTS, 1, 0);
-        rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
-        rk_create_topic(r, "west", "east.clicks", PARTS, 1, 0);
-        rk_create_topic(r, "west", "clicks.unified", PARTS, 1, 0);
+        rk_clicks_clusters(r, 1, 0, PARTS);
 
         const char *const gw_args[] = {"--topic", "clicks", "--unify", "dedup",
                                        NULL};
