@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,50 +88,6 @@ static int pos_save(void *opaque, const char *scope,
 
 /* ---------------------------------------------------------------- SETUP -- */
 
-/* librdkafka 2.0 can hang for good in rd_kafka_destroy(): seen with the
- * unify stage's consumer after one of its input topics was deleted (a
- * broker thread never lets go).  By the time the clients are destroyed,
- * what a restart needs is stored: the flows' positions at their stop, the
- * unify stages' epochs as they completed (RocksDB's WAL is written; a
- * process exit keeps it, as after kill -9, which the design survives).
- * So a shutdown that overruns SHUTDOWN_MAX_MS exits anyway, with the code
- * it was going to return, instead of never restarting. */
-#define SHUTDOWN_MAX_MS 30000
-
-struct watchdog {
-        pthread_mutex_t mu;
-        pthread_cond_t  cv;
-        pthread_t       thread;
-        bool            done;
-        int             rc;
-};
-
-static void *watchdog_main(void *arg) {
-        struct watchdog *w = arg;
-        struct timespec  ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += SHUTDOWN_MAX_MS / 1000;
-        pthread_mutex_lock(&w->mu);
-        while (!w->done)
-                if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT &&
-                    !w->done) {
-                        aagw_log(AAGW_LOG_ERROR, "RUN",
-                                 "stopping: Kafka clients still closing "
-                                 "after %d s (a librdkafka hang); exiting "
-                                 "without them (positions and state are "
-                                 "stored)",
-                                 SHUTDOWN_MAX_MS / 1000);
-                        _exit(w->rc);
-                }
-        pthread_mutex_unlock(&w->mu);
-        return NULL;
-}
-
-/* engine_free() under the watchdog; exits the process with @rc if it
- * hangs. */
-static void engine_free_bounded(struct engine *e, int rc);
-
 static void engine_free(struct engine *e) {
         /* The endpoint reads the flows: it goes first. */
         gw_admin_stop(e->admin);
@@ -157,21 +112,6 @@ static void engine_free(struct engine *e) {
         aagw_id_rule_destroy(e->default_rule);
         aagw_repl_policy_destroy(e->policy);
         aagw_store_close(e->store);
-}
-
-static void engine_free_bounded(struct engine *e, int rc) {
-        struct watchdog w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                             0, false, rc};
-        bool armed = pthread_create(&w.thread, NULL, watchdog_main, &w) == 0;
-
-        engine_free(e);
-        if (!armed)
-                return;
-        pthread_mutex_lock(&w.mu);
-        w.done = true;
-        pthread_cond_signal(&w.cv);
-        pthread_mutex_unlock(&w.mu);
-        pthread_join(w.thread, NULL);
 }
 
 static int add_flow(struct engine *e, const char *src, const char *dst,
@@ -633,7 +573,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
 out:
         if (admin_fd != -1)
                 close(admin_fd);
-        engine_free_bounded(&e, rc);
+        engine_free(&e);
         if (rc == EXIT_OK)
                 aagw_log(AAGW_LOG_INFO, "RUN", "stopped");
         return rc;
