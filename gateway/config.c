@@ -1,14 +1,15 @@
 /*
- * gateway/config.c: loading, overriding, checking and printing the config.
+ * gateway/config.c: loading, overriding and checking the config (its keys
+ * and value checks are in config_values.c, its output in config_out.c).
  *
  * The YAML file is loaded into a libyaml document; the walk below maps each
  * node onto a row of the key table (config_keys.c) and stores the value by
  * its concrete path with its 1-based line:column.  Flags go through the
- * same value checks (check_value()), so a bad --policy and a bad
+ * same value checks (gw_cfg_check_value()), so a bad --policy and a bad
  * `policy:` get the same words.  Problems are collected, not fatal, so one
  * `aagw config check` run lists every mistake in the file.
  */
-#include "gateway_int.h" /* gw_split_hostport, gw_host_is_loopback */
+#include "config_int.h" /* and gateway_int.h: gw_split_hostport, ... */
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,48 +22,6 @@
 #include <yaml.h>
 
 #include "aagw_replicator.h"
-
-enum origin { ORIG_DEFAULT, ORIG_FILE, ORIG_FLAG };
-
-/* Where a value (or one list item) came from. */
-struct src {
-        const char *file; /* interned file name, or the flag; NULL: default */
-        int         line, col;
-};
-
-/* One stored setting.  Lists and property maps keep every item with its
- * own source so a later check can point at the exact element. */
-struct cfg_val {
-        const struct cfg_key *key;
-        char                 *path;
-        enum origin           origin;
-        char                **items; /* CT_PROPS: name, value, name, ... */
-        struct src           *srcs;
-        size_t                n, cap;
-};
-
-/* A named entry of an instance mapping: clusters.east, unify.topics.clicks */
-struct cfg_inst {
-        char      *kind; /* "clusters", "unify.topics" */
-        char      *name;
-        struct src src;
-};
-
-struct aagw_config {
-        struct cfg_val  *vals;
-        size_t           nvals, capvals;
-        struct cfg_inst *insts;
-        size_t           ninsts, capinsts;
-        char           **names; /* interned file names and flag names */
-        size_t           nnames;
-        char            *errs;
-        size_t           errlen, errcap;
-        int              nerrs;
-        size_t           errs_shown; /* length before the "more" line */
-        char            *warns; /* settings read but not applied */
-        size_t           warnlen, warncap;
-        bool             from_mm2; /* a file was read as mm2.properties */
-};
 
 /* ------------------------------- ERRORS -------------------------------- */
 
@@ -191,476 +150,9 @@ const char *aagw_config_warnings(const aagw_config_t *cfg) {
         return cfg->warns ? cfg->warns : "";
 }
 
-/* ----------------------------- KEY MATCHING ---------------------------- */
-
-static bool is_list_type(enum cfg_type t) {
-        return t == CT_LIST || t == CT_REGEXES || t == CT_FLOWS;
-}
-
-/* Does concrete 'path' match table pattern 'pat'?  '*' stands for exactly
- * one segment (an alias or topic name, which never contain '.').  For
- * CT_PROPS the pattern matches the mapping itself; a property name after
- * it (which may contain dots) is returned in '*subp'. */
-static bool pattern_match(const char *pat, const char *path, bool props,
-                          const char **subp) {
-        while (*pat && *path) {
-                if (*pat == '*') {
-                        const char *dot = strchr(path, '.');
-                        size_t seg = dot ? (size_t)(dot - path) : strlen(path);
-                        if (seg == 0)
-                                return false;
-                        path += seg;
-                        pat++;
-                        continue;
-                }
-                if (*pat != *path)
-                        return false;
-                pat++;
-                path++;
-        }
-        if (*pat)
-                return false;
-        if (!*path) {
-                if (subp)
-                        *subp = NULL;
-                return true;
-        }
-        if (props && *path == '.' && path[1]) {
-                if (subp)
-                        *subp = path + 1;
-                return true;
-        }
-        return false;
-}
-
-static const struct cfg_key *key_for_path(const char *path, const char **subp) {
-        for (const struct cfg_key *k = aagw_config_keys; k->path; k++)
-                if (pattern_match(k->path, path, k->type == CT_PROPS, subp))
-                        return k;
-        return NULL;
-}
-
-static const struct cfg_key *key_exact(const char *pattern) {
-        for (const struct cfg_key *k = aagw_config_keys; k->path; k++)
-                if (!strcmp(k->path, pattern))
-                        return k;
-        return NULL;
-}
-
-/* True if some key lives below 'pattern' (so 'pattern' is a section). */
-static bool is_section(const char *pattern) {
-        size_t len = strlen(pattern);
-        for (const struct cfg_key *k = aagw_config_keys; k->path; k++)
-                if (!strncmp(k->path, pattern, len) && k->path[len] == '.')
-                        return true;
-        return false;
-}
-
-/* Edit distance with adjacent transpositions (optimal string alignment),
- * case-insensitive, for "did you mean" on unknown keys: "mdoe" is one
- * step from "mode". */
-static size_t edit_distance(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b), d[65][65];
-
-        if (la > 64 || lb > 64)
-                return 99;
-        for (size_t i = 0; i <= la; i++)
-                d[i][0] = i;
-        for (size_t j = 0; j <= lb; j++)
-                d[0][j] = j;
-        for (size_t i = 1; i <= la; i++) {
-                for (size_t j = 1; j <= lb; j++) {
-                        int    ca = tolower((unsigned char)a[i - 1]);
-                        int    cb = tolower((unsigned char)b[j - 1]);
-                        size_t v  = d[i - 1][j - 1] + (ca != cb);
-                        if (d[i - 1][j] + 1 < v)
-                                v = d[i - 1][j] + 1;
-                        if (d[i][j - 1] + 1 < v)
-                                v = d[i][j - 1] + 1;
-                        if (i > 1 && j > 1 &&
-                            ca == tolower((unsigned char)b[j - 2]) &&
-                            cb == tolower((unsigned char)a[i - 2]) &&
-                            d[i - 2][j - 2] + 1 < v)
-                                v = d[i - 2][j - 2] + 1;
-                        d[i][j] = v;
-                }
-        }
-        return d[la][lb];
-}
-
-/* The closest key name that may stand at 'prefix' (a pattern, "" for the
- * top level), or NULL if nothing is close enough to be a typo. */
-static const char *suggest(const char *prefix, const char *name, char *buf,
-                           size_t size) {
-        size_t plen = strlen(prefix), best = 99;
-
-        buf[0] = '\0';
-        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
-                const char *rest;
-                if (plen) {
-                        if (strncmp(k->path, prefix, plen) ||
-                            k->path[plen] != '.')
-                                continue;
-                        rest = k->path + plen + 1;
-                } else
-                        rest = k->path;
-                const char *dot = strchr(rest, '.');
-                size_t      seg = dot ? (size_t)(dot - rest) : strlen(rest);
-                char        cand[128];
-                if (seg == 0 || seg >= sizeof(cand) || *rest == '*')
-                        continue;
-                memcpy(cand, rest, seg);
-                cand[seg] = '\0';
-                size_t d  = edit_distance(name, cand);
-                if (d < best) {
-                        best = d;
-                        snprintf(buf, size, "%s", cand);
-                }
-        }
-        size_t limit = strlen(name) <= 4 ? 1 : strlen(name) / 3 + 1;
-        if (best > limit || best == 0)
-                return NULL;
-        return buf;
-}
-
-/* ----------------------------- VALUE CHECKS ---------------------------- */
-
-static bool all_chars(const char *s, const char *extra) {
-        if (!*s)
-                return false;
-        for (; *s; s++)
-                if (!isalnum((unsigned char)*s) && !strchr(extra, *s))
-                        return false;
-        return true;
-}
-
-/* Is 'name' a valid instance name under mapping 'kind'?  Topic names
- * under "unify.topics", flows ("east->west") under
- * "replication.per_flow", cluster aliases elsewhere.  '*whyp' says what
- * was expected. */
-static bool inst_name_ok(const char *kind, const char *name,
-                         const char **whyp) {
-        if (!strcmp(kind, "unify.topics")) {
-                *whyp = "not a valid topic name";
-                return all_chars(name, "._-") && strlen(name) <= 249;
-        }
-        if (!strcmp(kind, "replication.per_flow")) {
-                const char *arrow = strstr(name, "->");
-                char        src[128];
-                *whyp = "not a flow SOURCE->TARGET of two cluster aliases";
-                if (!arrow || (size_t)(arrow - name) >= sizeof(src))
-                        return false;
-                snprintf(src, sizeof(src), "%.*s", (int)(arrow - name), name);
-                return *src && all_chars(src, "_-") && arrow[2] &&
-                       all_chars(arrow + 2, "_-") && strcmp(src, arrow + 2) &&
-                       strlen(src) <= 64 && strlen(arrow + 2) <= 64;
-        }
-        *whyp = "not a valid cluster alias (1 to 64 of A-Z a-z 0-9 _ -)";
-        return all_chars(name, "_-") && strlen(name) <= 64;
-}
-
-int aagw_duration_parse(const char *s, int64_t *msp) {
-        static const struct {
-                const char *unit;
-                int64_t     ms;
-        } units[] = {{"ms", 1},          {"s", 1000},     {"m", 60000},
-                     {"h", 3600000},     {"d", 86400000}};
-        int64_t total = 0;
-
-        if (!s || !*s)
-                return -1;
-        while (*s) {
-                char   *end;
-                int64_t v;
-                size_t  i;
-
-                if (!isdigit((unsigned char)*s))
-                        return -1;
-                errno = 0;
-                v     = strtoll(s, &end, 10);
-                if (errno || end == s)
-                        return -1;
-                s = end;
-                for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-                        size_t ul = strlen(units[i].unit);
-                        /* "ms" must win over "m". */
-                        if (!strncmp(s, units[i].unit, ul) &&
-                            !(ul == 1 && s[0] == 'm' && s[1] == 's'))
-                                break;
-                }
-                if (i == sizeof(units) / sizeof(units[0]))
-                        return -1;
-                if (v > INT64_MAX / units[i].ms ||
-                    total > INT64_MAX - v * units[i].ms)
-                        return -1;
-                total += v * units[i].ms;
-                s += strlen(units[i].unit);
-        }
-        *msp = total;
-        return 0;
-}
-
-void aagw_duration_format(int64_t ms, char *buf, size_t size) {
-        static const struct {
-                const char *unit;
-                int64_t     ms;
-        } units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000},
-                     {"s", 1000}};
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-                if (ms > 0 && ms % units[i].ms == 0) {
-                        snprintf(buf, size, "%" PRId64 "%s", ms / units[i].ms,
-                                 units[i].unit);
-                        return;
-                }
-        }
-        snprintf(buf, size, "%" PRId64 "ms", ms);
-}
-
-static void choices_text(const char *choices, char *buf, size_t size) {
-        size_t o = 0;
-        for (const char *c = choices; *c && o + 3 < size; c++) {
-                if (*c == '|') {
-                        buf[o++] = ',';
-                        buf[o++] = ' ';
-                } else
-                        buf[o++] = *c;
-        }
-        buf[o] = '\0';
-}
-
-static bool enum_has(const char *choices, const char *s) {
-        size_t len = strlen(s);
-        for (const char *c = choices; c && *c;) {
-                const char *bar = strchr(c, '|');
-                size_t      cl  = bar ? (size_t)(bar - c) : strlen(c);
-                if (cl == len && !strncmp(c, s, len))
-                        return true;
-                c = bar ? bar + 1 : NULL;
-        }
-        return false;
-}
-
-static bool valid_hostport(const char *s, char *why, size_t size) {
-        const char *colon;
-        char       *end;
-        long        port;
-
-        if (s[0] == '[') {
-                const char *rb = strchr(s, ']');
-                if (!rb || rb[1] != ':' || rb == s + 1) {
-                        snprintf(why, size,
-                                 "expected HOST:PORT or [IPV6]:PORT, got \"%s\"",
-                                 s);
-                        return false;
-                }
-                colon = rb + 1;
-        } else {
-                colon = strrchr(s, ':');
-                if (!colon || colon == s || memchr(s, ':', (size_t)(colon - s))) {
-                        snprintf(why, size,
-                                 "expected HOST:PORT or [IPV6]:PORT, got \"%s\"",
-                                 s);
-                        return false;
-                }
-        }
-        errno = 0;
-        port  = strtol(colon + 1, &end, 10);
-        if (errno || *end || end == colon + 1 || port < 0 || port > 65535) {
-                snprintf(why, size, "port must be 0..65535, got \"%s\"",
-                         colon + 1);
-                return false;
-        }
-        return true;
-}
-
-/*
- * Check one scalar (or one list item) against its key's type.  On success
- * '*normp' is a malloc()ed normalized copy (durations in canonical units,
- * booleans as true/false, flows without spaces).  On failure 'why' holds
- * the reason.
- */
-static int check_value(const struct cfg_key *k, const char *s, char **normp,
-                       char *why, size_t size) {
-        char    buf[512];
-        int64_t v;
-        size_t  len = strlen(s);
-
-        /* 'buf' holds a normalized form where a type has one; other values
-         * are kept whole, whatever their length. */
-        buf[0] = '\0';
-        switch (k->type) {
-        case CT_STR:
-        case CT_LIST:
-                if (len == 0) {
-                        snprintf(why, size, "expected a non-empty string");
-                        return -1;
-                }
-                if ((k->min && (int64_t)len < k->min) ||
-                    (k->max && (int64_t)len > k->max)) {
-                        snprintf(why, size,
-                                 "expected %" PRId64 " to %" PRId64
-                                 " characters, got %zu",
-                                 k->min ? k->min : 1, k->max, len);
-                        return -1;
-                }
-                break;
-        case CT_NAME:
-                if (!all_chars(s, "._-") || len > (size_t)k->max) {
-                        snprintf(why, size,
-                                 "expected 1 to %" PRId64
-                                 " of A-Z a-z 0-9 . _ -, got \"%s\"",
-                                 k->max, s);
-                        return -1;
-                }
-                break;
-        case CT_ALIAS:
-                if (!all_chars(s, "_-") || len > 64) {
-                        snprintf(why, size,
-                                 "expected a cluster alias (1 to 64 of A-Z "
-                                 "a-z 0-9 _ -), got \"%s\"",
-                                 s);
-                        return -1;
-                }
-                break;
-        case CT_INT: {
-                char *end;
-                errno = 0;
-                v     = strtoll(s, &end, 10);
-                if (errno || end == s || *end) {
-                        snprintf(why, size, "expected an integer, got \"%s\"",
-                                 s);
-                        return -1;
-                }
-                if (v < k->min || v > k->max) {
-                        snprintf(why, size,
-                                 "expected an integer from %" PRId64
-                                 " to %" PRId64 ", got %" PRId64,
-                                 k->min, k->max, v);
-                        return -1;
-                }
-                snprintf(buf, sizeof(buf), "%" PRId64, v);
-                break;
-        }
-        case CT_BOOL:
-                if (!strcasecmp(s, "true") || !strcasecmp(s, "yes") ||
-                    !strcasecmp(s, "on"))
-                        snprintf(buf, sizeof(buf), "true");
-                else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") ||
-                         !strcasecmp(s, "off"))
-                        snprintf(buf, sizeof(buf), "false");
-                else {
-                        snprintf(why, size,
-                                 "expected true or false, got \"%s\"", s);
-                        return -1;
-                }
-                break;
-        case CT_ENUM:
-                if (!enum_has(k->choices, s)) {
-                        char c[256];
-                        choices_text(k->choices, c, sizeof(c));
-                        snprintf(why, size, "expected one of %s, got \"%s\"",
-                                 c, s);
-                        return -1;
-                }
-                break;
-        case CT_DURATION: {
-                char a[32], b[32];
-                if (aagw_duration_parse(s, &v) == -1) {
-                        snprintf(why, size,
-                                 "expected a duration such as 500ms, 5s, 10m, "
-                                 "24h or 7d, got \"%s\"",
-                                 s);
-                        return -1;
-                }
-                if (v < k->min || v > k->max) {
-                        aagw_duration_format(k->min, a, sizeof(a));
-                        aagw_duration_format(k->max, b, sizeof(b));
-                        snprintf(why, size,
-                                 "expected a duration from %s to %s, got "
-                                 "\"%s\"",
-                                 a, b, s);
-                        return -1;
-                }
-                aagw_duration_format(v, buf, sizeof(buf));
-                break;
-        }
-        case CT_HOSTPORT:
-                if (!valid_hostport(s, why, size))
-                        return -1;
-                break;
-        case CT_IDRULE:
-        case CT_KEYRULE:
-                /* The policy's grammar (policy/idrule.c), not a copy. */
-                if (!aagw_id_rule_check(s, k->type == CT_KEYRULE, why, size))
-                        return -1;
-                break;
-        case CT_SEP:
-                if (len < 1 || len > 8 || strspn(s, "._-") != len) {
-                        snprintf(why, size,
-                                 "expected 1 to 8 of the characters . _ -, got "
-                                 "\"%s\"",
-                                 s);
-                        return -1;
-                }
-                break;
-        case CT_REGEXES:
-                /* The same check the policy's filters make at start, so
-                 * `config check` refuses exactly what `run` would. */
-                if (aagw_regex_check(s, buf, sizeof(buf))) {
-                        snprintf(why, size, "invalid regular expression %s",
-                                 buf);
-                        return -1;
-                }
-                break;
-        case CT_FLOWS: {
-                /* "east->west", spaces around the arrow allowed. */
-                char        src[128], dst[128];
-                const char *arrow = strstr(s, "->");
-                size_t      o     = 0;
-                if (!arrow) {
-                        snprintf(why, size,
-                                 "expected SOURCE->TARGET, got \"%s\"", s);
-                        return -1;
-                }
-                for (const char *p = s; p < arrow && o < sizeof(src) - 1; p++)
-                        if (!isspace((unsigned char)*p))
-                                src[o++] = *p;
-                src[o] = '\0';
-                o      = 0;
-                for (const char *p = arrow + 2; *p && o < sizeof(dst) - 1; p++)
-                        if (!isspace((unsigned char)*p))
-                                dst[o++] = *p;
-                dst[o] = '\0';
-                if (!all_chars(src, "_-") || !all_chars(dst, "_-")) {
-                        snprintf(why, size,
-                                 "expected SOURCE->TARGET with cluster "
-                                 "aliases, got \"%s\"",
-                                 s);
-                        return -1;
-                }
-                if (!strcmp(src, dst)) {
-                        snprintf(why, size,
-                                 "a flow needs two different clusters, got "
-                                 "\"%s\"",
-                                 s);
-                        return -1;
-                }
-                snprintf(buf, sizeof(buf), "%s->%s", src, dst);
-                break;
-        }
-        case CT_PROPS:
-                break;
-        }
-        if (!(*normp = strdup(buf[0] ? buf : s))) {
-                snprintf(why, size, "out of memory");
-                return -1;
-        }
-        return 0;
-}
-
 /* ---------------------------- VALUE STORAGE ---------------------------- */
 
-static struct cfg_val *val_find(const aagw_config_t *cfg, const char *path) {
+struct cfg_val *gw_cfg_val_find(const aagw_config_t *cfg, const char *path) {
         for (size_t i = 0; i < cfg->nvals; i++)
                 if (!strcmp(cfg->vals[i].path, path))
                         return &cfg->vals[i];
@@ -675,7 +167,7 @@ static void val_clear(struct cfg_val *v) {
 
 static struct cfg_val *val_get(aagw_config_t *cfg, const struct cfg_key *k,
                                const char *path) {
-        struct cfg_val *v = val_find(cfg, path);
+        struct cfg_val *v = gw_cfg_val_find(cfg, path);
         if (v)
                 return v;
         if (cfg->nvals == cfg->capvals) {
@@ -803,14 +295,14 @@ aagw_config_t *aagw_config_new(void) {
                         /* Normalize defaults like user values ("24h" is
                          * shown as "1d"), so a dump loads back equal. */
                         if (!raw ||
-                            check_value(k, raw, &item, why, sizeof(why)) ||
+                            gw_cfg_check_value(k, raw, &item, why, sizeof(why)) ||
                             val_push(v, item, NULL) == -1) {
                                 free(raw);
                                 goto fail;
                         }
                         free(raw);
                         p += len + (nl ? 1 : 0);
-                        if (!is_list_type(k->type))
+                        if (!gw_cfg_is_list_type(k->type))
                                 break;
                 }
         }
@@ -898,7 +390,7 @@ static char *subst_env(const char *in, char *why, size_t size) {
                         }
                         memcpy(var, name, nlen);
                         var[nlen] = '\0';
-                        if (!all_chars(var, "_")) {
+                        if (!gw_cfg_all_chars(var, "_")) {
                                 snprintf(why, size,
                                          "bad environment variable name "
                                          "\"%s\"",
@@ -1035,7 +527,7 @@ static char *scalar_item(struct walk *w, const struct cfg_key *k,
                 err_at(w->cfg, &src, path, "%s", why);
                 return NULL;
         }
-        if (check_value(k, raw, &norm, why, sizeof(why)) == -1) {
+        if (gw_cfg_check_value(k, raw, &norm, why, sizeof(why)) == -1) {
                 /* Never echo a secret's value back in an error. */
                 if (k->flags & CF_SECRET)
                         err_at(w->cfg, &src, path, "invalid value");
@@ -1121,11 +613,11 @@ static void walk_value(struct walk *w, const struct cfg_key *k,
                 return;
         }
         if (scalar_is_null(n)) {
-                if ((v = val_find(w->cfg, path)) && !k->def)
+                if ((v = gw_cfg_val_find(w->cfg, path)) && !k->def)
                         val_remove(w->cfg, v);
                 return;
         }
-        if (is_list_type(k->type) && n->type == YAML_SEQUENCE_NODE) {
+        if (gw_cfg_is_list_type(k->type) && n->type == YAML_SEQUENCE_NODE) {
                 char **items = calloc((size_t)(n->data.sequence.items.top -
                                                n->data.sequence.items.start) +
                                           1,
@@ -1223,21 +715,21 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *path,
                 }
                 snprintf(sub_pat, sizeof(sub_pat), "%s%s%s", pat,
                          *pat ? "." : "", name);
-                const struct cfg_key *k = key_exact(sub_pat);
+                const struct cfg_key *k = gw_cfg_key_exact(sub_pat);
                 if (k) {
                         walk_value(w, k, sub_path, vn);
                         note_instance(w->cfg, k, sub_path, &ks);
                         continue;
                 }
-                if (strchr(name, '.') == NULL && is_section(sub_pat)) {
+                if (strchr(name, '.') == NULL && gw_cfg_is_section(sub_pat)) {
                         walk_mapping(w, vn, sub_path, sub_pat);
                         continue;
                 }
                 /* An instance name under "clusters" or "unify.topics". */
                 snprintf(want, sizeof(want), "%s%s*", pat, *pat ? "." : "");
-                if (*pat && is_section(want)) {
+                if (*pat && gw_cfg_is_section(want)) {
                         const char *why;
-                        if (!inst_name_ok(pat, name, &why)) {
+                        if (!gw_cfg_inst_name_ok(pat, name, &why)) {
                                 err_at(w->cfg, &ks, sub_path, "%s", why);
                                 continue;
                         }
@@ -1246,7 +738,7 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *path,
                                 walk_mapping(w, vn, sub_path, want);
                         continue;
                 }
-                const char *s = suggest(pat, name, buf, sizeof(buf));
+                const char *s = gw_cfg_suggest(pat, name, buf, sizeof(buf));
                 if (s)
                         err_at(w->cfg, &ks, sub_path,
                                "unknown key (did you mean '%s'?)", s);
@@ -1428,7 +920,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                            const char *value, struct src src,
                            enum origin orig) {
         const char           *sub = NULL;
-        const struct cfg_key *k   = key_for_path(key, &sub);
+        const struct cfg_key *k   = gw_cfg_key_for_path(key, &sub);
         struct cfg_val       *v;
         char                  why[1024], *norm = NULL, base[1024];
 
@@ -1438,7 +930,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                 char        prefix[1024];
                 size_t      plen = dot ? (size_t)(dot - key) : 0;
                 snprintf(prefix, sizeof(prefix), "%.*s", (int)plen, key);
-                const char *s = suggest(prefix, dot ? dot + 1 : key, buf,
+                const char *s = gw_cfg_suggest(prefix, dot ? dot + 1 : key, buf,
                                         sizeof(buf));
                 if (s)
                         err_at(cfg, &src, key,
@@ -1458,7 +950,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                 snprintf(name, sizeof(name), "%.*s", (int)nlen, nm);
                 snprintf(kind, sizeof(kind), "%.*s",
                          (int)(star - k->path - 1), k->path);
-                if (nlen >= sizeof(name) || !inst_name_ok(kind, name, &why)) {
+                if (nlen >= sizeof(name) || !gw_cfg_inst_name_ok(kind, name, &why)) {
                         err_at(cfg, &src, key, "%s", why);
                         return AAGW_ERR_CONFIG;
                 }
@@ -1492,7 +984,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                 note_instance(cfg, k, base, &src);
                 return AAGW_OK;
         }
-        if (check_value(k, value, &norm, why, sizeof(why)) == -1) {
+        if (gw_cfg_check_value(k, value, &norm, why, sizeof(why)) == -1) {
                 if (k->flags & CF_SECRET)
                         err_at(cfg, &src, key, "invalid value");
                 else
@@ -1505,7 +997,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
         }
         /* Flags replace what the file said; repeated list flags add up.
          * Items from a file start from the default, then add up. */
-        if (!is_list_type(k->type) || v->origin != orig)
+        if (!gw_cfg_is_list_type(k->type) || v->origin != orig)
                 val_clear(v);
         v->origin = orig;
         val_push(v, norm, &src);
@@ -1531,7 +1023,7 @@ aagw_err_t aagw_config_set_at(aagw_config_t *cfg, const char *key,
 /* ------------------------------- GETTERS ------------------------------- */
 
 const char *aagw_config_str(const aagw_config_t *cfg, const char *path) {
-        const struct cfg_val *v = val_find(cfg, path);
+        const struct cfg_val *v = gw_cfg_val_find(cfg, path);
         return v && v->n ? v->items[0] : NULL;
 }
 
@@ -1555,13 +1047,13 @@ int64_t aagw_config_duration_ms(const aagw_config_t *cfg, const char *path) {
 
 size_t aagw_config_list(const aagw_config_t *cfg, const char *path,
                         const char *const **itemsp) {
-        const struct cfg_val *v = val_find(cfg, path);
+        const struct cfg_val *v = gw_cfg_val_find(cfg, path);
         *itemsp                 = v ? (const char *const *)v->items : NULL;
         return v ? v->n : 0;
 }
 
 bool aagw_config_is_set(const aagw_config_t *cfg, const char *path) {
-        const struct cfg_val *v = val_find(cfg, path);
+        const struct cfg_val *v = gw_cfg_val_find(cfg, path);
         return v && v->origin != ORIG_DEFAULT;
 }
 
@@ -1584,7 +1076,7 @@ size_t aagw_config_cluster_props(const aagw_config_t *cfg, const char *alias,
                                  const char *const **kvp) {
         char path[256];
         snprintf(path, sizeof(path), "clusters.%s.properties", alias);
-        const struct cfg_val *v = val_find(cfg, path);
+        const struct cfg_val *v = gw_cfg_val_find(cfg, path);
         *kvp = v ? (const char *const *)v->items : NULL;
         return v ? v->n / 2 : 0;
 }
@@ -1602,7 +1094,7 @@ static const struct cfg_inst *inst_find(const aagw_config_t *cfg,
 
 /* An alias-valued key must name a configured cluster. */
 static void check_alias_ref(aagw_config_t *cfg, const char *path) {
-        const struct cfg_val *v = val_find(cfg, path);
+        const struct cfg_val *v = gw_cfg_val_find(cfg, path);
         if (!v || !v->n || !cfg->ninsts ||
             !aagw_config_instance_cnt(cfg, "clusters"))
                 return;
@@ -1644,10 +1136,10 @@ static void check_cluster(aagw_config_t *cfg, const struct cfg_inst *in) {
 
         snprintf(path, sizeof(path), "clusters.%s.bootstrap_servers",
                  in->name);
-        if (!val_find(cfg, path))
+        if (!gw_cfg_val_find(cfg, path))
                 err_at(cfg, &in->src, path, "required key is missing");
         snprintf(path, sizeof(path), "clusters.%s.properties", in->name);
-        if (!(v = val_find(cfg, path)))
+        if (!(v = gw_cfg_val_find(cfg, path)))
                 return;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         for (size_t i = 0; i + 1 < v->n; i += 2) {
@@ -1699,7 +1191,7 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                 err_at(cfg, &in->src, "clusters",
                        "at least two clusters are needed to replicate");
         }
-        if ((v = val_find(cfg, "replication.flows"))) {
+        if ((v = gw_cfg_val_find(cfg, "replication.flows"))) {
                 for (size_t i = 0; i < v->n; i++) {
                         char        src[128];
                         const char *arrow = strstr(v->items[i], "->");
@@ -1721,14 +1213,14 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                                                v->items[i]);
                 }
         } else if (!strcmp(mode, "active-passive") &&
-                   !val_find(cfg, "gateway.primary")) {
-                v = val_find(cfg, "gateway.mode");
+                   !gw_cfg_val_find(cfg, "gateway.primary")) {
+                v = gw_cfg_val_find(cfg, "gateway.mode");
                 err_at(cfg, &v->srcs[0], "gateway.primary",
                        "active-passive needs gateway.primary (--primary) or "
                        "replication.flows");
         } else if (!strcmp(mode, "aggregate") &&
-                   !val_find(cfg, "gateway.central")) {
-                v = val_find(cfg, "gateway.mode");
+                   !gw_cfg_val_find(cfg, "gateway.central")) {
+                v = gw_cfg_val_find(cfg, "gateway.mode");
                 err_at(cfg, &v->srcs[0], "gateway.central",
                        "aggregate needs gateway.central (--central) or "
                        "replication.flows");
@@ -1755,7 +1247,7 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                                in->name);
                         continue;
                 }
-                if (!(v = val_find(cfg, "replication.flows")))
+                if (!(v = gw_cfg_val_find(cfg, "replication.flows")))
                         continue;
                 for (size_t j = 0; j < v->n; j++)
                         listed |= !strcmp(v->items[j], in->name);
@@ -1765,275 +1257,10 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                                in->name);
         }
 
-        if ((v = val_find(cfg, "admin.listen")) && v->n &&
-            !is_loopback(v->items[0]) && !val_find(cfg, "admin.token"))
+        if ((v = gw_cfg_val_find(cfg, "admin.listen")) && v->n &&
+            !is_loopback(v->items[0]) && !gw_cfg_val_find(cfg, "admin.token"))
                 err_at(cfg, &v->srcs[0], "admin.listen",
                        "a non-loopback address needs admin.token");
 
         return cfg->nerrs > errs_before ? AAGW_ERR_CONFIG : AAGW_OK;
-}
-
-/* -------------------------------- OUTPUT ------------------------------- */
-
-/* Write 's' as a YAML double-quoted scalar. */
-void aagw_config_yaml_quote(FILE *out, const char *s) {
-        fputc('"', out);
-        for (; *s; s++) {
-                unsigned char c = (unsigned char)*s;
-                /* YAML allows no C1 control (U+0080-U+009F) and neither
-                 * U+FFFE nor U+FFFF unescaped, and reads U+0085, U+2028
-                 * and U+2029 as line breaks: write them as escapes of the
-                 * same code point, or the dump would not load back as it
-                 * was. */
-                if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
-                    (unsigned char)s[1] <= 0x9f) {
-                        fprintf(out, "\\x%02x", (unsigned char)s[1]);
-                        s++;
-                        continue;
-                }
-                if (c == 0xe2 && (unsigned char)s[1] == 0x80 &&
-                    ((unsigned char)s[2] == 0xa8 || (unsigned char)s[2] == 0xa9)) {
-                        fputs(s[2] == (char)0xa8 ? "\\L" : "\\P", out);
-                        s += 2;
-                        continue;
-                }
-                if (c == 0xef && (unsigned char)s[1] == 0xbf &&
-                    ((unsigned char)s[2] == 0xbe || (unsigned char)s[2] == 0xbf)) {
-                        fprintf(out, "\\uFFF%c", s[2] == (char)0xbe ? 'E' : 'F');
-                        s += 2;
-                        continue;
-                }
-                /* The loader reads "${" as an environment reference and
-                 * "$${" as a literal "${": keep a literal one literal. */
-                if (c == '$' && s[1] == '{') {
-                        fputs("$$", out);
-                        continue;
-                }
-                if (c == '"' || c == '\\')
-                        fprintf(out, "\\%c", c);
-                else if (c == '\n')
-                        fputs("\\n", out);
-                else if (c == '\t')
-                        fputs("\\t", out);
-                else if (c < 0x20 || c == 0x7f)
-                        fprintf(out, "\\x%02x", c);
-                else
-                        fputc(c, out);
-        }
-        fputc('"', out);
-}
-
-static bool plain_type(enum cfg_type t) {
-        return t == CT_INT || t == CT_BOOL || t == CT_ENUM ||
-               t == CT_DURATION;
-}
-
-static void dump_value(FILE *out, const struct cfg_key *k,
-                       const struct cfg_val *v, const char *name,
-                       int indent) {
-        if (!v || (!v->n && !is_list_type(k->type) && k->type != CT_PROPS)) {
-                fprintf(out, "%*s# %s: (unset)\n", indent, "", name);
-                return;
-        }
-        if (k->type == CT_PROPS) {
-                fprintf(out, "%*s%s:%s\n", indent, "", name, v->n ? "" : " {}");
-                for (size_t i = 0; i + 1 < v->n; i += 2) {
-                        fprintf(out, "%*s", indent + 2, "");
-                        aagw_config_yaml_quote(out, v->items[i]);
-                        fputs(": ", out);
-                        aagw_config_yaml_quote(out, aagw_key_is_secret(v->items[i])
-                                            ? AAGW_REDACTED
-                                            : v->items[i + 1]);
-                        fputc('\n', out);
-                }
-                return;
-        }
-        if (is_list_type(k->type)) {
-                fprintf(out, "%*s%s:%s\n", indent, "", name, v->n ? "" : " []");
-                for (size_t i = 0; i < v->n; i++) {
-                        fprintf(out, "%*s- ", indent + 2, "");
-                        aagw_config_yaml_quote(out, v->items[i]);
-                        fputc('\n', out);
-                }
-                return;
-        }
-        fprintf(out, "%*s%s: ", indent, "", name);
-        if (k->flags & CF_SECRET)
-                aagw_config_yaml_quote(out, AAGW_REDACTED);
-        else if (plain_type(k->type))
-                fputs(v->items[0], out);
-        else
-                aagw_config_yaml_quote(out, v->items[0]);
-        fputc('\n', out);
-}
-
-/* Print every key of the table in table order, opening and closing YAML
- * sections as the dotted paths change.  Instance patterns ("clusters.*")
- * are printed once per instance with all their keys. */
-void aagw_config_dump(const aagw_config_t *cfg, FILE *out) {
-        char prev_top[64] = "";
-
-        fputs("# aagw effective configuration (secrets redacted)\n", out);
-        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
-                const char *dot  = strchr(k->path, '.');
-                size_t      tlen = (size_t)(dot - k->path);
-                char        top[64];
-                snprintf(top, sizeof(top), "%.*s", (int)tlen, k->path);
-                const char *star = strstr(k->path, ".*.");
-                if (strcmp(top, prev_top)) {
-                        fprintf(out, "%s:\n", top);
-                        snprintf(prev_top, sizeof(prev_top), "%s", top);
-                }
-                if (!star) {
-                        /* Two-level keys are "section.name"; deeper plain
-                         * keys do not exist in the table. */
-                        dump_value(out, k, val_find(cfg, k->path), dot + 1, 2);
-                        continue;
-                }
-                char kind[128];
-                snprintf(kind, sizeof(kind), "%.*s",
-                         (int)(star - k->path), k->path);
-                /* "clusters" instances sit right under their section;
-                 * "unify.topics" ones under a "topics:" sub-mapping. */
-                const char *sub    = strchr(kind, '.');
-                int         indent = sub ? 4 : 2;
-                size_t      ninst  = aagw_config_instance_cnt(cfg, kind);
-                if (sub)
-                        fprintf(out, "  %s:%s\n", sub + 1, ninst ? "" : " {}");
-                else if (!ninst)
-                        fprintf(out, "  {}\n");
-                for (size_t i = 0; i < ninst; i++) {
-                        const char *in = aagw_config_instance(cfg, kind, i);
-                        fprintf(out, "%*s%s:\n", indent, "", in);
-                        for (const struct cfg_key *k2 = k; k2->path; k2++) {
-                                if (strncmp(k2->path, kind, strlen(kind)) ||
-                                    strncmp(k2->path + strlen(kind), ".*.", 3))
-                                        continue;
-                                char        path[512];
-                                const char *leaf = k2->path + strlen(kind) + 3;
-                                snprintf(path, sizeof(path), "%s.%s.%s", kind,
-                                         in, leaf);
-                                const struct cfg_val *v = val_find(cfg, path);
-                                if (!v && !(k2->flags & CF_REQUIRED))
-                                        continue;
-                                dump_value(out, k2, v, leaf, indent + 2);
-                        }
-                }
-                /* Skip the remaining rows of this instance pattern. */
-                while (k[1].path && !strncmp(k[1].path, kind, strlen(kind)) &&
-                       !strncmp(k[1].path + strlen(kind), ".*.", 3))
-                        k++;
-        }
-}
-
-static const char *type_text(const struct cfg_key *k, char *buf, size_t size) {
-        char a[160], b[32];
-        switch (k->type) {
-        case CT_STR:
-                return "string";
-        case CT_NAME:
-                return "name (A-Z a-z 0-9 . _ -)";
-        case CT_ALIAS:
-                return "cluster alias";
-        case CT_INT:
-                snprintf(buf, size, "integer, %" PRId64 " to %" PRId64,
-                         k->min, k->max);
-                return buf;
-        case CT_BOOL:
-                return "boolean";
-        case CT_ENUM:
-                choices_text(k->choices, a, sizeof(a));
-                snprintf(buf, size, "one of %s", a);
-                return buf;
-        case CT_DURATION:
-                aagw_duration_format(k->min, a, sizeof(a));
-                aagw_duration_format(k->max, b, sizeof(b));
-                snprintf(buf, size, "duration, %s to %s", a, b);
-                return buf;
-        case CT_HOSTPORT:
-                return "HOST:PORT";
-        case CT_IDRULE:
-                return "id rule: header:NAME | key | json:FIELD | hash | "
-                       "derived";
-        case CT_KEYRULE:
-                return "key rule: key | json:FIELD";
-        case CT_SEP:
-                return "separator";
-        case CT_LIST:
-                return "list of strings";
-        case CT_REGEXES:
-                return "list of regexes (PCRE2/Java syntax, whole name)";
-        case CT_FLOWS:
-                return "list of SOURCE->TARGET";
-        case CT_PROPS:
-                return "mapping of librdkafka properties";
-        }
-        return "?";
-}
-
-static void def_text(const struct cfg_key *k, char *buf, size_t size) {
-        size_t o = 0;
-        if (!k->def) {
-                snprintf(buf, size, "%s",
-                         (k->flags & CF_REQUIRED) ? "required" : "unset");
-                return;
-        }
-        for (const char *p = k->def; *p && o + 3 < size; p++) {
-                if (*p == '\n') {
-                        buf[o++] = ',';
-                        buf[o++] = ' ';
-                } else
-                        buf[o++] = *p;
-        }
-        buf[o] = '\0';
-}
-
-void aagw_config_reference(FILE *out, bool markdown) {
-        char tbuf[256], d[256];
-
-        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
-                const char *t = type_text(k, tbuf, sizeof(tbuf));
-                def_text(k, d, sizeof(d));
-                if (markdown) {
-                        fprintf(out, "### `%s`\n\n", k->path);
-                        fprintf(out, "- type: %s\n", t);
-                        fprintf(out, "- default: %s%s%s\n",
-                                k->def ? "`" : "", d, k->def ? "`" : "");
-                        if (k->flag)
-                                fprintf(out, "- flag: `%s`\n", k->flag);
-                        if (k->flags & CF_SECRET)
-                                fprintf(out, "- secret: redacted in all "
-                                             "output\n");
-                        /* Markdown would take <id> for an HTML tag. */
-                        fputc('\n', out);
-                        for (const char *p = k->desc; *p; p++) {
-                                if (*p == '<')
-                                        fputs("&lt;", out);
-                                else if (*p == '>')
-                                        fputs("&gt;", out);
-                                else
-                                        fputc(*p, out);
-                        }
-                        fputs("\n\n", out);
-                        continue;
-                }
-                fprintf(out, "%s\n    %s; default: %s%s%s\n", k->path, t, d,
-                        k->flag ? "; flag: " : "", k->flag ? k->flag : "");
-                /* Wrap the description at 76 columns, indented. */
-                const char *p = k->desc;
-                while (*p) {
-                        size_t len = strlen(p), cut = len;
-                        if (len > 72) {
-                                cut = 72;
-                                while (cut > 0 && p[cut] != ' ')
-                                        cut--;
-                                if (cut == 0)
-                                        cut = 72;
-                        }
-                        fprintf(out, "    %.*s\n", (int)cut, p);
-                        p += cut;
-                        while (*p == ' ')
-                                p++;
-                }
-        }
 }
