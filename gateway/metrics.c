@@ -1,0 +1,264 @@
+/*
+ * gateway/metrics.c: GET /metrics of the admin endpoint (admin.c), in the
+ * Prometheus text format: build information, then per flow and per unify
+ * stage every counter and gauge (docs/operations.md lists them).
+ */
+#include "admin_int.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aagw_build.h"
+
+char *gw_metrics(const struct gw_admin_view *view) {
+        struct sbuf b = {0};
+        struct aagw_flow_stats *st =
+            calloc(view->nflows ? view->nflows : 1, sizeof(*st));
+        if (!st)
+                return NULL;
+        for (size_t i = 0; i < view->nflows; i++)
+                aagw_flow_stats(view->flows[i], &st[i]);
+
+/* One metric: its HELP and TYPE lines, then one sample per flow (or
+ * unify stage) i < n, labelled label="labelv". */
+#define SERIES(kind, metric, help, n, label, labelv, fmt, val)                 \
+        gw_sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric " " kind \
+                      "\n");                                                   \
+        for (size_t i = 0; i < (n); i++)                                       \
+        gw_sb_printf(&b, metric "{" label "=\"%s\"} " fmt "\n", labelv, val)
+#define FLOWS for (size_t i = 0; i < view->nflows; i++)
+#define NAME  aagw_flow_name(view->flows[i])
+#define COUNTER(metric, help, field)                                           \
+        SERIES("counter", metric, help, view->nflows, "flow", NAME,            \
+               "%" PRIu64, st[i].field)
+#define GAUGE(metric, help, fmt, expr)                                         \
+        SERIES("gauge", metric, help, view->nflows, "flow", NAME, fmt, expr)
+
+        gw_sb_printf(&b, "# HELP aagw_info Build information.\n"
+                      "# TYPE aagw_info gauge\n"
+                      "aagw_info{version=\"%s\",librdkafka=\"%s\","
+                      "rocksdb=\"%s\"} 1\n",
+                  AAGW_VERSION, rd_kafka_version_str(), AAGW_ROCKSDB_VERSION);
+        GAUGE("aagw_flow_up", "1 while the flow runs (or starts), 0 once "
+                              "failed or stopped.",
+              "%d",
+              aagw_flow_state(view->flows[i]) <= AAGW_FLOW_PAUSED ? 1 : 0);
+        GAUGE("aagw_flow_paused", "1 while the flow is paused.", "%d",
+              aagw_flow_state(view->flows[i]) == AAGW_FLOW_PAUSED);
+        COUNTER("aagw_replication_records_in_total",
+                "Records consumed from the source.", records_in);
+        COUNTER("aagw_replication_records_out_total",
+                "Records acknowledged by the target.", records_out);
+        COUNTER("aagw_replication_bytes_out_total",
+                "Key and value bytes acknowledged by the target.", bytes_out);
+        COUNTER("aagw_replication_diverged_total",
+                "Records whose provenance path the topic name contradicts "
+                "(a forged or forwarded aagw.prov): the sites on the path "
+                "will not all hold them.",
+                diverged);
+        COUNTER("aagw_replication_dead_lettered_total",
+                "Records written to the dead-letter topic.", dead_lettered);
+        COUNTER("aagw_replication_bad_provenance_passed_total",
+                "Records whose bad provenance was stripped (action pass).",
+                bad_passed);
+        COUNTER("aagw_replication_produce_errors_total",
+                "Permanent delivery failures (then dead-lettered).",
+                produce_errors);
+        COUNTER("aagw_replication_fetch_wakeups_total",
+                "Times the source consumer's idle fetchers were woken "
+                "(librdkafka before 2.2).",
+                fetch_wakeups);
+        COUNTER("aagw_replication_fetch_restarts_total",
+                "Source partitions whose fetch was restarted after it stood "
+                "still while the leader held more (librdkafka 2.0 after a "
+                "leader change).",
+                fetch_restarts);
+        char lagbuf[24];
+        GAUGE("aagw_replication_lag_records",
+              "Records behind the source high watermark (NaN: unknown, the "
+              "source does not answer).",
+              "%s", gw_lag_str(st[i].lag, lagbuf));
+        GAUGE("aagw_replication_source_reachable",
+              "1 while the flow's source cluster answers its requests, 0 "
+              "once one failed (then /healthz says degraded).",
+              "%d", !st[i].source_down_ms);
+        GAUGE("aagw_replication_target_reachable",
+              "1 while the flow's target cluster answers its requests, 0 "
+              "once one failed (then /healthz says degraded).",
+              "%d", !st[i].target_down_ms);
+        GAUGE("aagw_replication_inflight_records",
+              "Records sent and not yet acknowledged.", "%" PRId64,
+              st[i].inflight);
+        GAUGE("aagw_replication_topics", "Topics being replicated.", "%d",
+              st[i].topics);
+        GAUGE("aagw_replication_topics_refused",
+              "Topics refused (target has fewer partitions).", "%d",
+              st[i].topics_refused);
+        GAUGE("aagw_replication_partitions", "Source partitions assigned.",
+              "%d", st[i].partitions);
+        /* offsets issue: MM2 topics and source truncation */
+        COUNTER("aagw_replication_truncations_total",
+                "Times a source log start passed the replication position.",
+                truncations);
+        COUNTER("aagw_replication_truncated_records_total",
+                "Source records deleted before they were replicated.",
+                truncated_records);
+        COUNTER("aagw_replication_source_resets_total",
+                "Times a source partition's end offset went backwards.",
+                resets);
+        COUNTER("aagw_replication_target_resets_total",
+                "Times a target topic vanished or its log restarted below "
+                "the stored copy position (deleted and recreated).",
+                target_resets);
+        COUNTER("aagw_mm2_offset_syncs_total", "Offset-sync records written.",
+                offset_syncs);
+        COUNTER("aagw_mm2_checkpoints_total", "Checkpoint records written.",
+                checkpoints);
+        COUNTER("aagw_mm2_heartbeats_total", "Heartbeat records written.",
+                heartbeats);
+        GAUGE("aagw_heartbeat_latency_ms",
+              "Age of the last heartbeat copy when the target acknowledged "
+              "it (-1: none yet).",
+              "%" PRId64, st[i].heartbeat_latency_ms);
+        GAUGE("aagw_heartbeat_age_ms",
+              "Time since the last heartbeat copy was acknowledged (-1: none "
+              "yet); liveness of the direction.",
+              "%" PRId64, st[i].heartbeat_age_ms);
+
+        gw_sb_printf(&b, "# HELP aagw_replication_skipped_total Records not "
+                      "copied, by cause (loop prevention and filters).\n"
+                      "# TYPE aagw_replication_skipped_total counter\n");
+        FLOWS for (int k = 1; k < AAGW_SKIP_COUNT; k++) gw_sb_printf(
+            &b,
+            "aagw_replication_skipped_total{flow=\"%s\",cause=\"%s\"} %" PRIu64
+            "\n",
+            NAME, aagw_skip_name((aagw_skip_t)k), st[i].skipped[k]);
+        gw_sb_printf(&b, "# HELP aagw_replication_rejected_total Records with bad "
+                      "provenance or id, by reason.\n"
+                      "# TYPE aagw_replication_rejected_total counter\n");
+        FLOWS for (int k = 1; k < AAGW_REASON_COUNT; k++) gw_sb_printf(
+            &b,
+            "aagw_replication_rejected_total{flow=\"%s\",reason=\"%s\"} "
+            "%" PRIu64 "\n",
+            NAME, aagw_reason_name((aagw_reason_t)k), st[i].rejected[k]);
+
+        gw_sb_printf(&b, "# HELP aagw_replication_latency_ms Time from the "
+                      "origin timestamp to the target's acknowledgement.\n"
+                      "# TYPE aagw_replication_latency_ms histogram\n");
+        FLOWS {
+                uint64_t cum = 0;
+                for (int k = 0; k < AAGW_LAT_BUCKETS; k++) {
+                        cum += st[i].lat_buckets[k];
+                        if (k < AAGW_LAT_BUCKETS - 1)
+                                gw_sb_printf(&b,
+                                          "aagw_replication_latency_ms_bucket{"
+                                          "flow=\"%s\",le=\"%" PRId64
+                                          "\"} %" PRIu64 "\n",
+                                          NAME, aagw_lat_bounds_ms[k], cum);
+                        else
+                                gw_sb_printf(&b,
+                                          "aagw_replication_latency_ms_bucket{"
+                                          "flow=\"%s\",le=\"+Inf\"} %" PRIu64
+                                          "\n",
+                                          NAME, cum);
+                }
+                gw_sb_printf(&b,
+                          "aagw_replication_latency_ms_sum{flow=\"%s\"} "
+                          "%" PRIu64 "\n"
+                          "aagw_replication_latency_ms_count{flow=\"%s\"} "
+                          "%" PRIu64 "\n",
+                          NAME, st[i].lat_sum_ms, NAME, st[i].lat_count);
+        }
+#undef FLOWS
+#undef NAME
+#undef COUNTER
+#undef GAUGE
+        free(st);
+
+        struct aagw_unify_stats *us =
+            calloc(view->nunify ? view->nunify : 1, sizeof(*us));
+        if (!us) {
+                free(b.p);
+                return NULL;
+        }
+        for (size_t i = 0; i < view->nunify; i++)
+                aagw_unify_stats(view->unify[i], &us[i]);
+#define SITES for (size_t i = 0; i < view->nunify; i++)
+#define SITE  aagw_unify_site(view->unify[i])
+#define UCOUNTER(metric, help, field)                                          \
+        SERIES("counter", metric, help, view->nunify, "site", SITE,            \
+               "%" PRIu64, us[i].field)
+#define UGAUGE(metric, help, fmt, expr)                                        \
+        SERIES("gauge", metric, help, view->nunify, "site", SITE, fmt, expr)
+        UGAUGE("aagw_unify_up",
+               "1 while the unify stage of the site runs (or starts), 0 once "
+               "failed or stopped.",
+               "%d", aagw_unify_state(view->unify[i]) <= AAGW_FLOW_PAUSED);
+        UCOUNTER("aagw_unify_records_in_total",
+                 "Input records taken in by the unify stage.", records_in);
+        UCOUNTER("aagw_unify_records_out_total",
+                 "Records acknowledged by the unified topics.", records_out);
+        gw_sb_printf(&b, "# HELP aagw_unify_records_total Input records by "
+                      "outcome: accepted (delivered), dropped (dedup: id "
+                      "seen before), superseded and identical (lww: not "
+                      "newer than the winner), rejected (bad provenance or "
+                      "no entity key).\n"
+                      "# TYPE aagw_unify_records_total counter\n");
+        SITES {
+                uint64_t v[5];
+                gw_unify_outcome_values(&us[i], v);
+                for (int k = 0; k < 5; k++)
+                        gw_sb_printf(&b,
+                                  "aagw_unify_records_total{site=\"%s\","
+                                  "outcome=\"%s\"} %" PRIu64 "\n",
+                                  SITE, gw_unify_outcomes[k], v[k]);
+        }
+        UCOUNTER("aagw_unify_diverged_total",
+                 "Input records whose provenance path the topic name "
+                 "contradicts (a forged or forwarded aagw.prov): the sites' "
+                 "unified topics differ by them; audited as diverged.",
+                 diverged);
+        UCOUNTER("aagw_unify_oversized_total",
+                 "Records whose unified copy was too large for the output: "
+                 "written as a stand-in with an empty value, without the "
+                 "producer's headers, marked <prefix>unify.oversize.",
+                 oversized);
+        UCOUNTER("aagw_unify_recovered_total",
+                 "Records found in a unified topic at start that the "
+                 "previous run wrote after its last stored state; folded "
+                 "into the state, not written again.",
+                 recovered);
+        UCOUNTER("aagw_unify_replayed_total",
+                 "Input records read again after a restart that had been "
+                 "delivered (recovered) already.",
+                 replayed);
+        UCOUNTER("aagw_unify_commits_total",
+                 "Epochs stored (one RocksDB WriteBatch each).", commits);
+        UCOUNTER("aagw_unify_fetch_wakeups_total",
+                 "Times the input consumer's idle fetchers were woken "
+                 "(librdkafka before 2.2).",
+                 fetch_wakeups);
+        UCOUNTER("aagw_unify_fetch_restarts_total",
+                 "Times the stage's input fetches were restarted after an "
+                 "input stood still while its leader held more.",
+                 fetch_restarts);
+        UGAUGE("aagw_unify_inflight_records",
+               "Records written to unified topics and not yet acknowledged.",
+               "%" PRId64, us[i].inflight);
+        UGAUGE("aagw_unify_lag_records",
+               "Input records not yet read by the unify stage (NaN: not "
+               "known, yet or while the site's cluster does not answer).",
+               "%s", gw_lag_str(us[i].lag, lagbuf));
+        UGAUGE("aagw_unify_cluster_reachable",
+               "1 while the site's cluster answers the unify stage's "
+               "requests, 0 once one failed (then /healthz says degraded).",
+               "%d", !us[i].down_ms);
+#undef SITES
+#undef SITE
+#undef UCOUNTER
+#undef UGAUGE
+#undef SERIES
+        free(us);
+        return b.p;
+}
