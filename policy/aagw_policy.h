@@ -360,6 +360,11 @@ struct aagw_repl_conf {
          *  console-consumer-.*, connect-.*, __.* (a list replaces them). */
         const char *const *groups_exclude;
         size_t             groups_exclude_cnt;
+        /** Topic configs never copied to remote topics, on top of
+         *  MirrorMaker 2's default exclusions (see
+         *  aagw_repl_config_allowed()). */
+        const char *const *configs_exclude;
+        size_t             configs_exclude_cnt;
         aagw_bad_action_t  on_bad_provenance; /**< default DEAD_LETTER */
         aagw_bad_action_t  on_missing_id;     /**< default PASS (derive) */
 };
@@ -465,6 +470,16 @@ bool aagw_repl_topic_allowed(const aagw_repl_policy_t *pol, const char *topic);
  * (an empty pattern is refused).
  */
 int aagw_regex_check(const char *pat, char *errstr, size_t errstr_size);
+
+/**
+ * @brief Is topic config @p name copied from a source topic to its remote
+ * copy?  Never for MirrorMaker 2's default config.properties.exclude
+ * (follower/leader.replication.throttled.replicas, min.insync.replicas,
+ * unclean.leader.election.enable, message.timestamp.*: settings that
+ * belong to the cluster, not to the data) nor for a name matching the
+ * user's configs_exclude regexes (whole-name matches).
+ */
+bool aagw_repl_config_allowed(const aagw_repl_policy_t *pol, const char *name);
 
 /** @returns true if consumer group @p group is to be checkpointed: not
  *  under the own prefix, included and not excluded. */

@@ -181,6 +181,10 @@ bool aagw_repl_group_allowed(const aagw_repl_policy_t *pol, const char *group) {
                !policy_filter_match(&pol->groups_exc, group);
 }
 
+bool aagw_repl_config_allowed(const aagw_repl_policy_t *pol, const char *name) {
+        return !policy_filter_match(&pol->configs_exc, name);
+}
+
 aagw_skip_t aagw_repl_topic_check(const aagw_repl_policy_t *pol,
                                   const char *source, const char *target,
                                   const char *topic) {

@@ -55,6 +55,7 @@ struct aagw_repl_policy {
         char                 prov_name[AAGW_AFFIX_MAX + 8];
         struct policy_filter topics_inc, topics_exc;
         struct policy_filter groups_inc, groups_exc;
+        struct policy_filter configs_exc;
 };
 
 /* ------------------------------- HELPERS ------------------------------- */

@@ -235,6 +235,14 @@ aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
         static const char *const builtin_topics_exc[] = {
             "__.*", ".*[-.]internal", ".*\\.replica"};
         static const char *const match_all[] = {".*"};
+        /* MirrorMaker 2's default config.properties.exclude
+         * (DefaultConfigPropertyFilter), always applied here: the user's
+         * list adds to it. */
+        static const char *const builtin_configs_exc[] = {
+            "follower\\.replication\\.throttled\\.replicas",
+            "leader\\.replication\\.throttled\\.replicas",
+            "message\\.timestamp\\..*", "unclean\\.leader\\.election\\.enable",
+            "min\\.insync\\.replicas"};
         const char *const  *pats;
         size_t              cnt;
         aagw_repl_policy_t *pol;
@@ -315,6 +323,14 @@ aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
         if (policy_filter_add(&pol->groups_exc, "groups.exclude", pats, cnt,
                               errstr, errstr_size))
                 goto fail;
+        if (policy_filter_add(&pol->configs_exc, "configs.exclude (built-in)",
+                              builtin_configs_exc, 5, errstr, errstr_size) ||
+            (conf->configs_exclude &&
+             policy_filter_add(&pol->configs_exc, "configs.exclude",
+                               conf->configs_exclude,
+                               conf->configs_exclude_cnt, errstr,
+                               errstr_size)))
+                goto fail;
         return pol;
 
 fail:
@@ -329,5 +345,6 @@ void aagw_repl_policy_destroy(aagw_repl_policy_t *pol) {
         policy_filter_deinit(&pol->topics_exc);
         policy_filter_deinit(&pol->groups_inc);
         policy_filter_deinit(&pol->groups_exc);
+        policy_filter_deinit(&pol->configs_exc);
         free(pol);
 }

@@ -311,6 +311,45 @@ static void test_group_filter(void **state) {
         aagw_repl_policy_destroy(pol);
 }
 
+/* Topic configs: MM2's default exclusions always, the user's regexes on
+ * top, whole-name matches. */
+static void test_config_filter(void **state) {
+        static const char *const exc[] = {"retention\\..*", "segment"};
+        struct aagw_repl_conf    c;
+        aagw_repl_policy_t      *pol;
+        (void)state;
+
+        aagw_repl_conf_init(&c);
+        c.sites    = two;
+        c.site_cnt = 2;
+        pol        = must_policy(&c);
+        assert_true(aagw_repl_config_allowed(pol, "cleanup.policy"));
+        assert_true(aagw_repl_config_allowed(pol, "retention.ms"));
+        assert_false(aagw_repl_config_allowed(pol, "min.insync.replicas"));
+        assert_false(aagw_repl_config_allowed(pol, "unclean.leader.election.enable"));
+        assert_false(aagw_repl_config_allowed(pol, "message.timestamp.type"));
+        assert_false(aagw_repl_config_allowed(
+            pol, "message.timestamp.difference.max.ms"));
+        assert_false(aagw_repl_config_allowed(
+            pol, "leader.replication.throttled.replicas"));
+        assert_false(aagw_repl_config_allowed(
+            pol, "follower.replication.throttled.replicas"));
+        /* whole names: a longer name is not the excluded one */
+        assert_true(aagw_repl_config_allowed(pol, "min.insync.replicasx"));
+        aagw_repl_policy_destroy(pol);
+
+        c.configs_exclude     = exc;
+        c.configs_exclude_cnt = 2;
+        pol                   = must_policy(&c);
+        assert_false(aagw_repl_config_allowed(pol, "retention.ms"));
+        assert_false(aagw_repl_config_allowed(pol, "retention.bytes"));
+        assert_false(aagw_repl_config_allowed(pol, "segment"));
+        assert_true(aagw_repl_config_allowed(pol, "segment.ms"));
+        assert_false(aagw_repl_config_allowed(pol, "min.insync.replicas"));
+        assert_true(aagw_repl_config_allowed(pol, "cleanup.policy"));
+        aagw_repl_policy_destroy(pol);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_internal_topics),
@@ -323,6 +362,7 @@ int main(void) {
             cmocka_unit_test(test_java_dialect),
             cmocka_unit_test(test_hostile_patterns),
             cmocka_unit_test(test_group_filter),
+            cmocka_unit_test(test_config_filter),
         };
         return cmocka_run_group_tests_name("filter", tests, NULL, NULL);
 }
