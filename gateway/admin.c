@@ -273,6 +273,49 @@ static json_object *sites_json(const struct gw_admin *a) {
         return arr;
 }
 
+/* Remote topics (replicator/topics.c): config and ACL sync, and the
+ * copies with fewer partitions than their source, with the fix. */
+static void add_remote_topics(json_object *o, const aagw_flow_t *f,
+                              const struct aagw_flow_stats *st) {
+        struct aagw_flow_missing *m;
+        size_t                    n = aagw_flow_missing(f, NULL, 0);
+        json_object              *a = json_object_new_array();
+
+        json_object_object_add(o, "partitions_missing",
+                               json_object_new_int(st->partitions_missing));
+        json_object_object_add(
+            o, "topic_configs_synced",
+            json_object_new_int64((int64_t)st->topic_configs_synced));
+        json_object_object_add(
+            o, "topic_acls_synced",
+            json_object_new_int64((int64_t)st->topic_acls_synced));
+        json_object_object_add(
+            o, "topic_sync_errors",
+            json_object_new_int64((int64_t)st->topic_sync_errors));
+        m = calloc(n ? n : 1, sizeof(*m));
+        if (m) {
+                n = aagw_flow_missing(f, m, n);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *t = json_object_new_object();
+                        json_object_object_add(
+                            t, "topic", json_object_new_string(m[i].topic));
+                        json_object_object_add(
+                            t, "remote", json_object_new_string(m[i].remote));
+                        json_object_object_add(
+                            t, "source_partitions",
+                            json_object_new_int(m[i].source_partitions));
+                        json_object_object_add(
+                            t, "target_partitions",
+                            json_object_new_int(m[i].target_partitions));
+                        json_object_object_add(
+                            t, "fix", json_object_new_string(m[i].fix));
+                        json_object_array_add(a, t);
+                }
+                free(m);
+        }
+        json_object_object_add(o, "topics_missing_partitions", a);
+}
+
 static json_object *flow_json(const aagw_flow_t *f) {
         struct aagw_flow_stats       st;
         json_object                 *o = json_object_new_object(), *a;
@@ -369,6 +412,7 @@ static json_object *flow_json(const aagw_flow_t *f) {
                 free(ps);
         }
         json_object_object_add(o, "partitions_detail", a);
+        add_remote_topics(o, f, &st);
         return o;
 }
 
@@ -489,7 +533,8 @@ static char *status_text(const struct gw_admin *a) {
                 aagw_flow_error(f, err, sizeof(err));
                 gw_sb_printf(&b,
                           "\n# Flow %s\nstate:%s\n%s%s%stopics:%d\n"
-                          "topics_refused:%d\npartitions:%d\n"
+                          "topics_refused:%d\npartitions_missing:%d\n"
+                          "partitions:%d\n"
                           "records_in:%" PRIu64 "\nrecords_out:%" PRIu64
                           "\nbytes_out:%" PRIu64 "\nskipped:%" PRIu64
                           "\nrejected:%" PRIu64 "\ndead_lettered:%" PRIu64
@@ -499,7 +544,7 @@ static char *status_text(const struct gw_admin *a) {
                           "\n",
                           aagw_flow_name(f), state_of(f), err[0] ? "error:" : "",
                           err, err[0] ? "\n" : "", st.topics, st.topics_refused,
-                          st.partitions, st.records_in, st.records_out,
+                          st.partitions_missing, st.partitions, st.records_in, st.records_out,
                           st.bytes_out, sum(st.skipped, AAGW_SKIP_COUNT),
                           sum(st.rejected, AAGW_REASON_COUNT),
                           st.dead_lettered, gw_lag_str(st.lag, lag),

@@ -125,6 +125,38 @@ const struct cfg_key aagw_config_keys[] = {
      "Stop loops by provenance (never send a record to a site on its "
      "path). Only tests switch this off."},
 
+    /* ---------------------------------------- remote topics (topics.c) */
+    {"replication.factor", CT_INT, NULL, 1, 32767, NULL, NULL, 0,
+     "Replication factor of the remote topics aagw creates (MirrorMaker "
+     "2's replication.factor, whose default is 2). Unset: the target "
+     "broker's default.replication.factor."},
+    {"replication.sync_topic_configs", CT_BOOL, "true", NOLIMIT, NULL, NULL,
+     0,
+     "Copy each source topic's own config overrides (cleanup.policy, "
+     "retention.ms, ...) to its remote topic, at creation and every "
+     "replication.sync_topic_configs_interval (MirrorMaker 2's "
+     "sync.topic.configs.enabled). Never copied: min.insync.replicas, "
+     "unclean.leader.election.enable, message.timestamp.*, the throttled "
+     "replica lists, and replication.topic_configs_exclude."},
+    {"replication.sync_topic_configs_interval", CT_DURATION, "10m", 1000,
+     86400000, NULL, NULL, 0,
+     "How often topic configs are compared and applied (MirrorMaker 2's "
+     "sync.topic.configs.interval.seconds)."},
+    {"replication.topic_configs_exclude", CT_REGEXES, NULL, NOLIMIT, NULL,
+     NULL, 0,
+     "Topic config names never copied, in addition to MirrorMaker 2's "
+     "default exclusions (regexes matched against the whole name, as "
+     "MM2's config.properties.exclude)."},
+    {"replication.sync_topic_acls", CT_BOOL, "true", NOLIMIT, NULL, NULL, 0,
+     "Copy the LITERAL ACLs of each replicated topic to its remote topic, "
+     "ALLOW ALL as ALLOW READ and without ALLOW WRITE (only aagw writes a "
+     "copy), as MirrorMaker 2's sync.topic.acls.enabled. ACLs are added, "
+     "never removed. Needs an authorizer on both clusters."},
+    {"replication.sync_topic_acls_interval", CT_DURATION, "10m", 1000,
+     86400000, NULL, NULL, 0,
+     "How often topic ACLs are copied (MirrorMaker 2's "
+     "sync.topic.acls.interval.seconds)."},
+
     /* offsets issue: what to do when the source lost records */
     {"replication.on_truncation", CT_ENUM, "resume", NOLIMIT, "resume|fail",
      NULL, 0,

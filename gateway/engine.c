@@ -171,6 +171,16 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.mm2.truncation_fail = !strcmp(
             aagw_config_str(cfg, "replication.on_truncation"), "fail");
         fc.mm2.takeover = aagw_config_bool(cfg, "mm2.takeover");
+        fc.topics.replication_factor =
+            (int)aagw_config_int(cfg, "replication.factor");
+        fc.topics.sync_configs =
+            aagw_config_bool(cfg, "replication.sync_topic_configs");
+        fc.topics.configs_interval_ms = (int)aagw_config_duration_ms(
+            cfg, "replication.sync_topic_configs_interval");
+        fc.topics.sync_acls =
+            aagw_config_bool(cfg, "replication.sync_topic_acls");
+        fc.topics.acls_interval_ms = (int)aagw_config_duration_ms(
+            cfg, "replication.sync_topic_acls_interval");
         aagw_flow_t *f = aagw_flow_new(&fc, err, errsize);
         if (!f)
                 return -1;

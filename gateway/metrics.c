@@ -93,8 +93,19 @@ char *gw_metrics(const struct gw_admin_view *view) {
         GAUGE("aagw_replication_topics", "Topics being replicated.", "%d",
               st[i].topics);
         GAUGE("aagw_replication_topics_refused",
-              "Topics refused (target has fewer partitions).", "%d",
-              st[i].topics_refused);
+              "Topics whose copy has fewer partitions than the source (the "
+              "partitions it lacks are held).",
+              "%d", st[i].topics_refused);
+        GAUGE("aagw_replication_partitions_missing",
+              "Source partitions held because their copy lacks them.", "%d",
+              st[i].partitions_missing);
+        COUNTER("aagw_topic_configs_synced_total",
+                "Topic config changes applied to remote topics.",
+                topic_configs_synced);
+        COUNTER("aagw_topic_acls_synced_total",
+                "Topic ACLs created for remote topics.", topic_acls_synced);
+        COUNTER("aagw_topic_sync_errors_total",
+                "Failed topic config or ACL sync calls.", topic_sync_errors);
         GAUGE("aagw_replication_partitions", "Source partitions assigned.",
               "%d", st[i].partitions);
         /* offsets issue: MM2 topics and source truncation */
@@ -126,6 +137,22 @@ char *gw_metrics(const struct gw_admin_view *view) {
               "yet); liveness of the direction.",
               "%" PRId64, st[i].heartbeat_age_ms);
 
+        gw_sb_printf(&b, "# HELP aagw_topic_partitions_missing Partitions a "
+                         "remote topic lacks (its source has more), per "
+                         "topic; absent when none.\n"
+                         "# TYPE aagw_topic_partitions_missing gauge\n");
+        FLOWS {
+                struct aagw_flow_missing *mt = calloc(64, sizeof(*mt));
+                size_t nm = mt ? aagw_flow_missing(view->flows[i], mt, 64) : 0;
+                for (size_t k = 0; k < nm && k < 64; k++)
+                        gw_sb_printf(&b,
+                                     "aagw_topic_partitions_missing{flow=\"%s\","
+                                     "topic=\"%s\"} %d\n",
+                                     NAME, mt[k].topic,
+                                     (int)(mt[k].source_partitions -
+                                           mt[k].target_partitions));
+                free(mt);
+        }
         gw_sb_printf(&b, "# HELP aagw_replication_skipped_total Records not "
                       "copied, by cause (loop prevention and filters).\n"
                       "# TYPE aagw_replication_skipped_total counter\n");

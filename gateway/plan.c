@@ -173,6 +173,9 @@ aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
         rc.groups_exclude_cnt =
             aagw_config_list(cfg, "replication.groups_exclude", &items);
         rc.groups_exclude = items;
+        rc.configs_exclude_cnt =
+            aagw_config_list(cfg, "replication.topic_configs_exclude", &items);
+        rc.configs_exclude = items;
         bad = aagw_config_str(cfg, "replication.bad_provenance");
         rc.on_bad_provenance = !strcmp(bad, "pass")   ? AAGW_BAD_PASS
                                : !strcmp(bad, "fail") ? AAGW_BAD_FAIL

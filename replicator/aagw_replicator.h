@@ -225,6 +225,13 @@ int aagw_kafka_topic_create_conf(rd_kafka_t *rk, const char *topic,
                                  int timeout_ms, char *errstr,
                                  size_t errstr_size);
 
+/** aagw_kafka_topic_create_conf() with a replication factor (<= 0: the
+ *  broker's default). */
+int aagw_kafka_topic_create_rf(rd_kafka_t *rk, const char *topic,
+                               int partitions, int replication_factor,
+                               const char *const *configs, int timeout_ms,
+                               char *errstr, size_t errstr_size);
+
 /**
  * @brief Have @p topic auto-created by the broker (a metadata request for
  * it from @p producer, whose cluster may create topics on request).
@@ -474,6 +481,15 @@ struct aagw_flow_conf {
                  *  stopped (replicator/takeover.c), not at the log start */
                 bool               takeover;
         } mm2;
+        /** Remote topics (replicator/topics.c); all zero: broker default
+         *  replication factor, no config or ACL sync. */
+        struct aagw_topics_conf {
+                int  replication_factor; /**< <= 0: the broker's default */
+                bool sync_configs;       /**< copy topic configs */
+                int  configs_interval_ms; /**< <= 0: 10 min */
+                bool sync_acls;          /**< copy topic ACLs */
+                int  acls_interval_ms;   /**< <= 0: 10 min */
+        } topics;
 };
 
 /**
@@ -546,7 +562,12 @@ struct aagw_flow_stats {
         int64_t  inflight;      /**< gauge */
         int32_t  topics;        /**< gauge: topics replicated */
         int32_t  partitions;    /**< gauge: partitions assigned */
-        int32_t  topics_refused; /**< gauge: topics refused (partitions) */
+        int32_t  topics_refused; /**< gauge: topics with source partitions
+                                      held (the target has fewer) */
+        int32_t  partitions_missing; /**< gauge: those partitions */
+        uint64_t topic_configs_synced; /**< AlterConfigs applied */
+        uint64_t topic_acls_synced;    /**< ACLs created at the target */
+        uint64_t topic_sync_errors;    /**< config/ACL sync calls failed */
         /* offsets issue: MM2 topics and source truncation */
         uint64_t truncations;       /**< log start passed the position */
         uint64_t truncated_records; /**< records lost to those */
@@ -578,6 +599,20 @@ struct aagw_flow_part_stats {
 /** Copy up to @p max partition figures; @returns how many there are. */
 size_t aagw_flow_partitions(const aagw_flow_t *flow,
                             struct aagw_flow_part_stats *out, size_t max);
+
+/** A topic whose copy has fewer partitions than its source, which aagw
+ *  could not grow: source partitions from @c target_partitions on are held
+ *  (not read) until the copy has them. */
+struct aagw_flow_missing {
+        char    topic[250];  /**< source topic */
+        char    remote[250]; /**< its copy at the target */
+        int32_t source_partitions, target_partitions;
+        char    fix[1024];   /**< the command that adds the partitions */
+};
+
+/** Copy up to @p max such topics; @returns how many there are. */
+size_t aagw_flow_missing(const aagw_flow_t *flow,
+                         struct aagw_flow_missing *out, size_t max);
 
 /* ============== MM2 TOPICS AND GROUP OFFSETS (offsets issue) ============== */
 

@@ -9,7 +9,18 @@
  *   - a target "reader" (an assign-only consumer) used at assignment to
  *     reconcile the stored position with what the target log holds.
  * Topic creation goes through a fourth handle, kept apart from the data
- * path, because the Admin API can hang or abort a handle on some brokers.
+ * path, because the Admin API can hang or abort a handle on some brokers;
+ * the remote topics' creation, growth, configs and ACLs through topics.c
+ * and its own two.
+ *
+ * Partitions.  A source partition is copied to the same partition of the
+ * remote topic, never remapped.  When the source has partitions the copy
+ * lacks (the source grew, or the copy was made smaller), discovery grows
+ * the copy (topics_grow()); until the target producer sees a partition,
+ * the source partition is "held": assigned but paused, and read from its
+ * reconciled position (the beginning, for a new one) once it exists.  The
+ * other partitions and topics keep flowing; a copy that cannot be grown is
+ * reported (aagw_flow_missing(), log) with the command that fixes it.
  *
  * Positions.  Every consumed record takes a slot in its partition's ring,
  * in offset order.  A slot is done when the target acknowledged the copy
@@ -77,6 +88,7 @@ struct ptrack {
         struct ttrack *tt;
         int32_t        partition;
         bool           assigned;
+        bool           held; /* assigned, paused: no target partition yet */
         struct slot   *ring;
         size_t         cap; /* power of two */
         uint64_t       head, tail; /* slot sequence numbers */
@@ -103,11 +115,18 @@ struct ttrack {
         const aagw_id_rule_t *id_rule;
         int32_t             partition_cnt;
         struct ptrack     **parts;
+        int32_t             target_cnt; /* partitions of the copy that the
+                                           producer sees; from here on held */
+        int32_t             reported;   /* source count last reported as
+                                           missing at the target */
+        int32_t             missing;    /* partitions held for lack of a
+                                           target partition */
         bool                active;  /* subscribed */
         bool                refused; /* target lacks partitions */
         bool                seen;    /* in the last discovery */
         bool                is_hb;   /* the MM2 heartbeats topic */
         bool                prechecked; /* aagw_repl_precheck() passed */
+        bool                create_warned; /* creation refused, said once */
 };
 
 /* The msg_opaque of every produced record: which slot it fills. */
@@ -153,6 +172,9 @@ struct aagw_flow {
                                                running (flow thread) */
         bool                      paused;
         bool                      admin_create_unsupported;
+        struct topics            *remote_topics; /* topics.c */
+        char                     *target_bs; /* for the fix commands */
+        bool                      regroup; /* a source topic grew */
 
         struct ttrack **topics;
         size_t          ntopics;
@@ -180,7 +202,8 @@ struct aagw_flow {
         _Atomic uint64_t rejected[AAGW_REASON_COUNT];
         _Atomic uint64_t lat_buckets[AAGW_LAT_BUCKETS];
         _Atomic int64_t  inflight;
-        _Atomic int32_t  ntopics_active, nparts_assigned, ntopics_refused;
+        _Atomic int32_t  ntopics_active, nparts_assigned, ntopics_refused,
+            nparts_missing;
 
         /* offsets issue: MM2 topics, truncation, heartbeat latency */
         struct mm2      *mm2;
@@ -582,6 +605,23 @@ static struct ttrack *topic_find(aagw_flow_t *f, const char *topic) {
         return NULL;
 }
 
+/* Make room for 'n' partitions in 'tt' (stats readers take 'lock').
+ * Returns 0, or -1 out of memory. */
+static int parts_grow(struct ttrack *tt, int32_t n, pthread_mutex_t *lock) {
+        if (n <= tt->partition_cnt)
+                return 0;
+        struct ptrack **np = realloc(tt->parts, (size_t)n * sizeof(*np));
+        if (!np)
+                return -1;
+        memset(np + tt->partition_cnt, 0,
+               (size_t)(n - tt->partition_cnt) * sizeof(*np));
+        pthread_mutex_lock(lock);
+        tt->parts         = np;
+        tt->partition_cnt = n;
+        pthread_mutex_unlock(lock);
+        return 0;
+}
+
 static struct ptrack *part_get(aagw_flow_t *f, struct ttrack *tt,
                                int32_t partition) {
         if (partition < 0 || partition >= tt->partition_cnt)
@@ -637,12 +677,31 @@ static void dlq_ensure(aagw_flow_t *f) {
                 make_topic(f, f->dlq_topic, 1, false);
 }
 
-/* Make sure the target topic exists with at least 'want' partitions.
- * Returns its partition count, or -1 if the topic must be refused. */
+/* Partitions of the copy of 'tt' as the target producer sees them (a
+ * partition it does not know cannot be produced to), -1 on error. */
+static int target_partitions(aagw_flow_t *f, struct ttrack *tt) {
+        const struct rd_kafka_metadata *md = NULL;
+        int                             n  = -1;
+
+        if (rd_kafka_metadata(f->producer, 0, tt->rkt, &md, 5000))
+                return -1;
+        if (md->topic_cnt == 1 && !md->topics[0].err)
+                n = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        return n;
+}
+
+/* Make sure the copy of 'tt' exists with 'want' partitions: created
+ * (topics_create(): partitions, replication factor, configs), else
+ * auto-created by the producer where the cluster lacks the Admin API; or
+ * grown (topics_grow()).  Returns the partitions the producer sees (fewer
+ * than 'want' if the copy could not be grown), or -2 on a transient error
+ * (discovery tries again). */
 static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t err;
-        int                 have;
+        char                why[512];
+        int                 have, rc;
 
         err = rd_kafka_metadata(f->admin, 1, NULL, &md, 5000);
         if (err) {
@@ -653,21 +712,50 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         }
         have = replicator_md_partitions(md, tt->remote);
         rd_kafka_metadata_destroy(md);
-        if (have < 0 && (have = make_topic(f, tt->remote, want, true)) < 0)
-                return -2;
-        if (have < want) {
-                if (!tt->refused)
-                        aagw_log(AAGW_LOG_ERROR, "FLOW",
-                                 "%s: refusing topic %s: %s has %d "
-                                 "partitions at %s, the source has %d; "
-                                 "partitions are never remapped: add "
-                                 "partitions to %s at %s",
-                                 f->name, tt->topic, tt->remote, have,
-                                 f->target, want, tt->remote, f->target);
-                return -1;
+        if (have < 0) {
+                rc = topics_create(f->remote_topics, tt->topic, tt->remote,
+                                   want, why, sizeof(why));
+                if (rc == -1) {
+                        if (!tt->create_warned)
+                                aagw_log(AAGW_LOG_WARN, "FLOW",
+                                         "%s: cannot create topic %s at %s: "
+                                         "%s; retrying at every discovery",
+                                         f->name, tt->remote, f->target, why);
+                        tt->create_warned = true;
+                        return -2;
+                }
+                if (rc == -2) {
+                        if (!f->admin_create_unsupported)
+                                aagw_log(AAGW_LOG_WARN, "FLOW",
+                                         "%s: cluster %s does not create "
+                                         "topics through the Admin API (%s); "
+                                         "relying on broker auto-creation "
+                                         "from now on",
+                                         f->name, f->target, why);
+                        f->admin_create_unsupported = true;
+                        /* Auto-creation only, from now on. */
+                        if (make_topic(f, tt->remote, want, true) < 0)
+                                return -2;
+                }
+        } else if (have < want) {
+                rc = topics_grow(f->remote_topics, tt->remote, want, why,
+                                 sizeof(why));
+                if (rc && tt->reported != want)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: cannot add partitions to %s at %s "
+                                 "(%d -> %d): %s",
+                                 f->name, tt->remote, f->target, have, want,
+                                 why);
         }
-        return have;
+        have = target_partitions(f, tt);
+        return have < 0 ? -2 : have;
 }
+
+/* The copy of 'tt' has 'have' partitions that the producer sees, its
+ * source 'want': hold the source partitions the copy lacks, start those
+ * it has now, and report the difference (once per source count). */
+static void target_count(aagw_flow_t *f, struct ttrack *tt, int have,
+                         int want);
 
 /* Scan the source cluster for matching topics and subscribe to them. */
 static void discover(aagw_flow_t *f) {
@@ -743,39 +831,27 @@ static void discover(aagw_flow_t *f) {
                         pthread_mutex_unlock(&f->ctl.lock);
                 }
                 tt->seen = true;
-                if (tt->active && tt->partition_cnt >= mt->partition_cnt)
+                if (tt->active && tt->partition_cnt >= mt->partition_cnt &&
+                    tt->target_cnt >= tt->partition_cnt)
+                        continue;
+                if (!tt->rkt)
+                        tt->rkt = rd_kafka_topic_new(f->producer, tt->remote,
+                                                     NULL);
+                if (!tt->rkt)
                         continue;
                 int have = ensure_target(f, tt, mt->partition_cnt);
                 if (have == -2)
                         continue; /* transient: try again next time */
-                if (have < 0) {
-                        if (!tt->refused) {
-                                tt->refused = true;
-                                atomic_fetch_add(&f->ntopics_refused, 1);
-                        }
+                if (tt->active && mt->partition_cnt > tt->partition_cnt) {
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s grew from %d to %d partitions at %s",
+                                 f->name, tt->topic, tt->partition_cnt,
+                                 mt->partition_cnt, f->source);
+                        f->regroup = true;
+                }
+                if (parts_grow(tt, mt->partition_cnt, &f->ctl.lock))
                         continue;
-                }
-                if (tt->refused) {
-                        tt->refused = false;
-                        atomic_fetch_sub(&f->ntopics_refused, 1);
-                }
-                if (mt->partition_cnt > tt->partition_cnt) {
-                        struct ptrack **np = realloc(
-                            tt->parts,
-                            (size_t)mt->partition_cnt * sizeof(*np));
-                        if (!np)
-                                continue;
-                        memset(np + tt->partition_cnt, 0,
-                               (size_t)(mt->partition_cnt - tt->partition_cnt) *
-                                   sizeof(*np));
-                        pthread_mutex_lock(&f->ctl.lock);
-                        tt->parts         = np;
-                        tt->partition_cnt = mt->partition_cnt;
-                        pthread_mutex_unlock(&f->ctl.lock);
-                }
-                if (!tt->rkt)
-                        tt->rkt = rd_kafka_topic_new(f->producer, tt->remote,
-                                                     NULL);
+                target_count(f, tt, have, mt->partition_cnt);
                 if (!tt->active) {
                         tt->active = true;
                         atomic_fetch_add(&f->ntopics_active, 1);
@@ -784,8 +860,9 @@ static void discover(aagw_flow_t *f) {
                                  "%s",
                                  f->name, tt->topic, mt->partition_cnt,
                                  tt->remote, f->target);
+                        topics_track(f->remote_topics, tt->topic, tt->remote);
+                        changed = true;
                 }
-                changed = true;
         }
         rd_kafka_metadata_destroy(md);
         for (size_t i = 0; i < f->ntopics; i++) {
@@ -817,6 +894,17 @@ static void discover(aagw_flow_t *f) {
                                  "%s: subscribe failed: %s", f->name,
                                  rd_kafka_err2str(err));
                 rd_kafka_topic_partition_list_destroy(sub);
+        }
+        if (f->regroup) {
+                /* The consumer notices new partitions at its next
+                 * metadata refresh (every 5 min by default): a metadata
+                 * request for all topics on its handle makes it look now,
+                 * and rejoin the group to be assigned them. */
+                const struct rd_kafka_metadata *cm = NULL;
+                if (!rd_kafka_metadata(f->consumer, 1, NULL, &cm, 5000)) {
+                        rd_kafka_metadata_destroy(cm);
+                        f->regroup = false;
+                }
         }
 }
 
@@ -1340,37 +1428,151 @@ static void drain(aagw_flow_t *f, int timeout_ms) {
                          aagw_mono_ms() - start);
 }
 
+/* Start copying 'pt' from source offset 'offset' (reconcile()'s answer). */
+static void part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
+        pt->next       = offset >= 0 ? offset : -1;
+        pt->read_next  = pt->next >= 0 ? pt->next : 0;
+        pt->saved_next = -2; /* save once after assign */
+        pt->head = pt->tail = 0;
+        if (!pt->assigned)
+                atomic_fetch_add(&f->nparts_assigned, 1);
+        pt->assigned   = true;
+        pt->held       = false;
+        pt->sync_known = false;
+        atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
+        aagw_log(AAGW_LOG_DEBUG, "FLOW", "%s: assigned %s [%d] from offset %" PRId64,
+                 f->name, pt->tt->topic, (int)pt->partition, offset);
+}
+
+/* The held partitions of 'tt' below its target count: position each
+ * (reconcile(): a new partition from its first record), then let the
+ * consumer fetch it.  Resumed first and sought after: the seek's barrier
+ * drops whatever the resumed fetch brought from elsewhere. */
+static void release_held(aagw_flow_t *f, struct ttrack *tt) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(tt->target_cnt);
+
+        for (int32_t p = 0; p < tt->target_cnt && !atomic_load(&f->ctl.stop);
+             p++) {
+                struct ptrack *pt = tt->parts[p];
+                if (!pt || !pt->assigned || !pt->held)
+                        continue;
+                int64_t off = reconcile(f, pt);
+                part_start(f, pt, off);
+                rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
+                    off;
+                if (off == RD_KAFKA_OFFSET_BEGINNING)
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s [%d] now has a partition at %s; "
+                                 "copying from its first record",
+                                 f->name, tt->topic, (int)p, f->target);
+                else
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s [%d] now has a partition at %s; "
+                                 "copying from offset %" PRId64,
+                                 f->name, tt->topic, (int)p, f->target, off);
+        }
+        if (l->cnt) {
+                if (!f->paused)
+                        rd_kafka_resume_partitions(f->consumer, l);
+                rd_kafka_error_t *e =
+                    rd_kafka_seek_partitions(f->consumer, l, 5000);
+                if (e) {
+                        flow_fail(f, "starting %s's new partitions: seek: %s",
+                                  tt->topic, rd_kafka_error_string(e));
+                        rd_kafka_error_destroy(e);
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void target_count(aagw_flow_t *f, struct ttrack *tt, int have,
+                         int want) {
+        int32_t missing = want > have ? want - have : 0;
+
+        if (tt->target_cnt > 0 && have > tt->target_cnt) {
+                /* The copy grew: the reader (reconcile()) learns of the
+                 * new partitions now, not from a failed watermark query
+                 * and a wait for the end offset to settle. */
+                rd_kafka_topic_t *rkt =
+                    rd_kafka_topic_new(f->reader, tt->remote, NULL);
+                const struct rd_kafka_metadata *md = NULL;
+                if (rkt && !rd_kafka_metadata(f->reader, 0, rkt, &md, 5000))
+                        rd_kafka_metadata_destroy(md);
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
+        }
+        pthread_mutex_lock(&f->ctl.lock);
+        tt->target_cnt = have;
+        atomic_fetch_add(&f->nparts_missing, missing - tt->missing);
+        tt->missing = missing;
+        pthread_mutex_unlock(&f->ctl.lock);
+        if (missing && !tt->refused) {
+                tt->refused = true;
+                atomic_fetch_add(&f->ntopics_refused, 1);
+        } else if (!missing && tt->refused) {
+                tt->refused = false;
+                atomic_fetch_sub(&f->ntopics_refused, 1);
+        }
+        if (missing && tt->reported != want) {
+                tt->reported = want;
+                aagw_log(AAGW_LOG_ERROR, "FLOW",
+                         "%s: %s has %d partitions at %s, its source %s has "
+                         "%d: source partitions %d..%d are held (not read, "
+                         "nothing lost) until the copy has them; the other "
+                         "partitions and topics keep flowing. Fix: "
+                         "kafka-topics.sh --bootstrap-server %s --alter "
+                         "--topic %s --partitions %d",
+                         f->name, tt->remote, have, f->target, tt->topic, want,
+                         have, want - 1, f->target_bs, tt->remote, want);
+        } else if (!missing && tt->reported) {
+                tt->reported = 0;
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: %s has all %d partitions at %s now", f->name,
+                         tt->remote, want, f->target);
+        }
+        release_held(f, tt);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
         aagw_flow_t *f = opaque;
 
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                rd_kafka_topic_partition_list_t *held =
+                    rd_kafka_topic_partition_list_new(parts->cnt);
                 for (int i = 0; i < parts->cnt; i++) {
-                        struct ttrack *tt = topic_find(f, parts->elems[i].topic);
+                        rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                        struct ttrack *tt = topic_find(f, tp->topic);
+                        /* A partition discovery has not seen yet (the
+                         * consumer's metadata was first) is tracked now,
+                         * and held below like one the copy lacks. */
                         struct ptrack *pt =
-                            tt ? part_get(f, tt, parts->elems[i].partition)
-                               : NULL;
+                            tt && !parts_grow(tt, tp->partition + 1, &f->ctl.lock)
+                                ? part_get(f, tt, tp->partition)
+                                : NULL;
                         if (!pt) {
-                                parts->elems[i].offset = RD_KAFKA_OFFSET_END;
+                                tp->offset = RD_KAFKA_OFFSET_END;
                                 continue;
                         }
-                        parts->elems[i].offset = reconcile(f, pt);
-                        pt->next = parts->elems[i].offset >= 0
-                                       ? parts->elems[i].offset
-                                       : -1;
-                        pt->read_next = pt->next >= 0 ? pt->next : 0;
-                        pt->saved_next = -2; /* save once after assign */
-                        pt->head = pt->tail = 0;
-                        pt->assigned        = true;
-                        pt->sync_known      = false;
-                        atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
-                        atomic_fetch_add(&f->nparts_assigned, 1);
-                        aagw_log(AAGW_LOG_DEBUG, "FLOW",
-                                 "%s: assigned %s [%d] from offset %" PRId64,
-                                 f->name, tt->topic,
-                                 (int)parts->elems[i].partition,
-                                 parts->elems[i].offset);
+                        if (tp->partition >= tt->target_cnt) {
+                                /* No target partition yet: assigned,
+                                 * paused, positioned when it exists
+                                 * (target_count()). */
+                                tp->offset   = RD_KAFKA_OFFSET_BEGINNING;
+                                pt->held     = true;
+                                pt->assigned = true;
+                                pt->next     = -1;
+                                atomic_store_explicit(&pt->pos_pub, -1,
+                                                      RELAXED);
+                                atomic_fetch_add(&f->nparts_assigned, 1);
+                                rd_kafka_topic_partition_list_add(
+                                    held, tp->topic, tp->partition);
+                                continue;
+                        }
+                        tp->offset = reconcile(f, pt);
+                        part_start(f, pt, tp->offset);
                 }
                 rd_kafka_assign(rk, parts);
                 /* A paused flow (paused before this assignment, or kept
@@ -1379,6 +1581,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                  * discarded by librdkafka's pause barrier. */
                 if (f->paused)
                         rd_kafka_pause_partitions(rk, parts);
+                else if (held->cnt)
+                        rd_kafka_pause_partitions(rk, held);
+                rd_kafka_topic_partition_list_destroy(held);
                 if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
                         atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
         } else {
@@ -1395,6 +1600,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                                : NULL;
                         if (pt && pt->assigned) {
                                 pt->assigned = false;
+                                pt->held     = false;
                                 atomic_fetch_sub(&f->nparts_assigned, 1);
                         }
                 }
@@ -1469,8 +1675,9 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 f->last_tt  = tt;
         }
         pt = tt ? part_get(f, tt, m->partition) : NULL;
-        if (!pt || !pt->assigned)
-                return false; /* not ours (any more): it will be re-read */
+        if (!pt || !pt->assigned || pt->held)
+                return false; /* not ours (any more), or not yet: it will
+                                 be re-read */
         if (m->offset < pt->read_next)
                 return false; /* already taken in (re-fetch after a seek) */
         if (pt->next < 0)
@@ -1631,8 +1838,23 @@ static void set_paused(aagw_flow_t *f, bool pause) {
                 return;
         if (pause)
                 rd_kafka_pause_partitions(f->consumer, a);
-        else
-                rd_kafka_resume_partitions(f->consumer, a);
+        else {
+                /* Held partitions stay paused: they have no target
+                 * partition to go to. */
+                rd_kafka_topic_partition_list_t *r =
+                    rd_kafka_topic_partition_list_new(a->cnt);
+                for (int i = 0; i < a->cnt; i++) {
+                        struct ttrack *tt = topic_find(f, a->elems[i].topic);
+                        struct ptrack *pt =
+                            tt ? part_get(f, tt, a->elems[i].partition) : NULL;
+                        if (!pt || !pt->held)
+                                rd_kafka_topic_partition_list_add(
+                                    r, a->elems[i].topic,
+                                    a->elems[i].partition);
+                }
+                rd_kafka_resume_partitions(f->consumer, r);
+                rd_kafka_topic_partition_list_destroy(r);
+        }
         rd_kafka_topic_partition_list_destroy(a);
         f->paused = pause;
         atomic_store(&f->ctl.state, pause ? AAGW_FLOW_PAUSED : AAGW_FLOW_RUNNING);
@@ -1880,6 +2102,33 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             !(f->takeover = takeover_new(&f->conf, f->pol, f->name, errstr,
                                          errstr_size)))
                 goto fail;
+        {
+                rd_kafka_t *ts = make_client(
+                    f, RD_KAFKA_PRODUCER, "topics-src", c->source_bootstraps,
+                    c->source_props, c->source_prop_cnt, NULL, errstr,
+                    errstr_size);
+                rd_kafka_t *tg =
+                    ts ? make_client(f, RD_KAFKA_PRODUCER, "topics-tgt",
+                                     c->target_bootstraps, c->target_props,
+                                     c->target_prop_cnt, NULL, errstr,
+                                     errstr_size)
+                       : NULL;
+                if (!tg) {
+                        if (ts)
+                                rd_kafka_destroy(ts);
+                        goto fail;
+                }
+                f->remote_topics = topics_new(f->name, f->pol, &c->topics, ts, tg);
+                f->target_bs = strdup(c->target_bootstraps);
+                if (!f->remote_topics || !f->target_bs) {
+                        if (!f->remote_topics) {
+                                rd_kafka_destroy(ts);
+                                rd_kafka_destroy(tg);
+                        }
+                        snprintf(errstr, errstr_size, "out of memory");
+                        goto fail;
+                }
+        }
         atomic_store(&f->hb_latency_ms, -1);
         if (c->mm2.heartbeat_ms > 0 || c->mm2.checkpoint_ms > 0 ||
             c->mm2.syncs) {
@@ -1904,6 +2153,8 @@ aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         f->thread_started = true;
         if (f->mm2 && mm2_start(f->mm2, errstr, errstr_size))
                 return AAGW_ERR_NOMEM;
+        if (topics_start(f->remote_topics, errstr, errstr_size))
+                return AAGW_ERR_NOMEM;
         return AAGW_OK;
 }
 
@@ -1913,6 +2164,7 @@ void aagw_flow_stop(aagw_flow_t *f) {
         /* Its ping in progress (up to 2 s against a dead target) ends
          * while the flow drains, not in aagw_flow_destroy(). */
         aagw_prober_stop(f->prober);
+        topics_stop(f->remote_topics);
 }
 
 void aagw_flow_pause(aagw_flow_t *f, bool pause) {
@@ -1933,6 +2185,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         /* Before the producer it borrows; flushes its own. */
         mm2_destroy(f->mm2, 500);
         takeover_destroy(f->takeover);
+        topics_destroy(f->remote_topics);
+        free(f->target_bs);
         if (f->producer) {
                 /* Delivery reports of anything left refer to tokens and
                  * partitions we are about to free: purge and serve them
@@ -2028,6 +2282,8 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->topics         = LOAD(f->ntopics_active);
         st->partitions     = LOAD(f->nparts_assigned);
         st->topics_refused = LOAD(f->ntopics_refused);
+        st->partitions_missing = LOAD(f->nparts_missing);
+        topics_stats(f->remote_topics, st);
         st->truncations       = LOAD(f->truncations);
         st->truncated_records = LOAD(f->truncated_records);
         st->resets            = LOAD(f->resets);
@@ -2079,6 +2335,35 @@ size_t aagw_flow_partitions(const aagw_flow_t *fc,
                         }
                         n++;
                 }
+        }
+        pthread_mutex_unlock(&f->ctl.lock);
+        return n;
+}
+
+size_t aagw_flow_missing(const aagw_flow_t *fc, struct aagw_flow_missing *out,
+                         size_t max) {
+        aagw_flow_t *f = (aagw_flow_t *)fc;
+        size_t       n = 0;
+
+        pthread_mutex_lock(&f->ctl.lock);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (!tt->active || tt->missing <= 0)
+                        continue;
+                if (n < max) {
+                        int32_t want = tt->target_cnt + tt->missing;
+                        snprintf(out[n].topic, sizeof(out[n].topic), "%s",
+                                 tt->topic);
+                        snprintf(out[n].remote, sizeof(out[n].remote), "%s",
+                                 tt->remote);
+                        out[n].source_partitions = want;
+                        out[n].target_partitions = tt->target_cnt;
+                        snprintf(out[n].fix, sizeof(out[n].fix),
+                                 "kafka-topics.sh --bootstrap-server %s "
+                                 "--alter --topic %s --partitions %d",
+                                 f->target_bs, tt->remote, (int)want);
+                }
+                n++;
         }
         pthread_mutex_unlock(&f->ctl.lock);
         return n;

@@ -35,8 +35,10 @@ rd_kafka_t *replicator_client(const struct replicator_client *c,
             .bootstraps = c->bootstraps,
             .name       = name,
             .role       = !strcmp(role, "reader") ? "consumer"
-                          : !strcmp(role, "meta") ? "admin"
-                                                  : role,
+                          : !strcmp(role, "meta") ||
+                                  !strncmp(role, "topics-", 7)
+                              ? "admin"
+                              : role,
             .props      = c->props,
             .prop_cnt   = c->prop_cnt,
             .common     = consumer && !strcmp(role, "consumer")

@@ -233,6 +233,14 @@ int aagw_kafka_topic_create_conf(rd_kafka_t *rk, const char *topic,
                                  int partitions, const char *const *configs,
                                  int timeout_ms, char *errstr,
                                  size_t errstr_size) {
+        return aagw_kafka_topic_create_rf(rk, topic, partitions, -1, configs,
+                                          timeout_ms, errstr, errstr_size);
+}
+
+int aagw_kafka_topic_create_rf(rd_kafka_t *rk, const char *topic,
+                               int partitions, int replication_factor,
+                               const char *const *configs, int timeout_ms,
+                               char *errstr, size_t errstr_size) {
         rd_kafka_NewTopic_t     *nt;
         rd_kafka_AdminOptions_t *o;
         rd_kafka_queue_t        *q;
@@ -240,7 +248,10 @@ int aagw_kafka_topic_create_conf(rd_kafka_t *rk, const char *topic,
         char                     why[256];
         int                      rc;
 
-        nt = rd_kafka_NewTopic_new(topic, partitions, -1, why, sizeof(why));
+        nt = rd_kafka_NewTopic_new(topic, partitions,
+                                   replication_factor > 0 ? replication_factor
+                                                          : -1,
+                                   why, sizeof(why));
         if (!nt) {
                 snprintf(errstr, errstr_size, "%s", why);
                 return -1;

@@ -181,4 +181,42 @@ int64_t takeover_position(struct takeover *t, rd_kafka_t *reader,
                           int32_t partition, int64_t lo, int64_t hi,
                           const atomic_bool *stop, bool *exact);
 
+/* ------------------- REMOTE TOPICS OF ONE FLOW (topics.c) ----------------- */
+
+/* Creation, growth, config and ACL sync of a flow's remote topics, on two
+ * admin handles of its own ('src' at the source, 'tgt' at the target;
+ * topics_new() takes them over, also on failure).  'pol' is borrowed and
+ * outlives it. */
+struct topics;
+
+struct topics *topics_new(const char *name, const aagw_repl_policy_t *pol,
+                          const struct aagw_topics_conf *c, rd_kafka_t *src,
+                          rd_kafka_t *tgt);
+/* Start the sync thread (none when both syncs are off). */
+int  topics_start(struct topics *t, char *errstr, size_t errstr_size);
+/* Ask the thread to stop (returns at once). */
+void topics_stop(struct topics *t);
+/* Join, close the handles, free.  NULL is a no-op. */
+void topics_destroy(struct topics *t);
+
+/* Create 'remote' at the target for source topic 'topic': 'partitions',
+ * the configured replication factor and the source's copied configs.
+ * Returns 0 (created, or it exists), -1 if the target refused (reason in
+ * 'errstr'), -2 if the target lacks the API (timed out or unsupported;
+ * remembered: later calls return -2 at once). */
+int topics_create(struct topics *t, const char *topic, const char *remote,
+                  int partitions, char *errstr, size_t errstr_size);
+
+/* Grow 'remote' at the target to 'partitions' (CreatePartitions).
+ * Returns as topics_create(). */
+int topics_grow(struct topics *t, const char *remote, int partitions,
+                char *errstr, size_t errstr_size);
+
+/* Keep the configs and ACLs of 'remote' in line with those of 'topic'
+ * (synced at once, then every interval).  Thread-safe; once per topic. */
+void topics_track(struct topics *t, const char *topic, const char *remote);
+
+/* The topic_* counters for aagw_flow_stats(). */
+void topics_stats(const struct topics *t, struct aagw_flow_stats *st);
+
 #endif

@@ -176,6 +176,11 @@ static bool launcher_ready(void *arg) {
 }
 
 void rk_cluster_start(struct rk *r, const char *alias, int brokers) {
+        rk_cluster_start_with(r, alias, brokers, NULL);
+}
+
+void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
+                           const char *const *props) {
         struct rk_cluster *c;
         char               script[4096], nb[16], name[96];
         struct ready_arg   ra;
@@ -195,10 +200,16 @@ void rk_cluster_start(struct rk *r, const char *alias, int brokers) {
         snprintf(nb, sizeof(nb), "%d", brokers);
         /* 384 MiB heaps: four brokers, aagw and the tools share 2 cores
          * and the memory of a test machine. */
-        const char *argv[] = {script,     "--brokers",         nb,
-                              "--dir",    c->run_dir,          "--bootstraps-file",
-                              c->bs_file, "--heap",            "384",
-                              alias,      NULL};
+        const char *argv[64] = {script,     "--brokers",         nb,
+                                "--dir",    c->run_dir,          "--bootstraps-file",
+                                c->bs_file, "--heap",            "384"};
+        size_t      a        = 9;
+        for (size_t i = 0; props && props[i] && a < 60; i++) {
+                argv[a++] = "--set";
+                argv[a++] = props[i];
+        }
+        argv[a++] = alias;
+        argv[a]   = NULL;
         c->launcher = harness_proc_spawn(argv, c->log, c->log, r->errstr,
                                          sizeof(r->errstr));
         if (!c->launcher)

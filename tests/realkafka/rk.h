@@ -76,6 +76,11 @@ double rk_elapsed(struct rk *r);
  *  ALIAS` and wait (with a deadline) until it wrote the bootstraps. */
 void rk_cluster_start(struct rk *r, const char *alias, int brokers);
 
+/** rk_cluster_start() with extra broker properties ("KEY=VALUE",
+ *  NULL-terminated; the launcher's --set). */
+void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
+                           const char *const *props);
+
 /** @returns the bootstraps of @p alias; asserts it was started. */
 const char *rk_bs(struct rk *r, const char *alias);
 

@@ -860,6 +860,7 @@ static void check_policy_keys(struct fixture *f, const char *unify) {
                  "replication:\n"
                  "  groups: [g1]\n"
                  "  groups_exclude: [g1-tmp]\n"
+                 "  topic_configs_exclude: ['retention\\..*']\n"
                  "  bad_provenance: fail\n"
                  "  missing_id: fail\n"
                  "%s",
@@ -870,6 +871,9 @@ static void check_policy_keys(struct fixture *f, const char *unify) {
         assert_non_null(pol);
         assert_true(aagw_repl_group_allowed(pol, "g1"));
         assert_false(aagw_repl_group_allowed(pol, "g2"));
+        assert_false(aagw_repl_config_allowed(pol, "retention.ms"));
+        assert_false(aagw_repl_config_allowed(pol, "min.insync.replicas"));
+        assert_true(aagw_repl_config_allowed(pol, "cleanup.policy"));
         assert_int_equal(aagw_repl_verdict(pol, "east", "west", &rec, NULL, 0,
                                            &v),
                          AAGW_OK);
