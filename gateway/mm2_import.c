@@ -618,7 +618,7 @@ static const struct flowable flowables[] = {
     {"sync.topic.configs.interval.seconds", NULL, K_SCALAR},
     {"sync.topic.acls.enabled", NULL, K_SCALAR},
     {"sync.topic.acls.interval.seconds", NULL, K_SCALAR},
-    {"config.properties.exclude", "config.properties.blacklist", K_SCALAR},
+    {"config.properties.exclude", "config.properties.blacklist", K_LIST},
     {"tasks.max", NULL, K_SCALAR},
     {"offset.lag.max", NULL, K_SCALAR},
     {"checkpoints.topic.replication.factor", NULL, K_SCALAR},
@@ -755,17 +755,35 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                 ignore(m, p, "aagw lists consumer groups with each checkpoint");
         else if (!strcmp(k, "sync.topic.configs.enabled") ||
                  !strcmp(k, "sync.topic.acls.enabled")) {
-                if (is_true(v))
-                        ignore(m, p, "aagw does not copy topic %s to the "
-                                     "remote topics yet",
-                               k[11] == 'c' ? "configs" : "ACLs");
+                if (!is_bool(v))
+                        refuse(m, p, "expected true or false");
                 else
-                        p->used = true;
-        } else if (!strcmp(k, "replication.factor") ||
-                   strstr(k, ".replication.factor"))
-                ignore(m, p, "aagw creates remote and internal topics with "
-                             "the target broker's default replication "
-                             "factor");
+                        add_set(m, k[11] == 'c'
+                                       ? "replication.sync_topic_configs"
+                                       : "replication.sync_topic_acls",
+                                is_true(v) ? "true" : "false", p);
+        } else if (!strcmp(k, "sync.topic.configs.interval.seconds") ||
+                   !strcmp(k, "sync.topic.acls.interval.seconds")) {
+                if (!seconds(v, d, sizeof(d)))
+                        refuse(m, p, "expected a number of seconds");
+                else
+                        add_set(m, k[11] == 'c'
+                                       ? "replication.sync_topic_configs_interval"
+                                       : "replication.sync_topic_acls_interval",
+                                d, p);
+        } else if (!strcmp(k, "config.properties.exclude"))
+                add_list(m, "replication.topic_configs_exclude", p);
+        else if (!strcmp(k, "replication.factor")) {
+                char *end;
+                long  rf = strtol(v, &end, 10);
+                if (end == v || *end || rf < 1 || rf > 32767)
+                        refuse(m, p, "expected a replication factor of 1 to "
+                                     "32767");
+                else
+                        add_set(m, "replication.factor", v, p);
+        } else if (strstr(k, ".replication.factor"))
+                ignore(m, p, "aagw creates its internal topics with the "
+                             "target broker's default replication factor");
         else if (!strcmp(k, "tasks.max"))
                 ignore(m, p, "each aagw flow is one consumer and one "
                              "producer; run more aagw processes to scale");
@@ -1124,6 +1142,7 @@ static void emit_section(FILE *out, const struct mm2 *m, const char *prefix,
                        !strcmp(name, "topics_exclude") ||
                        !strcmp(name, "groups") ||
                        !strcmp(name, "groups_exclude") ||
+                       !strcmp(name, "topic_configs_exclude") ||
                        !strcmp(name, "flows");
                 if (!list) {
                         fprintf(out, "%*s%s: ", indent, "", name);

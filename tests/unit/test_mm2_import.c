@@ -49,7 +49,10 @@ static const char example[] =
     "refresh.topics.interval.seconds = 30\n"
     "tasks.max = 4\n"
     "offset-syncs.topic.location = target\n"
-    "west->east.emit.checkpoints.interval.seconds = 5\n";
+    "west->east.emit.checkpoints.interval.seconds = 5\n"
+    "sync.topic.acls.enabled = false\n"
+    "sync.topic.configs.interval.seconds = 60\n"
+    "config.properties.exclude = segment\\\\..*, retention\\\\.bytes\n";
 
 static aagw_config_t *load(const char *text, aagw_err_t want) {
         aagw_config_t *cfg = aagw_config_new();
@@ -77,6 +80,8 @@ static void test_translation(void **state) {
         static const char *const topics[] = {"clicks.*", "orders\\d+"};
         static const char *const flows[]  = {"east->west", "west->east"};
         static const char *const excl[]   = {".*-tmp"};
+        static const char *const cexcl[]  = {"segment\\..*",
+                                             "retention\\.bytes"};
         aagw_config_t           *cfg      = load(example, AAGW_OK);
         const char *const       *kv;
         size_t                   n;
@@ -107,6 +112,15 @@ static void test_translation(void **state) {
         assert_true(aagw_config_bool(cfg, "mm2.sync_group_offsets"));
         assert_string_equal(aagw_config_str(cfg, "mm2.offset_syncs_location"),
                             "target");
+        /* Remote topics: replication factor, config and ACL sync. */
+        assert_int_equal(aagw_config_int(cfg, "replication.factor"), 3);
+        assert_false(aagw_config_bool(cfg, "replication.sync_topic_acls"));
+        assert_true(aagw_config_bool(cfg, "replication.sync_topic_configs"));
+        assert_int_equal(
+            aagw_config_duration_ms(cfg,
+                                    "replication.sync_topic_configs_interval"),
+            60000);
+        assert_list(cfg, "replication.topic_configs_exclude", cexcl, 2);
         /* MM2 has no unified topics: the translation creates none. */
         assert_string_equal(aagw_config_str(cfg, "unify.mode"), "off");
         /* The JAAS line (with its continuation) becomes librdkafka's
@@ -127,9 +141,6 @@ static void test_translation(void **state) {
             "mm2.properties:10: west.offset.flush.interval.ms: ignored: a "
             "Kafka Connect worker setting; aagw keeps its state in the state "
             "directory\n"
-            "mm2.properties:18: replication.factor: ignored: aagw creates "
-            "remote and internal topics with the target broker's default "
-            "replication factor\n"
             "mm2.properties:23: tasks.max: ignored: each aagw flow is one "
             "consumer and one producer; run more aagw processes to scale\n");
         aagw_config_destroy(cfg);
