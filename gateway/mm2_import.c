@@ -767,9 +767,10 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                 if (!seconds(v, d, sizeof(d)))
                         refuse(m, p, "expected a number of seconds");
                 else
-                        add_set(m, k[11] == 'c'
-                                       ? "replication.sync_topic_configs_interval"
-                                       : "replication.sync_topic_acls_interval",
+                        add_set(m,
+                                k[11] == 'c'
+                                    ? "replication.sync_topic_configs_interval"
+                                    : "replication.sync_topic_acls_interval",
                                 d, p);
         } else if (!strcmp(k, "config.properties.exclude"))
                 add_list(m, "replication.topic_configs_exclude", p);

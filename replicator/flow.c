@@ -747,6 +747,12 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
                                  f->name, tt->remote, f->target, have, want,
                                  why);
         }
+        /* The producer's topic handle only now: it asks for the topic's
+         * metadata, which auto-creates it (with the broker's partition
+         * count) on clusters that allow that. */
+        if (!tt->rkt &&
+            !(tt->rkt = rd_kafka_topic_new(f->producer, tt->remote, NULL)))
+                return -2;
         have = target_partitions(f, tt);
         return have < 0 ? -2 : have;
 }
@@ -833,11 +839,6 @@ static void discover(aagw_flow_t *f) {
                 tt->seen = true;
                 if (tt->active && tt->partition_cnt >= mt->partition_cnt &&
                     tt->target_cnt >= tt->partition_cnt)
-                        continue;
-                if (!tt->rkt)
-                        tt->rkt = rd_kafka_topic_new(f->producer, tt->remote,
-                                                     NULL);
-                if (!tt->rkt)
                         continue;
                 int have = ensure_target(f, tt, mt->partition_cnt);
                 if (have == -2)
@@ -1440,8 +1441,8 @@ static void part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
         pt->held       = false;
         pt->sync_known = false;
         atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
-        aagw_log(AAGW_LOG_DEBUG, "FLOW", "%s: assigned %s [%d] from offset %" PRId64,
-                 f->name, pt->tt->topic, (int)pt->partition, offset);
+        aagw_log(AAGW_LOG_DEBUG, "FLOW",
+                 "%s: assigned %s [%d] from offset %" PRId64, f->name, pt->tt->topic, (int)pt->partition, offset);
 }
 
 /* The held partitions of 'tt' below its target count: position each
@@ -2118,7 +2119,8 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                 rd_kafka_destroy(ts);
                         goto fail;
                 }
-                f->remote_topics = topics_new(f->name, f->pol, &c->topics, ts, tg);
+                f->remote_topics =
+                    topics_new(f->name, f->pol, &c->topics, ts, tg);
                 f->target_bs = strdup(c->target_bootstraps);
                 if (!f->remote_topics || !f->target_bs) {
                         if (!f->remote_topics) {

@@ -59,6 +59,7 @@ struct topics {
         /* What a cluster was found to lack (set once, by either thread). */
         atomic_bool create_unsupported, grow_unsupported, describe_unsupported,
             acls_unsupported;
+        atomic_bool quit; /* topics_stop(): abandon calls in progress */
 
         pthread_t       thread;
         bool            thread_started;
@@ -87,11 +88,22 @@ static rd_kafka_AdminOptions_t *admin_opts(rd_kafka_t *rk,
         return o;
 }
 
+/* Wait for the answer on 'q', in slices, so that a flow being stopped
+ * does not wait out a cluster that never answers (the embedded one). */
+static rd_kafka_event_t *admin_poll(struct topics *t, rd_kafka_queue_t *q) {
+        int64_t           deadline = aagw_mono_ms() + ADMIN_TIMEOUT_MS + 2000;
+        rd_kafka_event_t *ev       = NULL;
+
+        while (!ev && !atomic_load(&t->quit) && aagw_mono_ms() < deadline)
+                ev = rd_kafka_queue_poll(q, 100);
+        return ev;
+}
+
 /* The result event of a request on 'q', or NULL with the reason in
  * 'errstr' (no answer, or an error for the whole request). */
-static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, char *errstr,
-                                    size_t errstr_size) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 2000);
+static rd_kafka_event_t *admin_wait(struct topics *t, rd_kafka_queue_t *q,
+                                    char *errstr, size_t errstr_size) {
+        rd_kafka_event_t *ev = admin_poll(t, q);
 
         if (!ev) {
                 snprintf(errstr, errstr_size, "no answer in %d ms",
@@ -142,7 +154,8 @@ static const char *kv_get(const struct kv *kv, size_t n, const char *name) {
  * DYNAMIC_TOPIC_CONFIG, not sensitive) into 'out' (at most MAX_CONFIGS).
  * Returns the count, -1 on error, -2 if the cluster cannot describe
  * configs (reason in 'errstr'). */
-static int describe_overrides(rd_kafka_t *rk, const char *topic,
+static int describe_overrides(struct topics *t, rd_kafka_t *rk,
+                              const char *topic,
                               struct kv *out, char *errstr,
                               size_t errstr_size) {
         rd_kafka_ConfigResource_t *res =
@@ -154,7 +167,7 @@ static int describe_overrides(rd_kafka_t *rk, const char *topic,
         int                      n = 0;
 
         rd_kafka_DescribeConfigs(rk, &res, 1, o, q);
-        ev = admin_wait(q, errstr, errstr_size);
+        ev = admin_wait(t, q, errstr, errstr_size);
         if (!ev) {
                 n = -2;
         } else {
@@ -173,11 +186,12 @@ static int describe_overrides(rd_kafka_t *rk, const char *topic,
                         const rd_kafka_ConfigEntry_t **ce =
                             rd_kafka_ConfigResource_configs(rr[0], &cn);
                         for (size_t i = 0; i < cn && n < MAX_CONFIGS; i++) {
-                                const char *v = rd_kafka_ConfigEntry_value(ce[i]);
-                                if (rd_kafka_ConfigEntry_source(ce[i]) !=
+                                const char *v =
+                                    rd_kafka_ConfigEntry_value(ce[i]);
+                                if (!v ||
+                                    rd_kafka_ConfigEntry_source(ce[i]) !=
                                         RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG ||
-                                    rd_kafka_ConfigEntry_is_sensitive(ce[i]) ||
-                                    !v)
+                                    rd_kafka_ConfigEntry_is_sensitive(ce[i]))
                                         continue;
                                 out[n].name =
                                     strdup(rd_kafka_ConfigEntry_name(ce[i]));
@@ -207,7 +221,9 @@ static int source_configs(struct topics *t, const char *topic,
 
         if (atomic_load(&t->describe_unsupported))
                 return 0;
-        n = describe_overrides(t->src, topic, all, err, sizeof(err));
+        n = describe_overrides(t, t->src, topic, all, err, sizeof(err));
+        if (n < 0 && atomic_load(&t->quit))
+                return -1; /* stopping: no verdict on the cluster */
         if (n == -2) {
                 atomic_store(&t->describe_unsupported, true);
                 aagw_log(AAGW_LOG_WARN, "TOPICS",
@@ -246,7 +262,7 @@ static void sync_configs(struct topics *t, const char *topic,
         }
         if (atomic_load(&t->describe_unsupported))
                 return;
-        nh = describe_overrides(t->tgt, remote, have, err, sizeof(err));
+        nh = describe_overrides(t, t->tgt, remote, have, err, sizeof(err));
         if (nh < 0) {
                 aagw_log(AAGW_LOG_WARN, "TOPICS",
                          "%s: describing the configs of %s at the target: %s",
@@ -263,8 +279,8 @@ static void sync_configs(struct topics *t, const char *topic,
                 differ = aagw_repl_config_allowed(t->pol, have[i].name) &&
                          !kv_get(want, (size_t)nw, have[i].name);
         if (differ) {
-                rd_kafka_ConfigResource_t *res =
-                    rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, remote);
+                rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(
+                    RD_KAFKA_RESOURCE_TOPIC, remote);
                 rd_kafka_queue_t        *q = rd_kafka_queue_new(t->tgt);
                 rd_kafka_AdminOptions_t *o =
                     admin_opts(t->tgt, RD_KAFKA_ADMIN_OP_ALTERCONFIGS);
@@ -280,7 +296,7 @@ static void sync_configs(struct topics *t, const char *topic,
                                 rd_kafka_ConfigResource_set_config(
                                     res, have[i].name, have[i].value);
                 rd_kafka_AlterConfigs(t->tgt, &res, 1, o, q);
-                ev = admin_wait(q, err, sizeof(err));
+                ev = admin_wait(t, q, err, sizeof(err));
                 if (ev) {
                         size_t                            rn;
                         const rd_kafka_ConfigResource_t **rr =
@@ -323,7 +339,7 @@ static void sync_configs(struct topics *t, const char *topic,
  * ('*cnt' of them), owned by '*evp' (rd_kafka_event_destroy() frees
  * both).  Returns 0, or -1 with the error in '*errp' and the reason in
  * 'errstr'. */
-static int describe_acls(rd_kafka_t *rk, const char *name,
+static int describe_acls(struct topics *t, rd_kafka_t *rk, const char *name,
                          rd_kafka_event_t **evp,
                          const rd_kafka_AclBinding_t ***acls, size_t *cnt,
                          rd_kafka_resp_err_t *errp, char *errstr,
@@ -334,7 +350,8 @@ static int describe_acls(rd_kafka_t *rk, const char *name,
             NULL, NULL, RD_KAFKA_ACL_OPERATION_ANY,
             RD_KAFKA_ACL_PERMISSION_TYPE_ANY, why, sizeof(why));
         rd_kafka_queue_t        *q = rd_kafka_queue_new(rk);
-        rd_kafka_AdminOptions_t *o = admin_opts(rk, RD_KAFKA_ADMIN_OP_DESCRIBEACLS);
+        rd_kafka_AdminOptions_t *o =
+            admin_opts(rk, RD_KAFKA_ADMIN_OP_DESCRIBEACLS);
         rd_kafka_event_t        *ev;
         int                      rc = -1;
 
@@ -347,7 +364,7 @@ static int describe_acls(rd_kafka_t *rk, const char *name,
                 goto out;
         }
         rd_kafka_DescribeAcls(rk, flt, o, q);
-        ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 2000);
+        ev = admin_poll(t, q);
         if (!ev) {
                 *errp = RD_KAFKA_RESP_ERR__TIMED_OUT;
                 snprintf(errstr, errstr_size, "no answer");
@@ -391,10 +408,12 @@ static void sync_acls(struct topics *t, const char *topic, const char *remote) {
 
         if (atomic_load(&t->acls_unsupported))
                 return;
-        rc = describe_acls(t->src, topic, &sev, &sa, &sn, &e, err, sizeof(err));
+        rc = describe_acls(t, t->src, topic, &sev, &sa, &sn, &e, err, sizeof(err));
         if (!rc)
-                rc = describe_acls(t->tgt, remote, &tev, &ta, &tn, &e, err,
+                rc = describe_acls(t, t->tgt, remote, &tev, &ta, &tn, &e, err,
                                    sizeof(err));
+        if (rc && atomic_load(&t->quit))
+                goto out;
         if (rc) {
                 if (e == RD_KAFKA_RESP_ERR_SECURITY_DISABLED ||
                     lacks_feature(e)) {
@@ -412,7 +431,8 @@ static void sync_acls(struct topics *t, const char *topic, const char *remote) {
                 goto out;
         }
         for (size_t i = 0; i < sn && nnew < 64; i++) {
-                rd_kafka_AclOperation_t op = rd_kafka_AclBinding_operation(sa[i]);
+                rd_kafka_AclOperation_t op =
+                    rd_kafka_AclBinding_operation(sa[i]);
                 rd_kafka_AclPermissionType_t perm =
                     rd_kafka_AclBinding_permission_type(sa[i]);
                 const char *principal = rd_kafka_AclBinding_principal(sa[i]);
@@ -446,7 +466,7 @@ static void sync_acls(struct topics *t, const char *topic, const char *remote) {
                 size_t                   rn = 0, bad = 0;
 
                 rd_kafka_CreateAcls(t->tgt, nb, nnew, o, q);
-                ev = admin_wait(q, err, sizeof(err));
+                ev = admin_wait(t, q, err, sizeof(err));
                 if (ev) {
                         const rd_kafka_acl_result_t **rr =
                             rd_kafka_CreateAcls_result_acls(
@@ -547,7 +567,7 @@ int topics_grow(struct topics *t, const char *remote, int partitions,
         q = rd_kafka_queue_new(t->tgt);
         o = admin_opts(t->tgt, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS);
         rd_kafka_CreatePartitions(t->tgt, &np, 1, o, q);
-        ev = admin_wait(q, errstr, errstr_size);
+        ev = admin_wait(t, q, errstr, errstr_size);
         if (!ev) {
                 rc = -2;
         } else {
@@ -715,6 +735,7 @@ int topics_start(struct topics *t, char *errstr, size_t errstr_size) {
 void topics_stop(struct topics *t) {
         if (!t)
                 return;
+        atomic_store(&t->quit, true);
         pthread_mutex_lock(&t->lock);
         t->stop = true;
         pthread_cond_signal(&t->cond);

@@ -83,8 +83,8 @@ static void topic_create(struct rk *r, const char *alias, const char *topic,
 
         assert_non_null(nt);
         for (size_t i = 0; kv && kv[i]; i += 2)
-                assert_int_equal(rd_kafka_NewTopic_set_config(nt, kv[i], kv[i + 1]),
-                                 0);
+                assert_int_equal(
+                    rd_kafka_NewTopic_set_config(nt, kv[i], kv[i + 1]), 0);
         rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
         rd_kafka_event_t *ev = admin_result(q, "CreateTopics");
         const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(
@@ -641,9 +641,10 @@ static void test_topics(void **state) {
         assert_string_equal(json_object_get_string(x), fix);
         json_object_put(mw.j);
         char *m = metrics(r);
-        assert_non_null(strstr(
-            m, "aagw_topic_partitions_missing{flow=\"east->west\",topic=\"few\"} 2"));
-        assert_non_null(strstr(m, "aagw_replication_partitions_missing{flow=\"east->west\"} 2"));
+        assert_non_null(strstr(m, "aagw_topic_partitions_missing{flow=\"east->"
+                                  "west\",topic=\"few\"} 2\n"));
+        assert_non_null(strstr(m, "aagw_replication_partitions_missing{flow="
+                                  "\"east->west\"} 2\n"));
         free(m);
         assert_true(log_has(r, fix));
         /* partitions 0 and 1 flow meanwhile */
