@@ -127,6 +127,8 @@ struct ttrack {
         bool                is_hb;   /* the MM2 heartbeats topic */
         bool                prechecked; /* aagw_repl_precheck() passed */
         bool                create_warned; /* creation refused, said once */
+        bool                release_retry; /* held partitions to start
+                                              again (a seek failed) */
 };
 
 /* The msg_opaque of every produced record: which slot it fills. */
@@ -838,7 +840,7 @@ static void discover(aagw_flow_t *f) {
                 }
                 tt->seen = true;
                 if (tt->active && tt->partition_cnt >= mt->partition_cnt &&
-                    tt->target_cnt >= tt->partition_cnt)
+                    tt->target_cnt >= tt->partition_cnt && !tt->release_retry)
                         continue;
                 int have = ensure_target(f, tt, mt->partition_cnt);
                 if (have == -2)
@@ -1453,6 +1455,7 @@ static void release_held(aagw_flow_t *f, struct ttrack *tt) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(tt->target_cnt);
 
+        tt->release_retry = false;
         for (int32_t p = 0; p < tt->target_cnt && !atomic_load(&f->ctl.stop);
              p++) {
                 struct ptrack *pt = tt->parts[p];
@@ -1479,9 +1482,24 @@ static void release_held(aagw_flow_t *f, struct ttrack *tt) {
                 rd_kafka_error_t *e =
                     rd_kafka_seek_partitions(f->consumer, l, 5000);
                 if (e) {
-                        flow_fail(f, "starting %s's new partitions: seek: %s",
-                                  tt->topic, rd_kafka_error_string(e));
+                        /* (librdkafka 2.0 can answer "timed out" at
+                         * once.)  Held again, and started again at the
+                         * next discovery: nothing is read meanwhile. */
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: starting %s's new partitions: seek: "
+                                 "%s; trying again at the next discovery",
+                                 f->name, tt->topic, rd_kafka_error_string(e));
                         rd_kafka_error_destroy(e);
+                        rd_kafka_pause_partitions(f->consumer, l);
+                        for (int i = 0; i < l->cnt; i++) {
+                                struct ptrack *pt =
+                                    tt->parts[l->elems[i].partition];
+                                pt->held = true;
+                                pt->next = -1;
+                                atomic_store_explicit(&pt->pos_pub, -1,
+                                                      RELAXED);
+                        }
+                        tt->release_retry = true;
                 }
         }
         rd_kafka_topic_partition_list_destroy(l);
