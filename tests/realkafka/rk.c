@@ -208,6 +208,10 @@ void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
                 argv[a++] = "--set";
                 argv[a++] = props[i];
         }
+        /* With AAGW_TEST_KEEP the launcher keeps the brokers' data and
+         * server.log (it removes its run directory otherwise). */
+        if (getenv("AAGW_TEST_KEEP"))
+                argv[a++] = "--keep";
         argv[a++] = alias;
         argv[a]   = NULL;
         c->launcher = harness_proc_spawn(argv, c->log, c->log, r->errstr,
@@ -526,12 +530,25 @@ void rk_gw_start(struct rk *r, const char *const *extra) {
                 assert_true(a < sizeof(argv) / sizeof(argv[0]) - 1);
                 argv[a++] = extra[i];
         }
+        /* AAGW_TEST_GW_SET: more `--set KEY=VALUE` for every run, blank
+         * separated (evidence gathering, e.g.
+         * clusters.east.properties.producer.debug=eos,msg). */
+        char *sets = getenv("AAGW_TEST_GW_SET") ?
+                         strdup(getenv("AAGW_TEST_GW_SET")) : NULL;
+        char *save = NULL;
+        for (char *t = sets ? strtok_r(sets, " \t\n", &save) : NULL; t;
+             t = strtok_r(NULL, " \t\n", &save)) {
+                assert_true(a < sizeof(argv) / sizeof(argv[0]) - 2);
+                argv[a++] = "--set";
+                argv[a++] = t;
+        }
         argv[a] = NULL;
         r->gw_runs++;
         snprintf(r->gw_log, sizeof(r->gw_log), "%s/gw-%d.log", r->dir,
                  r->gw_runs);
         r->gw = harness_proc_spawn(argv, NULL, r->gw_log, r->errstr,
                                    sizeof(r->errstr));
+        free(sets);
         if (!r->gw)
                 fail_msg("aagw: %s", r->errstr);
 }
@@ -551,6 +568,48 @@ void rk_gw_dump_log(struct rk *r, int lines) {
         fprintf(stderr, "# ---- %s (last %d lines) ----\n%s\n", r->gw_log,
                 lines, p);
         free(text);
+}
+
+/* Print the lines of @p path holding @p tag and one of @p needles. */
+static void grep_file(const char *path, const char *tag,
+                      const char *const *needles) {
+        char *text = harness_read_file(path, NULL), *line, *save = NULL;
+
+        if (!text)
+                return;
+        fprintf(stderr, "# ---- %s: %s ----\n", path, tag);
+        for (line = strtok_r(text, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
+                if (!strstr(line, tag))
+                        continue;
+                for (size_t i = 0; needles[i]; i++)
+                        if (strstr(line, needles[i])) {
+                                fprintf(stderr, "%s\n", line);
+                                break;
+                        }
+        }
+        free(text);
+}
+
+void rk_gw_grep(struct rk *r, const char *tag, const char *const *needles) {
+        char path[700];
+
+        for (int run = 1; run <= r->gw_runs; run++) {
+                snprintf(path, sizeof(path), "%s/gw-%d.log", r->dir, run);
+                grep_file(path, tag, needles);
+        }
+}
+
+void rk_broker_grep(struct rk *r, const char *alias, const char *tag,
+                    const char *const *needles) {
+        struct rk_cluster *c = cluster(r, alias);
+        char               path[700];
+
+        for (int n = 1; n <= c->brokers; n++) {
+                snprintf(path, sizeof(path), "%s/%s/node%d/server.log",
+                         c->run_dir, alias, n);
+                grep_file(path, tag, needles);
+        }
 }
 
 static void check_sanitizers(struct rk *r) {
@@ -1001,6 +1060,40 @@ bool rk_check(const char *what, const struct rk_bag *want,
         return ok && got->done;
 }
 
+/* Where the copy of partition @p p goes on after its first difference
+ * @p i: a run of source records skipped or repeated, and whether the copy
+ * then follows the source in order (indexes are offsets in topics that
+ * were never compacted or written in transactions). */
+static void describe_gap(const char *what, int p, size_t i,
+                         const struct rk_read *src,
+                         const struct rk_read *copy) {
+        size_t ns = src->part_cnt[p], nc = copy->part_cnt[p], j, k;
+
+        for (j = 0; j < ns; j++)
+                if (!strcmp(src->part[p][j], copy->part[p][i]))
+                        break;
+        if (j == ns) {
+                print_message("# %s/%d: %s (index %zu) is not in the "
+                              "source partition\n",
+                              what, p, copy->part[p][i], i);
+                return;
+        }
+        for (k = 0; i + k < nc && j + k < ns; k++)
+                if (strcmp(src->part[p][j + k], copy->part[p][i + k]))
+                        break;
+        print_message("# %s/%d: copy index %zu holds source index %zu (%s "
+                      "%zu source records: %zu..%zu); from there %zu "
+                      "records follow the source in order%s (copy %zu "
+                      "records, source %zu); around it the copy holds "
+                      "%s, [%s], %s\n",
+                      what, p, i, j, j > i ? "skips" : "repeats",
+                      j > i ? j - i : i - j, j > i ? i : j,
+                      j > i ? j - 1 : i - 1, k,
+                      i + k == nc ? " to the copy's end" : "", nc, ns,
+                      i > 0 ? copy->part[p][i - 1] : "-", copy->part[p][i],
+                      i + 1 < nc ? copy->part[p][i + 1] : "-");
+}
+
 int64_t rk_order_diffs(const char *what, const struct rk_read *src,
                        const struct rk_read *copy) {
         int64_t bad = 0;
@@ -1012,11 +1105,13 @@ int64_t rk_order_diffs(const char *what, const struct rk_read *src,
                 for (i = 0; i < ns && i < nc; i++)
                         if (strcmp(src->part[p][i], copy->part[p][i]))
                                 break;
-                if (i < ns && i < nc)
+                if (i < ns && i < nc) {
                         print_message("# %s/%d: index %zu holds %s, the "
                                       "source %s\n",
                                       what, p, i, copy->part[p][i],
                                       src->part[p][i]);
+                        describe_gap(what, p, i, src, copy);
+                }
                 else if (ns != nc)
                         print_message("# %s/%d: %zu records, the source "
                                       "%zu\n",

@@ -148,6 +148,15 @@ void rk_gw_expect_running(struct rk *r);
 
 /** Print the last @p lines of the current gateway log to stderr. */
 void rk_gw_dump_log(struct rk *r, int lines);
+/** Print the lines of every run's log (gw-1.log, gw-2.log, ...) that hold
+ *  @p tag and one of @p needles (NULL-terminated): what a failed check
+ *  needs from aagw's side, e.g. where each run resumed a partition. */
+void rk_gw_grep(struct rk *r, const char *tag, const char *const *needles);
+/** The same for the server.log of every broker of cluster @p alias
+ *  (while its launcher runs: it removes them on exit unless
+ *  AAGW_TEST_KEEP is set), e.g. truncations of a target partition. */
+void rk_broker_grep(struct rk *r, const char *alias, const char *tag,
+                    const char *const *needles);
 
 /* ---------------------------------- JAVA -------------------------------- */
 

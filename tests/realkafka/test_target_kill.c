@@ -206,6 +206,21 @@ static void test_target_kill(void **state) {
         ok &= rk_check("east clicks.unified", src.values, NULL, &uni_e);
         ok &= rk_check("west clicks.unified", src.values, NULL, &uni_w);
         int64_t order_bad = rk_order_diffs("east west.clicks", &src, &copy);
+        if (!ok || order_bad) {
+                /* Where each run resumed each partition, and what its
+                 * consumer did at the start (the gap of issue 16). */
+                static const char *const needles[] = {
+                    "resuming", "first record", "fetched from", "seek",
+                    "dead-letter", "restarting its fetch", "unacknowledged",
+                    NULL};
+                rk_gw_grep(r, "[FLOW]", needles);
+                rk_gw_grep(r, "[FETCH]", needles);
+                /* And whether east truncated or moved the copies'
+                 * partitions (leader epochs, ELR, unclean recovery). */
+                static const char *const broker[] = {
+                    "Truncat", "epoch", "ELR", "nclean", "recover", NULL};
+                rk_broker_grep(r, "east", "west.clicks-", broker);
+        }
         print_message("# 2 broker + aagw kills, %" PRId64 " acked, %d aagw "
                       "runs, wall %.1f s\n",
                       acked, r->gw_runs, rk_elapsed(r));
