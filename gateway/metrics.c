@@ -74,6 +74,11 @@ char *gw_metrics(const struct gw_admin_view *view) {
                 "still while the leader held more (librdkafka 2.0 after a "
                 "leader change).",
                 fetch_restarts);
+        COUNTER("aagw_replication_consumer_restarts_total",
+                "Times the flow replaced its source consumer after the group "
+                "fenced its group.instance.id (most often its own rejoin "
+                "after a stall past session.timeout.ms).",
+                consumer_restarts);
         char lagbuf[24];
         GAUGE("aagw_replication_lag_records",
               "Records behind the source high watermark (NaN: unknown, the "

@@ -200,7 +200,8 @@ void aagw_kafka_instance_id(char *out, size_t out_size, const char *group,
 /**
  * @brief Whether @p err is RD_KAFKA_RESP_ERR__FATAL on @p rk; if so the
  * reason goes to @p errstr (for a fenced static member, with what to
- * check: another process runs the same flow with the same gateway.id).
+ * check: another process runs the same flow with the same gateway.id,
+ * or this one stalled past session.timeout.ms and its rejoin took the id).
  */
 bool aagw_kafka_fatal(rd_kafka_t *rk, rd_kafka_resp_err_t err, char *errstr,
                       size_t errstr_size);
@@ -553,6 +554,8 @@ struct aagw_flow_stats {
         uint64_t fetch_wakeups; /**< aagw_kafka_wake_fetchers() requests */
         uint64_t fetch_restarts; /**< stalled partition fetches restarted
                                       (aagw_fetch_waker_stalled()) */
+        uint64_t consumer_restarts; /**< source consumers replaced after
+                                         FENCED_INSTANCE_ID */
         uint64_t lat_count, lat_sum_ms;
         uint64_t lat_buckets[AAGW_LAT_BUCKETS]; /**< count per bucket (not
                                                      cumulative) */

@@ -71,6 +71,13 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
  * scan trusts it (settle_end()), and the most that may take. */
 #define SETTLE_MS 2000
 #define SETTLE_MAX_MS 15000
+/* A consumer fenced (FENCED_INSTANCE_ID) is restarted in place once
+ * its in-flight records are acknowledged, waited for up to RESTART_DRAIN_MS.
+ * Fenced again within REFENCE_MS of that restart, the flow fails: two
+ * processes with one identity would otherwise take the group.instance.id
+ * from each other forever. */
+#define RESTART_DRAIN_MS 30000
+#define REFENCE_MS 60000
 /* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
 #define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
@@ -160,6 +167,8 @@ struct aagw_flow {
         char                      hop_hdr[AAGW_AFFIX_MAX + 8];
         const aagw_repl_policy_t *pol;
         struct aagw_flow_conf     conf;
+        char                      group[512];    /* the consumer's */
+        char                      instance[600]; /* group.instance.id */
         rd_kafka_t               *consumer, *producer, *reader, *admin;
         /* Source metadata and watermarks on connections of their own: on
          * the consumer's, a request waits behind the fetch long-poll of
@@ -191,6 +200,9 @@ struct aagw_flow {
         aagw_fetch_waker_t *waker;
         _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
         _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
+        _Atomic uint64_t consumer_restarts; /* after a fence */
+        bool            fenced;     /* handle() saw FENCED_INSTANCE_ID */
+        int64_t         restart_ms; /* mono ms of the last restart, 0 */
         bool            subscription_dirty;
 
         int64_t now_cache; /* wall ms, refreshed around each poll */
@@ -1407,7 +1419,7 @@ static void save_positions(aagw_flow_t *f, bool force) {
                                      "stopping at the stored positions");
                 goto out;
         }
-        if (commit->cnt)
+        if (commit->cnt && f->consumer)
                 rd_kafka_commit(f->consumer, commit, 1 /* async */);
 out:
         free(pos);
@@ -1740,7 +1752,13 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 return false;
         }
         if (aagw_kafka_fatal(f->consumer, m->err, why, sizeof(why))) {
-                flow_fail(f, "consume: %s", why);
+                /* Fenced: flow_main() restarts the consumer, or fails
+                 * the flow if that happened too recently. */
+                if (rd_kafka_fatal_error(f->consumer, why, sizeof(why)) ==
+                    RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+                        f->fenced = true;
+                else
+                        flow_fail(f, "consume: %s", why);
                 return false;
         }
         if (m->err) {
@@ -1984,6 +2002,82 @@ static void restart_stalled(aagw_flow_t *f, int64_t now) {
         INC(f->fetch_restarts);
 }
 
+static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size);
+
+/* The consumer was fenced (FENCED_INSTANCE_ID, fatal in librdkafka): the
+ * group gave its group.instance.id to a newer member.  That member is
+ * most often this very consumer, rejoined after the process stalled past
+ * session.timeout.ms, whose commit with the old member id was refused.
+ * Replace the consumer in place: wait for the records in flight (their
+ * messages belong to the old consumer, which cannot be destroyed before
+ * them), store the positions, destroy it without a close (a fatal
+ * consumer cannot leave the group), and subscribe a new one with the same
+ * identity; its assignment resumes from the stored positions (rebalance_cb,
+ * reconcile()).  Fails the flow, and returns -1, if it cannot, or if the
+ * last restart was less than REFENCE_MS ago (a second process with this
+ * identity).  Returns 0 with f->cq and f->waker replaced. */
+static int consumer_restart(aagw_flow_t *f) {
+        char    why[512], msg[640], errstr[512];
+        int64_t now = aagw_mono_ms();
+
+        f->fenced = false;
+        rd_kafka_fatal_error(f->consumer, why, sizeof(why));
+        if (f->restart_ms && now - f->restart_ms < REFENCE_MS) {
+                aagw_kafka_fatal(f->consumer, RD_KAFKA_RESP_ERR__FATAL, msg,
+                                 sizeof(msg));
+                flow_fail(f, "consume: %s; fenced again %.1f s after the "
+                             "consumer was restarted for the same reason",
+                          msg, (double)(now - f->restart_ms) / 1000.0);
+                return -1;
+        }
+        aagw_log(AAGW_LOG_WARN, "FLOW",
+                 "%s: consumer fenced (%s): the group gave its "
+                 "group.instance.id %s to a newer member, most likely its "
+                 "own rejoin after this process stalled past "
+                 "session.timeout.ms; restarting the consumer",
+                 f->name, why, f->instance);
+        drain(f, RESTART_DRAIN_MS);
+        if (atomic_load(&f->inflight) > 0) {
+                flow_fail(f, "consumer fenced (%s) and %" PRId64 " records "
+                             "still unacknowledged after %d ms: cannot "
+                             "restart the consumer",
+                          why, atomic_load(&f->inflight), RESTART_DRAIN_MS);
+                return -1;
+        }
+        save_positions(f, true);
+        pthread_mutex_lock(&f->ctl.lock);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                        struct ptrack *pt = tt->parts[p];
+                        if (pt && pt->assigned) {
+                                pt->assigned = false;
+                                atomic_fetch_sub(&f->nparts_assigned, 1);
+                        }
+                }
+        }
+        pthread_mutex_unlock(&f->ctl.lock);
+        aagw_fetch_waker_destroy(f->waker);
+        f->waker = NULL;
+        rd_kafka_queue_destroy(f->cq);
+        f->cq = NULL;
+        rd_kafka_destroy_flags(f->consumer,
+                               RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        f->consumer = NULL;
+        f->last_rkt = NULL;
+        f->last_tt  = NULL;
+        if (make_consumer(f, errstr, sizeof(errstr))) {
+                flow_fail(f, "consumer fenced (%s); cannot restart it: %s",
+                          why, errstr);
+                return -1;
+        }
+        f->restart_ms = aagw_mono_ms();
+        INC(f->consumer_restarts);
+        f->subscription_dirty = true;
+        discover(f);
+        return 0;
+}
+
 static void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
@@ -2012,8 +2106,18 @@ static void *flow_main(void *arg) {
                                                          (size_t)cap);
                 f->batch_no++;
                 for (ssize_t i = 0; i < n; i++) {
-                        if (atomic_load(&f->ctl.stop) || !handle(f, batch[i]))
+                        if (atomic_load(&f->ctl.stop) || f->fenced ||
+                            !handle(f, batch[i]))
                                 rd_kafka_message_destroy(batch[i]);
+                }
+                if (f->fenced) {
+                        aagw_qwait_destroy(qwait);
+                        qwait = NULL;
+                        if (consumer_restart(f))
+                                break;
+                        qs[0] = f->cq;
+                        qwait = aagw_qwait_new(qs, 2);
+                        continue;
                 }
                 f->now_cache = aagw_wall_ms();
                 rd_kafka_poll(f->producer, 0);
@@ -2046,7 +2150,8 @@ static void *flow_main(void *arg) {
                 if (n <= 0)
                         aagw_qwait(qwait, 100);
         }
-        aagw_qwait_destroy(qwait);
+        if (qwait)
+                aagw_qwait_destroy(qwait);
         rd_kafka_queue_destroy(pq);
         /* Stop: no more consuming; finish in-flight, store, leave the
          * group (the revoke callback drains and saves once more, within
@@ -2056,7 +2161,8 @@ static void *flow_main(void *arg) {
         save_positions(f, true);
         aagw_fetch_waker_destroy(f->waker);
         f->waker = NULL;
-        rd_kafka_consumer_close(f->consumer);
+        if (f->consumer)
+                rd_kafka_consumer_close(f->consumer);
         if (atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
                 atomic_store(&f->ctl.state, AAGW_FLOW_STOPPED);
         return NULL;
@@ -2078,6 +2184,36 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                       .delivery     = &f->delivery,
                                       .rebalance_cb = rebalance_cb};
         return replicator_client(&c, role, extra, errstr, errstr_size);
+}
+
+/* Make the source consumer (the group member) and its queue and fetch
+ * waker: at the start, and again after a fence (consumer_restart()).
+ * Returns 0, or -1 with 'errstr' set. */
+static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
+        const char *extra[] = {
+            "group.id", f->group,
+            "group.instance.id", f->instance,
+            "enable.auto.commit", "false",
+            "enable.auto.offset.store", "false",
+            "auto.offset.reset", "earliest",
+            "session.timeout.ms", "10000",
+            "heartbeat.interval.ms", "1000",
+            "enable.partition.eof", "false",
+            NULL};
+
+        f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
+                                  f->conf.source_bootstraps,
+                                  f->conf.source_props, f->conf.source_prop_cnt,
+                                  extra, errstr, errstr_size);
+        if (!f->consumer)
+                return -1;
+        rd_kafka_poll_set_consumer(f->consumer);
+        f->cq = rd_kafka_queue_get_consumer(f->consumer);
+        if (!(f->waker = aagw_fetch_waker_new(f->consumer))) {
+                snprintf(errstr, errstr_size, "cannot start a thread");
+                return -1;
+        }
+        return 0;
 }
 
 aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
@@ -2124,18 +2260,9 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         /* Static membership: a restarted process takes the partitions
          * back at its first join, not after the killed member's session
          * timed out (a rebalance of ~10 s per restart). */
-        char instance[600];
-        aagw_kafka_instance_id(instance, sizeof(instance), group, c->site);
-        const char *consumer_extra[] = {
-            "group.id", group,
-            "group.instance.id", instance,
-            "enable.auto.commit", "false",
-            "enable.auto.offset.store", "false",
-            "auto.offset.reset", "earliest",
-            "session.timeout.ms", "10000",
-            "heartbeat.interval.ms", "1000",
-            "enable.partition.eof", "false",
-            NULL};
+        snprintf(f->group, sizeof(f->group), "%s", group);
+        aagw_kafka_instance_id(f->instance, sizeof(f->instance), group,
+                               c->site);
         /* The reader only ever assign()s: the group id is never joined or
          * committed to, but librdkafka's consumer wants one. */
         char reader_group[600];
@@ -2151,18 +2278,8 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
              * by half a second, per partition, inside the rebalance. */
             "fetch.wait.max.ms", "10",
             NULL};
-        f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
-                                  c->source_bootstraps, c->source_props,
-                                  c->source_prop_cnt, consumer_extra, errstr,
-                                  errstr_size);
-        if (!f->consumer)
+        if (make_consumer(f, errstr, errstr_size))
                 goto fail;
-        rd_kafka_poll_set_consumer(f->consumer);
-        f->cq = rd_kafka_queue_get_consumer(f->consumer);
-        if (!(f->waker = aagw_fetch_waker_new(f->consumer))) {
-                snprintf(errstr, errstr_size, "cannot start a thread");
-                goto fail;
-        }
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
                                   c->target_bootstraps, c->target_props,
                                   c->target_prop_cnt,
@@ -2361,6 +2478,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->produce_errors = LOAD(f->produce_errors);
         st->fetch_wakeups  = LOAD(f->fetch_wakeups);
         st->fetch_restarts = LOAD(f->fetch_restarts);
+        st->consumer_restarts = LOAD(f->consumer_restarts);
         st->lat_sum_ms     = LOAD(f->lat_sum);
         for (int i = 0; i < AAGW_SKIP_COUNT; i++)
                 st->skipped[i] = LOAD(f->skipped[i]);

@@ -90,7 +90,9 @@ bool aagw_kafka_fatal(rd_kafka_t *rk, rd_kafka_resp_err_t err, char *errstr,
                          "with this process's group.instance.id: two aagw "
                          "processes with the same gateway.id run the same "
                          "flow or unify stage (each needs its own --site, "
-                         "or its own gateway.id)",
+                         "or its own gateway.id), or this process stalled "
+                         "longer than the consumer's session.timeout.ms "
+                         "and its own rejoin took the id",
                          why);
         else
                 snprintf(errstr, errstr_size, "fatal client error: %s",

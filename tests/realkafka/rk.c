@@ -29,6 +29,34 @@ static const char LOG4J[] =
     "rootLogger.level = warn\n"
     "rootLogger.appenderRef.err.ref = err\n";
 
+void rk_produce(struct rk *r, const char *alias, const char *topic,
+                int parts, const char *prefix, int n) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+                                           rk_bs(r, alias), err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        assert_int_equal(rd_kafka_conf_set(conf, "enable.idempotence", "true",
+                                           err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+        assert_non_null(p);
+        for (int i = 0; i < n; i++) {
+                char v[160];
+                int  len = snprintf(v, sizeof(v), "%s%d", prefix, i);
+                assert_int_equal(
+                    rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
+                                      RD_KAFKA_V_PARTITION(i % parts),
+                                      RD_KAFKA_V_VALUE(v, (size_t)len),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_END),
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_destroy(p);
+}
+
 char *rk_path(struct rk *r, const char *name) {
         char *p = harness_path_join(r->dir, name);
 

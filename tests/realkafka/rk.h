@@ -174,6 +174,12 @@ void rk_java_expect_exit0(struct rk *r, harness_proc_t *p, const char *what,
 /** @returns "<dir>/<name>", malloc()ed. */
 char *rk_path(struct rk *r, const char *name);
 
+/** Produce @p n records to @p topic at @p alias with librdkafka
+ *  (idempotent, acks=all), record i to partition i % @p parts with the
+ *  value "<prefix><i>"; assert every one was acknowledged. */
+void rk_produce(struct rk *r, const char *alias, const char *topic,
+                int parts, const char *prefix, int n);
+
 /** Write @p text to <dir>/<name>; @returns the path, malloc()ed. */
 char *rk_write(struct rk *r, const char *name, const char *text);
 
