@@ -2052,6 +2052,7 @@ static int consumer_restart(aagw_flow_t *f) {
                         struct ptrack *pt = tt->parts[p];
                         if (pt && pt->assigned) {
                                 pt->assigned = false;
+                                pt->held     = false;
                                 atomic_fetch_sub(&f->nparts_assigned, 1);
                         }
                 }
