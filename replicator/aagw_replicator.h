@@ -435,6 +435,9 @@ struct aagw_flow_conf {
         /** The process's site (--site, gateway.site); NULL: every site.
          *  Part of the consumer's static member id. */
         const char *site;
+        /** Join the source group as a static member (group.instance.id
+         *  built from the group and site; replication.static_membership) */
+        bool        static_member;
         const char *source, *target; /**< cluster aliases */
         /** Client settings of each cluster: bootstraps and user properties
          *  (name/value pairs as for aagw_kafka_conf_apply()); borrowed for

@@ -2191,15 +2191,17 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
  * waker: at the start, and again after a fence (consumer_restart()).
  * Returns 0, or -1 with 'errstr' set. */
 static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
+        /* The instance id goes last so that a dynamic member's list
+         * simply ends before it (replication.static_membership off). */
         const char *extra[] = {
             "group.id", f->group,
-            "group.instance.id", f->instance,
             "enable.auto.commit", "false",
             "enable.auto.offset.store", "false",
             "auto.offset.reset", "earliest",
             "session.timeout.ms", "10000",
             "heartbeat.interval.ms", "1000",
             "enable.partition.eof", "false",
+            f->instance[0] ? "group.instance.id" : NULL, f->instance,
             NULL};
 
         f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
@@ -2258,12 +2260,16 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
 
         snprintf(group, sizeof(group), "aagw.%s.%s-%s", c->gateway_id,
                  c->source, c->target);
-        /* Static membership: a restarted process takes the partitions
-         * back at its first join, not after the killed member's session
-         * timed out (a rebalance of ~10 s per restart). */
+        /* Static membership (replication.static_membership): a
+         * restarted process takes the partitions back at its first join,
+         * not after the killed member's session timed out (a rebalance of
+         * ~10 s per restart).  Off by default: librdkafka 2.0 lacks
+         * KIP-814, so a restarted static member keeps its previous
+         * assignment even when its topics changed meanwhile. */
         snprintf(f->group, sizeof(f->group), "%s", group);
-        aagw_kafka_instance_id(f->instance, sizeof(f->instance), group,
-                               c->site);
+        if (c->static_member)
+                aagw_kafka_instance_id(f->instance, sizeof(f->instance),
+                                       group, c->site);
         /* The reader only ever assign()s: the group id is never joined or
          * committed to, but librdkafka's consumer wants one. */
         char reader_group[600];

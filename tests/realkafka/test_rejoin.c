@@ -2,7 +2,8 @@
  * tests/realkafka/test_rejoin.c: a gateway killed with SIGKILL and
  * started again takes its partitions back at once (issue 16, item 5).
  *
- * The flows' consumers are static group members (group.instance.id,
+ * With replication.static_membership on (as here; off by default), the
+ * flows' consumers are static group members (group.instance.id,
  * KIP-345: "aagw.<id>.<source>-<target>@<site>"), so the broker hands a
  * restarted process the killed member's partitions at its first join.
  * A dynamic member would wait until the killed member's session expired
@@ -65,6 +66,7 @@ static bool one_exited(void *arg) {
 
 static const char *const gw_args[] = {
     "--site", "west", "--topic", "clicks",
+    "--set", "replication.static_membership=true",
     /* A session long enough that waiting it out cannot pass for a
      * rejoin (rk_gw_start() sets 6 s; a later --set wins). */
     "--set", "clusters.east.properties.consumer.session.timeout.ms=30000",
@@ -110,7 +112,9 @@ static void test_rejoin(void **state) {
         const char *argv[] = {harness_aagw_bin(), "run",
                               "--cluster", NULL, "--cluster", NULL,
                               "--site", "west", "--topic", "clicks",
-                              "--state-dir", r->state, NULL};
+                              "--state-dir", r->state,
+                              "--set", "replication.static_membership=true",
+                              NULL};
         char east[600], west[600];
         snprintf(east, sizeof(east), "east=%s", rk_bs(r, "east"));
         snprintf(west, sizeof(west), "west=%s", rk_bs(r, "west"));

@@ -3,7 +3,8 @@
  * restarts its consumer instead of stopping the gateway (reliability.md,
  * finding 9).
  *
- * The flow's consumer is a static group member (group.instance.id).  A
+ * With replication.static_membership on, the flow's consumer is a static
+ * group member (group.instance.id).  A
  * process that stalls longer than the consumer's session (6 s here,
  * rk_gw_start()) is dropped from the group; librdkafka rejoins with the
  * same instance id and a new member id, and a request still carrying the
@@ -110,8 +111,9 @@ static void take_instance_id(struct rk *r) {
         rd_kafka_destroy_flags(c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
-static const char *const gw_args[] = {"--site", "west", "--topic", "clicks",
-                                      NULL};
+static const char *const gw_args[] = {
+    "--site", "west", "--topic", "clicks",
+    "--set", "replication.static_membership=true", NULL};
 
 static void test_self_fence(void **state) {
         struct rk *r    = rk_new("rk-self-fence");
