@@ -74,6 +74,10 @@ char *gw_metrics(const struct gw_admin_view *view) {
                 "still while the leader held more (librdkafka 2.0 after a "
                 "leader change).",
                 fetch_restarts);
+        COUNTER("aagw_replication_start_refetches_total",
+                "Source partitions sought back to their assigned offset "
+                "because the first record after an assignment came later.",
+                start_refetches);
         COUNTER("aagw_replication_consumer_restarts_total",
                 "Times the flow replaced its source consumer after the group "
                 "fenced its group.instance.id (most often its own rejoin "
@@ -275,6 +279,10 @@ char *gw_metrics(const struct gw_admin_view *view) {
                  "Times the stage's input fetches were restarted after an "
                  "input stood still while its leader held more.",
                  fetch_restarts);
+        UCOUNTER("aagw_unify_start_refetches_total",
+                 "Input partitions sought back to their assigned offset "
+                 "because the first record after an assignment came later.",
+                 start_refetches);
         UGAUGE("aagw_unify_inflight_records",
                "Records written to unified topics and not yet acknowledged.",
                "%" PRId64, us[i].inflight);

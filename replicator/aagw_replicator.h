@@ -559,6 +559,10 @@ struct aagw_flow_stats {
                                       (aagw_fetch_waker_stalled()) */
         uint64_t consumer_restarts; /**< source consumers replaced after
                                          FENCED_INSTANCE_ID */
+        uint64_t start_refetches; /**< source partitions sought back to
+                                       their assigned offset: the first
+                                       record after an assignment came
+                                       later (the start check) */
         uint64_t lat_count, lat_sum_ms;
         uint64_t lat_buckets[AAGW_LAT_BUCKETS]; /**< count per bucket (not
                                                      cumulative) */
@@ -829,6 +833,9 @@ struct aagw_unify_stats {
         uint64_t commits;     /**< epochs stored */
         uint64_t fetch_wakeups;  /**< aagw_kafka_wake_fetchers() requests */
         uint64_t fetch_restarts; /**< stalled input fetches restarted */
+        uint64_t start_refetches; /**< input partitions sought back to
+                                       their assigned offset (the start
+                                       check, as the flows') */
         int64_t  inflight;    /**< produced, not yet acknowledged */
         int64_t  lag;         /**< input records not yet read; -1: unknown */
         int64_t  down_ms;     /**< the site's cluster has not answered for

@@ -113,12 +113,9 @@ struct ptrack {
         int64_t          sync_win_ms;
         int              sync_win_cnt;
         int64_t          hi_seen; /* highest source end offset seen */
-        /* The start check (start_check()): the first record after an
-         * assignment must be at the assigned offset. */
-        bool             start_pending; /* no record since the assign */
-        int64_t          refetched_at;  /* read_next of the last seek
-                                           back, -1: none */
-        uint64_t         seek_batch;    /* batch in which it was sought */
+        /* The first record after an assignment must be at the
+         * assigned offset (replicator_start_take()). */
+        struct replicator_start start;
 };
 
 struct ttrack {
@@ -201,12 +198,13 @@ struct aagw_flow {
         _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
         _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
         _Atomic uint64_t consumer_restarts; /* after a fence */
+        _Atomic uint64_t start_refetches; /* replicator_start_take() */
         bool            fenced;     /* handle() saw FENCED_INSTANCE_ID */
         int64_t         restart_ms; /* mono ms of the last restart, 0 */
         bool            subscription_dirty;
 
         int64_t now_cache; /* wall ms, refreshed around each poll */
-        uint64_t batch_no;  /* consume batches taken (start_check()) */
+        uint64_t batch_no;  /* consume batches taken (the start check) */
         rd_kafka_topic_t *last_rkt; /* topic of the previous record */
         struct ttrack    *last_tt;
 
@@ -1456,8 +1454,7 @@ static void part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
         pt->read_next  = pt->next >= 0 ? pt->next : 0;
         pt->saved_next = -2; /* save once after assign */
         pt->head = pt->tail = 0;
-        pt->start_pending = pt->next >= 0; /* start_check() */
-        pt->refetched_at  = -1;
+        replicator_start_arm(&pt->start, pt->next);
         if (!pt->assigned)
                 atomic_fetch_add(&f->nparts_assigned, 1);
         pt->assigned   = true;
@@ -1675,61 +1672,6 @@ static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
                           pt->tt->topic, (int)pt->partition, pt->read_next);
 }
 
-/* The first record after an assignment came at 'offset', past the
- * assigned 'read_next'.  The source may lack the records between
- * (compaction, a transaction marker, retention), but the consumer may
- * also have started at the wrong place: librdkafka 2.0 was seen starting
- * a partition assigned at an explicit offset at its log end, and the
- * flow then took the jump for compaction and moved its position over
- * records it never copied (tests/realkafka/README.md).  So seek back to
- * 'read_next' once and drop this record: if the fetch from there comes
- * back at 'offset' again, the records are not there.  Returns true if
- * 'm' is to be dropped (a seek back is under way). */
-static bool start_check(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
-        if (pt->refetched_at == pt->read_next) {
-                if (pt->seek_batch == f->batch_no)
-                        return true; /* fetched before the seek */
-                pt->start_pending = false;
-                aagw_log(AAGW_LOG_INFO, "FLOW",
-                         "%s: %s [%d]: fetched from %" PRId64 " again, the "
-                         "first record is still at %" PRId64 ": the source "
-                         "holds nothing in between",
-                         f->name, pt->tt->topic, (int)pt->partition,
-                         pt->read_next, offset);
-                return false;
-        }
-        aagw_log(AAGW_LOG_WARN, "FLOW",
-                 "%s: %s [%d]: assigned at offset %" PRId64 " but the first "
-                 "record fetched is at %" PRId64 ": fetching from %" PRId64
-                 " again",
-                 f->name, pt->tt->topic, (int)pt->partition, pt->read_next,
-                 offset, pt->read_next);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, pt->tt->topic, pt->partition)
-            ->offset = pt->read_next;
-        rd_kafka_error_t *e = rd_kafka_seek_partitions(f->consumer, l, 5000);
-        rd_kafka_resp_err_t err = e ? rd_kafka_error_code(e)
-                                    : l->elems[0].err;
-        if (err) {
-                /* Not sought: this record is dropped all the same (the
-                 * position stays before it) and the next one of this
-                 * partition tries again. */
-                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: %s [%d]: seek to %" PRId64
-                         ": %s",
-                         f->name, pt->tt->topic, (int)pt->partition,
-                         pt->read_next,
-                         e ? rd_kafka_error_string(e) : rd_kafka_err2str(err));
-        } else {
-                pt->refetched_at = pt->read_next;
-                pt->seek_batch   = f->batch_no;
-        }
-        if (e)
-                rd_kafka_error_destroy(e);
-        rd_kafka_topic_partition_list_destroy(l);
-        return true;
-}
-
 /* Decide and act on one consumed record.  Returns true if 'm' now belongs
  * to an in-flight produce (destroyed with its final delivery report). */
 static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
@@ -1781,17 +1723,15 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                                  be re-read */
         if (m->offset < pt->read_next)
                 return false; /* already taken in (re-fetch after a seek) */
-        if (pt->start_pending && m->offset > pt->read_next &&
-            start_check(f, pt, m->offset))
-                return false;
-        if (pt->start_pending && pt->refetched_at == m->offset)
-                aagw_log(AAGW_LOG_WARN, "FLOW",
-                         "%s: %s [%d]: fetched from %" PRId64 " again: the "
-                         "first record is there now (librdkafka had "
-                         "started the partition past its assigned offset)",
-                         f->name, pt->tt->topic, (int)pt->partition,
-                         m->offset);
-        pt->start_pending = false;
+        if (pt->start.pending) {
+                struct replicator_start_ctx sc = {
+                    f->consumer, "FLOW", f->name, f->batch_no,
+                    &f->start_refetches};
+                if (replicator_start_take(&pt->start, &sc, tt->topic,
+                                          pt->partition, pt->read_next,
+                                          m->offset))
+                        return false;
+        }
         if (pt->next < 0)
                 pt->next = m->offset; /* from the beginning */
         else if (m->offset > pt->read_next)
@@ -2486,6 +2426,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->fetch_wakeups  = LOAD(f->fetch_wakeups);
         st->fetch_restarts = LOAD(f->fetch_restarts);
         st->consumer_restarts = LOAD(f->consumer_restarts);
+        st->start_refetches = LOAD(f->start_refetches);
         st->lat_sum_ms     = LOAD(f->lat_sum);
         for (int i = 0; i < AAGW_SKIP_COUNT; i++)
                 st->skipped[i] = LOAD(f->skipped[i]);

@@ -1,9 +1,9 @@
 /*
  * replicator/kafka_common.c: the mechanics that the flows (flow.c) and
  * the unify stage (unify.c) share: their clients, failing closed, the
- * per-record tokens, producing under backpressure, the copy's headers,
- * making a missing topic, and reading a partition range to its end (also
- * public, for gateway/).
+ * per-record tokens, producing under backpressure, the start check of an
+ * assigned partition, the copy's headers, making a missing topic, and
+ * reading a partition range to its end (also public, for gateway/).
  */
 #include "replicator_int.h"
 
@@ -140,6 +140,76 @@ rd_kafka_resp_err_t replicator_produce(rd_kafka_t *producer,
                 if (now_cache)
                         *now_cache = aagw_wall_ms();
         }
+}
+
+/* --------------------------------------------------------- START CHECK --- */
+
+void replicator_start_arm(struct replicator_start *s, int64_t offset) {
+        s->pending      = offset >= 0;
+        s->refetched_at = -1;
+        s->seek_batch   = 0;
+}
+
+/* Seek 'topic' ['partition'] back to 'expected' (see struct
+ * replicator_start): the record at 'offset' is dropped whether or not the
+ * seek succeeds; if it fails, the partition's next record tries again. */
+static void start_seek_back(struct replicator_start *s,
+                            const struct replicator_start_ctx *c,
+                            const char *topic, int32_t partition,
+                            int64_t expected, int64_t offset) {
+        aagw_log(AAGW_LOG_WARN, c->tag,
+                 "%s: %s [%d]: assigned at offset %" PRId64 " but the first "
+                 "record fetched is at %" PRId64 ": fetching from %" PRId64
+                 " again",
+                 c->who, topic, (int)partition, expected, offset, expected);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, partition)->offset =
+            expected;
+        rd_kafka_error_t   *e   = rd_kafka_seek_partitions(c->consumer, l, 5000);
+        rd_kafka_resp_err_t err = e ? rd_kafka_error_code(e) : l->elems[0].err;
+        if (err) {
+                aagw_log(AAGW_LOG_WARN, c->tag,
+                         "%s: %s [%d]: seek to %" PRId64 ": %s", c->who, topic,
+                         (int)partition, expected,
+                         e ? rd_kafka_error_string(e) : rd_kafka_err2str(err));
+        } else {
+                s->refetched_at = expected;
+                s->seek_batch   = c->batch_no;
+                if (c->refetches)
+                        AAGW_STAT_ADD(*c->refetches, 1);
+        }
+        if (e)
+                rd_kafka_error_destroy(e);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+bool replicator_start_take(struct replicator_start *s,
+                           const struct replicator_start_ctx *c,
+                           const char *topic, int32_t partition,
+                           int64_t expected, int64_t offset) {
+        if (offset > expected) {
+                if (s->refetched_at != expected) {
+                        start_seek_back(s, c, topic, partition, expected,
+                                        offset);
+                        return true;
+                }
+                if (s->seek_batch == c->batch_no)
+                        return true; /* fetched before the seek */
+                aagw_log(AAGW_LOG_INFO, c->tag,
+                         "%s: %s [%d]: fetched from %" PRId64 " again, the "
+                         "first record is still at %" PRId64 ": the source "
+                         "holds nothing in between",
+                         c->who, topic, (int)partition, expected, offset);
+        } else if (s->refetched_at == offset) {
+                aagw_log(AAGW_LOG_WARN, c->tag,
+                         "%s: %s [%d]: fetched from %" PRId64 " again: the "
+                         "first record is there now (librdkafka had "
+                         "started the partition past its assigned offset)",
+                         c->who, topic, (int)partition, offset);
+        }
+        s->pending = false;
+        return false;
 }
 
 /* ------------------------------------------------------------- HEADERS --- */

@@ -116,6 +116,50 @@ struct replicator_topic_maker {
 int replicator_topic_make(const struct replicator_topic_maker *tm,
                           const char *topic, int partitions);
 
+/* The start check.  A partition assigned (or sought) at an explicit
+ * offset must hand over its first record at that offset.  A later one can
+ * be legitimate (compaction, a transaction marker, retention), but it is
+ * also what a consumer that started at the wrong place looks like:
+ * librdkafka 2.0 was seen starting a partition assigned at an explicit
+ * offset one fetch of its backlog later (tests/realkafka/README.md,
+ * "Settled"), and a stage that took the jump as compaction stored its
+ * position over records it never took in.  So the first record past the
+ * assigned offset is dropped and the partition sought back once; only a
+ * second fetch that starts at the same later offset is believed.  One per
+ * partition, in the flow's or stage's thread. */
+struct replicator_start {
+        bool     pending;      /* no record taken since the assignment */
+        int64_t  refetched_at; /* offset sought back to, -1: none */
+        uint64_t seek_batch;   /* the consume batch of that seek */
+};
+
+/* Who checks: the consumer to seek, the log's tag and name, the consume
+ * batch being handled (records of the batch that held the jump were
+ * fetched before the seek) and the counter of seeks back. */
+struct replicator_start_ctx {
+        rd_kafka_t       *consumer;
+        const char       *tag; /* "FLOW", "UNIFY" */
+        const char       *who; /* "east->west", "unify@west" */
+        uint64_t          batch_no;
+        _Atomic uint64_t *refetches;
+};
+
+/* Arm the check of a partition just assigned at 'offset'; a logical
+ * offset (negative: the beginning, the end) has nothing to check. */
+void replicator_start_arm(struct replicator_start *s, int64_t offset);
+
+/* The first record of 'topic' ['partition'] since the check was armed
+ * (s->pending) came at 'offset'; 'expected' is the assigned offset (the
+ * caller drops records below it as re-fetched).  Logs what it finds;
+ * returns true if the caller is to drop the record because a seek back to
+ * 'expected' is under way (then the check stays pending), false if the
+ * record is to be taken (the check is done: it was at 'expected', or the
+ * second fetch confirmed the jump). */
+bool replicator_start_take(struct replicator_start *s,
+                           const struct replicator_start_ctx *c,
+                           const char *topic, int32_t partition,
+                           int64_t expected, int64_t offset);
+
 /* ------------------------ MM2 TOPICS OF ONE FLOW (mm2.c) ------------------ */
 
 /* The MM2-format side of a flow: heartbeats into the source's `heartbeats`

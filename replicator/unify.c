@@ -56,6 +56,8 @@ struct uinput {
         int32_t  nparts;
         int64_t *next;     /* next offset to take in, -1: from stored/start */
         bool    *dirty;    /* moved since the last sealed epoch */
+        struct replicator_start *start; /* the first record after an
+                                           assignment must be at 'next' */
         bool     seen;     /* in the last discovery */
 };
 
@@ -126,7 +128,8 @@ struct aagw_unify {
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected,
-            fetch_wakeups, fetch_restarts, diverged, oversized;
+            fetch_wakeups, fetch_restarts, diverged, oversized,
+            start_refetches;
         _Atomic int64_t  inflight, lag;
         struct aagw_reach reach; /* the site's cluster, from discover() */
         _Atomic int32_t  ntopics_pub, ninputs_pub;
@@ -136,6 +139,8 @@ struct aagw_unify {
         rd_kafka_topic_t *last_rkt;  /* input of the previous record */
         struct utopic    *last_ut;
         struct uinput    *last_ui;
+        uint64_t          batch_no; /* consume batches taken (the start
+                                       check) */
 };
 
 #define RELAXED memory_order_relaxed
@@ -735,6 +740,7 @@ static void utopic_free(struct utopic *ut) {
         for (size_t i = 0; i < ut->nin; i++) {
                 free(ut->in[i]->next);
                 free(ut->in[i]->dirty);
+                free(ut->in[i]->start);
                 free(ut->in[i]);
         }
         if (ut->out_rkt)
@@ -752,16 +758,24 @@ static int uinput_resize(struct uinput *ui, int32_t nparts) {
         if (!nd)
                 return -1;
         ui->dirty = nd;
+        struct replicator_start *ns =
+            realloc(ui->start, (size_t)nparts * sizeof(*ns));
+        if (!ns)
+                return -1;
+        ui->start = ns;
         for (int32_t p = ui->nparts; p < nparts; p++) {
                 ui->next[p]  = -1;
                 ui->dirty[p] = false;
+                replicator_start_arm(&ui->start[p], -1);
         }
         ui->nparts = nparts;
         return 0;
 }
 
 /* Assign every input partition at its position: the one in memory if it
- * was read already, else the stored one, else the beginning. */
+ * was read already, else the stored one, else the beginning.  Each
+ * partition assigned at an offset is checked to hand over its first
+ * record there (replicator_start_take(), in process()). */
 static void reassign(aagw_unify_t *u) {
         u->last_rkt = NULL; /* inputs changed: forget the cached one */
         rd_kafka_topic_partition_list_t *l =
@@ -785,6 +799,7 @@ static void reassign(aagw_unify_t *u) {
                                                 sizeof(err)) == 0 &&
                                     next >= 0)
                                         off = ui->next[p] = next;
+                                replicator_start_arm(&ui->start[p], off);
                                 rd_kafka_topic_partition_list_add(l, ui->topic,
                                                                   p)
                                     ->offset =
@@ -1041,6 +1056,16 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 if (it->ui->next[m->partition] >= 0 &&
                     m->offset < it->ui->next[m->partition])
                         continue; /* re-fetched after a reassign */
+                struct replicator_start *ss = &it->ui->start[m->partition];
+                if (ss->pending) {
+                        struct replicator_start_ctx sc = {
+                            u->consumer, "UNIFY", u->who, u->batch_no,
+                            &u->start_refetches};
+                        if (replicator_start_take(
+                                ss, &sc, tn, m->partition,
+                                it->ui->next[m->partition], m->offset))
+                                continue; /* sought back: read again */
+                }
                 it->ui->next[m->partition]  = m->offset + 1;
                 it->ui->dirty[m->partition] = true;
                 INC(u->records_in);
@@ -1216,6 +1241,7 @@ static void *unify_main(void *arg) {
                 ssize_t n =
                     rd_kafka_consume_batch_queue(u->cq, 0, msgs, BATCH_MAX);
                 if (n > 0) {
+                        u->batch_no++;
                         process(u, msgs, (size_t)n);
                         for (ssize_t i = 0; i < n; i++)
                                 if (u->items[i].m)
@@ -1453,6 +1479,7 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->commits     = LD(commits);
         st->fetch_wakeups = LD(fetch_wakeups);
         st->fetch_restarts = LD(fetch_restarts);
+        st->start_refetches = LD(start_refetches);
         st->inflight    = LD(inflight);
         st->lag         = LD(lag);
         st->down_ms     = aagw_reach_down_ms(&u->reach);

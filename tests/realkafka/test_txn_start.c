@@ -1,24 +1,28 @@
 /*
- * tests/realkafka/test_txn_start.c: a flow resumed at an offset that
- * holds no record (a transaction marker) checks the jump to the first
- * record before it believes it (issue 16, "nothing acknowledged is
- * lost").
+ * tests/realkafka/test_txn_start.c: a flow and a unify stage resumed at an
+ * offset that holds no record (a transaction marker) check the jump to
+ * the first record before they believe it (issue 16, "nothing
+ * acknowledged is lost").
  *
- * A flow assigns a source partition at its stored position and used to
- * take any first record past it for compaction or markers; a consumer
- * that started late (tests/realkafka/README.md, "Settled") then moved
- * the position over records never copied.  Now the flow seeks back to
- * the assigned offset once and believes the gap only when the second
- * fetch starts past it again.  This test takes the legitimate path on a
- * real broker: east's clicks/0 gets RECS records in a transaction
- * (offsets 0..RECS-1, the commit marker at RECS); aagw (--site west)
- * copies them and stops with its position at RECS; RECS more in a
- * second transaction (RECS+1..2*RECS, marker 2*RECS+1); aagw started
- * again is assigned at RECS, whose first record is at RECS+1.
+ * Both assign a partition at their stored position and used to take any
+ * first record past it for compaction or markers; a consumer that started
+ * late (tests/realkafka/README.md, "Settled") then moved the position over
+ * records never copied or unified.  Now they seek back to the assigned
+ * offset once and believe the gap only when the second fetch starts past
+ * it again (replicator_start_take(), replicator/kafka_common.c).  This
+ * test takes the legitimate path on a real broker: east's clicks/0 and
+ * west's clicks/0 (the unify stage's local input) each get RECS records
+ * in a transaction (offsets 0..RECS-1, the commit marker at RECS); aagw
+ * (--site west: the flow east->west and west's unify stage) copies and
+ * unifies them and stops with both positions at RECS; RECS more in a
+ * second transaction at each (RECS+1..2*RECS, marker 2*RECS+1); aagw
+ * started again is assigned at RECS, whose first record is at RECS+1, in
+ * the flow and in the stage.
  *
- * Asserted: the restarted flow said it fetched again and found the
- * first record still at RECS+1; west's east.clicks holds the 2*RECS
- * values once each, in source order.
+ * Asserted: the restarted flow and the restarted unify stage each said
+ * they fetched again and found the first record still at RECS+1; west's
+ * east.clicks holds east's 2*RECS values once each, in source order, and
+ * west's clicks.unified the 4*RECS values of both sites once each.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,13 +41,15 @@
 
 #define RECS 50
 
-/* RECS records "t<from>".. into east's clicks/0, in one transaction. */
-static void produce_txn(struct rk *r, int from) {
+/* RECS records "<tag><from>".. into clicks/0 at 'alias', in one
+ * transaction. */
+static void produce_txn(struct rk *r, const char *alias, const char *tag,
+                        int from) {
         char             err[512];
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
         assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
-                                           rk_bs(r, "east"), err, sizeof(err)),
+                                           rk_bs(r, alias), err, sizeof(err)),
                          RD_KAFKA_CONF_OK);
         assert_int_equal(rd_kafka_conf_set(conf, "transactional.id",
                                            "rk-txn-start", err, sizeof(err)),
@@ -55,7 +61,7 @@ static void produce_txn(struct rk *r, int from) {
                 e = rd_kafka_begin_transaction(p);
         for (int i = 0; !e && i < RECS; i++) {
                 char v[32];
-                int  len = snprintf(v, sizeof(v), "t%d", from + i);
+                int  len = snprintf(v, sizeof(v), "%s%d", tag, from + i);
                 assert_int_equal(
                     rd_kafka_producev(p, RD_KAFKA_V_TOPIC("clicks"),
                                       RD_KAFKA_V_PARTITION(0),
@@ -67,7 +73,7 @@ static void produce_txn(struct rk *r, int from) {
         if (!e)
                 e = rd_kafka_commit_transaction(p, 60000);
         if (e)
-                fail_msg("transaction at east: %s", rd_kafka_error_string(e));
+                fail_msg("transaction at %s: %s", alias, rd_kafka_error_string(e));
         rd_kafka_destroy(p);
 }
 
@@ -85,40 +91,55 @@ static void expect_log(struct rk *r, const char *what) {
         free(text);
 }
 
+/* The restarted 'who' (a flow, a unify stage) said it fetched clicks [0]
+ * again from RECS and found the first record still at RECS+1. */
+static void expect_refetch(struct rk *r, const char *who) {
+        char line[256];
+
+        snprintf(line, sizeof(line),
+                 "%s: clicks [0]: assigned at offset %d but the first "
+                 "record fetched is at %d: fetching from %d again",
+                 who, RECS, RECS + 1, RECS);
+        expect_log(r, line);
+        snprintf(line, sizeof(line),
+                 "%s: clicks [0]: fetched from %d again, the first record "
+                 "is still at %d: the source holds nothing in between",
+                 who, RECS, RECS + 1);
+        expect_log(r, line);
+}
+
 static void test_txn_start(void **state) {
         struct rk *r = rk_new("rk-txn-start");
-        char       line[256];
 
         *state = r;
         rk_cluster_start(r, "east", 1);
         rk_cluster_start(r, "west", 1);
         rk_create_topic(r, "east", "clicks", 1, 1, 0);
         rk_create_topic(r, "west", "east.clicks", 1, 1, 0);
+        rk_create_topic(r, "west", "clicks", 1, 1, 0);
+        rk_create_topic(r, "west", "clicks.unified", 1, 1, 0);
 
-        produce_txn(r, 0);
+        produce_txn(r, "east", "t", 0);
+        produce_txn(r, "west", "w", 0);
         rk_gw_start(r, gw_args);
         rk_expect_size(r, "west", "east.clicks", RECS, 60000);
+        rk_expect_size(r, "west", "clicks.unified", 2 * RECS, 60000);
         assert_int_equal(rk_gw_stop(r, SIGTERM, 30000), 0);
 
-        produce_txn(r, RECS);
+        produce_txn(r, "east", "t", RECS);
+        produce_txn(r, "west", "w", RECS);
         rk_gw_start(r, gw_args);
         rk_expect_size(r, "west", "east.clicks", 2 * RECS, 60000);
-        snprintf(line, sizeof(line),
-                 "clicks [0]: assigned at offset %d but the first record "
-                 "fetched is at %d: fetching from %d again",
-                 RECS, RECS + 1, RECS);
-        expect_log(r, line);
-        snprintf(line, sizeof(line),
-                 "clicks [0]: fetched from %d again, the first record is "
-                 "still at %d: the source holds nothing in between",
-                 RECS, RECS + 1);
-        expect_log(r, line);
+        rk_expect_size(r, "west", "clicks.unified", 4 * RECS, 60000);
+        expect_refetch(r, "east->west");
+        expect_refetch(r, "unify@west");
         assert_int_equal(rk_gw_stop(r, SIGTERM, 30000), 0);
 
-        const char *const topics[] = {"east.clicks", NULL};
+        const char *const topics[] = {"east.clicks", "clicks.unified", NULL};
         char *out = rk_read_topics(r, "west", "read-west", topics);
-        struct rk_read copy;
+        struct rk_read copy, uni;
         rk_read_parse(out, "east.clicks", &copy);
+        rk_read_parse(out, "clicks.unified", &uni);
         assert_true(copy.done);
         assert_int_equal(copy.nparts >= 1, 1);
         assert_int_equal(copy.part_cnt[0], 2 * RECS);
@@ -130,11 +151,25 @@ static void test_txn_start(void **state) {
                                  "want %s",
                                  i, copy.part[0][i], v);
         }
-        print_message("# %d records in 2 transactions copied once each, in "
-                      "order, across a restart at the first marker; wall "
-                      "%.1f s\n",
-                      2 * RECS, rk_elapsed(r));
+        /* Unified: every value of both sites once (nothing skipped over
+         * at the marker, nothing decided twice). */
+        assert_int_equal(uni.records, 4 * RECS);
+        for (int i = 0; i < 2 * RECS; i++) {
+                char v[32];
+                for (int k = 0; k < 2; k++) {
+                        snprintf(v, sizeof(v), "%s%d", k ? "w" : "t", i);
+                        if (rk_bag_count(uni.values, v) != 1)
+                                fail_msg("clicks.unified at west holds %s "
+                                         "%" PRId64 " times, want once",
+                                         v, rk_bag_count(uni.values, v));
+                }
+        }
+        print_message("# %d records in 2 transactions at each site copied "
+                      "and unified once each across a restart at the first "
+                      "marker; wall %.1f s\n",
+                      4 * RECS, rk_elapsed(r));
         rk_read_deinit(&copy);
+        rk_read_deinit(&uni);
         free(out);
 }
 
