@@ -1179,8 +1179,20 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 INC(u->accepted);
                 INC(ut->accepted);
-                if (produce(u, it, r))
+                if (produce(u, it, r)) {
+                        /* A stop while the producer's queue is full: the
+                         * epoch is lost (produce()), so the drain stores
+                         * none of this batch's positions. */
+                        if (atomic_load(&u->ctl.stop))
+                                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                                         "unify@%s: stopped in the middle "
+                                         "of a batch, at decided record "
+                                         "%zu of %zu: the batch's positions "
+                                         "are not stored, a restart "
+                                         "decides the rest again",
+                                         u->site, k + 1, nr);
                         return;
+                }
         }
         if (seal_epoch(u) && !atomic_load(&u->ctl.stop))
                 ufail(u, "cannot open a new epoch");
