@@ -32,6 +32,9 @@ struct engine {
         char                admin_file[4096]; /* "" when not written */
         bool                paused[GW_MAX_FLOWS]; /* through the endpoint */
         char                pause_file[4200];
+        /* Test hook: AAGW_TEST_POS_SAVE_FAIL (see pos_save()); NULL
+         * unless set. */
+        const char         *pos_save_fail;
 };
 
 /* ------------------------------------------------------- FLOW CALLBACKS -- */
@@ -65,14 +68,27 @@ static int pos_load(void *opaque, const char *scope, const char *topic,
         return 0;
 }
 
+/* Store a flow's positions.  A failure fails the flow closed (its
+ * save_positions()).  Test hook: while the file named by the environment
+ * variable AAGW_TEST_POS_SAVE_FAIL (read once, at start) exists, every
+ * save fails as one into a state dir that refuses writes would, so that
+ * a test reaches the flow's own failure path (tests/replication/
+ * test_state_full.c) without filling a file system, which takes root and
+ * a write larger than what RocksDB preallocated for its log. */
 static int pos_save(void *opaque, const char *scope,
                     const struct aagw_flow_pos *p, size_t cnt) {
         struct engine         *e = opaque;
-        struct aagw_pos_entry *ent = calloc(cnt, sizeof(*ent));
+        struct aagw_pos_entry *ent;
         char                   err[512];
         int                    rc = -1;
 
-        if (!ent)
+        if (e->pos_save_fail && access(e->pos_save_fail, F_OK) == 0) {
+                aagw_log(AAGW_LOG_ERROR, "STATE",
+                         "saving positions: refused (test hook: %s exists)",
+                         e->pos_save_fail);
+                return -1;
+        }
+        if (!(ent = calloc(cnt, sizeof(*ent))))
                 return -1;
         for (size_t i = 0; i < cnt; i++)
                 ent[i] = (struct aagw_pos_entry){
@@ -435,6 +451,9 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
 
         memset(&e, 0, sizeof(e));
         e.cfg       = cfg;
+        e.pos_save_fail = getenv("AAGW_TEST_POS_SAVE_FAIL");
+        if (e.pos_save_fail && !*e.pos_save_fail)
+                e.pos_save_fail = NULL;
         snprintf(e.pause_file, sizeof(e.pause_file), "%s/%s",
                  aagw_statedir_path(sd), GW_PAUSE_FILE);
         so.cache_mb  = (size_t)aagw_config_int(cfg, "unify.cache_mb");
