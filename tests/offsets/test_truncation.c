@@ -59,18 +59,6 @@ static bool target_end(void *arg) {
         return c->hi >= c->want;
 }
 
-struct log_cond {
-        struct repl *r;
-        const char  *want;
-};
-
-static bool log_has(void *arg) {
-        struct log_cond *c    = arg;
-        char            *text = repl_log_text(c->r);
-        bool             ok   = strstr(text, c->want) != NULL;
-        free(text);
-        return ok;
-}
 
 struct status_cond {
         struct repl *r;
@@ -161,14 +149,9 @@ static void test_truncation(void **state) {
                  "%s [0]: source log start %" PRId64
                  " passed the stored position 10: %" PRId64 " records",
                  repl_topic(r, "big"), lc.lo, lc.lo - 10);
-        struct log_cond gc = {r, want};
-        if (!harness_wait_until(log_has, &gc, 30000)) {
-                repl_dump_log(r, 30);
-                fail_msg("no gap report '%s' in the log", want);
-        }
+        repl_expect_log(r, want, 30000);
         snprintf(want, sizeof(want), "gap 10..%" PRId64, lc.lo - 1);
-        gc.want = want;
-        assert_true(log_has(&gc));
+        repl_expect_log(r, want, 0);
         /* everything from the log start on is copied (the target's end
          * offset: its own retention drops old copies in turn) */
         struct tgt_cond tc = {r, 10 + (lc.hi - lc.lo), -1};
@@ -214,14 +197,11 @@ static void test_reset(void **state) {
         repl_produce(r2, "east", "clicks", "new", 0, 10, 0, NULL, 0);
         ofs_gw_start(r2, NULL);
         repl_expect_size(r2, "west", "east.clicks", 10, OFS_TIMEOUT_MS);
-        struct log_cond gc = {r2, "clicks [0]: stored position 40 is past the "
-                                  "source end offset 10 (log start 0): the "
-                                  "partition was reset or recreated; "
-                                  "resuming at its log start"};
-        if (!harness_wait_until(log_has, &gc, 20000)) {
-                repl_dump_log(r2, 30);
-                fail_msg("no reset report in the log");
-        }
+        repl_expect_log(r2,
+                        "clicks [0]: stored position 40 is past the source "
+                        "end offset 10 (log start 0): the partition was "
+                        "reset or recreated; resuming at its log start",
+                        20000);
         /* counted: at least this one (the heartbeats partition, younger
          * in the new cluster too, may have been reset as well) */
         struct status_cond sc = {r2, "resets:", ""};

@@ -112,8 +112,14 @@ static void test_txn_start(void **state) {
         struct rk *r = rk_new("rk-txn-start");
 
         *state = r;
-        rk_cluster_start(r, "east", 1);
-        rk_cluster_start(r, "west", 1);
+        /* Kafka creates 50 partitions for each of its internal topics
+         * at their first use (the first group, the first transaction);
+         * 4 are plenty here and quicker to create. */
+        static const char *const small[] = {
+            "offsets.topic.num.partitions=4",
+            "transaction.state.log.num.partitions=4", NULL};
+        rk_cluster_start_with(r, "east", 1, small);
+        rk_cluster_start_with(r, "west", 1, small);
         rk_create_topic(r, "east", "clicks", 1, 1, 0);
         rk_create_topic(r, "west", "east.clicks", 1, 1, 0);
         rk_create_topic(r, "west", "clicks", 1, 1, 0);

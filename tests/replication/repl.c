@@ -319,6 +319,33 @@ char *repl_log_text(struct repl *r) {
         return text ? text : strdup("");
 }
 
+bool repl_log_has(struct repl *r, const char *what) {
+        char *text = repl_log_text(r);
+        bool  has  = strstr(text, what) != NULL;
+
+        free(text);
+        return has;
+}
+
+struct log_want {
+        struct repl *r;
+        const char  *what;
+};
+
+static bool log_has(void *arg) {
+        struct log_want *w = arg;
+        return repl_log_has(w->r, w->what);
+}
+
+void repl_expect_log(struct repl *r, const char *what, int timeout_ms) {
+        struct log_want w = {r, what};
+
+        if (!harness_wait_until(log_has, &w, timeout_ms)) {
+                repl_dump_log(r, 30);
+                fail_msg("%s lacks: %s", r->log, what);
+        }
+}
+
 void repl_dump_log(struct repl *r, int lines) {
         char       *text = repl_log_text(r);
         const char *p    = text + strlen(text);

@@ -156,6 +156,14 @@ void repl_dump_log(struct repl *r, int lines);
 /** @returns the content of the current gateway log, malloc()ed. */
 char *repl_log_text(struct repl *r);
 
+/** @returns true if the current gateway log contains @p what. */
+bool repl_log_has(struct repl *r, const char *what);
+
+/** Wait up to @p timeout_ms (0: look once) for the current gateway log to
+ *  contain @p what; fails the test with the log's tail if it never
+ *  does. */
+void repl_expect_log(struct repl *r, const char *what, int timeout_ms);
+
 /**
  * @returns the records @p topic holds at @p alias (sum over partitions of
  * high - low watermark), 0 if the topic does not exist.  Never creates the

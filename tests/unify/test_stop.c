@@ -58,19 +58,6 @@ static bool stage_blocked(void *arg) {
         return unify_stat(arg, "west", &st) && st.inflight >= QMAX;
 }
 
-struct said {
-        struct repl *r;
-        const char  *what;
-};
-
-static bool log_says(void *arg) {
-        struct said *s    = arg;
-        char        *text = repl_log_text(s->r);
-        bool         ok   = text && strstr(text, s->what);
-        free(text);
-        return ok;
-}
-
 static void test_stop_mid_batch(void **state) {
         struct repl *r = repl_new(sites, 2);
 
@@ -101,12 +88,8 @@ static void test_stop_mid_batch(void **state) {
                          QMAX);
         }
         assert_int_equal(harness_proc_signal(r->gw, SIGTERM), 0);
-        struct said s = {r, "unify@west: stopped in the middle of a batch"};
-        if (!harness_wait_until(log_says, &s, 10000)) {
-                repl_dump_log(r, 30);
-                fail_msg("the stage did not say it stopped in the middle of "
-                         "a batch");
-        }
+        repl_expect_log(r, "unify@west: stopped in the middle of a batch",
+                        10000);
         assert_int_equal(rd_kafka_mock_broker_set_up(mc, 2), 0);
         int code = repl_gw_wait_exit(r, 30000);
         if (code != 0) {
