@@ -362,6 +362,16 @@ static json_object *flow_json(const aagw_flow_t *f) {
         json_object_object_add(o, "target_down_ms",
                                json_object_new_int64(st.target_down_ms));
         json_object_object_add(o, "inflight", json_object_new_int64(st.inflight));
+        /* null before the first heartbeat copy is acknowledged */
+        json_object_object_add(o, "heartbeat_latency_ms",
+                               st.heartbeat_age_ms < 0
+                                   ? NULL
+                                   : json_object_new_int64(
+                                         st.heartbeat_latency_ms));
+        json_object_object_add(o, "heartbeat_age_ms",
+                               st.heartbeat_age_ms < 0
+                                   ? NULL
+                                   : json_object_new_int64(st.heartbeat_age_ms));
         json_object_object_add(
             o, "latency_avg_ms",
             json_object_new_int64(st.lat_count ? (int64_t)(st.lat_sum_ms /
