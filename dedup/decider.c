@@ -155,7 +155,7 @@ struct dout {
         int64_t *max[EPOCHS];
 };
 
-struct aagw_decider {
+struct aagw_unify_state {
         aagw_store_t *store;
         char          site[AAGW_ALIAS_MAX + 1];
         char          scope_in[AAGW_ALIAS_MAX + 16];
@@ -767,3 +767,22 @@ int aagw_decider_fold_commit(aagw_decider_t *d, bool end, char *errstr,
                 }
         return 0;
 }
+
+const struct aagw_unify_state_ops aagw_decider_ops = {
+    .lww_scope   = aagw_decider_lww_scope,
+    .key         = aagw_decider_key,
+    .decide      = aagw_decider_decide,
+    .replayed    = aagw_decider_replayed,
+    .pos         = aagw_decider_pos,
+    .reached     = aagw_decider_reached,
+    .output      = aagw_decider_output,
+    .sent        = aagw_decider_sent,
+    .acked       = aagw_decider_acked,
+    .lost        = aagw_decider_lost,
+    .seal        = aagw_decider_seal,
+    .open        = aagw_decider_open,
+    .commit      = aagw_decider_commit,
+    .fold        = aagw_decider_fold,
+    .fold_out    = aagw_decider_fold_out,
+    .fold_commit = aagw_decider_fold_commit,
+};

@@ -302,7 +302,7 @@ static int add_unify(struct engine *e, const char *site, char *err,
             cfg, "replication.refresh_topics_interval");
         uc.topic_conf   = topic_conf;
         uc.opaque       = e;
-        uc.state        = &gw_decider_ops;
+        uc.state        = &aagw_decider_ops;
         uc.state_opaque = d;
         aagw_unify_t *u = aagw_unify_new(&uc, err, errsize);
         if (!u) {

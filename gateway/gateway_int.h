@@ -235,11 +235,6 @@ int gw_cmd_audit(int argc, char **argv);
 
 /* -------------------------------- UNIFY -------------------------------- */
 
-/* The dedup decider (dedup/decider.c) behind the unify stage's state
- * callbacks (replicator/unify.c): each opaque is an aagw_decider_t
- * (gateway/unify_state.c). */
-extern const struct aagw_unify_state_ops gw_decider_ops;
-
 /* Derive the flows from gateway.mode / replication.flows, narrowed to
  * gateway.site when set.  -1 with the reason when nothing is left. */
 int gw_plan_flows(const aagw_config_t *cfg, struct gw_plan *p, char *errstr,

@@ -658,7 +658,9 @@ int aagw_version_cmp(const struct aagw_version *a,
  * The words the unify stage's two halves share: the Kafka side
  * (replicator/unify.c) reads and writes records, the decider
  * (dedup/decider.c) decides them and keeps their state.  Neither includes
- * the other's header; gateway/ joins them (struct aagw_unify_state_ops). */
+ * the other's header: they meet through struct aagw_unify_state_ops below,
+ * which the decider fills with its own functions (aagw_decider_ops) and
+ * gateway/ hands to the stage. */
 
 /** How a logical topic is unified. */
 typedef enum {
@@ -703,6 +705,46 @@ struct aagw_unify_rec {
         /* The decider's scratch. */
         bool              probe, lookup;
         size_t            li;
+};
+
+/** The state the unify stage decides with, opaque to its Kafka side: the
+ *  decider of dedup/ (aagw_decider_t is this type). */
+typedef struct aagw_unify_state aagw_unify_state_t;
+
+/** The unify stage's state and decisions: every call comes from the
+ *  stage's thread.  Each member is the decider function of the same name
+ *  (dedup/aagw_dedup.h, "THE DECIDER"), called directly: no wrapper in
+ *  between on the per-record path. */
+struct aagw_unify_state_ops {
+        void (*lww_scope)(const aagw_unify_state_t *st, const char *topic,
+                          char *buf, size_t size);
+        void (*key)(aagw_unify_state_t *st, struct aagw_unify_rec *r);
+        int (*decide)(aagw_unify_state_t *st, struct aagw_unify_rec *recs,
+                      size_t n, int64_t now_ms, char *errstr,
+                      size_t errstr_size);
+        bool (*replayed)(aagw_unify_state_t *st, const char *topic,
+                         int32_t part, int64_t off);
+        int (*pos)(aagw_unify_state_t *st, bool output, const char *topic,
+                   int32_t part, int64_t *next, char *errstr,
+                   size_t errstr_size);
+        void (*reached)(aagw_unify_state_t *st, const char *topic,
+                        int32_t part, int64_t next);
+        int (*output)(aagw_unify_state_t *st, const char *topic,
+                      int32_t nparts);
+        unsigned (*sent)(aagw_unify_state_t *st);
+        void (*acked)(aagw_unify_state_t *st, unsigned ep, int out,
+                      int32_t part, int64_t off);
+        void (*lost)(aagw_unify_state_t *st, unsigned ep);
+        int (*seal)(aagw_unify_state_t *st);
+        bool (*open)(aagw_unify_state_t *st);
+        int (*commit)(aagw_unify_state_t *st, char *errstr,
+                      size_t errstr_size);
+        int (*fold)(aagw_unify_state_t *st, struct aagw_unify_rec *r,
+                    int64_t now_ms, char *errstr, size_t errstr_size);
+        void (*fold_out)(aagw_unify_state_t *st, const char *topic,
+                         int32_t part, int64_t next);
+        int (*fold_commit)(aagw_unify_state_t *st, bool end, char *errstr,
+                           size_t errstr_size);
 };
 
 /* -------------------------------- IDS ---------------------------------- */

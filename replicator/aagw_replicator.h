@@ -750,41 +750,10 @@ aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
  * the first occurrence of each id (dedup) or the newest version of each
  * entity (lww) to T's unified topic, exactly once.  One thread.  What to
  * deliver, and the state behind it, it asks of a decider through @ref
- * aagw_unify_state_ops (dedup/'s, wired in gateway/), as flows reach
- * their positions through pos_load/pos_save.
+ * aagw_unify_state_ops (policy/aagw_policy.h; dedup/'s decider fills it),
+ * as flows reach their positions through pos_load/pos_save.
  */
 typedef struct aagw_unify aagw_unify_t;
-
-/** The unify stage's state and decisions: every call comes from the
- *  stage's thread.  Each member does what the decider function of the
- *  same name does (dedup/aagw_dedup.h, "THE DECIDER"). */
-struct aagw_unify_state_ops {
-        void (*lww_scope)(void *st, const char *topic, char *buf,
-                          size_t size);
-        void (*key)(void *st, struct aagw_unify_rec *r);
-        int (*decide)(void *st, struct aagw_unify_rec *recs, size_t n,
-                      int64_t now_ms, char *errstr, size_t errstr_size);
-        bool (*replayed)(void *st, const char *topic, int32_t part,
-                         int64_t off);
-        int (*pos)(void *st, bool output, const char *topic, int32_t part,
-                   int64_t *next, char *errstr, size_t errstr_size);
-        void (*reached)(void *st, const char *topic, int32_t part,
-                        int64_t next);
-        int (*output)(void *st, const char *topic, int32_t nparts);
-        unsigned (*sent)(void *st);
-        void (*acked)(void *st, unsigned ep, int out, int32_t part,
-                      int64_t off);
-        void (*lost)(void *st, unsigned ep);
-        int (*seal)(void *st);
-        bool (*open)(void *st);
-        int (*commit)(void *st, char *errstr, size_t errstr_size);
-        int (*fold)(void *st, struct aagw_unify_rec *r, int64_t now_ms,
-                    char *errstr, size_t errstr_size);
-        void (*fold_out)(void *st, const char *topic, int32_t part,
-                         int64_t next);
-        int (*fold_commit)(void *st, bool end, char *errstr,
-                           size_t errstr_size);
-};
 
 /** How one logical topic is unified (see aagw_unify_conf.topic_conf). */
 struct aagw_unify_topic {
@@ -812,7 +781,7 @@ struct aagw_unify_conf {
                           size_t errstr_size);
         void *opaque;
         const struct aagw_unify_state_ops *state; /**< borrowed */
-        void                              *state_opaque;
+        aagw_unify_state_t                *state_opaque; /**< borrowed */
 };
 
 /** Counters (monotonic) and gauges of one unify stage. */

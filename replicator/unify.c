@@ -11,8 +11,8 @@
  * The decisions and the state behind them (the epochs that commit them
  * with the positions, the pending ids and winners, the fold of what a
  * previous run left in the output, the replay set) are the decider's,
- * reached through struct aagw_unify_state_ops (dedup/decider.c, wired in
- * gateway/unify_state.c).  What this file keeps to make it exactly once
+ * reached through struct aagw_unify_state_ops (policy/aagw_policy.h,
+ * filled by dedup/decider.c).  What this file keeps to make it exactly once
  * (docs/architecture.md, "Exactly once into the unified topic"):
  *
  *  - aagw is the only writer of the unified topic, and every record it
@@ -99,7 +99,7 @@ struct item {
 struct aagw_unify {
         struct aagw_unify_conf conf;
         const struct aagw_unify_state_ops *ops;
-        void                *st;  /* ops' opaque */
+        aagw_unify_state_t  *st;  /* ops' state */
         char                 site[AAGW_ALIAS_MAX + 1];
         char                 who[AAGW_ALIAS_MAX + 8]; /* "unify@SITE" */
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
