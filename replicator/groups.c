@@ -75,63 +75,91 @@ static void copy_metadata(rd_kafka_topic_partition_t       *dst,
         }
 }
 
+/* Options for one Admin call of kind @p op that waits @p timeout_ms. */
+static rd_kafka_AdminOptions_t *admin_options(rd_kafka_t *rk,
+                                              rd_kafka_admin_op_t op,
+                                              int timeout_ms) {
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, op);
+        char                     e[256];
+
+        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, e, sizeof(e));
+        return o;
+}
+
+/* Free what an Admin call leaves: its event (NULL if none came), options
+ * and queue. */
+static void admin_done(rd_kafka_event_t *ev, rd_kafka_AdminOptions_t *o,
+                       rd_kafka_queue_t *q) {
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_queue_destroy(q);
+}
+
+/* The groups a group call's result event answered for
+ * (rd_kafka_ListConsumerGroupOffsets_result_groups() and its like: their
+ * result types are the event). */
+typedef const rd_kafka_group_result_t **group_results_t(
+    const rd_kafka_event_t *result, size_t *cnt);
+
+/* Wait on @p q for the answer of call @p what on @p group's offsets.
+ * @returns true with the partitions it answered (NULL: none) in *@p got,
+ * or false with "<what>[ <group>]: <why>" in @p errstr.  *@p ev is the
+ * event, which the caller destroys (NULL if none came). */
+static bool group_answer(rd_kafka_queue_t *q, int timeout_ms, const char *what,
+                         group_results_t *results, const char *group,
+                         rd_kafka_event_t                      **ev,
+                         const rd_kafka_topic_partition_list_t **got,
+                         char *errstr, size_t errstr_size) {
+        const rd_kafka_group_result_t **gr;
+        const rd_kafka_error_t         *ge;
+        size_t                          n = 0;
+
+        *got = NULL;
+        if (!(*ev = admin_wait(q, timeout_ms, what, errstr, errstr_size)))
+                return false;
+        gr = results(*ev, &n);
+        ge = n ? rd_kafka_group_result_error(gr[0]) : NULL;
+        if (!n || ge) {
+                snprintf(errstr, errstr_size, "%s %s: %s", what, group,
+                         ge ? rd_kafka_error_string(ge) : "empty answer");
+                return false;
+        }
+        *got = rd_kafka_group_result_partitions(gr[0]);
+        return true;
+}
+
 aagw_err_t aagw_kafka_group_offsets(rd_kafka_t *admin, const char *group,
                                     rd_kafka_topic_partition_list_t *parts,
                                     int timeout_ms, char *errstr,
                                     size_t errstr_size) {
         rd_kafka_queue_t        *q = rd_kafka_queue_new(admin);
-        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-            admin, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
+        rd_kafka_AdminOptions_t *o = admin_options(
+            admin, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS, timeout_ms);
         rd_kafka_ListConsumerGroupOffsets_t *req =
             rd_kafka_ListConsumerGroupOffsets_new(group, parts);
-        char       e[256];
-        aagw_err_t rc = AAGW_ERR_KAFKA;
+        const rd_kafka_topic_partition_list_t *got;
+        rd_kafka_event_t                      *ev;
 
-        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, e, sizeof(e));
         rd_kafka_ListConsumerGroupOffsets(admin, &req, 1, o, q);
-        rd_kafka_event_t *ev = admin_wait(
-            q, timeout_ms, "ListConsumerGroupOffsets", errstr, errstr_size);
-        if (ev) {
-                size_t                          n = 0;
-                const rd_kafka_group_result_t **gr =
-                    rd_kafka_ListConsumerGroupOffsets_result_groups(
-                        rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);
-                const rd_kafka_error_t *ge =
-                    n ? rd_kafka_group_result_error(gr[0]) : NULL;
-                if (!n)
-                        snprintf(errstr, errstr_size,
-                                 "ListConsumerGroupOffsets: empty answer");
-                else if (ge)
-                        snprintf(errstr, errstr_size,
-                                 "ListConsumerGroupOffsets %s: %s", group,
-                                 rd_kafka_error_string(ge));
-                else {
-                        const rd_kafka_topic_partition_list_t *got =
-                            rd_kafka_group_result_partitions(gr[0]);
-                        for (int i = 0; i < parts->cnt; i++) {
-                                rd_kafka_topic_partition_t *tp =
-                                    &parts->elems[i];
-                                tp->offset = RD_KAFKA_OFFSET_INVALID;
-                                for (int k = 0; got && k < got->cnt; k++)
-                                        if (got->elems[k].partition ==
-                                                tp->partition &&
-                                            !strcmp(got->elems[k].topic,
-                                                    tp->topic)) {
-                                                tp->offset =
-                                                    got->elems[k].offset;
-                                                tp->err = got->elems[k].err;
-                                                copy_metadata(tp,
-                                                              &got->elems[k]);
-                                        }
+        bool ok = group_answer(q, timeout_ms, "ListConsumerGroupOffsets",
+                               rd_kafka_ListConsumerGroupOffsets_result_groups,
+                               group, &ev, &got, errstr, errstr_size);
+        for (int i = 0; ok && i < parts->cnt; i++) {
+                rd_kafka_topic_partition_t *tp = &parts->elems[i];
+
+                tp->offset = RD_KAFKA_OFFSET_INVALID;
+                for (int k = 0; got && k < got->cnt; k++)
+                        if (got->elems[k].partition == tp->partition &&
+                            !strcmp(got->elems[k].topic, tp->topic)) {
+                                tp->offset = got->elems[k].offset;
+                                tp->err    = got->elems[k].err;
+                                copy_metadata(tp, &got->elems[k]);
                         }
-                        rc = AAGW_OK;
-                }
-                rd_kafka_event_destroy(ev);
         }
+        admin_done(ev, o, q);
         rd_kafka_ListConsumerGroupOffsets_destroy(req);
-        rd_kafka_AdminOptions_destroy(o);
-        rd_kafka_queue_destroy(q);
-        return rc;
+        return ok ? AAGW_OK : AAGW_ERR_KAFKA;
 }
 
 aagw_err_t aagw_kafka_group_commit(rd_kafka_t *admin, const char *group,
@@ -139,52 +167,30 @@ aagw_err_t aagw_kafka_group_commit(rd_kafka_t *admin, const char *group,
                                    int timeout_ms, char *errstr,
                                    size_t errstr_size) {
         rd_kafka_queue_t        *q = rd_kafka_queue_new(admin);
-        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-            admin, RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS);
+        rd_kafka_AdminOptions_t *o = admin_options(
+            admin, RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS, timeout_ms);
         rd_kafka_AlterConsumerGroupOffsets_t *req =
             rd_kafka_AlterConsumerGroupOffsets_new(group, parts);
-        char       e[256];
-        aagw_err_t rc = AAGW_ERR_KAFKA;
+        const rd_kafka_topic_partition_list_t *got;
+        rd_kafka_event_t                      *ev;
 
-        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, e, sizeof(e));
         rd_kafka_AlterConsumerGroupOffsets(admin, &req, 1, o, q);
-        rd_kafka_event_t *ev = admin_wait(
-            q, timeout_ms, "AlterConsumerGroupOffsets", errstr, errstr_size);
-        if (ev) {
-                size_t                          n = 0;
-                const rd_kafka_group_result_t **gr =
-                    rd_kafka_AlterConsumerGroupOffsets_result_groups(
-                        rd_kafka_event_AlterConsumerGroupOffsets_result(ev),
-                        &n);
-                const rd_kafka_error_t *ge =
-                    n ? rd_kafka_group_result_error(gr[0]) : NULL;
-                const rd_kafka_topic_partition_list_t *got =
-                    n ? rd_kafka_group_result_partitions(gr[0]) : NULL;
-                rc = AAGW_OK;
-                if (!n || ge) {
+        bool ok = group_answer(q, timeout_ms, "AlterConsumerGroupOffsets",
+                               rd_kafka_AlterConsumerGroupOffsets_result_groups,
+                               group, &ev, &got, errstr, errstr_size);
+        for (int i = 0; ok && got && i < got->cnt; i++)
+                if (got->elems[i].err) {
                         snprintf(errstr, errstr_size,
-                                 "AlterConsumerGroupOffsets %s: %s", group,
-                                 ge ? rd_kafka_error_string(ge)
-                                    : "empty answer");
-                        rc = AAGW_ERR_KAFKA;
+                                 "commit %s [%d] for group %s: %s (a group "
+                                 "with active members refuses it)",
+                                 got->elems[i].topic,
+                                 (int)got->elems[i].partition, group,
+                                 rd_kafka_err2str(got->elems[i].err));
+                        ok = false;
                 }
-                for (int i = 0; rc == AAGW_OK && got && i < got->cnt; i++)
-                        if (got->elems[i].err) {
-                                snprintf(errstr, errstr_size,
-                                         "commit %s [%d] for group %s: %s "
-                                         "(a group with active members "
-                                         "refuses it)",
-                                         got->elems[i].topic,
-                                         (int)got->elems[i].partition, group,
-                                         rd_kafka_err2str(got->elems[i].err));
-                                rc = AAGW_ERR_KAFKA;
-                        }
-                rd_kafka_event_destroy(ev);
-        }
+        admin_done(ev, o, q);
         rd_kafka_AlterConsumerGroupOffsets_destroy(req);
-        rd_kafka_AdminOptions_destroy(o);
-        rd_kafka_queue_destroy(q);
-        return rc;
+        return ok ? AAGW_OK : AAGW_ERR_KAFKA;
 }
 
 /* ------------------------------------------------------- MEMBERS PROBE -- */
@@ -207,10 +213,9 @@ int aagw_kafka_group_members_probe(const char        *bootstraps,
                 return 1;
         }
         rd_kafka_queue_t        *q = rd_kafka_queue_new(rk);
-        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-            rk, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
-        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, err,
-                                                  sizeof(err));
+        rd_kafka_AdminOptions_t *o =
+            admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS,
+                          timeout_ms);
         const char *groups[] = {group};
         rd_kafka_DescribeConsumerGroups(rk, groups, 1, o, q);
         rd_kafka_event_t *ev = admin_wait(
@@ -362,10 +367,8 @@ int aagw_kafka_list_groups_probe(const char        *bootstraps,
                 return 1;
         }
         rd_kafka_queue_t        *q = rd_kafka_queue_new(rk);
-        rd_kafka_AdminOptions_t *o =
-            rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS);
-        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, err,
-                                                  sizeof(err));
+        rd_kafka_AdminOptions_t *o = admin_options(
+            rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeout_ms);
         rd_kafka_ListConsumerGroups(rk, o, q);
         rd_kafka_event_t *ev =
             admin_wait(q, timeout_ms, "ListConsumerGroups", err, sizeof(err));
