@@ -464,6 +464,26 @@ int rk_leader(struct rk *r, const char *alias, const char *topic,
         return leader;
 }
 
+struct new_leader {
+        struct rk  *r;
+        const char *alias, *topic;
+        int         partition, old, now;
+};
+
+static bool leader_moved(void *arg) {
+        struct new_leader *a = arg;
+
+        a->now = rk_leader(a->r, a->alias, a->topic, a->partition);
+        return a->now >= 0 && a->now != a->old;
+}
+
+int rk_wait_new_leader(struct rk *r, const char *alias, const char *topic,
+                       int partition, int old, int timeout_ms) {
+        struct new_leader a = {r, alias, topic, partition, old, -1};
+
+        return harness_wait_until(leader_moved, &a, timeout_ms) ? a.now : -1;
+}
+
 int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
         rd_kafka_t *rk = cluster(r, alias)->admin;
         int         parts;

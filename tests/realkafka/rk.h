@@ -112,6 +112,12 @@ void rk_delete_topic(struct rk *r, const char *alias, const char *topic);
 int rk_leader(struct rk *r, const char *alias, const char *topic,
               int partition);
 
+/** @returns the leader of @p topic / @p partition at @p alias once it is
+ *  a broker other than @p old (after that broker was stopped or killed),
+ *  or -1 if there is none such after @p timeout_ms. */
+int rk_wait_new_leader(struct rk *r, const char *alias, const char *topic,
+                       int partition, int old, int timeout_ms);
+
 /** @returns true once every partition of @p topic at @p alias has a
  *  leader and @p isr in-sync replicas, false after @p timeout_ms. */
 bool rk_wait_isr(struct rk *r, const char *alias, const char *topic, int isr,

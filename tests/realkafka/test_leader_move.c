@@ -154,17 +154,6 @@ static void run_tool(struct rk *r, const char *main_class,
         free(pe);
 }
 
-struct moved_arg {
-        struct rk *r;
-        int        old, now;
-};
-
-static bool leader_moved(void *arg) {
-        struct moved_arg *a = arg;
-        a->now = rk_leader(a->r, "east", "clicks.unified", 0);
-        return a->now >= 1 && a->now != a->old;
-}
-
 static void test_leader_move(void **state) {
         struct rk *r = rk_new("rk-move");
 
@@ -219,8 +208,9 @@ static void test_leader_move(void **state) {
         assert_true(leader >= 1 && leader <= 3);
         int64_t t_term = harness_now_ms();
         rk_ctl(r, "east", "term", leader, 60000);
-        struct moved_arg m = {r, leader, -1};
-        if (!harness_wait_until(leader_moved, &m, 60000))
+        int now = rk_wait_new_leader(r, "east", "clicks.unified", 0, leader,
+                                     60000);
+        if (now < 0)
                 fail_msg("clicks.unified/0 at east: no new leader 60 s after "
                          "broker %d stopped",
                          leader);
@@ -238,7 +228,7 @@ static void test_leader_move(void **state) {
                       "clicks.unified/0): stopped in %.1f s (new leader %d), "
                       "aagw progressed %.1f s later; back in sync %.1f s after "
                       "the SIGTERM; progress after it %.1f s\n",
-                      leader, t_down, m.now, t_prog2, t_back, t_prog3);
+                      leader, t_down, now, t_prog2, t_back, t_prog3);
 
         struct rk_produced pr[2];
         int64_t            acked[2];

@@ -221,17 +221,28 @@ static void acl_create(struct rk *r, const char *alias, const char *topic,
         rd_kafka_AclBinding_destroy(b);
 }
 
+/* A filter for the LITERAL ACLs of 'topic' for 'principal' with 'op' and
+ * 'perm'. */
+static rd_kafka_AclBindingFilter_t *
+acl_filter(const char *topic, const char *principal, rd_kafka_AclOperation_t op,
+           rd_kafka_AclPermissionType_t perm) {
+        char                         why[256];
+        rd_kafka_AclBindingFilter_t *f = rd_kafka_AclBindingFilter_new(
+            RD_KAFKA_RESOURCE_TOPIC, topic, RD_KAFKA_RESOURCE_PATTERN_LITERAL,
+            principal, NULL, op, perm, why, sizeof(why));
+
+        if (!f)
+                fail_msg("ACL filter for %s: %s", topic, why);
+        return f;
+}
+
 static void acl_delete(struct rk *r, const char *alias, const char *topic,
                        const char *principal, rd_kafka_AclOperation_t op,
                        rd_kafka_AclPermissionType_t perm) {
         rd_kafka_t                  *rk = adm(r, alias);
-        char                         why[256];
-        rd_kafka_AclBindingFilter_t *f  = rd_kafka_AclBindingFilter_new(
-            RD_KAFKA_RESOURCE_TOPIC, topic, RD_KAFKA_RESOURCE_PATTERN_LITERAL,
-            principal, NULL, op, perm, why, sizeof(why));
-        rd_kafka_queue_t            *q = rd_kafka_queue_new(rk);
+        rd_kafka_AclBindingFilter_t *f  = acl_filter(topic, principal, op, perm);
+        rd_kafka_queue_t            *q  = rd_kafka_queue_new(rk);
 
-        assert_non_null(f);
         rd_kafka_DeleteAcls(rk, &f, 1, NULL, q);
         rd_kafka_event_destroy(admin_result(q, "DeleteAcls"));
         rd_kafka_queue_destroy(q);
@@ -243,14 +254,10 @@ static int acl_count(struct rk *r, const char *alias, const char *topic,
                      const char *principal, rd_kafka_AclOperation_t op,
                      rd_kafka_AclPermissionType_t perm) {
         rd_kafka_t                  *rk = adm(r, alias);
-        char                         why[256];
-        rd_kafka_AclBindingFilter_t *f  = rd_kafka_AclBindingFilter_new(
-            RD_KAFKA_RESOURCE_TOPIC, topic, RD_KAFKA_RESOURCE_PATTERN_LITERAL,
-            principal, NULL, op, perm, why, sizeof(why));
-        rd_kafka_queue_t            *q = rd_kafka_queue_new(rk);
-        size_t                       n = 0;
+        rd_kafka_AclBindingFilter_t *f  = acl_filter(topic, principal, op, perm);
+        rd_kafka_queue_t            *q  = rd_kafka_queue_new(rk);
+        size_t                       n  = 0;
 
-        assert_non_null(f);
         rd_kafka_DescribeAcls(rk, f, NULL, q);
         rd_kafka_event_t *ev = admin_result(q, "DescribeAcls");
         rd_kafka_DescribeAcls_result_acls(rd_kafka_event_DescribeAcls_result(ev),
