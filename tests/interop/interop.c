@@ -370,6 +370,24 @@ int io_aagw(struct io *io, const char *const *words, harness_output_t *o) {
         return harness_exit_code(o->status);
 }
 
+/* Every line of 'text' as "# line". */
+static void show_lines(const char *text) {
+        while (text && *text) {
+                size_t len = strcspn(text, "\n");
+
+                print_message("# %.*s\n", (int)len, text);
+                text += len + (text[len] == '\n');
+        }
+}
+
+void io_show(const char *head, int rc, const harness_output_t *o,
+             bool with_err) {
+        print_message("# %s: exit %d\n", head, rc);
+        show_lines(o->out);
+        if (with_err)
+                show_lines(o->err);
+}
+
 harness_proc_t *io_mm2(struct io *io, const char *topics, const char *extra) {
         char *props = harness_path_join(io->dir, "mm2.properties");
         FILE *f     = fopen(props, "w");
@@ -460,8 +478,7 @@ json_object *io_mm2_query(struct io *io, const char *const *args,
                 fail_msg("Mm2Interop: %s (java is required for the kafka "
                          "suite)",
                          io->errstr);
-        print_message("# Mm2Interop exit %d\n%s", harness_exit_code(o.status),
-                      o.out);
+        io_show("Mm2Interop", harness_exit_code(o.status), &o, false);
         assert_int_equal(harness_lines_split(o.out, &l), 0);
         for (size_t i = 0; i < l.cnt; i++) {
                 json_object *j;

@@ -86,6 +86,12 @@ void io_ctl(struct io *io, const char *verb, const char *alias);
  * exit code; output in 'o' (caller deinits). */
 int io_aagw(struct io *io, const char *const *words, harness_output_t *o);
 
+/* Print "# <head>: exit <rc>", then every line of o's stdout (and of
+ * its stderr if 'with_err') as a TAP comment: meson's TAP parser warns
+ * about any line that is not one. */
+void io_show(const char *head, int rc, const harness_output_t *o,
+             bool with_err);
+
 /* Run aagw.kafka.Mm2Interop with 'args' (one JVM); returns the answers,
  * one JSON object per query in order (json_object_put() the array).
  * Asserts that the JVM ran and answered every query. */

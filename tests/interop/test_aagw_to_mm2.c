@@ -141,8 +141,9 @@ static json_object *aagw_translate(struct io *io, struct variant *v) {
                 harness_output_deinit(&o);
                 nanosleep(&ts, NULL);
         }
-        print_message("# aagw offsets translate (%s): exit %d\n%s%s", v->sep,
-                      rc, o.out, o.err);
+        char head[64];
+        snprintf(head, sizeof(head), "aagw offsets translate (%s)", v->sep);
+        io_show(head, rc, &o, true);
         assert_int_equal(rc, 0);
         json_object *j = json_tokener_parse(o.out);
         assert_non_null(j);

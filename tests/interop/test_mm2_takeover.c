@@ -316,7 +316,7 @@ static void test_takeover_then_failover(void **state) {
                             "--to", "west", "--source-timeout", "3", NULL,
                             NULL};
         int rc = io_aagw(&io, fw, &o);
-        print_message("# failover, east down: exit %d\n%s", rc, o.out);
+        io_show("failover, east down", rc, &o, false);
         assert_int_equal(rc, 1);
         assert_non_null(strstr(o.out, "mode: target-only: east did not "
                                       "answer in 3 s"));
@@ -324,7 +324,7 @@ static void test_takeover_then_failover(void **state) {
         harness_output_deinit(&o);
         fw[9] = "--force";
         rc    = io_aagw(&io, fw, &o);
-        print_message("# --force: exit %d\n%s%s", rc, o.out, o.err);
+        io_show("--force", rc, &o, true);
         assert_int_equal(rc, 0);
         assert_non_null(strstr(o.out, "committed group g at west"));
         harness_output_deinit(&o);

@@ -207,8 +207,7 @@ static void test_aagw_reads_mm2(void **state) {
         const char *tw[] = {"offsets", "translate", "--group", "g", "--from",
                             "east",    "--to",      "west",    "--json", NULL};
         int         rc   = io_aagw(&io, tw, &o);
-        print_message("# aagw offsets translate: exit %d\n%s%s", rc, o.out,
-                      o.err);
+        io_show("aagw offsets translate", rc, &o, true);
         json_object *j = json_tokener_parse(o.out);
         assert_non_null(j);
         json_object *parts = get(j, "partitions");
@@ -247,8 +246,7 @@ static void test_aagw_reads_mm2(void **state) {
         const char *fw[] = {"failover", "--dry-run", "--group", "g", "--from",
                             "east",     "--to",      "west",    NULL, NULL};
         rc = io_aagw(&io, fw, &o);
-        print_message("# aagw failover --dry-run: exit %d\n%s%s", rc, o.out,
-                      o.err);
+        io_show("aagw failover --dry-run", rc, &o, true);
         for (int p = 0; p < NPART; p++)
                 assert_int_equal(failover_row(o.out, p), mm2[p]);
         if (exact < NPART) {
@@ -258,7 +256,7 @@ static void test_aagw_reads_mm2(void **state) {
                 harness_output_deinit(&o);
                 fw[8] = "--force";
                 rc    = io_aagw(&io, fw, &o);
-                print_message("# --force: exit %d\n%s%s", rc, o.out, o.err);
+                io_show("--force", rc, &o, true);
                 for (int p = 0; p < NPART; p++)
                         assert_int_equal(failover_row(o.out, p), mm2[p]);
         }
@@ -283,7 +281,7 @@ static void test_aagw_reads_mm2(void **state) {
         const char *dw[] = {"drill", "--group", "g", "--from", "east",
                             "--to",  "west",    "--json", NULL};
         rc = io_aagw(&io, dw, &o);
-        print_message("# aagw drill: exit %d\n%s", rc, o.out);
+        io_show("aagw drill", rc, &o, false);
         assert_int_equal(rc, 1);
         assert_non_null(strstr(o.out, "\"result\":\"failed\""));
         assert_non_null(strstr(o.out, "heartbeat"));
