@@ -41,6 +41,8 @@
 #define MAX_TOPICS      1024
 #define MAX_INPUTS      8  /* inputs per logical topic: T + copies */
 #define BATCH_MAX       4096
+#define LEADER_WAIT_MS 200 /* discovery interval while an input has no
+                              leader */
 #define WAKE_INTERVAL_MS 20 /* aagw_fetch_waker_poke(), at most */
 #define SCAN_TIMEOUT_MS 60000
 /* How long the start-up scan waits for an output partition to answer
@@ -59,6 +61,8 @@ struct uinput {
         struct replicator_start *start; /* the first record after an
                                            assignment must be at 'next' */
         bool     seen;     /* in the last discovery */
+        bool     led;      /* every partition had a leader at a
+                              discovery: assigned from then on */
 };
 
 struct utopic {
@@ -112,6 +116,8 @@ struct aagw_unify {
         bool                 thread_started;
         bool                 admin_unsupported;
         int64_t              last_refresh_ms;
+        bool                 inputs_leaderless; /* an input waits for its
+                                                   leaders: discover soon */
 
         struct utopic *topics[MAX_TOPICS];
         size_t         ntopics;
@@ -789,6 +795,8 @@ static void reassign(aagw_unify_t *u) {
                         continue;
                 for (size_t i = 0; i < ut->nin; i++) {
                         struct uinput *ui = ut->in[i];
+                        if (!ui->led)
+                                continue;
                         ninputs++;
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 int64_t off = ui->next[p];
@@ -815,12 +823,42 @@ static void reassign(aagw_unify_t *u) {
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Whether the stage's consumer, asked for 'ui''s metadata itself, finds
+ * every partition with a leader.  The request also fills the consumer's
+ * cache, which an assignment then relies on: librdkafka 2.0 leaves a
+ * partition it assigned while its cache lacked it (a topic created
+ * moments ago, another handle's metadata newer) unserved until its
+ * periodic refresh, minutes later. */
+static bool consumer_knows(aagw_unify_t *u, const struct uinput *ui) {
+        const struct rd_kafka_metadata *md  = NULL;
+        rd_kafka_topic_t               *rkt =
+            rd_kafka_topic_new(u->consumer, ui->topic, NULL);
+        bool ok = false;
+
+        if (!rkt)
+                return false;
+        if (!rd_kafka_metadata(u->consumer, 0, rkt, &md, 5000) &&
+            md->topic_cnt == 1 && !md->topics[0].err &&
+            md->topics[0].partition_cnt >= ui->nparts) {
+                ok = true;
+                for (int k = 0; k < md->topics[0].partition_cnt; k++)
+                        if (md->topics[0].partitions[k].err ||
+                            md->topics[0].partitions[k].leader < 0)
+                                ok = false;
+        }
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        return ok;
+}
+
 static void discover(aagw_unify_t *u) {
         const struct rd_kafka_metadata *md = NULL;
         const aagw_repl_policy_t       *pol = u->conf.policy;
         bool                            changed = false;
         rd_kafka_resp_err_t err = rd_kafka_metadata(u->admin, 1, NULL, &md,
                                                     5000);
+        u->inputs_leaderless = false;
         aagw_reach_note(&u->reach, err);
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
@@ -872,6 +910,26 @@ static void discover(aagw_unify_t *u) {
                         if (uinput_resize(ui, mt->partition_cnt))
                                 continue;
                         changed = true;
+                }
+                /* A topic created moments ago (a flow's copy of a remote
+                 * topic) can be listed before its leaders are elected.
+                 * librdkafka 2.0 keeps an assigned partition it found
+                 * without a leader unfetched until a much later metadata
+                 * refresh, with no watermark the stall detection could
+                 * see: such an input waits for a discovery that finds
+                 * every leader, here and in the consumer's own metadata
+                 * (consumer_knows()).  (Once assigned, an input stays so:
+                 * a leader lost later is the stall detection's case.) */
+                bool led = true;
+                for (int k = 0; k < mt->partition_cnt && !ui->led; k++)
+                        if (mt->partitions[k].err ||
+                            mt->partitions[k].leader < 0)
+                                led = false;
+                if (!ui->led && led && consumer_knows(u, ui)) {
+                        ui->led = true;
+                        changed = true;
+                } else if (!ui->led) {
+                        u->inputs_leaderless = true;
                 }
         }
         for (size_t t = 0; t < u->ntopics; t++) {
@@ -1242,7 +1300,10 @@ static void *unify_main(void *arg) {
         if (atomic_load(&u->ctl.state) == AAGW_FLOW_STARTING)
                 atomic_store(&u->ctl.state, AAGW_FLOW_RUNNING);
         while (!atomic_load(&u->ctl.stop)) {
-                if (aagw_mono_ms() - u->last_refresh_ms >= refresh_ms) {
+                if (aagw_mono_ms() - u->last_refresh_ms >=
+                    (u->inputs_leaderless && refresh_ms > LEADER_WAIT_MS
+                         ? LEADER_WAIT_MS
+                         : refresh_ms)) {
                         discover(u);
                         u->last_refresh_ms = aagw_mono_ms();
                 }

@@ -115,6 +115,7 @@ bool unify_stat(struct repl *r, const char *site, struct ustat *out) {
                         out->inflight    = jint(s, "inflight");
                         out->lag         = jint(s, "lag");
                         out->diverged    = jint(s, "diverged");
+                        out->inputs      = jint(s, "inputs");
                         ok               = true;
                 }
         }

@@ -20,6 +20,7 @@ struct ustat {
         int64_t records_in, records_out, accepted, dropped, superseded,
             identical, rejected, recovered, replayed, inflight, lag,
             diverged;
+        int64_t inputs; /* inputs assigned */
 };
 
 /** GET @p path ("/metrics") from the running gateway's admin endpoint;
