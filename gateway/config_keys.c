@@ -116,16 +116,6 @@ const struct cfg_key aagw_config_keys[] = {
      "(no such header, not JSON, no such field): derive (use the derived "
      "id origin:topic:partition:offset), dead-letter, or fail (stop the "
      "flow)."},
-    {"replication.static_membership", CT_BOOL, "false", NOLIMIT, NULL, NULL,
-     0,
-     "Make each flow's source consumer a static group member "
-     "(group.instance.id, KIP-345), so that a restarted process gets its "
-     "partitions back at once instead of after the dead member's session "
-     "(about 10 s). Off by default: with librdkafka 2.0 (no KIP-814) a "
-     "restarted static member is handed its previous assignment, so "
-     "topics or partitions that appeared while it was down (or a changed "
-     "topic list) are not read until the next rebalance. Turn it on only "
-     "with a fixed set of topics and partitions."},
     {"replication.loop_check_topics", CT_BOOL, "true", NOLIMIT, NULL, NULL,
      0,
      "Stop loops by topic name (never send a topic to the site its prefix "

@@ -187,8 +187,6 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.mm2.truncation_fail = !strcmp(
             aagw_config_str(cfg, "replication.on_truncation"), "fail");
         fc.mm2.takeover = aagw_config_bool(cfg, "mm2.takeover");
-        fc.static_member =
-            aagw_config_bool(cfg, "replication.static_membership");
         fc.topics.replication_factor =
             (int)aagw_config_int(cfg, "replication.factor");
         fc.topics.sync_configs =

@@ -79,9 +79,10 @@ char *gw_metrics(const struct gw_admin_view *view) {
                 "because the first record after an assignment came later.",
                 start_refetches);
         COUNTER("aagw_replication_consumer_restarts_total",
-                "Times the flow replaced its source consumer after the group "
-                "fenced its group.instance.id (most often its own rejoin "
-                "after a stall past session.timeout.ms).",
+                "Times the flow restarted its identity lease after its group "
+                "fenced its group.instance.id (another process with the "
+                "same identity, or its own rejoin after a stall past "
+                "session.timeout.ms).",
                 consumer_restarts);
         char lagbuf[24];
         GAUGE("aagw_replication_lag_records",

@@ -187,12 +187,12 @@ rd_kafka_t *aagw_kafka_client_new(const struct aagw_kafka_client *c,
                                   char *errstr, size_t errstr_size);
 
 /**
- * @brief The static group membership id (KIP-345 group.instance.id) of a
- * data-path consumer in @p group run by the process of @p site (NULL or
- * empty: a process that runs every site): "GROUP@SITE".  Stable across
- * restarts of the same process, so a restarted consumer takes its
- * partitions back at once instead of waiting out the dead member's
- * session.
+ * @brief The static group membership id (KIP-345 group.instance.id) of
+ * the identity lease of the flow whose group is @p group, run by the
+ * process of @p site (NULL or empty: a process that runs every site):
+ * "GROUP@SITE".  The same across restarts of one process; a second
+ * process with the same gateway id and site takes it over, which fences
+ * the first (FENCED_INSTANCE_ID).
  */
 void aagw_kafka_instance_id(char *out, size_t out_size, const char *group,
                             const char *site);
@@ -433,11 +433,8 @@ struct aagw_flow_pos {
 struct aagw_flow_conf {
         const char *gateway_id;
         /** The process's site (--site, gateway.site); NULL: every site.
-         *  Part of the consumer's static member id. */
+         *  Part of the identity lease's static member id. */
         const char *site;
-        /** Join the source group as a static member (group.instance.id
-         *  built from the group and site; replication.static_membership) */
-        bool        static_member;
         const char *source, *target; /**< cluster aliases */
         /** Client settings of each cluster: bootstraps and user properties
          *  (name/value pairs as for aagw_kafka_conf_apply()); borrowed for
@@ -557,7 +554,7 @@ struct aagw_flow_stats {
         uint64_t fetch_wakeups; /**< aagw_kafka_wake_fetchers() requests */
         uint64_t fetch_restarts; /**< stalled partition fetches restarted
                                       (aagw_fetch_waker_stalled()) */
-        uint64_t consumer_restarts; /**< source consumers replaced after
+        uint64_t consumer_restarts; /**< identity leases replaced after
                                          FENCED_INSTANCE_ID */
         uint64_t start_refetches; /**< source partitions sought back to
                                        their assigned offset: the first

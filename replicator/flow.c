@@ -1,9 +1,18 @@
 /*
  * replicator/flow.c: one replication direction, source -> target.
  *
- * The flow thread owns three clients of its own:
- *   - the source consumer, in group aagw.<gateway-id>.<source>-<target>,
- *     with offsets it sets itself on assignment (never auto-committed);
+ * The flow thread owns four clients of its own:
+ *   - the source consumer, which assigns itself every partition of the
+ *     topics discovery finds (no group distributes them: a restarted
+ *     process reads again at once), at offsets it sets itself; it
+ *     commits its positions to group aagw.<gateway-id>.<source>-<target>
+ *     (never auto-committed, never read back);
+ *   - the identity lease: a static member (group.instance.id) of group
+ *     aagw.<gateway-id>.<source>-<target>.lease that reads nothing.  A
+ *     second process with the same gateway id and site takes the
+ *     instance id over, which fences this one (FENCED_INSTANCE_ID): the
+ *     flow stops copying and takes the id back once; fenced again, it
+ *     fails (lease_fenced());
  *   - the target producer: idempotent, acks=all, unlimited delivery
  *     timeout, so a broker outage stalls the flow instead of losing data;
  *   - a target "reader" (an assign-only consumer) used at assignment to
@@ -27,9 +36,9 @@
  * (or the dead-letter copy), or at once when the verdict skips it.  The
  * partition's position advances over the done prefix of the ring only, so
  * it never passes a record the target has not acknowledged.  Positions are
- * saved (pos_save, RocksDB in the gateway) every second and at revoke and
- * stop; they are also committed to the group for lag tooling, but never
- * read back from it.
+ * saved (pos_save, RocksDB in the gateway) every second, at an unassign
+ * and at stop; they are also committed to the group for lag tooling, but
+ * never read back from it.
  *
  * Exactly once into the target, without transactions: on assignment the
  * flow reads the target partition from the stored out_next to its end and
@@ -71,13 +80,17 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
  * scan trusts it (settle_end()), and the most that may take. */
 #define SETTLE_MS 2000
 #define SETTLE_MAX_MS 15000
-/* A consumer fenced (FENCED_INSTANCE_ID) is restarted in place once
- * its in-flight records are acknowledged, waited for up to RESTART_DRAIN_MS.
- * Fenced again within REFENCE_MS of that restart, the flow fails: two
- * processes with one identity would otherwise take the group.instance.id
- * from each other forever. */
+/* A fenced identity lease (FENCED_INSTANCE_ID) stops the copy once the
+ * records in flight are acknowledged, waited for up to RESTART_DRAIN_MS,
+ * and is restarted.  Fenced again within REFENCE_MS of that restart, the
+ * flow fails: two processes with one identity would otherwise take the
+ * group.instance.id from each other forever. */
 #define RESTART_DRAIN_MS 30000
 #define REFENCE_MS 60000
+/* How long a restarted lease holds the id before the flow copies again:
+ * three of its heartbeats, in which the process it fenced learns of it
+ * (at its next heartbeat) and stops copying. */
+#define LEASE_SETTLE_MS 3000
 /* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
 #define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
@@ -131,7 +144,7 @@ struct ttrack {
                                            missing at the target */
         int32_t             missing;    /* partitions held for lack of a
                                            target partition */
-        bool                active;  /* subscribed */
+        bool                active;  /* found by discovery: assigned */
         bool                refused; /* target lacks partitions */
         bool                seen;    /* in the last discovery */
         bool                is_hb;   /* the MM2 heartbeats topic */
@@ -164,9 +177,12 @@ struct aagw_flow {
         char                      hop_hdr[AAGW_AFFIX_MAX + 8];
         const aagw_repl_policy_t *pol;
         struct aagw_flow_conf     conf;
-        char                      group[512];    /* the consumer's */
-        char                      instance[600]; /* group.instance.id */
+        char                      group[512];    /* the consumer's commits */
+        char                      lease_group[520];
+        char                      instance[600]; /* the lease's
+                                                    group.instance.id */
         rd_kafka_t               *consumer, *producer, *reader, *admin;
+        rd_kafka_t               *lease; /* identity lease, NULL: none */
         /* Source metadata and watermarks on connections of their own: on
          * the consumer's, a request waits behind the fetch long-poll of
          * that broker (up to fetch.wait.max.ms), and the flow with it. */
@@ -188,7 +204,6 @@ struct aagw_flow {
         bool                      admin_create_unsupported;
         struct topics            *remote_topics; /* topics.c */
         char                     *target_bs; /* for the fix commands */
-        bool                      regroup; /* a source topic grew */
 
         struct ttrack **topics;
         size_t          ntopics;
@@ -197,9 +212,14 @@ struct aagw_flow {
         aagw_fetch_waker_t *waker;
         _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
         _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
-        _Atomic uint64_t consumer_restarts; /* after a fence */
+        _Atomic uint64_t consumer_restarts; /* leases restarted after a
+                                               fence */
         _Atomic uint64_t start_refetches; /* replicator_start_take() */
-        bool            fenced;     /* handle() saw FENCED_INSTANCE_ID */
+        bool            fenced;     /* the lease is FENCED_INSTANCE_ID */
+        bool            lease_held; /* the lease joined (was assigned) */
+        int64_t         lease_held_ms; /* mono ms when it joined */
+        bool            lease_wait; /* fenced: copy nothing until the
+                                       restarted lease holds the id */
         int64_t         restart_ms; /* mono ms of the last restart, 0 */
         bool            subscription_dirty;
 
@@ -781,8 +801,17 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
  * it has now, and report the difference (once per source count). */
 static void target_count(aagw_flow_t *f, struct ttrack *tt, int have,
                          int want);
+/* Assign the consumer the partitions of 'tt' it lacks (all, for a topic
+ * just found; the new ones, after the source grew). */
+static void assign_new(aagw_flow_t *f, struct ttrack *tt);
+/* Finish what is in flight (up to 'drain_ms'), store the positions and
+ * unassign the partitions of 'tt' (NULL: of every topic).  Returns 0, or
+ * -1 with the flow failed if records were still in flight: their
+ * delivery reports would land in the rings of a later assignment. */
+static int unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms);
 
-/* Scan the source cluster for matching topics and subscribe to them. */
+/* Scan the source cluster for matching topics and assign their
+ * partitions to the consumer; the identity lease subscribes to them. */
 static void discover(aagw_flow_t *f) {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t              err;
@@ -803,8 +832,13 @@ static void discover(aagw_flow_t *f) {
                 struct ttrack                       *tt;
                 aagw_skip_t                          skip;
 
-                if (mt->err || mt->partition_cnt <= 0)
+                if (mt->err || mt->partition_cnt <= 0) {
+                        /* There, but not answering now (no leader, ...):
+                         * not gone.  A deleted topic is not listed. */
+                        if ((tt = topic_find(f, mt->topic)))
+                                tt->seen = true;
                         continue;
+                }
                 if (!aagw_repl_topic_allowed(f->pol, mt->topic) &&
                     !(f->conf.mm2.heartbeat_ms > 0 &&
                       mm2_is_heartbeats(mt->topic)))
@@ -862,13 +896,11 @@ static void discover(aagw_flow_t *f) {
                 int have = ensure_target(f, tt, mt->partition_cnt);
                 if (have == -2)
                         continue; /* transient: try again next time */
-                if (tt->active && mt->partition_cnt > tt->partition_cnt) {
+                if (tt->active && mt->partition_cnt > tt->partition_cnt)
                         aagw_log(AAGW_LOG_INFO, "FLOW",
                                  "%s: %s grew from %d to %d partitions at %s",
                                  f->name, tt->topic, tt->partition_cnt,
                                  mt->partition_cnt, f->source);
-                        f->regroup = true;
-                }
                 if (parts_grow(tt, mt->partition_cnt, &f->ctl.lock))
                         continue;
                 target_count(f, tt, have, mt->partition_cnt);
@@ -883,20 +915,27 @@ static void discover(aagw_flow_t *f) {
                         topics_track(f->remote_topics, tt->topic, tt->remote);
                         changed = true;
                 }
+                /* After a fence, nothing until the lease holds the id
+                 * again (flow_main() assigns then). */
+                if (!f->lease_wait)
+                        assign_new(f, tt);
         }
         rd_kafka_metadata_destroy(md);
         for (size_t i = 0; i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
                 if (tt->active && !tt->seen) {
                         aagw_log(AAGW_LOG_INFO, "FLOW",
-                                 "%s: topic %s is gone from %s; unsubscribing",
+                                 "%s: topic %s is gone from %s; no longer "
+                                 "reading it",
                                  f->name, tt->topic, f->source);
+                        if (unassign(f, tt, 10000))
+                                break;
                         tt->active = false;
                         atomic_fetch_sub(&f->ntopics_active, 1);
                         changed    = true;
                 }
         }
-        if (changed || f->subscription_dirty) {
+        if ((changed || f->subscription_dirty) && f->lease) {
                 rd_kafka_topic_partition_list_t *sub =
                     rd_kafka_topic_partition_list_new((int)f->ntopics);
                 for (size_t i = 0; i < f->ntopics; i++)
@@ -905,26 +944,15 @@ static void discover(aagw_flow_t *f) {
                                     sub, f->topics[i]->topic,
                                     RD_KAFKA_PARTITION_UA);
                 if (sub->cnt == 0)
-                        err = rd_kafka_unsubscribe(f->consumer);
+                        err = rd_kafka_unsubscribe(f->lease);
                 else
-                        err = rd_kafka_subscribe(f->consumer, sub);
+                        err = rd_kafka_subscribe(f->lease, sub);
                 f->subscription_dirty = err != 0;
                 if (err)
                         aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: subscribe failed: %s", f->name,
-                                 rd_kafka_err2str(err));
+                                 "%s: identity lease: subscribe failed: %s",
+                                 f->name, rd_kafka_err2str(err));
                 rd_kafka_topic_partition_list_destroy(sub);
-        }
-        if (f->regroup) {
-                /* The consumer notices new partitions at its next
-                 * metadata refresh (every 5 min by default): a metadata
-                 * request for all topics on its handle makes it look now,
-                 * and rejoin the group to be assigned them. */
-                const struct rd_kafka_metadata *cm = NULL;
-                if (!rd_kafka_metadata(f->consumer, 1, NULL, &cm, 5000)) {
-                        rd_kafka_metadata_destroy(cm);
-                        f->regroup = false;
-                }
         }
 }
 
@@ -1571,78 +1599,133 @@ static void target_count(aagw_flow_t *f, struct ttrack *tt, int have,
         release_held(f, tt);
 }
 
-static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                         rd_kafka_topic_partition_list_t *parts,
-                         void *opaque) {
+/* Every partition of 'tt' is the flow's: a partition the copy has is
+ * reconciled and read from there, one it lacks is held (assigned, paused,
+ * positioned when the copy has it: target_count()).  Incremental, so the
+ * partitions already read keep their place and what is in flight. */
+static void assign_new(aagw_flow_t *f, struct ttrack *tt) {
+        rd_kafka_topic_partition_list_t *l, *held;
+        rd_kafka_error_t                *e;
+
+        l    = rd_kafka_topic_partition_list_new(tt->partition_cnt);
+        held = rd_kafka_topic_partition_list_new(tt->partition_cnt);
+        for (int32_t p = 0; p < tt->partition_cnt && !atomic_load(&f->ctl.stop);
+             p++) {
+                struct ptrack *pt = part_get(f, tt, p);
+                int64_t        off;
+                if (!pt || pt->assigned)
+                        continue;
+                if (p >= tt->target_cnt) {
+                        off      = RD_KAFKA_OFFSET_BEGINNING;
+                        pt->held = true;
+                        pt->assigned = true;
+                        pt->next = -1;
+                        atomic_store_explicit(&pt->pos_pub, -1, RELAXED);
+                        atomic_fetch_add(&f->nparts_assigned, 1);
+                        rd_kafka_topic_partition_list_add(held, tt->topic, p);
+                } else {
+                        off = reconcile(f, pt);
+                        part_start(f, pt, off);
+                }
+                rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
+                    off;
+        }
+        if (!l->cnt)
+                goto out;
+        e = rd_kafka_incremental_assign(f->consumer, l);
+        if (e) {
+                /* Unassigned again: the next discovery tries again. */
+                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: assigning %s: %s",
+                         f->name, tt->topic, rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                for (int i = 0; i < l->cnt; i++) {
+                        struct ptrack *pt = tt->parts[l->elems[i].partition];
+                        pt->assigned = false;
+                        pt->held     = false;
+                        atomic_fetch_sub(&f->nparts_assigned, 1);
+                }
+                tt->release_retry = true;
+                goto out;
+        }
+        /* A paused flow (paused before, or kept paused across a restart)
+         * stays paused on partitions it takes now; records fetched
+         * before the pause are dropped by librdkafka's pause barrier. */
+        if (f->paused)
+                rd_kafka_pause_partitions(f->consumer, l);
+        else if (held->cnt)
+                rd_kafka_pause_partitions(f->consumer, held);
+        if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
+                atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
+out:
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_topic_partition_list_destroy(held);
+}
+
+static int unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
+        rd_kafka_topic_partition_list_t *l;
+
+        drain(f, drain_ms);
+        if (atomic_load(&f->inflight) > 0) {
+                /* (Stopping: flow_main() drains and stores once more.) */
+                if (!atomic_load(&f->ctl.stop))
+                        flow_fail(f, "%" PRId64 " records still "
+                                     "unacknowledged after %d ms: cannot "
+                                     "let go of %s's partitions",
+                                  atomic_load(&f->inflight), drain_ms,
+                                  tt ? tt->topic : "the topics");
+                return -1;
+        }
+        save_positions(f, true);
+        l = rd_kafka_topic_partition_list_new(16);
+        pthread_mutex_lock(&f->ctl.lock);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *t = f->topics[i];
+                if (tt && t != tt)
+                        continue;
+                for (int32_t p = 0; p < t->partition_cnt; p++) {
+                        struct ptrack *pt = t->parts[p];
+                        if (!pt || !pt->assigned)
+                                continue;
+                        pt->assigned = false;
+                        pt->held     = false;
+                        atomic_fetch_sub(&f->nparts_assigned, 1);
+                        rd_kafka_topic_partition_list_add(l, t->topic, p);
+                }
+        }
+        pthread_mutex_unlock(&f->ctl.lock);
+        if (l->cnt) {
+                rd_kafka_error_t *e =
+                    rd_kafka_incremental_unassign(f->consumer, l);
+                if (e) {
+                        aagw_log(AAGW_LOG_WARN, "FLOW", "%s: unassign: %s",
+                                 f->name, rd_kafka_error_string(e));
+                        rd_kafka_error_destroy(e);
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        return 0;
+}
+
+/* The identity lease's group gave it partitions: it reads none of them
+ * (an empty assignment); that it was given any tells that it holds the
+ * group.instance.id. */
+static void lease_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                     rd_kafka_topic_partition_list_t *parts, void *opaque) {
         aagw_flow_t *f = opaque;
 
+        (void)parts;
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-                rd_kafka_topic_partition_list_t *held =
-                    rd_kafka_topic_partition_list_new(parts->cnt);
-                for (int i = 0; i < parts->cnt; i++) {
-                        rd_kafka_topic_partition_t *tp = &parts->elems[i];
-                        struct ttrack *tt = topic_find(f, tp->topic);
-                        /* A partition discovery has not seen yet (the
-                         * consumer's metadata was first) is tracked now,
-                         * and held below like one the copy lacks. */
-                        struct ptrack *pt =
-                            tt && !parts_grow(tt, tp->partition + 1, &f->ctl.lock)
-                                ? part_get(f, tt, tp->partition)
-                                : NULL;
-                        if (!pt) {
-                                tp->offset = RD_KAFKA_OFFSET_END;
-                                continue;
-                        }
-                        if (tp->partition >= tt->target_cnt) {
-                                /* No target partition yet: assigned,
-                                 * paused, positioned when it exists
-                                 * (target_count()). */
-                                tp->offset   = RD_KAFKA_OFFSET_BEGINNING;
-                                pt->held     = true;
-                                pt->assigned = true;
-                                pt->next     = -1;
-                                atomic_store_explicit(&pt->pos_pub, -1,
-                                                      RELAXED);
-                                atomic_fetch_add(&f->nparts_assigned, 1);
-                                rd_kafka_topic_partition_list_add(
-                                    held, tp->topic, tp->partition);
-                                continue;
-                        }
-                        tp->offset = reconcile(f, pt);
-                        part_start(f, pt, tp->offset);
+                /* (At every join: a start, a rejoin, a topic added.) */
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: identity lease holds group.instance.id %s in "
+                         "group %s",
+                         f->name, f->instance, f->lease_group);
+                if (!f->lease_held) {
+                        f->lease_held    = true;
+                        f->lease_held_ms = aagw_mono_ms();
                 }
-                rd_kafka_assign(rk, parts);
-                /* A paused flow (paused before this assignment, or kept
-                 * paused across a restart) stays paused on partitions it
-                 * is given now; records fetched before this call are
-                 * discarded by librdkafka's pause barrier. */
-                if (f->paused)
-                        rd_kafka_pause_partitions(rk, parts);
-                else if (held->cnt)
-                        rd_kafka_pause_partitions(rk, held);
-                rd_kafka_topic_partition_list_destroy(held);
-                if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
-                        atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
-        } else {
-                /* Revoked: finish what is in flight, store, let go.
-                 * When stopping, flow_main has drained already: a second
-                 * wait would only push the exit past its deadline. */
-                if (!atomic_load(&f->ctl.stop))
-                        drain(f, 10000);
-                save_positions(f, true);
-                for (int i = 0; i < parts->cnt; i++) {
-                        struct ttrack *tt = topic_find(f, parts->elems[i].topic);
-                        struct ptrack *pt =
-                            tt ? part_get(f, tt, parts->elems[i].partition)
-                               : NULL;
-                        if (pt && pt->assigned) {
-                                pt->assigned = false;
-                                pt->held     = false;
-                                atomic_fetch_sub(&f->nparts_assigned, 1);
-                        }
-                }
-                rd_kafka_assign(rk, NULL);
         }
+        rd_kafka_assign(rk, NULL);
 }
 
 /* ------------------------------------------------------------ RECORDS --- */
@@ -1683,24 +1766,8 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         uint64_t             seq;
         char                 why[640];
 
-        if (m->err == RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT) {
-                /* The broker refuses to let the consumer join, and will
-                 * forever: say what to change, do not retry in silence. */
-                flow_fail(f, "consume: %s: session.timeout.ms is outside "
-                             "%s's group.min/max.session.timeout.ms (set "
-                             "clusters.%s.properties.consumer."
-                             "session.timeout.ms)",
-                          rd_kafka_message_errstr(m), f->source, f->source);
-                return false;
-        }
         if (aagw_kafka_fatal(f->consumer, m->err, why, sizeof(why))) {
-                /* Fenced: flow_main() restarts the consumer, or fails
-                 * the flow if that happened too recently. */
-                if (rd_kafka_fatal_error(f->consumer, why, sizeof(why)) ==
-                    RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
-                        f->fenced = true;
-                else
-                        flow_fail(f, "consume: %s", why);
+                flow_fail(f, "consume: %s", why);
                 return false;
         }
         if (m->err) {
@@ -1942,73 +2009,84 @@ static void restart_stalled(aagw_flow_t *f, int64_t now) {
         INC(f->fetch_restarts);
 }
 
-static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size);
+static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size);
 
-/* The consumer was fenced (FENCED_INSTANCE_ID, fatal in librdkafka): the
- * group gave its group.instance.id to a newer member.  That member is
- * most often this very consumer, rejoined after the process stalled past
- * session.timeout.ms, whose commit with the old member id was refused.
- * Replace the consumer in place: wait for the records in flight (their
- * messages belong to the old consumer, which cannot be destroyed before
- * them), store the positions, destroy it without a close (a fatal
- * consumer cannot leave the group), and subscribe a new one with the same
- * identity; its assignment resumes from the stored positions (rebalance_cb,
- * reconcile()).  Fails the flow, and returns -1, if it cannot, or if the
- * last restart was less than REFENCE_MS ago (a second process with this
- * identity).  Returns 0 with f->cq and f->waker replaced. */
-static int consumer_restart(aagw_flow_t *f) {
+/* Serve the identity lease: its group's callbacks (lease_cb()) and
+ * errors.  Fenced, it sets f->fenced for lease_fenced(). */
+static void lease_poll(aagw_flow_t *f) {
+        rd_kafka_message_t *m;
+        char                why[640];
+
+        while (f->lease && !f->fenced &&
+               (m = rd_kafka_consumer_poll(f->lease, 0))) {
+                if (m->err == RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT) {
+                        /* The broker refuses to let it join, and will
+                         * forever: say what to change. */
+                        flow_fail(f, "identity lease: %s: session.timeout.ms "
+                                     "is outside %s's group.min/max."
+                                     "session.timeout.ms (set clusters.%s."
+                                     "properties.consumer.session.timeout.ms)",
+                                  rd_kafka_message_errstr(m), f->source,
+                                  f->source);
+                } else if (aagw_kafka_fatal(f->lease, m->err, why,
+                                            sizeof(why))) {
+                        if (rd_kafka_fatal_error(f->lease, NULL, 0) ==
+                            RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+                                f->fenced = true;
+                        else
+                                flow_fail(f, "identity lease: %s", why);
+                } else if (m->err) {
+                        /* (A subscribed topic deleted meanwhile, a
+                         * coordinator moving: the lease reads nothing.) */
+                        aagw_log(AAGW_LOG_DEBUG, "FLOW",
+                                 "%s: identity lease: %s", f->name,
+                                 rd_kafka_message_errstr(m));
+                }
+                rd_kafka_message_destroy(m);
+        }
+}
+
+/* The identity lease was fenced (FENCED_INSTANCE_ID, fatal in
+ * librdkafka): its group gave the flow's group.instance.id to a newer
+ * member, another process with this gateway id and site, or this
+ * process's own lease rejoining after the process stalled past its
+ * session.  Stop copying (the records in flight acknowledged, the
+ * positions stored, every partition unassigned), replace the lease, and
+ * copy again, every partition reconciled against the target, only once
+ * the new lease has held the id for LEASE_SETTLE_MS (flow_main()): the
+ * other process, fenced in turn, has stopped copying by then.  Fails the flow, and returns
+ * -1, if it cannot, or if the last restart was less than REFENCE_MS ago:
+ * two processes take the id from each other, and this one gives up. */
+static int lease_fenced(aagw_flow_t *f) {
         char    why[512], msg[640], errstr[512];
         int64_t now = aagw_mono_ms();
 
         f->fenced = false;
-        rd_kafka_fatal_error(f->consumer, why, sizeof(why));
+        rd_kafka_fatal_error(f->lease, why, sizeof(why));
         if (f->restart_ms && now - f->restart_ms < REFENCE_MS) {
-                aagw_kafka_fatal(f->consumer, RD_KAFKA_RESP_ERR__FATAL, msg,
+                aagw_kafka_fatal(f->lease, RD_KAFKA_RESP_ERR__FATAL, msg,
                                  sizeof(msg));
-                flow_fail(f, "consume: %s; fenced again %.1f s after the "
-                             "consumer was restarted for the same reason",
+                flow_fail(f, "identity lease: %s; fenced again %.1f s after "
+                             "the lease was restarted for the same reason",
                           msg, (double)(now - f->restart_ms) / 1000.0);
                 return -1;
         }
         aagw_log(AAGW_LOG_WARN, "FLOW",
-                 "%s: consumer fenced (%s): the group gave its "
-                 "group.instance.id %s to a newer member, most likely its "
-                 "own rejoin after this process stalled past "
-                 "session.timeout.ms; restarting the consumer",
-                 f->name, why, f->instance);
-        drain(f, RESTART_DRAIN_MS);
-        if (atomic_load(&f->inflight) > 0) {
-                flow_fail(f, "consumer fenced (%s) and %" PRId64 " records "
-                             "still unacknowledged after %d ms: cannot "
-                             "restart the consumer",
-                          why, atomic_load(&f->inflight), RESTART_DRAIN_MS);
+                 "%s: identity lease fenced (%s): group %s gave its "
+                 "group.instance.id %s to a newer member, another process "
+                 "with this gateway id and site or this process's own rejoin "
+                 "after it stalled past session.timeout.ms; stopping the "
+                 "copy and restarting the lease",
+                 f->name, why, f->lease_group, f->instance);
+        if (unassign(f, NULL, RESTART_DRAIN_MS))
                 return -1;
-        }
-        save_positions(f, true);
-        pthread_mutex_lock(&f->ctl.lock);
-        for (size_t i = 0; i < f->ntopics; i++) {
-                struct ttrack *tt = f->topics[i];
-                for (int32_t p = 0; p < tt->partition_cnt; p++) {
-                        struct ptrack *pt = tt->parts[p];
-                        if (pt && pt->assigned) {
-                                pt->assigned = false;
-                                pt->held     = false;
-                                atomic_fetch_sub(&f->nparts_assigned, 1);
-                        }
-                }
-        }
-        pthread_mutex_unlock(&f->ctl.lock);
-        aagw_fetch_waker_destroy(f->waker);
-        f->waker = NULL;
-        rd_kafka_queue_destroy(f->cq);
-        f->cq = NULL;
-        rd_kafka_destroy_flags(f->consumer,
-                               RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-        f->consumer = NULL;
-        f->last_rkt = NULL;
-        f->last_tt  = NULL;
-        if (make_consumer(f, errstr, sizeof(errstr))) {
-                flow_fail(f, "consumer fenced (%s); cannot restart it: %s",
+        rd_kafka_destroy_flags(f->lease, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        f->lease      = NULL;
+        f->lease_held = false;
+        f->lease_wait = true;
+        if (make_lease(f, errstr, sizeof(errstr))) {
+                flow_fail(f, "identity lease fenced (%s); cannot restart it: "
+                             "%s",
                           why, errstr);
                 return -1;
         }
@@ -2017,6 +2095,18 @@ static int consumer_restart(aagw_flow_t *f) {
         f->subscription_dirty = true;
         discover(f);
         return 0;
+}
+
+/* After a fence, the restarted lease holds the id: every partition is
+ * the flow's again (assign_new(): reconciled against the target, which
+ * the other process may have written to meanwhile). */
+static void lease_regained(aagw_flow_t *f) {
+        f->lease_wait = false;
+        aagw_log(AAGW_LOG_INFO, "FLOW",
+                 "%s: identity lease restarted; copying again", f->name);
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (f->topics[i]->active)
+                        assign_new(f, f->topics[i]);
 }
 
 static void *flow_main(void *arg) {
@@ -2028,6 +2118,10 @@ static void *flow_main(void *arg) {
         aagw_qwait_t     *qwait  = aagw_qwait_new(qs, 2);
 
         f->now_cache = aagw_wall_ms();
+        /* Kept paused across a restart: paused before the first
+         * assignment, which then starts paused (assign_new()). */
+        if (atomic_load(&f->paused_req))
+                set_paused(f, true);
         discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         while (!atomic_load(&f->ctl.stop)) {
@@ -2047,19 +2141,16 @@ static void *flow_main(void *arg) {
                                                          (size_t)cap);
                 f->batch_no++;
                 for (ssize_t i = 0; i < n; i++) {
-                        if (atomic_load(&f->ctl.stop) || f->fenced ||
+                        if (atomic_load(&f->ctl.stop) ||
                             !handle(f, batch[i]))
                                 rd_kafka_message_destroy(batch[i]);
                 }
-                if (f->fenced) {
-                        aagw_qwait_destroy(qwait);
-                        qwait = NULL;
-                        if (consumer_restart(f))
-                                break;
-                        qs[0] = f->cq;
-                        qwait = aagw_qwait_new(qs, 2);
-                        continue;
-                }
+                lease_poll(f);
+                if (f->fenced && lease_fenced(f))
+                        break;
+                if (f->lease_wait && f->lease_held &&
+                    aagw_mono_ms() - f->lease_held_ms >= LEASE_SETTLE_MS)
+                        lease_regained(f);
                 f->now_cache = aagw_wall_ms();
                 rd_kafka_poll(f->producer, 0);
                 /* A short poll and an empty queue while partitions have
@@ -2094,9 +2185,9 @@ static void *flow_main(void *arg) {
         if (qwait)
                 aagw_qwait_destroy(qwait);
         rd_kafka_queue_destroy(pq);
-        /* Stop: no more consuming; finish in-flight, store, leave the
-         * group (the revoke callback drains and saves once more, within
-         * the same drain time). */
+        /* Stop: no more consuming; finish in-flight, store, close (a
+         * static member does not leave its group: a restart with the same
+         * identity takes the id back at once). */
         f->stop_at = aagw_mono_ms();
         drain(f, atomic_load(&f->drain_ms));
         save_positions(f, true);
@@ -2104,6 +2195,8 @@ static void *flow_main(void *arg) {
         f->waker = NULL;
         if (f->consumer)
                 rd_kafka_consumer_close(f->consumer);
+        if (f->lease && !rd_kafka_fatal_error(f->lease, NULL, 0))
+                rd_kafka_consumer_close(f->lease);
         if (atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
                 atomic_store(&f->ctl.state, AAGW_FLOW_STOPPED);
         return NULL;
@@ -2123,25 +2216,44 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                       .prop_cnt     = nprops,
                                       .opaque       = f,
                                       .delivery     = &f->delivery,
-                                      .rebalance_cb = rebalance_cb};
+                                      .rebalance_cb = !strcmp(role, "lease")
+                                                          ? lease_cb
+                                                          : NULL};
         return replicator_client(&c, role, extra, errstr, errstr_size);
 }
 
-/* Make the source consumer (the group member) and its queue and fetch
- * waker: at the start, and again after a fence (consumer_restart()).
- * Returns 0, or -1 with 'errstr' set. */
+/* Make the identity lease: at the start, and again after a fence
+ * (lease_fenced()).  discover() subscribes it.  Returns 0, or -1 with
+ * 'errstr' set. */
+static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size) {
+        const char *extra[] = {
+            "group.id", f->lease_group,
+            "group.instance.id", f->instance,
+            "enable.auto.commit", "false",
+            "enable.auto.offset.store", "false",
+            "session.timeout.ms", "10000",
+            "heartbeat.interval.ms", "1000",
+            NULL};
+
+        f->lease = make_client(f, RD_KAFKA_CONSUMER, "lease",
+                               f->conf.source_bootstraps, f->conf.source_props,
+                               f->conf.source_prop_cnt, extra, errstr,
+                               errstr_size);
+        if (!f->lease)
+                return -1;
+        rd_kafka_poll_set_consumer(f->lease);
+        return 0;
+}
+
+/* Make the source consumer (assign-only; its group id for the commits),
+ * its queue and fetch waker.  Returns 0, or -1 with 'errstr' set. */
 static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
-        /* The instance id goes last so that a dynamic member's list
-         * simply ends before it (replication.static_membership off). */
         const char *extra[] = {
             "group.id", f->group,
             "enable.auto.commit", "false",
             "enable.auto.offset.store", "false",
             "auto.offset.reset", "earliest",
-            "session.timeout.ms", "10000",
-            "heartbeat.interval.ms", "1000",
             "enable.partition.eof", "false",
-            f->instance[0] ? "group.instance.id" : NULL, f->instance,
             NULL};
 
         f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
@@ -2200,16 +2312,16 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
 
         snprintf(group, sizeof(group), "aagw.%s.%s-%s", c->gateway_id,
                  c->source, c->target);
-        /* Static membership (replication.static_membership): a
-         * restarted process takes the partitions back at its first join,
-         * not after the killed member's session timed out (a rebalance of
-         * ~10 s per restart).  Off by default: librdkafka 2.0 lacks
-         * KIP-814, so a restarted static member keeps its previous
-         * assignment even when its topics changed meanwhile. */
+        /* The consumer assigns itself its partitions: a restarted process
+         * reads again at once, not after the killed member's session
+         * timed out and the group rebalanced.  A second process with the
+         * same identity is told apart by the lease, a static member of a
+         * group of its own (the commits' group stays without members, or
+         * the broker would refuse them). */
         snprintf(f->group, sizeof(f->group), "%s", group);
-        if (c->static_member)
-                aagw_kafka_instance_id(f->instance, sizeof(f->instance),
-                                       group, c->site);
+        snprintf(f->lease_group, sizeof(f->lease_group), "%s.lease", group);
+        aagw_kafka_instance_id(f->instance, sizeof(f->instance), group,
+                               c->site);
         /* The reader only ever assign()s: the group id is never joined or
          * committed to, but librdkafka's consumer wants one. */
         char reader_group[600];
@@ -2222,10 +2334,11 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             /* reconcile() scans one partition after the other; with the
              * default 500 ms the fetch long-poll left over from the
              * previous partition delays the next one on the same broker
-             * by half a second, per partition, inside the rebalance. */
+             * by half a second, per partition, inside the assignment. */
             "fetch.wait.max.ms", "10",
             NULL};
-        if (make_consumer(f, errstr, errstr_size))
+        if (make_consumer(f, errstr, errstr_size) ||
+            make_lease(f, errstr, errstr_size))
                 goto fail;
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
                                   c->target_bootstraps, c->target_props,
@@ -2378,6 +2491,9 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                 rd_kafka_queue_destroy(f->cq);
         if (f->consumer)
                 rd_kafka_destroy(f->consumer);
+        if (f->lease)
+                rd_kafka_destroy_flags(f->lease,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         if (f->reader)
                 rd_kafka_destroy(f->reader);
         if (f->meta)

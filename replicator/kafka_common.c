@@ -30,25 +30,26 @@ rd_kafka_t *replicator_client(const struct replicator_client *c,
         char                     name[256];
         bool                     consumer = c->type == RD_KAFKA_CONSUMER;
         bool                     producer = c->type == RD_KAFKA_PRODUCER;
+        bool                     lease    = !strcmp(role, "lease");
         struct aagw_kafka_client kc       = {
             .type       = c->type,
             .bootstraps = c->bootstraps,
             .name       = name,
-            .role       = !strcmp(role, "reader") ? "consumer"
+            .role       = !strcmp(role, "reader") || lease ? "consumer"
                           : !strcmp(role, "meta") ||
                                   !strncmp(role, "topics-", 7)
                               ? "admin"
                               : role,
             .props      = c->props,
             .prop_cnt   = c->prop_cnt,
-            .common     = consumer && !strcmp(role, "consumer")
+            .common     = consumer && !strcmp(role, "consumer") && !lease
                               ? aagw_kafka_consumer_props
                               : NULL,
             .extra      = extra,
             .opaque     = producer ? (void *)c->delivery : c->opaque,
             .dr_msg_cb  = producer && !strcmp(role, "producer") ? dr_thunk
                                                                 : NULL,
-            .rebalance_cb = consumer && !strcmp(role, "consumer")
+            .rebalance_cb = consumer && (!strcmp(role, "consumer") || lease)
                                 ? c->rebalance_cb
                                 : NULL};
 

@@ -36,10 +36,11 @@ struct replicator_client {
                              void *opaque);
 };
 
-/* A client of 'role': "consumer" (the group consumer: managed consumer
- * settings and the rebalance callback), "reader" (an assign-only
- * consumer), "producer" (delivery reports), "admin" or "meta" (admin
- * properties).  Client id "WHO-ROLE". */
+/* A client of 'role': "consumer" (the data consumer: managed consumer
+ * settings and the rebalance callback, if any), "lease" (a group member
+ * that reads nothing: consumer properties and the rebalance callback),
+ * "reader" (an assign-only consumer), "producer" (delivery reports),
+ * "admin" or "meta" (admin properties).  Client id "WHO-ROLE". */
 rd_kafka_t *replicator_client(const struct replicator_client *c,
                               const char *role, const char *const *extra,
                               char *errstr, size_t errstr_size);

@@ -1,24 +1,24 @@
 /*
- * tests/realkafka/test_self_fence.c: a flow fenced by its own rejoin
- * restarts its consumer instead of stopping the gateway (reliability.md,
- * finding 9).
+ * tests/realkafka/test_self_fence.c: a flow whose identity lease is
+ * fenced by its own rejoin copies on instead of stopping the gateway
+ * (reliability.md, finding 9).
  *
- * With replication.static_membership on, the flow's consumer is a static
- * group member (group.instance.id).  A
- * process that stalls longer than the consumer's session (6 s here,
- * rk_gw_start()) is dropped from the group; librdkafka rejoins with the
- * same instance id and a new member id, and a request still carrying the
- * old member id (an offset commit sent before, retried after the rejoin)
- * is refused FENCED_INSTANCE_ID, which librdkafka makes fatal.  aagw used
- * to stop (exit 1, "two processes").  Now the flow restarts its consumer.
+ * Each flow keeps an identity lease: a static member (group.instance.id
+ * "aagw.<id>.<source>-<target>@<site>") of group
+ * "aagw.<id>.<source>-<target>.lease" that reads nothing.  A process
+ * that stalls longer than its session (6 s here, rk_gw_start()) is
+ * dropped from that group; librdkafka rejoins with the same instance id
+ * and a new member id, and a request still carrying the old member id is
+ * refused FENCED_INSTANCE_ID, which librdkafka makes fatal: exactly what
+ * a second process with the same identity causes.  The flow stops
+ * copying, restarts its lease, and once that holds the id again copies
+ * on from positions reconciled against the target.
  *
- * Whether a stale request reaches the broker after the rejoin is a race
- * that load decides (l16 saw it at load average 37); here the rejoin is
- * made deterministic: while aagw is stopped (SIGSTOP) past its session,
- * the test joins the group with aagw's group.instance.id, as librdkafka's
- * rejoin would, and drops that member without leaving.  At SIGCONT,
- * aagw's consumer, with its old member id, is fenced: exactly what the
- * flow sees when its own rejoin took the id.
+ * The rejoin is made deterministic: while aagw is stopped (SIGSTOP) past
+ * its session, the test joins the lease group with aagw's
+ * group.instance.id, as librdkafka's rejoin would, and drops that member
+ * without leaving.  At SIGCONT, aagw's lease, with its old member id, is
+ * fenced.
  *
  * Two single-broker clusters; aagw replicates east -> west.  Round 1: a
  * stall alone (RECS produced meanwhile); round 2: a stall and the rejoin.
@@ -44,10 +44,12 @@
 
 #define PARTS    4
 #define RECS     300
-#define GROUP    "aagw.aagw.east-west" /* gateway.id aagw, flow east->west */
-#define INSTANCE GROUP "@west"          /* --site west */
+#define FLOW     "aagw.aagw.east-west" /* gateway.id aagw, flow east->west */
+#define GROUP    FLOW ".lease"         /* the identity lease's group */
+#define INSTANCE FLOW "@west"          /* --site west */
 #define STALL_MS 10000 /* the fault: past the 6 s session */
-#define RESTART_LINE "restarting the consumer"
+#define RESTART_LINE "restarting the lease"
+#define HOLDS_LINE   "identity lease holds group.instance.id"
 
 static void produce(struct rk *r, int round, int n) {
         char prefix[32];
@@ -63,7 +65,24 @@ static bool log_has(struct rk *r, const char *s) {
         return has;
 }
 
-/* Join aagw's flow group with its group.instance.id (a new member id
+/* The lease logged that it joined (at every join), at least 'want'
+ * times. */
+struct holds {
+        struct rk *r;
+        int        want;
+};
+
+static bool lease_holds(void *arg) {
+        struct holds *h    = arg;
+        char         *text = harness_read_file(h->r->gw_log, NULL);
+        int           n    = 0;
+        for (const char *p = text; p && (p = strstr(p, HOLDS_LINE)); p++)
+                n++;
+        free(text);
+        return n >= h->want;
+}
+
+/* Join aagw's lease group with its group.instance.id (a new member id
  * for that id: aagw's is stale from then on), wait for the assignment,
  * and drop the member without leaving the group. */
 static void take_instance_id(struct rk *r) {
@@ -111,9 +130,8 @@ static void take_instance_id(struct rk *r) {
         rd_kafka_destroy_flags(c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
-static const char *const gw_args[] = {
-    "--site", "west", "--topic", "clicks",
-    "--set", "replication.static_membership=true", NULL};
+static const char *const gw_args[] = {"--site", "west", "--topic", "clicks",
+                                      NULL};
 
 static void test_self_fence(void **state) {
         struct rk *r    = rk_new("rk-self-fence");
@@ -130,6 +148,13 @@ static void test_self_fence(void **state) {
                 produce(r, 2 * round, RECS);
                 want += RECS;
                 rk_expect_size(r, "west", "east.clicks", want, 60000);
+                /* The copy does not wait for the lease: the stall must
+                 * come after it joined, or there is nothing to fence. */
+                struct holds h = {r, 1};
+                if (!harness_wait_until(lease_holds, &h, 60000)) {
+                        rk_gw_dump_log(r, 40);
+                        fail_msg("the identity lease did not join in 60 s");
+                }
                 assert_int_equal(harness_proc_signal(r->gw, SIGSTOP), 0);
                 int64_t t0 = harness_now_ms();
                 produce(r, 2 * round + 1, RECS);
@@ -149,7 +174,7 @@ static void test_self_fence(void **state) {
         }
         if (!log_has(r, RESTART_LINE)) {
                 rk_gw_dump_log(r, 60);
-                fail_msg("fenced, but no consumer restart logged");
+                fail_msg("fenced, but no lease restart logged");
         }
         /* Copies on after the restart. */
         produce(r, 0, RECS);

@@ -651,6 +651,22 @@ static const struct rrec **sorted(const struct rrecs *rs, const char *origin,
         return v;
 }
 
+void repl_expect_clicks_copied(struct repl *r, const char *from,
+                               const char *to, int64_t want) {
+        struct rrecs src, copy;
+        char         remote[80], path[80];
+
+        snprintf(remote, sizeof(remote), "%s.clicks", from);
+        snprintf(path, sizeof(path), "%s>%s", from, to);
+        repl_read(r, from, "clicks", &src);
+        repl_read(r, to, remote, &copy);
+        assert_int_equal(src.cnt, want);
+        repl_check_copy(&src, "clicks", from, &copy, path);
+        assert_int_equal(copy.cnt, want);
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+}
+
 void repl_check_copy(const struct rrecs *src, const char *src_topic,
                      const char *origin, const struct rrecs *dst,
                      const char *path) {

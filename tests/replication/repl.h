@@ -277,6 +277,14 @@ void repl_check_copy(const struct rrecs *src, const char *src_topic,
                      const char *origin, const struct rrecs *dst,
                      const char *path);
 
+/**
+ * @brief Read "clicks" at @p from and "<from>.clicks" at @p to, and assert
+ * that both hold @p want records and the copy holds each exactly once
+ * (repl_check_copy(), path "<from>><to>").
+ */
+void repl_expect_clicks_copied(struct repl *r, const char *from,
+                               const char *to, int64_t want);
+
 /** @returns the number of records of @p rs whose value starts with
  *  "<tag>-". */
 size_t rrecs_count_tag(const struct rrecs *rs, const char *tag);

@@ -16,7 +16,14 @@
  * their provenance.
  *
  * Every source record must then be in the remote copy exactly once, in
- * the same partition and the same order (kcat reads both sides). */
+ * the same partition and the same order (kcat reads both sides).
+ *
+ * Restarts resume at once (issue 16, item 5), with the default settings:
+ * the flows' consumer session is set to 30 s, the gateway is SIGKILLed
+ * with records waiting and restarted, and they must be copied within
+ * REJOIN_MS.  A flow whose partitions came from a consumer group waited
+ * out the killed member's session first (the whole 30 s); one that
+ * assigns itself its partitions reads again at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -356,6 +363,56 @@ static void run_variant(struct fx *f, const struct variant *v) {
         assert_true(log_has(r, "target holds copies up to source offset"));
 }
 
+#define REJOIN_PARTS 4
+#define REJOIN_RECS  500
+#define REJOIN_KILLS 2
+#define REJOIN_MS    8000 /* well under the 30 s session below */
+
+static void test_restart_at_once(void **state) {
+        struct fx   *f = *state;
+        struct repl *r;
+        /* A session long enough that waiting it out cannot pass. */
+        const char *extra[] = {
+            "--set", "clusters.east.properties.consumer.session.timeout.ms=30000",
+            "--set", "clusters.west.properties.consumer.session.timeout.ms=30000",
+            NULL};
+        int64_t     want = 0;
+        char        tag[16];
+
+        f->r = r = repl_new(sites, 2);
+        repl_create_topic(r, "east", "clicks", REJOIN_PARTS);
+        repl_create_topic(r, "west", "east.clicks", REJOIN_PARTS);
+        repl_gw_start(r, extra);
+        repl_produce(r, "east", "clicks", "r0", 0, REJOIN_RECS, 50, NULL, -1);
+        want += REJOIN_RECS;
+        repl_expect_size(r, "west", "east.clicks", want, REPL_TIMEOUT_MS);
+        for (int k = 1; k <= REJOIN_KILLS; k++) {
+                kill_gateway(r);
+                snprintf(tag, sizeof(tag), "r%d", k);
+                repl_produce(r, "east", "clicks", tag, 0, REJOIN_RECS, 50,
+                             NULL, -1);
+                want += REJOIN_RECS;
+                int64_t t0 = harness_now_ms();
+                repl_gw_start(r, extra);
+                bool ok = repl_wait_size(r, "west", "east.clicks", want,
+                                         REJOIN_MS);
+                print_message("# restart %d: %" PRId64 " of %" PRId64
+                              " records copied %.1f s after the start\n",
+                              k, repl_size(r, "west", "east.clicks"), want,
+                              (double)(harness_now_ms() - t0) / 1000.0);
+                if (!ok) {
+                        repl_dump_log(r, 30);
+                        fail_msg("restart %d: the waiting records were not "
+                                 "copied within %d ms",
+                                 k, REJOIN_MS);
+                }
+        }
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        /* Exactly once, in order. */
+        repl_expect_clicks_copied(r, "east", "west", want);
+}
+
 static void test_sigkill_restarts_prefix(void **state) {
         static const struct variant v = {"prefix", {56000, 8000}, 700, 5};
 
@@ -370,6 +427,8 @@ static void test_sigkill_restarts_identity(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_restart_at_once, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_sigkill_restarts_prefix, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_sigkill_restarts_identity,

@@ -62,7 +62,6 @@ static void set_brokers(struct repl *r, const char *alias, bool up) {
 
 static void test_target_down_5s(void **state) {
         struct repl    *r = repl_new(sites, 2);
-        struct rrecs    src, copy;
         int64_t         before;
         int64_t         t0;
         struct timespec ts     = {DOWN_MS / 1000, (DOWN_MS % 1000) * 1000000L};
@@ -119,20 +118,8 @@ static void test_target_down_5s(void **state) {
         repl_expect_size(r, "east", "west.clicks", n_west, REPL_TIMEOUT_MS);
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
 
-        repl_read(r, "east", "clicks", &src);
-        repl_read(r, "west", "east.clicks", &copy);
-        assert_int_equal(src.cnt, n_east);
-        repl_check_copy(&src, "clicks", "east", &copy, "east>west");
-        assert_int_equal(copy.cnt, n_east);
-        rrecs_deinit(&src);
-        rrecs_deinit(&copy);
-        repl_read(r, "west", "clicks", &src);
-        repl_read(r, "east", "west.clicks", &copy);
-        assert_int_equal(src.cnt, n_west);
-        repl_check_copy(&src, "clicks", "west", &copy, "west>east");
-        assert_int_equal(copy.cnt, n_west);
-        rrecs_deinit(&src);
-        rrecs_deinit(&copy);
+        repl_expect_clicks_copied(r, "east", "west", n_east);
+        repl_expect_clicks_copied(r, "west", "east", n_west);
 }
 
 /* The sharper form: the gateway is SIGKILLed while the target is down.
