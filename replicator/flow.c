@@ -76,9 +76,10 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
  * leader is replaced within the broker session timeout, 9 s by default)
  * before it fails the flow rather than guess. */
 #define RECONCILE_WAIT_MS 120000
-/* After such a wait, how long the end offset must stay put before the
- * scan trusts it (settle_end()), and the most that may take. */
-#define SETTLE_MS 2000
+/* Under the identity policy (local producers write the target too, so
+ * its log may never end at the watermark for long), how long reconcile()
+ * waits for the watermark to be the end of the leader's log before it
+ * goes by the watermark anyway (see target_end()). */
 #define SETTLE_MAX_MS 15000
 /* A fenced identity lease (FENCED_INSTANCE_ID) stops the copy once the
  * records in flight are acknowledged, waited for up to RESTART_DRAIN_MS,
@@ -183,6 +184,10 @@ struct aagw_flow {
                                                     group.instance.id */
         rd_kafka_t               *consumer, *producer, *reader, *admin;
         rd_kafka_t               *lease; /* identity lease, NULL: none */
+        /* Asks whether a target partition's log ends at its high
+         * watermark (replicator_log_ends_at()): assign-only, reports an
+         * offset out of range instead of resetting it. */
+        rd_kafka_t               *end_probe;
         /* Source metadata and watermarks on connections of their own: on
          * the consumer's, a request waits behind the fetch long-poll of
          * that broker (up to fetch.wait.max.ms), and the flow with it. */
@@ -1042,28 +1047,38 @@ static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
         return sc.found;
 }
 
-/* The watermarks of the target partition of 'pt'.  While its leader is
- * gone (a broker died and the controller has not yet moved leadership,
- * which takes up to the broker session timeout) the query fails with a
+/* The watermarks of the target partition of 'pt', once the high
+ * watermark is the end of its leader's log.  While its leader is gone
+ * (a broker died and the controller has not yet moved leadership, which
+ * takes up to the broker session timeout) the query fails with a
  * timeout, a transport error or "not leader": ask for fresh metadata and
  * try again, for up to RECONCILE_WAIT_MS.  (Taking the target for empty
  * instead resumed at the stored position and copied again what the
- * previous run had written after it.) */
-static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
-                       int64_t *hi);
-
+ * previous run had written after it.)
+ *
+ * Then the watermark may be behind the log: the previous run's last
+ * copies reached the leader, but a replica in the ISR (one on a broker
+ * that died, until the controller fences it) has not fetched them, and a
+ * scan up to the watermark would miss them; the flow would copy them
+ * again, after them (issue 16: 2 and 7 records twice in
+ * kafka-target_kill).  Under the prefix policy this flow is the target's
+ * only writer and is not writing yet, so the wait for the watermark to
+ * reach the log's end ends once the replicas caught up or the ISR
+ * dropped the dead one; failing that within RECONCILE_WAIT_MS, the flow
+ * fails closed.  Under identity, local producers may keep the log ahead
+ * of the watermark: SETTLE_MAX_MS, then the watermark (logged). */
 static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                                       int64_t *lo, int64_t *hi) {
         int64_t deadline = aagw_mono_ms() + RECONCILE_WAIT_MS;
-        bool    logged   = false;
+        bool    logged   = false, prefix = strcmp(pt->tt->remote,
+                                                  pt->tt->topic) != 0;
 
         for (;;) {
                 rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
                     f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
-                if (!err && logged)
-                        settle_end(f, pt, lo, hi);
-                if (!err || atomic_load(&f->ctl.stop) ||
-                    aagw_mono_ms() >= deadline)
+                if (!err)
+                        break;
+                if (atomic_load(&f->ctl.stop) || aagw_mono_ms() >= deadline)
                         return err;
                 if (!logged)
                         aagw_log(AAGW_LOG_WARN, "FLOW",
@@ -1083,43 +1098,37 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                 struct timespec ts = {0, 250 * 1000000L};
                 nanosleep(&ts, NULL);
         }
-}
-
-/* Once a partition whose leader was unreachable answers again, its new
- * leader's high watermark may lag its log for a moment: the previous
- * run's last copies reached this replica before the old leader died, but
- * are not yet below the watermark (it moves when the followers fetch), so
- * a scan up to it would miss them and the flow would copy them again.
- * Nothing else writes there now under the prefix policy (this flow is not
- * writing yet), so the watermark moves only to take such records in: wait
- * until it stays put for SETTLE_MS (at most SETTLE_MAX_MS; under the
- * identity policy local producers may keep it moving). */
-static void settle_end(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
-                       int64_t *hi) {
-        int64_t now = aagw_mono_ms(), quiet = now + SETTLE_MS,
-                cap = now + SETTLE_MAX_MS;
-
-        while (!atomic_load(&f->ctl.stop) && (now = aagw_mono_ms()) < quiet &&
-               now < cap) {
-                struct timespec ts = {0, 250 * 1000000L};
-                int64_t         l, h;
-
-                nanosleep(&ts, NULL);
-                if (rd_kafka_query_watermark_offsets(f->reader, pt->tt->remote,
-                                                     pt->partition, &l, &h,
-                                                     5000))
-                        continue;
-                if (h != *hi) {
-                        aagw_log(AAGW_LOG_INFO, "FLOW",
-                                 "%s: %s [%d] at %s: end offset %" PRId64
-                                 " -> %" PRId64 " after the leader change",
-                                 f->name, pt->tt->remote, (int)pt->partition,
-                                 f->target, *hi, h);
-                        *lo   = l;
-                        *hi   = h;
-                        quiet = aagw_mono_ms() + SETTLE_MS;
-                }
+        int64_t left = deadline - aagw_mono_ms();
+        int     wait = !prefix ? SETTLE_MAX_MS
+                       : left > 1000 ? (int)left : 1000;
+        char    who[AAGW_ALIAS_MAX + 160];
+        snprintf(who, sizeof(who), "%s: at %s", f->name, f->target);
+        int r = replicator_settle_end(f->reader, f->end_probe, pt->tt->remote,
+                                      pt->partition, lo, hi, wait,
+                                      &f->ctl.stop, "FLOW", who);
+        if (r < 0)
+                return RD_KAFKA_RESP_ERR__DESTROY; /* stopping */
+        if (r > 0 && prefix) {
+                flow_fail(f,
+                          "reconciling %s [%d]: %s [%d] at %s: its high "
+                          "watermark %" PRId64 " did not reach the end of "
+                          "its leader's log in %d s (a replica in the ISR "
+                          "not fetching?); copying on could copy records "
+                          "twice",
+                          pt->tt->topic, (int)pt->partition, pt->tt->remote,
+                          (int)pt->partition, f->target, *hi,
+                          RECONCILE_WAIT_MS / 1000);
+                return RD_KAFKA_RESP_ERR__TIMED_OUT;
         }
+        if (r > 0)
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: %s [%d] at %s: going by its high watermark "
+                         "%" PRId64 " after %d s (identity policy: local "
+                         "producers keep its leader's log ahead); a copy "
+                         "of ours above it, if any, is copied again",
+                         f->name, pt->tt->remote, (int)pt->partition,
+                         f->target, *hi, SETTLE_MAX_MS / 1000);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
 static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
@@ -2353,6 +2362,15 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                 errstr_size);
         if (!f->reader)
                 goto fail;
+        const char *probe_kv[REPLICATOR_END_PROBE_KV];
+        f->end_probe = make_client(f, RD_KAFKA_CONSUMER, "end-probe",
+                                c->target_bootstraps, c->target_props,
+                                c->target_prop_cnt,
+                                replicator_end_probe_props(reader_group,
+                                                           probe_kv),
+                                errstr, errstr_size);
+        if (!f->end_probe)
+                goto fail;
         f->meta = make_client(f, RD_KAFKA_PRODUCER, "meta",
                               c->source_bootstraps, c->source_props,
                               c->source_prop_cnt, NULL, errstr, errstr_size);
@@ -2496,6 +2514,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                                        RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         if (f->reader)
                 rd_kafka_destroy(f->reader);
+        if (f->end_probe)
+                rd_kafka_destroy(f->end_probe);
         if (f->meta)
                 rd_kafka_destroy(f->meta);
         if (f->admin)

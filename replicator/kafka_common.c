@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------- CLIENTS --- */
 
@@ -376,4 +377,119 @@ aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
         }
         rd_kafka_assign(rk, NULL);
         return end;
+}
+
+/* ------------------------------------------------ A PARTITION'S TRUE END --- */
+
+const char *const *replicator_end_probe_props(const char *group,
+                                              const char **kv) {
+        static const char *const props[] = {
+            "enable.auto.commit", "false",
+            "enable.partition.eof", "false",
+            /* The answer itself: an offset out of range is reported, not
+             * reset (librdkafka's __AUTO_OFFSET_RESET, with the offset
+             * asked for). */
+            "auto.offset.reset", "error",
+            /* An offset above the watermark gets empty fetches: short. */
+            "fetch.wait.max.ms", "10",
+            NULL};
+        size_t n = 0;
+
+        kv[n++] = "group.id";
+        kv[n++] = group;
+        for (size_t i = 0; props[i]; i++)
+                kv[n++] = props[i];
+        kv[n] = NULL;
+        return kv;
+}
+
+/* How long one fetch past the end waits for the broker's answer (the
+ * out-of-range answer takes one round trip once connected), and the
+ * pause between two rounds of replicator_settle_end(). */
+#define END_PROBE_MS 2000
+#define END_ROUND_MS 250
+
+bool replicator_log_ends_at(rd_kafka_t *probe, const char *topic,
+                            int32_t partition, int64_t hi, int timeout_ms) {
+        rd_kafka_topic_partition_list_t *a;
+        int64_t deadline = aagw_mono_ms() + timeout_ms;
+        bool    ends = false, answered = false;
+
+        a = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(a, topic, partition)->offset = hi + 1;
+        rd_kafka_resp_err_t err = rd_kafka_assign(probe, a);
+        rd_kafka_topic_partition_list_destroy(a);
+        if (err)
+                return false;
+        while (!answered && aagw_mono_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(probe, 100);
+                if (!m)
+                        continue;
+                /* Only this question's answer: an error left from an
+                 * earlier call names the offset that call asked for. */
+                if (m->rkt && m->partition == partition &&
+                    !strcmp(rd_kafka_topic_name(m->rkt), topic)) {
+                        if (!m->err) {
+                                answered = true; /* the watermark moved */
+                        } else if ((m->err ==
+                                        RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                                    m->err ==
+                                        RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) &&
+                                   m->offset == hi + 1) {
+                                answered = ends = true;
+                        }
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_assign(probe, NULL);
+        return ends;
+}
+
+int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
+                          const char *topic, int32_t partition, int64_t *lo,
+                          int64_t *hi, int wait_ms, const atomic_bool *stop,
+                          const char *tag, const char *who) {
+        int64_t start = aagw_mono_ms(), first = *hi;
+        bool    logged = false;
+
+        for (;;) {
+                if (stop && atomic_load(stop))
+                        return -1;
+                if (replicator_log_ends_at(probe, topic, partition, *hi,
+                                           END_PROBE_MS)) {
+                        if (logged)
+                                aagw_log(AAGW_LOG_INFO, tag,
+                                         "%s: %s [%d]: end offset %" PRId64
+                                         " -> %" PRId64 ", now the end of "
+                                         "its leader's log (after %.1f s)",
+                                         who, topic, (int)partition, first,
+                                         *hi,
+                                         (double)(aagw_mono_ms() - start) /
+                                             1000.0);
+                        return 0;
+                }
+                if (aagw_mono_ms() - start >= wait_ms)
+                        return 1;
+                if (!logged)
+                        aagw_log(AAGW_LOG_WARN, tag,
+                                 "%s: %s [%d]: its leader did not refuse a "
+                                 "fetch after the end offset %" PRId64
+                                 " (the high watermark): the log may hold "
+                                 "records a consumer cannot see yet (a "
+                                 "replica in the ISR has not fetched them, "
+                                 "e.g. a broker that died and is not fenced "
+                                 "yet); waiting for up to %d s until the "
+                                 "watermark is the log's end",
+                                 who, topic, (int)partition, *hi,
+                                 wait_ms / 1000);
+                logged = true;
+                struct timespec ts = {0, END_ROUND_MS * 1000000L};
+                nanosleep(&ts, NULL);
+                int64_t l, h;
+                if (!rd_kafka_query_watermark_offsets(reader, topic, partition,
+                                                      &l, &h, 5000)) {
+                        *lo = l;
+                        *hi = h;
+                }
+        }
 }

@@ -161,6 +161,44 @@ bool replicator_start_take(struct replicator_start *s,
                            const char *topic, int32_t partition,
                            int64_t expected, int64_t offset);
 
+/* ------------------------- A PARTITION'S TRUE END ------------------------ */
+
+/* The client properties (NULL-terminated KEY, VALUE list, in 'kv') of
+ * the assign-only consumer that replicator_log_ends_at() asks through,
+ * with group id 'group' (never joined): it reports an offset out of
+ * range, never resets it.  Returns 'kv'. */
+#define REPLICATOR_END_PROBE_KV 11
+const char *const *replicator_end_probe_props(const char *group,
+                                              const char **kv);
+
+/* Whether the leader's log of 'topic' ['partition'] ends at 'hi', the
+ * high watermark a ListOffsets just answered, or holds records after it.
+ * A consumer sees only up to the high watermark, and the watermark stays
+ * behind the log while a replica in the ISR has not fetched the tail
+ * (one that died is in the ISR until the controller fences it, 9 s by
+ * default): records a killed writer left there are invisible to a scan
+ * up to 'hi', and become visible later.  Asked with a fetch at 'hi' + 1
+ * through 'probe' (assign-only, replicator_end_probe_props): the broker
+ * answers "offset out of range" only when that offset is past its log
+ * end, and an empty fetch when it is in the log but above the watermark.
+ * Returns true on the out-of-range answer within 'timeout_ms'; false when
+ * records came (the watermark moved), nothing came, or it failed. */
+bool replicator_log_ends_at(rd_kafka_t *probe, const char *topic,
+                            int32_t partition, int64_t hi, int timeout_ms);
+
+/* Wait until the high watermark of 'topic' ['partition'] is the end of
+ * its leader's log (replicator_log_ends_at()), querying the watermarks
+ * through 'reader' again each round; '*lo' and '*hi' are those of the
+ * last query (the caller's, to start with).  For a partition only the
+ * caller writes, which it does not while it waits, the wait ends once
+ * the replicas caught up or the ISR dropped the one that holds the
+ * watermark back.  Logs the wait once (tag, who).  Returns 0 once it
+ * holds, 1 if 'wait_ms' passed first, -1 if '*stop' was set. */
+int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
+                          const char *topic, int32_t partition, int64_t *lo,
+                          int64_t *hi, int wait_ms, const atomic_bool *stop,
+                          const char *tag, const char *who);
+
 /* ------------------------ MM2 TOPICS OF ONE FLOW (mm2.c) ------------------ */
 
 /* The MM2-format side of a flow: heartbeats into the source's `heartbeats`

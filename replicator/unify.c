@@ -48,8 +48,6 @@
 /* How long the start-up scan waits for an output partition to answer
  * (see output_wait()) before the stage fails. */
 #define OUTPUT_WAIT_MS 120000
-/* ... and how long its end offsets must then stay put (output_settle()). */
-#define OUTPUT_SETTLE_MS 2000
 
 /* -------------------------------------------------------------- TYPES --- */
 
@@ -109,6 +107,7 @@ struct aagw_unify {
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
         char                 prov_hdr[AAGW_AFFIX_MAX + 8];
         rd_kafka_t          *consumer, *producer, *reader, *admin;
+        rd_kafka_t          *end_probe; /* replicator_log_ends_at()'s */
         rd_kafka_queue_t    *cq;
         struct replicator_ctl ctl; /* state, stop, the failure */
         struct replicator_delivery delivery; /* on_delivery() */
@@ -370,42 +369,6 @@ static void fill_rec(aagw_unify_t *u, const rd_kafka_message_t *m,
         rec->hdrs         = u->hdrs;
 }
 
-/* Once an output partition whose leader was unreachable answers again,
- * the new leader's high watermark may lag its log for a moment: records
- * the previous run wrote reached this replica but are not yet below the
- * watermark, and a scan up to it would miss them (and deliver them
- * again).  Only this stage writes the output and it is not writing yet:
- * wait until the sum of the end offsets stays put for OUTPUT_SETTLE_MS
- * (at most 15 s). */
-static void output_settle(aagw_unify_t *u, struct utopic *ut) {
-        int64_t now = aagw_mono_ms(), quiet = now + OUTPUT_SETTLE_MS,
-                cap = now + 15000, last = -1;
-
-        while (!atomic_load(&u->ctl.stop) && (now = aagw_mono_ms()) < quiet &&
-               now < cap) {
-                int64_t sum = 0, lo, hi;
-                bool    ok  = true;
-
-                for (int32_t p = 0; ok && p < ut->out_parts; p++) {
-                        ok = !rd_kafka_query_watermark_offsets(
-                            u->reader, ut->out, p, &lo, &hi, 5000);
-                        if (ok)
-                                sum += hi;
-                }
-                if (ok && sum != last) {
-                        if (last >= 0)
-                                aagw_log(AAGW_LOG_INFO, "UNIFY",
-                                         "unify@%s: %s grew by %" PRId64
-                                         " records after the leader change",
-                                         u->site, ut->out, sum - last);
-                        last  = sum;
-                        quiet = aagw_mono_ms() + OUTPUT_SETTLE_MS;
-                }
-                struct timespec ts = {0, 250 * 1000000L};
-                nanosleep(&ts, NULL);
-        }
-}
-
 /* Wait until every partition of the output 'ut' answers a watermark
  * query.  While a partition's leader is gone (a broker died, and the
  * controller moves leadership only once the broker's session lapses: 9 s
@@ -426,8 +389,6 @@ static int output_wait(aagw_unify_t *u, struct utopic *ut) {
                         if ((err = rd_kafka_query_watermark_offsets(
                                  u->reader, ut->out, p, &lo, &hi, 5000)))
                                 break;
-                if (!err && logged)
-                        output_settle(u, ut);
                 if (!err)
                         return 0;
                 if (atomic_load(&u->ctl.stop))
@@ -608,6 +569,26 @@ static int recover_output(aagw_unify_t *u, struct utopic *ut) {
                 if (kerr) {
                         ufail(u, "reading the end of %s [%d]: %s", ut->out,
                               (int)p, rd_kafka_err2str(kerr));
+                        return -1;
+                }
+                /* Records the previous run left above the watermark (a
+                 * replica in the ISR did not fetch them: a broker that
+                 * died and is not fenced yet, or a new leader's watermark
+                 * still behind its log) would be missed by the scan and
+                 * delivered again: only this stage writes here, so wait
+                 * until the watermark is the log's end. */
+                int s = replicator_settle_end(u->reader, u->end_probe, ut->out,
+                                              p, &lo, &hi, OUTPUT_WAIT_MS,
+                                              &u->ctl.stop, "UNIFY", u->who);
+                if (s < 0)
+                        return -1;
+                if (s > 0) {
+                        ufail(u, "%s [%d]: its high watermark %" PRId64
+                                 " did not reach the end of its leader's "
+                                 "log in %d s (a replica in the ISR not "
+                                 "fetching?); writing on could deliver "
+                                 "records twice",
+                              ut->out, (int)p, hi, OUTPUT_WAIT_MS / 1000);
                         return -1;
                 }
                 from = e ? lo : next;
@@ -1419,6 +1400,7 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
             "auto.offset.reset", "earliest",
             "enable.partition.eof", "false",
             NULL};
+        const char *probe_kv[REPLICATOR_END_PROBE_KV];
         const char *reader_extra[] = {
             "group.id", rgroup,
             "enable.auto.commit", "false",
@@ -1440,6 +1422,10 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
                                         errstr_size)) ||
             !(u->reader = make_client(u, RD_KAFKA_CONSUMER, "reader",
                                       reader_extra, errstr, errstr_size)) ||
+            !(u->end_probe = make_client(
+                  u, RD_KAFKA_CONSUMER, "end-probe",
+                  replicator_end_probe_props(rgroup, probe_kv), errstr,
+                  errstr_size)) ||
             !(u->admin = make_client(u, RD_KAFKA_PRODUCER, "admin", NULL,
                                      errstr, errstr_size)))
                 goto fail;
@@ -1506,6 +1492,10 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         if (u->reader) {
                 rd_kafka_consumer_close(u->reader);
                 rd_kafka_destroy(u->reader);
+        }
+        if (u->end_probe) {
+                rd_kafka_consumer_close(u->end_probe);
+                rd_kafka_destroy(u->end_probe);
         }
         if (u->admin)
                 rd_kafka_destroy(u->admin);
