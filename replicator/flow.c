@@ -473,6 +473,16 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 token_put(f, tok);
                 return;
         }
+        if (m->offset < 0) {
+                /* Delivered without an offset (replicator_unsure_ack()):
+                 * not counted, the position stays before it. */
+                replicator_unsure_ack(&f->ctl, rd_kafka_topic_name(m->rkt),
+                                      m->partition, pt->tt->topic,
+                                      pt->partition, sl->src_off);
+                ADD(f->inflight, -1);
+                token_put(f, tok);
+                return;
+        }
         sl->done = 1;
         if (tok->dlq) {
                 INC(f->dead_lettered);
@@ -1128,6 +1138,9 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                          "of ours above it, if any, is copied again",
                          f->name, pt->tt->remote, (int)pt->partition,
                          f->target, *hi, SETTLE_MAX_MS / 1000);
+        /* The copies go to the leader the producer knows: the one that
+         * just answered, not one from before an outage. */
+        replicator_fresh_leaders(f->producer, pt->tt->rkt);
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 

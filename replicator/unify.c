@@ -257,6 +257,21 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                         return;
         }
         ADD(u->inflight, -1);
+        if (!m->err && m->offset < 0) {
+                /* Delivered without an offset: librdkafka acknowledged it
+                 * implicitly (replicator_unsure_ack()).  Whether it is in
+                 * the output only the output can say: the epoch never
+                 * commits, and the restart's scan folds it if it is there
+                 * and decides it again if not. */
+                replicator_unsure_ack(&u->ctl, rd_kafka_topic_name(m->rkt),
+                                      m->partition,
+                                      rd_kafka_topic_name(tok->base.src->rkt),
+                                      tok->base.src->partition,
+                                      tok->base.src->offset);
+                u->ops->lost(u->st, tok->ep);
+                token_put(u, tok);
+                return;
+        }
         if (m->err) {
                 /* Purged at a stop, or permanent (retriable errors never
                  * end here: unlimited delivery timeout).  The epoch never
@@ -935,6 +950,10 @@ static void discover(aagw_unify_t *u) {
                 ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
                 if (recover_output(u, ut))
                         break;
+                /* The producer's leaders as they are now, not as they were
+                 * when it started (maybe during the outage the scan waited
+                 * out): see replicator_fresh_leaders(). */
+                replicator_fresh_leaders(u->producer, ut->out_rkt);
                 ut->ready = true;
                 changed   = true;
         }
