@@ -455,8 +455,15 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
         for (;;) {
                 if (stop && atomic_load(stop))
                         return -1;
-                if (replicator_log_ends_at(probe, topic, partition, *hi,
-                                           END_PROBE_MS)) {
+                bool ends = replicator_log_ends_at(probe, topic, partition,
+                                                   *hi, END_PROBE_MS);
+                aagw_log(AAGW_LOG_DEBUG, tag,
+                         "%s: %s [%d]: a fetch at %" PRId64 " (the high "
+                         "watermark + 1) %s",
+                         who, topic, (int)partition, *hi + 1,
+                         ends ? "is out of range: the log ends there"
+                              : "is not refused: the log may go on");
+                if (ends) {
                         if (logged)
                                 aagw_log(AAGW_LOG_INFO, tag,
                                          "%s: %s [%d]: end offset %" PRId64
