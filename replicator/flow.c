@@ -1230,6 +1230,7 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 ;
         else
                 next = out_next = -1;
+        int64_t stored = next;
         rd_kafka_resp_err_t err = target_end(f, pt, &lo, &hi);
         if (err) {
                 /* Not knowing what the target holds, the stored position
@@ -1322,6 +1323,12 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
         if (found < 0 && next < 0 && tk >= 0)
                 next = tk; /* the takeover's, not exact (logged) */
         pt->out_next = hi > out_next ? hi : out_next;
+        aagw_log(AAGW_LOG_DEBUG, "FLOW",
+                 "%s: %s [%d]: reconciled: %s [%d] ends at %" PRId64
+                 ", last copy of source offset %" PRId64 ", stored position "
+                 "%" PRId64 "; resuming at %" PRId64,
+                 f->name, topic, (int)pt->partition, pt->tt->remote,
+                 (int)pt->partition, hi, found, stored, next);
         next = check_truncation(f, pt, next);
         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
 }
