@@ -81,6 +81,9 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
  * waits for the watermark to be the end of the leader's log before it
  * goes by the watermark anyway (see target_end()). */
 #define SETTLE_MAX_MS 15000
+/* How long one settle_all() holds for the partitions reconciled after it
+ * (one assignment round): every partition waits for it only once. */
+#define SETTLE_ALL_AGAIN_MS 2000
 /* A fenced identity lease (FENCED_INSTANCE_ID) stops the copy once the
  * records in flight are acknowledged, waited for up to RESTART_DRAIN_MS,
  * and is restarted.  Fenced again within REFENCE_MS of that restart, the
@@ -188,6 +191,7 @@ struct aagw_flow {
          * watermark (replicator_log_ends_at()): assign-only, reports an
          * offset out of range instead of resetting it. */
         rd_kafka_t               *end_probe;
+        int64_t                   settled_all_ms; /* settle_all()'s last */
         /* Source metadata and watermarks on connections of their own: on
          * the consumer's, a request waits behind the fetch long-poll of
          * that broker (up to fetch.wait.max.ms), and the flow with it. */
@@ -1057,6 +1061,46 @@ static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
         return sc.found;
 }
 
+/* replicator_settle_all() over every target partition this flow's
+ * producer writes; 'pt''s own watermarks end up in '*lo' / '*hi'.
+ * Returns as replicator_settle_all(). */
+static int settle_all(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
+                      int64_t *hi, int wait_ms) {
+        size_t n = 0, k = 0;
+        int    r;
+
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (f->topics[i]->rkt && f->topics[i]->target_cnt > 0)
+                        n += (size_t)f->topics[i]->target_cnt;
+        struct replicator_end *ends = calloc(n ? n : 1, sizeof(*ends));
+        if (!ends)
+                return 0; /* out of memory: the partition's own settle */
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (!tt->rkt || tt->target_cnt <= 0)
+                        continue;
+                for (int32_t p = 0; p < tt->target_cnt; p++)
+                        ends[k++] = (struct replicator_end){tt->remote, p, -1};
+        }
+        char who[AAGW_ALIAS_MAX + 160];
+        snprintf(who, sizeof(who), "%s: at %s", f->name, f->target);
+        r = replicator_settle_all(f->reader, f->end_probe, ends, k, wait_ms,
+                                  &f->ctl.stop, "FLOW", who);
+        for (size_t i = 0; r == 0 && i < k; i++)
+                if (!strcmp(ends[i].topic, pt->tt->remote) &&
+                    ends[i].partition == pt->partition && ends[i].hi > *hi) {
+                        int64_t l, h;
+                        if (!rd_kafka_query_watermark_offsets(
+                                f->reader, pt->tt->remote, pt->partition, &l,
+                                &h, 5000)) {
+                                *lo = l;
+                                *hi = h;
+                        }
+                }
+        free(ends);
+        return r;
+}
+
 /* The watermarks of the target partition of 'pt', once the high
  * watermark is the end of its leader's log.  While its leader is gone
  * (a broker died and the controller has not yet moved leadership, which
@@ -1138,6 +1182,26 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                          "of ours above it, if any, is copied again",
                          f->name, pt->tt->remote, (int)pt->partition,
                          f->target, *hi, SETTLE_MAX_MS / 1000);
+        /* Requests of the killed run still held by a broker
+         * (replicator_settle_all()): once per assignment round. */
+        if (prefix && aagw_mono_ms() - f->settled_all_ms > SETTLE_ALL_AGAIN_MS) {
+                left = deadline - aagw_mono_ms();
+                r    = settle_all(f, pt, lo, hi,
+                                  left > 1000 ? (int)left : 1000);
+                if (r < 0)
+                        return RD_KAFKA_RESP_ERR__DESTROY;
+                if (r > 0) {
+                        flow_fail(f,
+                                  "reconciling %s [%d]: not every partition "
+                                  "this flow writes at %s ends at its high "
+                                  "watermark after %d s; copying on could "
+                                  "copy records twice",
+                                  pt->tt->topic, (int)pt->partition,
+                                  f->target, RECONCILE_WAIT_MS / 1000);
+                        return RD_KAFKA_RESP_ERR__TIMED_OUT;
+                }
+                f->settled_all_ms = aagw_mono_ms();
+        }
         /* The copies go to the leader the producer knows: the one that
          * just answered, not one from before an outage. */
         replicator_fresh_leaders(f->producer, pt->tt->rkt);

@@ -501,6 +501,68 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
         }
 }
 
+int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
+                          struct replicator_end *ends, size_t n, int wait_ms,
+                          const atomic_bool *stop, const char *tag,
+                          const char *who) {
+        int64_t start = aagw_mono_ms();
+        bool    logged = false, prev = false;
+
+        for (size_t i = 0; i < n; i++)
+                ends[i].hi = -1;
+        for (;;) {
+                bool   all = true, same = true;
+                size_t i;
+                if (stop && atomic_load(stop))
+                        return -1;
+                for (i = 0; i < n; i++) {
+                        int64_t l, h;
+                        if (rd_kafka_query_watermark_offsets(
+                                reader, ends[i].topic, ends[i].partition, &l,
+                                &h, 5000)) {
+                                all = false;
+                                break;
+                        }
+                        same &= h == ends[i].hi;
+                        ends[i].hi = h;
+                        if (!replicator_log_ends_at(probe, ends[i].topic,
+                                                    ends[i].partition, h,
+                                                    END_PROBE_MS)) {
+                                all = false;
+                                break;
+                        }
+                }
+                if (all && prev && same) {
+                        if (logged)
+                                aagw_log(AAGW_LOG_INFO, tag,
+                                         "%s: every partition it writes "
+                                         "ends at its watermark (after "
+                                         "%.1f s)",
+                                         who,
+                                         (double)(aagw_mono_ms() - start) /
+                                             1000.0);
+                        return 0;
+                }
+                prev = all;
+                if (aagw_mono_ms() - start >= wait_ms)
+                        return 1;
+                if (!all && !logged) {
+                        aagw_log(AAGW_LOG_WARN, tag,
+                                 "%s: %s [%d] does not end at its "
+                                 "watermark (or does not answer): a request "
+                                 "of the previous run may still be held by "
+                                 "its broker; waiting for up to %d s until "
+                                 "every partition it writes does",
+                                 who, i < n ? ends[i].topic : "?",
+                                 i < n ? (int)ends[i].partition : -1,
+                                 wait_ms / 1000);
+                        logged = true;
+                }
+                struct timespec ts = {0, END_ROUND_MS * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* -------------------------------------------- LIBRDKAFKA 2.0'S PRODUCER --- */
 
 void replicator_fresh_leaders(rd_kafka_t *producer, rd_kafka_topic_t *rkt) {

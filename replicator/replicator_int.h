@@ -199,6 +199,32 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                           int64_t *hi, int wait_ms, const atomic_bool *stop,
                           const char *tag, const char *who);
 
+/* One partition a flow or stage writes (replicator_settle_all()); 'hi'
+ * is set to its high watermark. */
+struct replicator_end {
+        const char *topic;
+        int32_t     partition;
+        int64_t     hi;
+};
+
+/* Wait until every partition in 'ends' (all that one producer of the
+ * caller writes) ends at its high watermark, in two rounds END_ROUND_MS
+ * apart that find the same watermarks.  A broker handles one request of a
+ * connection at a time: while a produce request of a killed run waits
+ * for its ISR (a follower that died and is not fenced yet), the run's
+ * next requests stay unread in the socket and are appended when the
+ * first completes, seconds later, to any partition (a kafka-target_kill
+ * run had 250 records appended after the restart had reconciled their
+ * partition, and copied them again).  The held request leaves a log
+ * ahead of its watermark on some partition of that producer; once none
+ * is, what it held back has been appended (the second round sees it).
+ * Logs the wait once (tag, who).  Returns 0, 1 if 'wait_ms' passed
+ * first, -1 if '*stop' was set. */
+int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
+                          struct replicator_end *ends, size_t n, int wait_ms,
+                          const atomic_bool *stop, const char *tag,
+                          const char *who);
+
 /* ------------------------ LIBRDKAFKA 2.0'S PRODUCER ---------------------- */
 
 /* Ask 'rkt''s cluster for its partitions' leaders through 'producer'

@@ -571,6 +571,29 @@ static int recover_output(aagw_unify_t *u, struct utopic *ut) {
 
         if (output_wait(u, ut))
                 return -1;
+        /* Requests of the killed run still held by a broker, to any
+         * output partition (replicator_settle_all()). */
+        size_t nends = ut->out_parts > 0 ? (size_t)ut->out_parts : 1;
+        struct replicator_end *ends = calloc(nends, sizeof(*ends));
+        if (!ends) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        for (int32_t p = 0; p < ut->out_parts; p++)
+                ends[p] = (struct replicator_end){ut->out, p, -1};
+        int sa = replicator_settle_all(u->reader, u->end_probe, ends,
+                                       (size_t)ut->out_parts, OUTPUT_WAIT_MS,
+                                       &u->ctl.stop, "UNIFY", u->who);
+        free(ends);
+        if (sa < 0)
+                return -1;
+        if (sa > 0) {
+                ufail(u, "%s: not every partition ends at its high "
+                         "watermark after %d s; writing on could deliver "
+                         "records twice",
+                      ut->out, OUTPUT_WAIT_MS / 1000);
+                return -1;
+        }
         for (int32_t p = 0; p < ut->out_parts; p++) {
                 int64_t lo, hi, from, next = -1;
                 int     e = u->ops->pos(u->st, true, ut->out, p, &next, err,
