@@ -409,6 +409,19 @@ const char *const *replicator_end_probe_props(const char *group,
 #define END_PROBE_MS 2000
 #define END_ROUND_MS 250
 
+/* Fresh metadata of 'topic' for 'rk' (its leaders move there): a client
+ * left on a leader that died keeps asking it until its next periodic
+ * refresh (librdkafka 2.0: minutes). */
+static void refresh_leaders(rd_kafka_t *rk, const char *topic) {
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        const struct rd_kafka_metadata *md = NULL;
+
+        if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, 2000))
+                rd_kafka_metadata_destroy(md);
+        if (rkt)
+                rd_kafka_topic_destroy(rkt);
+}
+
 bool replicator_log_ends_at(rd_kafka_t *probe, const char *topic,
                             int32_t partition, int64_t hi, int timeout_ms) {
         rd_kafka_topic_partition_list_t *a;
@@ -490,6 +503,8 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                                  who, topic, (int)partition, *hi,
                                  wait_ms / 1000);
                 logged = true;
+                refresh_leaders(reader, topic);
+                refresh_leaders(probe, topic);
                 struct timespec ts = {0, END_ROUND_MS * 1000000L};
                 nanosleep(&ts, NULL);
                 int64_t l, h;
@@ -557,6 +572,16 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                                  i < n ? (int)ends[i].partition : -1,
                                  wait_ms / 1000);
                         logged = true;
+                }
+                if (!all && i < n) {
+                        aagw_log(AAGW_LOG_DEBUG, tag,
+                                 "%s: %s [%d]: watermark %" PRId64 ", not "
+                                 "(yet) the end of its leader's log, or no "
+                                 "answer",
+                                 who, ends[i].topic, (int)ends[i].partition,
+                                 ends[i].hi);
+                        refresh_leaders(reader, ends[i].topic);
+                        refresh_leaders(probe, ends[i].topic);
                 }
                 struct timespec ts = {0, END_ROUND_MS * 1000000L};
                 nanosleep(&ts, NULL);
