@@ -532,11 +532,18 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                         return -1;
                 for (i = 0; i < n; i++) {
                         int64_t l, h;
+                        /* A partition whose leader does not answer (it
+                         * died; its successor is not elected yet) holds
+                         * no request of ours: a dead broker appends
+                         * nothing later, and one that lost the
+                         * leadership refuses what it still reads. */
                         if (rd_kafka_query_watermark_offsets(
                                 reader, ends[i].topic, ends[i].partition, &l,
                                 &h, 5000)) {
-                                all = false;
-                                break;
+                                same &= ends[i].hi == -2;
+                                ends[i].hi = -2;
+                                refresh_leaders(reader, ends[i].topic);
+                                continue;
                         }
                         same &= h == ends[i].hi;
                         ends[i].hi = h;

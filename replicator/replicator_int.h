@@ -218,6 +218,8 @@ struct replicator_end {
  * partition, and copied them again).  The held request leaves a log
  * ahead of its watermark on some partition of that producer; once none
  * is, what it held back has been appended (the second round sees it).
+ * A partition whose leader does not answer counts as settled (nothing
+ * held can land there); one that answers must end at its watermark.
  * Logs the wait once (tag, who).  Returns 0, 1 if 'wait_ms' passed
  * first, -1 if '*stop' was set. */
 int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
