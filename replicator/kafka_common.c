@@ -408,6 +408,9 @@ const char *const *replicator_end_probe_props(const char *group,
  * pause between two rounds of replicator_settle_end(). */
 #define END_PROBE_MS 2000
 #define END_ROUND_MS 250
+/* replicator_settle_all(): watermarks growing this long are a writer,
+ * not requests being released. */
+#define END_GROWING_MS 2000
 
 /* Fresh metadata of 'topic' for 'rk' (its leaders move there): a client
  * left on a leader that died keeps asking it until its next periodic
@@ -462,7 +465,7 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                           const char *topic, int32_t partition, int64_t *lo,
                           int64_t *hi, int wait_ms, const atomic_bool *stop,
                           const char *tag, const char *who) {
-        int64_t start = aagw_mono_ms(), first = *hi;
+        int64_t start = aagw_mono_ms(), first = *hi, growing = -1;
         bool    logged = false;
 
         for (;;) {
@@ -510,8 +513,24 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                 int64_t l, h;
                 if (!rd_kafka_query_watermark_offsets(reader, topic, partition,
                                                       &l, &h, 5000)) {
+                        /* Growing on and on: a writer, as in
+                         * replicator_settle_all(). */
+                        int64_t now = aagw_mono_ms();
+                        if (h <= *hi)
+                                growing = -1;
+                        else if (growing < 0)
+                                growing = now;
                         *lo = l;
                         *hi = h;
+                        if (growing >= 0 && now - growing >= END_GROWING_MS) {
+                                aagw_log(AAGW_LOG_WARN, tag,
+                                         "%s: %s [%d] keeps growing "
+                                         "(another writer: a second process "
+                                         "with this gateway's identity?); "
+                                         "going by its watermark %" PRId64,
+                                         who, topic, (int)partition, *hi);
+                                return 0;
+                        }
                 }
         }
 }
@@ -520,13 +539,13 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                           struct replicator_end *ends, size_t n, int wait_ms,
                           const atomic_bool *stop, const char *tag,
                           const char *who) {
-        int64_t start = aagw_mono_ms();
+        int64_t start = aagw_mono_ms(), growing = -1;
         bool    logged = false, prev = false;
 
         for (size_t i = 0; i < n; i++)
                 ends[i].hi = -1;
         for (;;) {
-                bool   all = true, same = true;
+                bool   all = true, same = true, grew = false;
                 size_t i;
                 if (stop && atomic_load(stop))
                         return -1;
@@ -546,6 +565,7 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                                 continue;
                         }
                         same &= h == ends[i].hi;
+                        grew |= ends[i].hi >= 0 && h > ends[i].hi;
                         ends[i].hi = h;
                         if (!replicator_log_ends_at(probe, ends[i].topic,
                                                     ends[i].partition, h,
@@ -566,7 +586,25 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                         return 0;
                 }
                 prev = all;
-                if (aagw_mono_ms() - start >= wait_ms)
+                /* Watermarks that keep moving: someone writes there (a
+                 * second process with this identity), which is not a
+                 * held request (it drains in well under a second once
+                 * released): waiting for it is no use. */
+                int64_t now = aagw_mono_ms();
+                if (!grew)
+                        growing = -1;
+                else if (growing < 0)
+                        growing = now;
+                if (growing >= 0 && now - growing >= END_GROWING_MS) {
+                        aagw_log(AAGW_LOG_WARN, tag,
+                                 "%s: the partitions it writes keep "
+                                 "growing (another writer: a second "
+                                 "process with this gateway's identity?); "
+                                 "going on",
+                                 who);
+                        return 0;
+                }
+                if (now - start >= wait_ms)
                         return 1;
                 if (!all && !logged) {
                         aagw_log(AAGW_LOG_WARN, tag,

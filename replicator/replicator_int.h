@@ -220,6 +220,8 @@ struct replicator_end {
  * is, what it held back has been appended (the second round sees it).
  * A partition whose leader does not answer counts as settled (nothing
  * held can land there); one that answers must end at its watermark.
+ * Watermarks that keep growing for 2 s mean another writer (a second
+ * process with the same identity): logged, and returns 0.
  * Logs the wait once (tag, who).  Returns 0, 1 if 'wait_ms' passed
  * first, -1 if '*stop' was set. */
 int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
