@@ -425,6 +425,19 @@ static void refresh_leaders(rd_kafka_t *rk, const char *topic) {
                 rd_kafka_topic_destroy(rkt);
 }
 
+/* Whether watermarks grew in every round for END_GROWING_MS: a writer
+ * (not requests being released, which drain in well under a second).
+ * '*since': when the growth began, -1 if it did not grow last round. */
+static bool writer_seen(int64_t *since, bool grew) {
+        int64_t now = aagw_mono_ms();
+
+        if (!grew)
+                *since = -1;
+        else if (*since < 0)
+                *since = now;
+        return *since >= 0 && now - *since >= END_GROWING_MS;
+}
+
 bool replicator_log_ends_at(rd_kafka_t *probe, const char *topic,
                             int32_t partition, int64_t hi, int timeout_ms) {
         rd_kafka_topic_partition_list_t *a;
@@ -513,16 +526,11 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                 int64_t l, h;
                 if (!rd_kafka_query_watermark_offsets(reader, topic, partition,
                                                       &l, &h, 5000)) {
-                        /* Growing on and on: a writer, as in
-                         * replicator_settle_all(). */
-                        int64_t now = aagw_mono_ms();
-                        if (h <= *hi)
-                                growing = -1;
-                        else if (growing < 0)
-                                growing = now;
+                        /* Growing on and on: a writer. */
+                        bool writer = writer_seen(&growing, h > *hi);
                         *lo = l;
                         *hi = h;
-                        if (growing >= 0 && now - growing >= END_GROWING_MS) {
+                        if (writer) {
                                 aagw_log(AAGW_LOG_WARN, tag,
                                          "%s: %s [%d] keeps growing "
                                          "(another writer: a second process "
@@ -590,12 +598,7 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                  * second process with this identity), which is not a
                  * held request (it drains in well under a second once
                  * released): waiting for it is no use. */
-                int64_t now = aagw_mono_ms();
-                if (!grew)
-                        growing = -1;
-                else if (growing < 0)
-                        growing = now;
-                if (growing >= 0 && now - growing >= END_GROWING_MS) {
+                if (writer_seen(&growing, grew)) {
                         aagw_log(AAGW_LOG_WARN, tag,
                                  "%s: the partitions it writes keep "
                                  "growing (another writer: a second "
@@ -604,7 +607,7 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                                  who);
                         return 0;
                 }
-                if (now - start >= wait_ms)
+                if (aagw_mono_ms() - start >= wait_ms)
                         return 1;
                 if (!all && !logged) {
                         aagw_log(AAGW_LOG_WARN, tag,
