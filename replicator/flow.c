@@ -1410,6 +1410,18 @@ static void source_shrank(aagw_flow_t *f, struct ptrack *pt, int64_t hi) {
                         pt->hi_seen = hi;
                 return;
         }
+        /* The consumer's cached watermark comes from its last fetch: just
+         * after a leader change the new leader's high watermark can be
+         * below the old one's for a moment (kafka-leader_kill).  Ask the
+         * leader itself (a new leader answers ListOffsets only once its
+         * watermark is current, KIP-207) before calling it a reset. */
+        int64_t qlo, qhi;
+        if (rd_kafka_query_watermark_offsets(f->meta, pt->tt->topic,
+                                             pt->partition, &qlo, &qhi,
+                                             5000) ||
+            qhi >= pt->read_next)
+                return;
+        hi = qhi;
         INC(f->resets);
         aagw_log(AAGW_LOG_ERROR, "FLOW",
                  "%s: %s [%d]: source end offset went back from %" PRId64
