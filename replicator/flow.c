@@ -1142,13 +1142,7 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                                  f->target, rd_kafka_err2str(err),
                                  RECONCILE_WAIT_MS / 1000);
                 logged = true;
-                rd_kafka_topic_t *rkt =
-                    rd_kafka_topic_new(f->reader, pt->tt->remote, NULL);
-                const struct rd_kafka_metadata *md = NULL;
-                if (rkt && !rd_kafka_metadata(f->reader, 0, rkt, &md, 2000))
-                        rd_kafka_metadata_destroy(md);
-                if (rkt)
-                        rd_kafka_topic_destroy(rkt);
+                replicator_refresh_leaders(f->reader, pt->tt->remote, 2000);
                 struct timespec ts = {0, 250 * 1000000L};
                 nanosleep(&ts, NULL);
         }
@@ -1664,13 +1658,7 @@ static void target_count(aagw_flow_t *f, struct ttrack *tt, int have,
                 /* The copy grew: the reader (reconcile()) learns of the
                  * new partitions now, not from a failed watermark query
                  * and a wait for the end offset to settle. */
-                rd_kafka_topic_t *rkt =
-                    rd_kafka_topic_new(f->reader, tt->remote, NULL);
-                const struct rd_kafka_metadata *md = NULL;
-                if (rkt && !rd_kafka_metadata(f->reader, 0, rkt, &md, 5000))
-                        rd_kafka_metadata_destroy(md);
-                if (rkt)
-                        rd_kafka_topic_destroy(rkt);
+                replicator_refresh_leaders(f->reader, tt->remote, 5000);
         }
         pthread_mutex_lock(&f->ctl.lock);
         tt->target_cnt = have;

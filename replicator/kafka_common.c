@@ -412,14 +412,12 @@ const char *const *replicator_end_probe_props(const char *group,
  * not requests being released. */
 #define END_GROWING_MS 2000
 
-/* Fresh metadata of 'topic' for 'rk' (its leaders move there): a client
- * left on a leader that died keeps asking it until its next periodic
- * refresh (librdkafka 2.0: minutes). */
-static void refresh_leaders(rd_kafka_t *rk, const char *topic) {
+void replicator_refresh_leaders(rd_kafka_t *rk, const char *topic,
+                                int timeout_ms) {
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         const struct rd_kafka_metadata *md = NULL;
 
-        if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, 2000))
+        if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms))
                 rd_kafka_metadata_destroy(md);
         if (rkt)
                 rd_kafka_topic_destroy(rkt);
@@ -519,8 +517,8 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                                  who, topic, (int)partition, *hi,
                                  wait_ms / 1000);
                 logged = true;
-                refresh_leaders(reader, topic);
-                refresh_leaders(probe, topic);
+                replicator_refresh_leaders(reader, topic, 2000);
+                replicator_refresh_leaders(probe, topic, 2000);
                 struct timespec ts = {0, END_ROUND_MS * 1000000L};
                 nanosleep(&ts, NULL);
                 int64_t l, h;
@@ -569,7 +567,8 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                                 &h, 5000)) {
                                 same &= ends[i].hi == -2;
                                 ends[i].hi = -2;
-                                refresh_leaders(reader, ends[i].topic);
+                                replicator_refresh_leaders(
+                                    reader, ends[i].topic, 2000);
                                 continue;
                         }
                         same &= h == ends[i].hi;
@@ -628,8 +627,8 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                                  "answer",
                                  who, ends[i].topic, (int)ends[i].partition,
                                  ends[i].hi);
-                        refresh_leaders(reader, ends[i].topic);
-                        refresh_leaders(probe, ends[i].topic);
+                        replicator_refresh_leaders(reader, ends[i].topic, 2000);
+                        replicator_refresh_leaders(probe, ends[i].topic, 2000);
                 }
                 struct timespec ts = {0, END_ROUND_MS * 1000000L};
                 nanosleep(&ts, NULL);

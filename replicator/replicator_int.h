@@ -240,6 +240,12 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
  * Best effort: a failure only leaves that to happen. */
 void replicator_fresh_leaders(rd_kafka_t *producer, rd_kafka_topic_t *rkt);
 
+/* Fresh metadata of 'topic' for 'rk', waited for up to 'timeout_ms': a
+ * client left on a leader that died keeps asking it until its next
+ * periodic refresh (librdkafka 2.0: minutes). */
+void replicator_refresh_leaders(rd_kafka_t *rk, const char *topic,
+                                int timeout_ms);
+
 /* A delivery report without an error but without an offset: librdkafka
  * acknowledged the record implicitly, because a later batch of its
  * partition succeeded.  That is sound for a request whose outcome was

@@ -421,13 +421,7 @@ static int output_wait(aagw_unify_t *u, struct utopic *ut) {
                                  u->site, ut->out, (int)p,
                                  rd_kafka_err2str(err), OUTPUT_WAIT_MS / 1000);
                 logged = true;
-                rd_kafka_topic_t *rkt = rd_kafka_topic_new(u->reader, ut->out,
-                                                           NULL);
-                const struct rd_kafka_metadata *md = NULL;
-                if (rkt && !rd_kafka_metadata(u->reader, 0, rkt, &md, 2000))
-                        rd_kafka_metadata_destroy(md);
-                if (rkt)
-                        rd_kafka_topic_destroy(rkt);
+                replicator_refresh_leaders(u->reader, ut->out, 2000);
                 struct timespec ts = {0, 250 * 1000000L};
                 nanosleep(&ts, NULL);
         }
@@ -517,12 +511,7 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk, const char *topic,
                      err != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION) ||
                     aagw_mono_ms() >= deadline)
                         return err;
-                rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-                const struct rd_kafka_metadata *md = NULL;
-                if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, 1000))
-                        rd_kafka_metadata_destroy(md);
-                if (rkt)
-                        rd_kafka_topic_destroy(rkt);
+                replicator_refresh_leaders(rk, topic, 1000);
                 struct timespec ts = {0, 100 * 1000000L};
                 nanosleep(&ts, NULL);
         }
