@@ -294,6 +294,13 @@ int repl_gw_stop(struct repl *r, int sig, int timeout_ms) {
         harness_proc_destroy(r->gw);
         r->gw = NULL;
         check_sanitizers(r);
+        /* Most callers expect 0: what the process said last shows why
+         * not (a CI failure keeps only the test's stderr). */
+        if (code != 0) {
+                fprintf(stderr, "# aagw exit %d after signal %d; its log:\n",
+                        code, sig);
+                repl_dump_log(r, 25);
+        }
         return code;
 }
 
