@@ -2565,10 +2565,18 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         if (f->producer) {
                 /* Delivery reports of anything left refer to tokens and
                  * partitions we are about to free: purge and serve them
-                 * first (on_delivery() leaves purged records undone). */
+                 * first (on_delivery() leaves purged records undone).
+                 * Every one: a report left unserved leaves its token's
+                 * consumed record undestroyed, and with it the consumer
+                 * topic it refers to.  Purged reports come within
+                 * milliseconds; the bound is for a client that hangs. */
+                int64_t deadline = aagw_mono_ms() + 5000;
                 rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
                                                 RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_poll(f->producer, 0);
+                do
+                        rd_kafka_poll(f->producer, 10);
+                while (atomic_load(&f->inflight) > 0 &&
+                       aagw_mono_ms() < deadline);
         }
         for (size_t i = 0; f->topics && i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
