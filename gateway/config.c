@@ -1121,6 +1121,12 @@ static const char *managed_property(const char *name) {
             {"enable.idempotence", "aagw always uses the idempotent producer"},
             {"acks", "aagw always produces with acks=all"},
             {"request.required.acks", "aagw always produces with acks=all"},
+            {"max.in.flight.requests.per.connection",
+             "aagw keeps one produce request in flight: librdkafka 2.0 "
+             "can acknowledge records never written with more"},
+            {"max.in.flight", "aagw keeps one produce request in flight: "
+                              "librdkafka 2.0 can acknowledge records never "
+                              "written with more"},
             {"isolation.level", "aagw chooses the isolation level"},
             {"transactional.id", "aagw does not rely on transactions"},
         };
