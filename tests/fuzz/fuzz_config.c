@@ -27,25 +27,30 @@
 
 /* 'd' with the admin section's redacted token line ("  token: ...",
  * two spaces: cluster properties are indented deeper) holding 'token'
- * again; '*len' updated. */
-static char *unredact_token(const char *d, const char *token, size_t *len) {
+ * again; '*len' updated.  (Not inlined, nor is dump(): gcc 12 -O3 then
+ * takes the dump for a pointer to dump()'s local, -Wdangling-pointer.) */
+__attribute__((noinline)) static char *
+unredact_token(const char *d, const char *token, size_t *len) {
         static const char line[] = "\n  token: \"" AAGW_REDACTED "\"\n";
         const char       *at     = strstr(d, line);
+        CHECK(at);
+        size_t            head   = (size_t)(at - d);
         char             *buf    = NULL;
         FILE             *m      = open_memstream(&buf, len);
 
-        CHECK(at && m);
-        fwrite(d, 1, (size_t)(at - d), m);
+        CHECK(m);
+        fwrite(d, 1, head, m);
         fputs("\n  token: ", m);
         aagw_config_yaml_quote(m, token);
-        fputs(at + sizeof(line) - 2, m);
+        fputs(d + head + sizeof(line) - 2, m);
         CHECK(!fclose(m));
         return buf;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *dump(const aagw_config_t *cfg, size_t *len) {
+__attribute__((noinline)) static char *dump(const aagw_config_t *cfg,
+                                              size_t *len) {
         char *buf = NULL;
         FILE *m   = open_memstream(&buf, len);
         CHECK(m);
