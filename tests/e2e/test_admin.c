@@ -800,7 +800,8 @@ static bool caught_up(void *arg) {
  * fails only if none of them ever needed (and got) the waker. */
 #define BACKLOGS 6
 
-static void test_fetch_wakeups(void **state) {
+__attribute__((unused)) static void
+test_fetch_wakeups(void **state) {
         struct fx        *f     = *state;
         const int         first = 20000, more = 5000;
         struct wake_arg   w     = {.f = f, .want = first};
@@ -1309,8 +1310,16 @@ int main(void) {
                                             setup, teardown),
             cmocka_unit_test_setup_teardown(test_counters_move_under_load,
                                             setup, teardown),
+#if !defined(__SANITIZE_ADDRESS__)
+            /* Whether a backlog needs the waker at all depends on the
+             * stage outrunning its fetchers, which ASan's slowdown turns
+             * around on 2 cores (a CI run: 6 backlogs of "flow 0, unify
+             * 0", nothing parked, nothing wrong; unloaded here: flow 1,
+             * unify 2).  The waker's code runs under ASan in every e2e
+             * test; this test of when it is needed, in the normal build. */
             cmocka_unit_test_setup_teardown(test_fetch_wakeups, setup,
                                             teardown),
+#endif
             cmocka_unit_test_setup_teardown(
                 test_heartbeats_under_topic_filter, setup, teardown),
             cmocka_unit_test_setup_teardown(test_page_in_chromium, setup,
@@ -1320,5 +1329,8 @@ int main(void) {
             cmocka_unit_test_setup_teardown(
                 test_idle_connections_do_not_starve, setup, teardown),
         };
+#if defined(__SANITIZE_ADDRESS__)
+        printf("# test_fetch_wakeups: left out under ASan (a timing test)\n");
+#endif
         return cmocka_run_group_tests_name("admin", tests, NULL, NULL);
 }
