@@ -1107,6 +1107,9 @@ static void check_alias_ref(aagw_config_t *cfg, const char *path) {
  * them would break its guarantees (commit ordering, idempotence), so they
  * are refused with a pointer to the real knob. */
 static const char *managed_property(const char *name) {
+#define ONE_IN_FLIGHT                                                          \
+        "aagw keeps one produce request in flight: librdkafka 2.0 can "       \
+        "acknowledge records never written with more"
         static const struct {
                 const char *name, *why;
         } managed[] = {
@@ -1121,12 +1124,8 @@ static const char *managed_property(const char *name) {
             {"enable.idempotence", "aagw always uses the idempotent producer"},
             {"acks", "aagw always produces with acks=all"},
             {"request.required.acks", "aagw always produces with acks=all"},
-            {"max.in.flight.requests.per.connection",
-             "aagw keeps one produce request in flight: librdkafka 2.0 "
-             "can acknowledge records never written with more"},
-            {"max.in.flight", "aagw keeps one produce request in flight: "
-                              "librdkafka 2.0 can acknowledge records never "
-                              "written with more"},
+            {"max.in.flight.requests.per.connection", ONE_IN_FLIGHT},
+            {"max.in.flight", ONE_IN_FLIGHT},
             {"isolation.level", "aagw chooses the isolation level"},
             {"transactional.id", "aagw does not rely on transactions"},
         };
@@ -1134,6 +1133,7 @@ static const char *managed_property(const char *name) {
                 if (!strcmp(name, managed[i].name))
                         return managed[i].why;
         return NULL;
+#undef ONE_IN_FLIGHT
 }
 
 static void check_cluster(aagw_config_t *cfg, const struct cfg_inst *in) {

@@ -1198,7 +1198,7 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
         }
         /* The copies go to the leader the producer knows: the one that
          * just answered, not one from before an outage. */
-        replicator_fresh_leaders(f->producer, pt->tt->rkt);
+        replicator_refresh_leaders(f->producer, pt->tt->remote, 5000);
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 

@@ -637,13 +637,6 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
 
 /* -------------------------------------------- LIBRDKAFKA 2.0'S PRODUCER --- */
 
-void replicator_fresh_leaders(rd_kafka_t *producer, rd_kafka_topic_t *rkt) {
-        const struct rd_kafka_metadata *md = NULL;
-
-        if (rkt && !rd_kafka_metadata(producer, 0, rkt, &md, 5000))
-                rd_kafka_metadata_destroy(md);
-}
-
 void replicator_unsure_ack(struct replicator_ctl *ctl, const char *topic,
                            int32_t partition, const char *src_topic,
                            int32_t src_partition, int64_t src_offset) {

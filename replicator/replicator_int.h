@@ -231,18 +231,14 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
 
 /* ------------------------ LIBRDKAFKA 2.0'S PRODUCER ---------------------- */
 
-/* Ask 'rkt''s cluster for its partitions' leaders through 'producer'
- * (the answer goes into the producer's metadata), before the first
- * records are produced to it after a start-up scan.  A producer made
- * while a broker was down keeps that broker as the leader it knew; its
- * first batches then meet "not leader", and librdkafka 2.0.2 can lose
- * records in the leader change that follows (replicator_unsure_ack()).
- * Best effort: a failure only leaves that to happen. */
-void replicator_fresh_leaders(rd_kafka_t *producer, rd_kafka_topic_t *rkt);
-
 /* Fresh metadata of 'topic' for 'rk', waited for up to 'timeout_ms': a
  * client left on a leader that died keeps asking it until its next
- * periodic refresh (librdkafka 2.0: minutes). */
+ * periodic refresh (librdkafka 2.0: minutes).  A producer made while a
+ * broker was down keeps that broker as the leader it knew; its first
+ * batches then meet "not leader", and librdkafka 2.0.2 can lose records
+ * in the leader change that follows (replicator_unsure_ack()), so flows
+ * ask through their producer before the first copies after a start-up
+ * scan.  Best effort: a failure only leaves the old leaders in place. */
 void replicator_refresh_leaders(rd_kafka_t *rk, const char *topic,
                                 int timeout_ms);
 

@@ -964,8 +964,8 @@ static void discover(aagw_unify_t *u) {
                         break;
                 /* The producer's leaders as they are now, not as they were
                  * when it started (maybe during the outage the scan waited
-                 * out): see replicator_fresh_leaders(). */
-                replicator_fresh_leaders(u->producer, ut->out_rkt);
+                 * out): see replicator_refresh_leaders(). */
+                replicator_refresh_leaders(u->producer, ut->out, 5000);
                 ut->ready = true;
                 changed   = true;
         }
