@@ -932,6 +932,10 @@ static void discover(aagw_flow_t *f) {
                                  f->name, tt->topic, mt->partition_cnt,
                                  tt->remote, f->target);
                         topics_track(f->remote_topics, tt->topic, tt->remote);
+                        /* Before its partitions are reconciled: see
+                         * replicator_prime_topic(). */
+                        replicator_prime_topic(f->end_probe, f->reader,
+                                               tt->remote);
                         changed = true;
                 }
                 /* After a fence, nothing until the lease holds the id

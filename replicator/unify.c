@@ -960,6 +960,9 @@ static void discover(aagw_unify_t *u) {
                 if (atomic_load(&u->ctl.stop))
                         break;
                 ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
+                /* The output's leaders for the handles that check its
+                 * end and read its tail: see replicator_prime_topic(). */
+                replicator_prime_topic(u->end_probe, u->reader, ut->out);
                 if (recover_output(u, ut))
                         break;
                 /* The producer's leaders as they are now, not as they were
