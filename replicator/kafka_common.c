@@ -397,7 +397,10 @@ const char *const *replicator_end_probe_props(const char *group,
              * unassign and a new assign: asking about the same partition
              * again within that (replicator_settle_all()'s second round,
              * a flow's next partition after it) waited out the rest of
-             * the 500 ms, 0.43 s for one question in a kept run. */
+             * the 500 ms, 0.43 s for one question in a kept run.  The
+             * probe holds one partition for one question at a time (up
+             * to END_PROBE_MS), so the short backoff cannot spin long
+             * against a broker that fails. */
             "fetch.error.backoff.ms", "10",
             NULL};
         size_t n = 0;
