@@ -203,10 +203,11 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
  * handles that ask replicator_log_ends_at()'s question and scan the
  * topic's tail), before their first assign() of it.  Without it, the
  * first fetch of a topic new to a handle waited 0.7-1 s for its leader
- * (librdkafka 2.0.2 looks up unknown topics on a periodic scan, once a
- * second): in a kept real-Kafka run a restarted flow spent that on each
- * of its three topics in turn, on both handles, before copying anything;
- * primed, the first answer came 15-75 ms after the topic was found. */
+ * (fits librdkafka 2.0.2's once-a-second scan of leaderless topics; not
+ * confirmed in its source): in a kept real-Kafka run a restarted flow
+ * spent that on each of its three topics in turn, on both handles,
+ * before copying anything; primed, the first answer came 15-75 ms after
+ * the topic was found. */
 void replicator_prime_topic(rd_kafka_t *probe, rd_kafka_t *reader,
                             const char *topic);
 

@@ -72,12 +72,6 @@ static void start(void) {
         }
 }
 
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait until 'fd' is ready for 'events' or 'deadline' passes.  libFuzzer's
  * SIGALRM (its unit-timeout check, every -timeout/2+1 s: 601 s by
  * default) interrupts poll() with EINTR; that is a signal, not an answer,
@@ -87,7 +81,7 @@ static int64_t now_ms(void) {
 static void wait_for(int fd, short events, int64_t deadline) {
         for (;;) {
                 struct pollfd p    = {.fd = fd, .events = events};
-                int64_t       left = deadline - now_ms();
+                int64_t       left = deadline - aagw_mono_ms();
                 CHECK(left > 0); /* the server must answer and close */
                 int r = poll(&p, 1, (int)left);
                 if (r == 1)
@@ -104,7 +98,7 @@ static size_t exchange(int i, const void *req, size_t len) {
         struct sockaddr_in sa = {.sin_family = AF_INET,
                                  .sin_port   = htons(port[i])};
         size_t             got      = 0;
-        int64_t            deadline = now_ms() + 30000;
+        int64_t            deadline = aagw_mono_ms() + 30000;
         int                fd       = socket(AF_INET, SOCK_STREAM, 0);
 
         CHECK(fd >= 0);

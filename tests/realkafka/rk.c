@@ -618,17 +618,17 @@ void rk_gw_dump_log(struct rk *r, int lines) {
         free(text);
 }
 
-/* Print the lines of @p path holding @p tag and one of @p needles. */
-static void grep_file(const char *path, const char *tag,
-                      const char *const *needles) {
+void rk_grep_file(const char *path, const char *tag,
+                  const char *const *needles) {
         char *text = harness_read_file(path, NULL), *line, *save = NULL;
 
         if (!text)
                 return;
-        fprintf(stderr, "# ---- %s: %s ----\n", path, tag);
+        fprintf(stderr, "# ---- %s: %s ----\n", path,
+                tag ? tag : "lines with any tag");
         for (line = strtok_r(text, "\n", &save); line;
              line = strtok_r(NULL, "\n", &save)) {
-                if (!strstr(line, tag))
+                if (tag && !strstr(line, tag))
                         continue;
                 for (size_t i = 0; needles[i]; i++)
                         if (strstr(line, needles[i])) {
@@ -644,7 +644,7 @@ void rk_gw_grep(struct rk *r, const char *tag, const char *const *needles) {
 
         for (int run = 1; run <= r->gw_runs; run++) {
                 snprintf(path, sizeof(path), "%s/gw-%d.log", r->dir, run);
-                grep_file(path, tag, needles);
+                rk_grep_file(path, tag, needles);
         }
 }
 
@@ -656,7 +656,7 @@ void rk_broker_grep(struct rk *r, const char *alias, const char *tag,
         for (int n = 1; n <= c->brokers; n++) {
                 snprintf(path, sizeof(path), "%s/%s/node%d/server.log",
                          c->run_dir, alias, n);
-                grep_file(path, tag, needles);
+                rk_grep_file(path, tag, needles);
         }
 }
 

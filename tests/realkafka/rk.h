@@ -154,6 +154,10 @@ void rk_gw_expect_running(struct rk *r);
 
 /** Print the last @p lines of the current gateway log to stderr. */
 void rk_gw_dump_log(struct rk *r, int lines);
+/** Print the lines of the file @p path that hold @p tag (NULL: any line)
+ *  and one of @p needles (NULL-terminated) to stderr, under a header. */
+void rk_grep_file(const char *path, const char *tag,
+                  const char *const *needles);
 /** Print the lines of every run's log (gw-1.log, gw-2.log, ...) that hold
  *  @p tag and one of @p needles (NULL-terminated): what a failed check
  *  needs from aagw's side, e.g. where each run resumed a partition. */

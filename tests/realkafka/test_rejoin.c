@@ -56,29 +56,6 @@ static void produce(struct rk *r, int n) {
 }
 
 /* Either of the two processes with one identity has exited. */
-/* The lease's lines of the log at 'path' (the failure above is about
- * them; the last lines of a log are only STATS). */
-static void lease_lines(const char *path) {
-        char       *text = harness_read_file(path, NULL);
-        const char *p    = text;
-
-        fprintf(stderr, "# ---- %s: lease and fence lines ----\n", path);
-        while (p && *p) {
-                const char *nl  = strchr(p, '\n');
-                size_t      len = nl ? (size_t)(nl - p) : strlen(p);
-                char        line[1024];
-                snprintf(line, sizeof(line), "%.*s",
-                         (int)(len < sizeof(line) - 1 ? len
-                                                      : sizeof(line) - 1),
-                         p);
-                if (strstr(line, "lease") || strstr(line, "fenced") ||
-                    strstr(line, "E ["))
-                        fprintf(stderr, "%s\n", line);
-                p = nl ? nl + 1 : NULL;
-        }
-        free(text);
-}
-
 struct either {
         harness_proc_t *p[2];
         int             gone; /* index, -1 */
@@ -208,8 +185,10 @@ static void test_rejoin(void **state) {
          * restarted lease's join waits for a rebalance: a CI run had
          * neither process fenced after 120 s. */
         if (!harness_wait_until(one_exited, &e, 330000)) {
-                lease_lines(r->gw_log);
-                lease_lines(log3);
+                static const char *const lease[] = {"lease", "fenced",
+                                                    "E [", NULL};
+                rk_grep_file(r->gw_log, NULL, lease);
+                rk_grep_file(log3, NULL, lease);
                 fail_msg("two processes with one group.instance.id both "
                          "kept running for 330 s");
         }
