@@ -674,13 +674,41 @@ static void check_sanitizers(struct rk *r) {
         free(text);
 }
 
+/* A stop that did not finish in time: what every thread of aagw was
+ * doing, when gdb is there to ask (it is on the CI machines; without it
+ * only the log tail is shown). */
+static void dump_stacks(pid_t pid) {
+        char             attach[32];
+        const char      *argv[] = {"gdb",  "-nx", "-batch", "-p", attach,
+                                   "-ex",  "thread apply all bt 30", NULL};
+        harness_output_t o;
+        char             err[256];
+
+        snprintf(attach, sizeof(attach), "%ld", (long)pid);
+        if (harness_run(argv, NULL, 0, 60000, &o, err, sizeof(err)) !=
+            AAGW_OK) {
+                fprintf(stderr, "# (no stacks: %s)\n", err);
+                return;
+        }
+        fprintf(stderr, "# ---- stacks of aagw (pid %ld) ----\n%s\n",
+                (long)pid, o.out ? o.out : "");
+        harness_output_deinit(&o);
+}
+
 int rk_gw_stop(struct rk *r, int sig, int timeout_ms) {
         int status, code = -1;
 
         assert_non_null(r->gw);
         harness_proc_signal(r->gw, sig);
-        if (harness_proc_wait(r->gw, timeout_ms, &status) == AAGW_OK)
+        if (harness_proc_wait(r->gw, timeout_ms, &status) == AAGW_OK) {
                 code = harness_exit_code(status);
+        } else {
+                fprintf(stderr, "# aagw still runs %d ms after signal %d\n",
+                        timeout_ms, sig);
+                dump_stacks(harness_proc_pid(r->gw));
+        }
+        if (code != 0)
+                rk_gw_dump_log(r, 60);
         harness_proc_destroy(r->gw);
         r->gw = NULL;
         check_sanitizers(r);
