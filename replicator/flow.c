@@ -2292,8 +2292,13 @@ static void *flow_main(void *arg) {
         f->waker = NULL;
         if (f->consumer)
                 rd_kafka_consumer_close(f->consumer);
-        if (f->lease && !rd_kafka_fatal_error(f->lease, NULL, 0))
-                rd_kafka_consumer_close(f->lease);
+        /* The lease is not closed: a static member leaves nothing behind
+         * by closing (it stays in its group until the session times out),
+         * and librdkafka 2.0.2's close of a lease that was given its
+         * partitions a moment before has been seen to wait forever inside
+         * its own unassign (kafka-txn_start, a stop 0.1 s after the
+         * assignment, gdb stacks).  aagw_flow_destroy() destroys it
+         * without the close. */
         if (atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
                 atomic_store(&f->ctl.state, AAGW_FLOW_STOPPED);
         return NULL;
