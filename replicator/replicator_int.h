@@ -374,4 +374,124 @@ void topics_track(struct topics *t, const char *topic, const char *remote);
 /* The topic_* counters for aagw_flow_stats(). */
 void topics_stats(const struct topics *t, struct aagw_flow_stats *st);
 
+/* ------------------------ WORK OWNERSHIP (owner.c) ----------------------- */
+
+/* Who owns which partition of a work topic among the processes of one
+ * site, and transactions that only the owner can commit (KIP-447).  The
+ * process joins a consumer group subscribed to the work topic: the
+ * group's assignment is the ownership.  It reads nothing through that
+ * consumer.  Its one transactional producer (transactional.id per
+ * process) adds the offsets of the owned work partitions to each
+ * transaction with the group metadata of the assignment, so the broker
+ * refuses the commit of a member the group has moved on from (a process
+ * that stalled past max.poll.interval.ms, a zombie) and its records stay
+ * aborted: invisible to read_committed readers.  Work topic and
+ * transaction must be on the same cluster.  Not thread-safe: one thread
+ * calls every function of one owner. */
+struct owner;
+
+struct owner_conf {
+        const char        *bootstraps;
+        const char *const *props; /* user properties, as
+                                     aagw_kafka_conf_apply() takes them */
+        size_t             prop_cnt;
+        const char        *group;  /* consumer group of the owners */
+        const char        *topic;  /* the work topic */
+        const char        *member; /* client.id "aagw-MEMBER-owner" and
+                                      "aagw-MEMBER-txn"; log name */
+        const char        *transactional_id;
+        int session_timeout_ms;   /* 0: 10 s */
+        int max_poll_interval_ms; /* 0: 30 s; >= the session timeout */
+        int txn_timeout_ms;       /* transaction.timeout.ms; 0: 10 s */
+        int init_timeout_ms;      /* init_transactions(); 0: 30 s */
+        int commit_timeout_ms;    /* owner_commit()'s retries; 0: 10 s */
+        /* Partitions of the work topic this process now owns, or owns no
+         * longer (revoked, or owner_commit() found it fenced): the caller
+         * stops writing for those before it returns.  Called from
+         * owner_poll() and owner_commit(); the list is borrowed for the
+         * call.  NULL: not told. */
+        void (*on_gained)(void *opaque,
+                          const rd_kafka_topic_partition_list_t *parts);
+        void (*on_lost)(void *opaque,
+                        const rd_kafka_topic_partition_list_t *parts);
+        void *opaque;
+};
+
+/* How a transaction of an owner ended (owner_begin(), owner_commit()). */
+typedef enum {
+        AAGW_OWNER_OK      = 0,
+        AAGW_OWNER_ABORTED = -1, /* aborted (an abortable producer error,
+                                    retriable errors past the deadline):
+                                    ownership stands, redo the work */
+        AAGW_OWNER_FENCED  = -2, /* the group moved on without this
+                                    member: aborted, every partition
+                                    reported lost */
+        AAGW_OWNER_FATAL   = -3, /* the producer is unusable (its
+                                    transactional.id was taken by another
+                                    process, or the outcome of the
+                                    transaction is unknown): destroy the
+                                    owner */
+} owner_result_t;
+
+/* Join 'c->group', make the transactional producer and initialise its
+ * transactions (fencing an earlier producer with the same id).  The
+ * strings of 'c' are copied.  Returns the owner, owning nothing yet
+ * (owner_poll() gets the assignment), or NULL with the reason. */
+struct owner *owner_new(const struct owner_conf *c, char *errstr,
+                        size_t errstr_size);
+
+/* Serve the group membership for up to 'timeout_ms' (returns earlier
+ * once ownership changed): rebalances call on_gained / on_lost.  Must be
+ * called more often than max.poll.interval.ms, or the group gives this
+ * process's partitions away.  Returns 0, or AAGW_OWNER_FATAL with the
+ * reason (the consumer failed for good). */
+int owner_poll(struct owner *o, int timeout_ms, char *errstr,
+               size_t errstr_size);
+
+/* Whether this process owns work partition 'partition' as far as it
+ * knows (the group may have moved on since: owner_commit() tells). */
+bool owner_owned(const struct owner *o, int32_t partition);
+
+/* The owned partitions of the work topic; borrowed, valid until the next
+ * owner_poll() or owner_commit(). */
+const rd_kafka_topic_partition_list_t *owner_partitions(const struct owner *o);
+
+/* How many assignments this member was given so far (0: none yet): it
+ * goes up at every rebalance this process took part in.  librdkafka
+ * 2.0.2 does not expose the group's generation id itself (the consumer
+ * group metadata is opaque). */
+int64_t owner_assignments(const struct owner *o);
+
+/* Begin a transaction.  Returns AAGW_OWNER_OK, or a result with the
+ * reason ('errstr'). */
+owner_result_t owner_begin(struct owner *o, char *errstr,
+                           size_t errstr_size);
+
+/* The transactional producer, to produce into the open transaction
+ * (records to any topic of the cluster).  Borrowed; the owner's. */
+rd_kafka_t *owner_producer(struct owner *o);
+
+/* Commit the open transaction with the offsets 'offsets' (partitions of
+ * the work topic, each owned) as the group's.  Returns AAGW_OWNER_OK
+ * once committed, or what happened, with the reason in 'errstr':
+ * AAGW_OWNER_FENCED also when a partition of 'offsets' is not owned. */
+owner_result_t owner_commit(struct owner *o,
+                            const rd_kafka_topic_partition_list_t *offsets,
+                            char *errstr, size_t errstr_size);
+
+/* Abort an open transaction (if any), leave the group and free, each
+ * step bounded (a few seconds).  on_lost is not called.  NULL is a
+ * no-op. */
+void owner_destroy(struct owner *o);
+
+/* Whether the cluster at 'bootstraps' enforces transactions: a record
+ * produced to 'topic' [0] (it must exist) in a transaction that is then
+ * aborted must be invisible to a read_committed reader and visible to a
+ * read_uncommitted one.  librdkafka's mock cluster accepts transactions
+ * without enforcing them.  Returns 1 (enforced), 0 (not enforced, why in
+ * 'errstr'), or -1 (could not tell: the reason in 'errstr'). */
+int owner_txn_enforced(const char *bootstraps, const char *const *props,
+                       size_t prop_cnt, const char *topic, char *errstr,
+                       size_t errstr_size);
+
 #endif
