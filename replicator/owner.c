@@ -485,7 +485,8 @@ static owner_result_t txn_failed(struct owner *o, const char *op,
                 snprintf(errstr, errstr_size,
                          "%s: fatal producer error: %s%s", op,
                          ferr ? why : rd_kafka_error_string(e),
-                         ferr == RD_KAFKA_RESP_ERR_PRODUCER_FENCED
+                         ferr == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+                                 ferr == RD_KAFKA_RESP_ERR__FENCED
                              ? " (another process initialised transactions "
                                "with this transactional.id)"
                              : "");
@@ -553,6 +554,24 @@ owner_result_t owner_commit(struct owner *o,
                 snprintf(errstr, errstr_size, "no transaction is open");
                 return AAGW_OWNER_ABORTED;
         }
+        /* The offsets are the fence: librdkafka sends nothing for an
+         * empty list or a logical offset (-1, ...), and the transaction
+         * would then commit whoever owns the partitions now. */
+        bool fenced_by_offsets = offsets->cnt > 0;
+        for (int i = 0; i < offsets->cnt; i++)
+                if (offsets->elems[i].offset < 0)
+                        fenced_by_offsets = false;
+        if (!fenced_by_offsets) {
+                n = (size_t)snprintf(
+                    errstr, errstr_size,
+                    "%s: a commit needs the offset of at least one owned "
+                    "work partition, each at 0 or more (they are what "
+                    "fences a stale owner); transaction aborted",
+                    o->topic);
+                return abort_txn(o, errstr, errstr_size, n)
+                           ? AAGW_OWNER_ABORTED
+                           : AAGW_OWNER_FATAL;
+        }
         /* Only what this member was given: the broker would take offsets
          * of a partition its generation does not own. */
         for (int i = 0; i < offsets->cnt; i++) {
@@ -564,9 +583,11 @@ owner_result_t owner_commit(struct owner *o,
                             "%s [%" PRId32 "] is not owned by %s in group "
                             "%s; transaction aborted",
                             p->topic, p->partition, o->member, o->group);
-                        bool aborted = abort_txn(o, errstr, errstr_size, n);
-                        lose_all(o, "committed for a partition not owned");
-                        return aborted ? AAGW_OWNER_FENCED : AAGW_OWNER_FATAL;
+                        /* What it owns stays its own: the group still
+                         * gives it those, and would not again. */
+                        return abort_txn(o, errstr, errstr_size, n)
+                                   ? AAGW_OWNER_FENCED
+                                   : AAGW_OWNER_FATAL;
                 }
         }
         /* librdkafka retries inside each call until its timeout; a

@@ -423,9 +423,10 @@ typedef enum {
         AAGW_OWNER_ABORTED = -1, /* aborted (an abortable producer error,
                                     retriable errors past the deadline):
                                     ownership stands, redo the work */
-        AAGW_OWNER_FENCED  = -2, /* the group moved on without this
-                                    member: aborted, every partition
-                                    reported lost */
+        AAGW_OWNER_FENCED  = -2, /* aborted: the group moved on without
+                                    this member (every partition reported
+                                    lost), or the offsets named a
+                                    partition it does not own */
         AAGW_OWNER_FATAL   = -3, /* the producer is unusable (its
                                     transactional.id was taken by another
                                     process, or the outcome of the
@@ -471,10 +472,13 @@ owner_result_t owner_begin(struct owner *o, char *errstr,
  * (records to any topic of the cluster).  Borrowed; the owner's. */
 rd_kafka_t *owner_producer(struct owner *o);
 
-/* Commit the open transaction with the offsets 'offsets' (partitions of
- * the work topic, each owned) as the group's.  Returns AAGW_OWNER_OK
- * once committed, or what happened, with the reason in 'errstr':
- * AAGW_OWNER_FENCED also when a partition of 'offsets' is not owned. */
+/* Commit the open transaction with 'offsets' as the group's offsets of
+ * the work topic: at least one, each of an owned partition and at 0 or
+ * more (they are the fence: the coordinator refuses them from a member
+ * the group has moved on from).  Retriable errors are retried for up to
+ * commit_timeout_ms.  Returns AAGW_OWNER_OK once committed, or what
+ * happened, with the reason in 'errstr' (AAGW_OWNER_ABORTED for offsets
+ * that would not fence). */
 owner_result_t owner_commit(struct owner *o,
                             const rd_kafka_topic_partition_list_t *offsets,
                             char *errstr, size_t errstr_size);

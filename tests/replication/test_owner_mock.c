@@ -4,14 +4,14 @@
  *
  * The mock accepts transactions but does not enforce them (a record of
  * an aborted transaction is visible to read_committed readers,
- * /work/shared/MOCK-CLUSTER.md): owner_txn_enforced() must say "not
+ * the shared MOCK-CLUSTER.md): owner_txn_enforced() must say "not
  * enforced", with a message that says why, since scale-out will be
  * refused on such a cluster with it.  And the owner's mechanics that do
  * not need enforcement: a single member is given every work partition,
- * commits a transaction with their offsets, and a commit naming a
- * partition it does not own is refused as fenced (the transaction
- * aborted, its partitions reported lost).  The fencing itself needs a
- * real broker: tests/realkafka/test_owner.c.
+ * commits a transaction with their offsets; a commit without offsets
+ * that would fence it is aborted, and one naming a partition it does
+ * not own is refused as fenced, its ownership left as it was.  The
+ * fencing itself needs a real broker: tests/realkafka/test_owner.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,15 +141,33 @@ static void test_owner_single_member(void **state) {
         if (rc != AAGW_OWNER_OK)
                 fail_msg("owner_commit: %d: %s", rc, err);
 
-        /* A partition it was not given: refused, everything lost. */
+        /* No offsets, or a logical one: nothing would fence the
+         * transaction.  Aborted; the ownership stands. */
+        rd_kafka_topic_partition_list_t *none =
+            rd_kafka_topic_partition_list_new(1);
+        assert_int_equal(owner_begin(o, err, sizeof(err)), AAGW_OWNER_OK);
+        assert_int_equal(owner_commit(o, none, err, sizeof(err)),
+                         AAGW_OWNER_ABORTED);
+        assert_non_null(strstr(err, "at least one owned work partition"));
+        rd_kafka_topic_partition_list_add(none, "work", 0)->offset =
+            RD_KAFKA_OFFSET_END;
+        assert_int_equal(owner_begin(o, err, sizeof(err)), AAGW_OWNER_OK);
+        assert_int_equal(owner_commit(o, none, err, sizeof(err)),
+                         AAGW_OWNER_ABORTED);
+        rd_kafka_topic_partition_list_destroy(none);
+        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+        assert_int_equal(seen.lost, 0);
+
+        /* A partition it was not given: refused as fenced; what it
+         * owns stays its own. */
         rd_kafka_topic_partition_list_add(offs, "work", 7)->offset = 0;
         assert_int_equal(owner_begin(o, err, sizeof(err)), AAGW_OWNER_OK);
         rc = owner_commit(o, offs, err, sizeof(err));
         print_message("# commit for work [7]: %d: %s\n", rc, err);
         assert_int_equal(rc, AAGW_OWNER_FENCED);
         assert_non_null(strstr(err, "work [7] is not owned by m1"));
-        assert_int_equal(seen.lost, 2);
-        assert_false(owner_owned(o, 0) || owner_owned(o, 1));
+        assert_int_equal(seen.lost, 0);
+        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
         rd_kafka_topic_partition_list_destroy(offs);
 
         t0 = mono_ms();
