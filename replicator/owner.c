@@ -52,6 +52,7 @@ struct owner {
         rd_kafka_consumer_group_metadata_t *cgmd;
         rd_kafka_topic_partition_list_t    *owned;
         int64_t assignments;
+        int64_t dropped; /* records the membership consumer fetched */
         bool    in_txn;
         bool    fatal;   /* the producer failed for good */
         bool    changed; /* ownership changed during this owner_poll() */
@@ -124,6 +125,16 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 rd_kafka_assign(rk, parts);
                 rd_kafka_pause_partitions(rk, parts);
+                for (int i = 0; i < parts->cnt; i++)
+                        if (parts->elems[i].err)
+                                aagw_log(AAGW_LOG_WARN, "OWNER",
+                                         "%s: pause %s [%" PRId32 "]: %s "
+                                         "(its records are fetched and "
+                                         "dropped)",
+                                         o->member, parts->elems[i].topic,
+                                         parts->elems[i].partition,
+                                         rd_kafka_err2str(
+                                             parts->elems[i].err));
                 lose_all(o, "assignment replaced");
                 for (int i = 0; i < parts->cnt; i++)
                         if (!strcmp(parts->elems[i].topic, o->topic))
@@ -416,6 +427,8 @@ int owner_poll(struct owner *o, int timeout_ms, char *errstr,
                                  rd_kafka_message_errstr(m));
                 /* A record fetched before its partition was paused: not
                  * this handle's to read. */
+                if (!m->err)
+                        o->dropped++;
                 rd_kafka_message_destroy(m);
         } while (!o->changed && remains(deadline) > 0);
         return 0;
@@ -434,6 +447,10 @@ const rd_kafka_topic_partition_list_t *owner_partitions(const struct owner *o) {
 
 int64_t owner_assignments(const struct owner *o) {
         return o->assignments;
+}
+
+int64_t owner_dropped(const struct owner *o) {
+        return o->dropped;
 }
 
 /* ------------------------------------------------------- TRANSACTIONS --- */

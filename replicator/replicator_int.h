@@ -463,6 +463,11 @@ const rd_kafka_topic_partition_list_t *owner_partitions(const struct owner *o);
  * group metadata is opaque). */
 int64_t owner_assignments(const struct owner *o);
 
+/* How many records of the work topic the membership consumer fetched
+ * (and dropped) although its partitions are paused: 0 unless a fetch
+ * slipped in before a pause. */
+int64_t owner_dropped(const struct owner *o);
+
 /* Begin a transaction.  Returns AAGW_OWNER_OK, or a result with the
  * reason ('errstr'). */
 owner_result_t owner_begin(struct owner *o, char *errstr,

@@ -14,7 +14,8 @@
  * and B1 for read_committed readers and never A2; read_uncommitted shows
  * A2 was written (the zombie tried).  Then A rejoins and the group
  * splits the work, and a second producer with A's transactional.id makes
- * A's next commit FATAL.  And owner_txn_enforced() says a real broker
+ * A's next commit FATAL.  The work topic holds records past the
+ * committed offsets throughout: the owners' consumers fetch none.  And owner_txn_enforced() says a real broker
  * enforces transactions (the mock's answer: tests/replication/
  * test_owner_mock.c).
  */
@@ -183,6 +184,9 @@ static void test_owner(void **state) {
         rk_create_topic(r, "east", "work", 2, 1, 0);
         rk_create_topic(r, "east", "out", 1, 1, 0);
         rk_create_topic(r, "east", "probe", 1, 1, 0);
+        /* Records in the work topic past the offsets the owners commit:
+         * the membership consumers must not fetch them. */
+        rk_produce(r, "east", "work", 2, "w", 10);
         const char *bs = rk_bs(r, "east");
         print_message("# cluster up at %.1f s\n", rk_elapsed(r));
 
@@ -292,6 +296,11 @@ static void test_owner(void **state) {
                                     "transactions with this "
                                     "transactional.id"));
         rd_kafka_destroy(twin);
+
+        /* Both consumers were given work partitions with committed
+         * offsets (1..4) below the end (5): nothing was fetched. */
+        assert_int_equal(owner_dropped(a), 0);
+        assert_int_equal(owner_dropped(b), 0);
 
         t0 = harness_now_ms();
         owner_destroy(a);
