@@ -8,10 +8,14 @@
  * enforced", with a message that says why, since scale-out will be
  * refused on such a cluster with it.  And the owner's mechanics that do
  * not need enforcement: a single member is given every work partition,
- * commits a transaction with their offsets; a commit without offsets
- * that would fence it is aborted, and one naming a partition it does
- * not own is refused as fenced, its ownership left as it was.  The
- * fencing itself needs a real broker: tests/realkafka/test_owner.c.
+ * commits a transaction with their offsets, also through two
+ * "coordinator not available" answers; a commit without offsets that
+ * would fence it is aborted, as is one the group's ACL refuses (the
+ * ownership stands); one naming a partition it does not own is refused
+ * as fenced, its ownership left as it was; and an injected "illegal
+ * generation" is taken as fenced, both partitions reported lost.  The
+ * fencing by a real coordinator needs a real broker:
+ * tests/realkafka/test_owner.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,6 +93,28 @@ static void on_lost(void *opaque, const rd_kafka_topic_partition_list_t *parts) 
         ((struct seen *)opaque)->lost += parts->cnt;
 }
 
+/* Kafka's API keys of the requests whose errors the tests inject. */
+#define API_END_TXN           26
+#define API_TXN_OFFSET_COMMIT 28
+
+/* A transaction of 'o' that wrote one record to out, committed with
+ * 'offs'. */
+static owner_result_t txn(struct owner *o,
+                          const rd_kafka_topic_partition_list_t *offs,
+                          char *err, size_t err_size) {
+        owner_result_t rc = owner_begin(o, err, err_size);
+
+        if (rc)
+                return rc;
+        assert_int_equal(
+            rd_kafka_producev(owner_producer(o), RD_KAFKA_V_TOPIC("out"),
+                              RD_KAFKA_V_VALUE("M", 1),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_END),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        return owner_commit(o, offs, err, err_size);
+}
+
 static int64_t mono_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -158,6 +184,25 @@ static void test_owner_single_member(void **state) {
         assert_true(owner_owned(o, 0) && owner_owned(o, 1));
         assert_int_equal(seen.lost, 0);
 
+        /* The coordinator unavailable twice at the commit: retried,
+         * committed. */
+        rd_kafka_mock_push_request_errors(
+            m->mc, API_END_TXN, 2, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+            RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE);
+        rc = txn(o, offs, err, sizeof(err));
+        if (rc != AAGW_OWNER_OK)
+                fail_msg("commit through 2 unavailable coordinators: %d: %s",
+                         rc, err);
+        /* An abortable error that says nothing of the ownership. */
+        rd_kafka_mock_push_request_errors(
+            m->mc, API_TXN_OFFSET_COMMIT, 1,
+            RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+        rc = txn(o, offs, err, sizeof(err));
+        print_message("# commit refused by the group's ACL: %d: %s\n", rc,
+                      err);
+        assert_int_equal(rc, AAGW_OWNER_ABORTED);
+        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+
         /* A partition it was not given: refused as fenced; what it
          * owns stays its own. */
         rd_kafka_topic_partition_list_add(offs, "work", 7)->offset = 0;
@@ -168,6 +213,19 @@ static void test_owner_single_member(void **state) {
         assert_non_null(strstr(err, "work [7] is not owned by m1"));
         assert_int_equal(seen.lost, 0);
         assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+
+        /* The coordinator says the generation moved on: fenced, both
+         * reported lost. */
+        offs->cnt = 2;
+        rd_kafka_mock_push_request_errors(
+            m->mc, API_TXN_OFFSET_COMMIT, 1,
+            RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION);
+        rc = txn(o, offs, err, sizeof(err));
+        print_message("# commit of a stale generation: %d: %s\n", rc, err);
+        assert_int_equal(rc, AAGW_OWNER_FENCED);
+        assert_non_null(strstr(err, "ILLEGAL_GENERATION"));
+        assert_int_equal(seen.lost, 2);
+        assert_int_equal(owner_partitions(o)->cnt, 0);
         rd_kafka_topic_partition_list_destroy(offs);
 
         t0 = mono_ms();
