@@ -173,6 +173,7 @@ static rd_kafka_t *owner_consumer(struct owner *o, const struct owner_conf *c,
             "session.timeout.ms", session,
             "max.poll.interval.ms", poll_iv,
             "heartbeat.interval.ms", hb,
+            /* Eager (the top of the file says why). */
             "partition.assignment.strategy", "roundrobin",
             "enable.auto.commit", "false",
             "enable.auto.offset.store", "false",
@@ -299,6 +300,17 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
                                                    : 10000);
                 return NULL;
         }
+        for (size_t i = 0; i < c->prop_cnt; i++)
+                if (!strcmp(aagw_kafka_prop_base(c->props[2 * i]),
+                            "partition.assignment.strategy") &&
+                    strstr(c->props[2 * i + 1], "cooperative")) {
+                        snprintf(errstr, errstr_size,
+                                 "%s=%s: the owners' group rebalances "
+                                 "eagerly (the metadata of an assignment "
+                                 "fences its commits)",
+                                 c->props[2 * i], c->props[2 * i + 1]);
+                        return NULL;
+                }
         if (!(o = calloc(1, sizeof(*o))) || !(o->group = strdup(c->group)) ||
             !(o->topic = strdup(c->topic)) ||
             !(o->member = strdup(c->member))) {

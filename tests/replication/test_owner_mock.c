@@ -258,6 +258,12 @@ static void test_owner_bad_conf(void **state) {
         c.prop_cnt                     = 1;
         assert_null(owner_new(&c, err, sizeof(err)));
         assert_non_null(strstr(err, "no.such.property"));
+        static const char *const coop[] = {"consumer.partition.assignment."
+                                           "strategy",
+                                           "cooperative-sticky"};
+        c.props = coop;
+        assert_null(owner_new(&c, err, sizeof(err)));
+        assert_non_null(strstr(err, "rebalances eagerly"));
 }
 
 int main(void) {
