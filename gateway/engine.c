@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "aagw_dedup.h"
 #include "aagw_replicator.h"
@@ -32,6 +33,8 @@ struct engine {
         char                admin_file[4096]; /* "" when not written */
         bool                paused[GW_MAX_FLOWS]; /* through the endpoint */
         char                pause_file[4200];
+        struct aagw_scale_out scale; /* scale_out.*, for every stage */
+        char                  member[160];
         /* Test hook: AAGW_TEST_POS_SAVE_FAIL (see pos_save()); NULL
          * unless set. */
         const char         *pos_save_fail;
@@ -187,6 +190,7 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.mm2.truncation_fail = !strcmp(
             aagw_config_str(cfg, "replication.on_truncation"), "fail");
         fc.mm2.takeover = aagw_config_bool(cfg, "mm2.takeover");
+        fc.scale_out = &e->scale;
         fc.topics.replication_factor =
             (int)aagw_config_int(cfg, "replication.factor");
         fc.topics.sync_configs =
@@ -302,6 +306,7 @@ static int add_unify(struct engine *e, const char *site, char *err,
         uc.opaque       = e;
         uc.state        = &aagw_decider_ops;
         uc.state_opaque = d;
+        uc.scale_out    = &e->scale;
         aagw_unify_t *u = aagw_unify_new(&uc, err, errsize);
         if (!u) {
                 aagw_decider_destroy(d);
@@ -310,6 +315,75 @@ static int add_unify(struct engine *e, const char *site, char *err,
         e->deciders[e->nunify] = d;
         e->unify[e->nunify++]  = u;
         return aagw_unify_start(u, err, errsize);
+}
+
+/* scale_out.*: the member name (by default the host name and a hash of
+ * the state directory, so two processes on one host differ), and whether
+ * the site's cluster fences the way scale-out needs (not the mock). */
+static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
+                           char *err, size_t errsize) {
+        const aagw_config_t *cfg  = e->cfg;
+        const char          *site = aagw_config_str(cfg, "gateway.site");
+        const char          *name = aagw_config_str(cfg, "scale_out.member");
+        const char *const   *props;
+        size_t               nprops;
+        char                 key[256], why[700], host[128] = "aagw";
+        int                  rc;
+
+        memset(&e->scale, 0, sizeof(e->scale));
+        if (!aagw_config_bool(cfg, "scale_out.enabled"))
+                return 0;
+        if (name) {
+                snprintf(e->member, sizeof(e->member), "%s", name);
+        } else {
+                const char *path = aagw_statedir_path(sd);
+                char       *real = realpath(path, NULL);
+                const char *p    = real ? real : path;
+
+                if (gethostname(host, sizeof(host)) || !*host)
+                        snprintf(host, sizeof(host), "aagw");
+                host[strcspn(host, ".")] = '\0';
+                snprintf(e->member, sizeof(e->member), "%s-%08x", host,
+                         (unsigned)XXH32(p, strlen(p), 0));
+                free(real);
+        }
+        e->scale.enabled         = true;
+        e->scale.member          = e->member;
+        e->scale.work_partitions =
+            (int32_t)aagw_config_int(cfg, "scale_out.work_partitions");
+        e->scale.session_timeout_ms =
+            (int)aagw_config_duration_ms(cfg, "scale_out.session_timeout");
+        e->scale.txn_timeout_ms = (int)aagw_config_duration_ms(
+            cfg, "scale_out.transaction_timeout");
+        e->scale.commit_interval_ms =
+            (int)aagw_config_duration_ms(cfg, "scale_out.commit_interval");
+
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
+        nprops = aagw_config_cluster_props(cfg, site, &props);
+        rc     = aagw_scale_out_check(aagw_config_str(cfg, key), props, nprops,
+                                      aagw_config_str(cfg, "gateway.id"), site,
+                                      why, sizeof(why));
+        if (rc == 1) {
+                aagw_log(AAGW_LOG_INFO, "RUN",
+                         "scale-out: member %s of site %s (gateway %s); "
+                         "cluster %s enforces transactions",
+                         e->member, site, aagw_config_str(cfg, "gateway.id"),
+                         site);
+                return 0;
+        }
+        if (rc == 0)
+                snprintf(err, errsize,
+                         "scale_out.enabled: cluster %s cannot fence a "
+                         "stalled process (%s); scale-out needs Apache Kafka "
+                         "with transactions. Run one process for the site "
+                         "without scale_out instead",
+                         site, why);
+        else
+                snprintf(err, errsize,
+                         "scale_out.enabled: cannot check cluster %s's "
+                         "transactions: %s",
+                         site, why);
+        return -1;
 }
 
 /* Start the admin endpoint and publish its address in the state dir
@@ -503,6 +577,11 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         gw_errorf("paused flows: %s", err);
                         goto out;
                 }
+        }
+        if (scale_out_setup(&e, sd, err, sizeof(err)) == -1) {
+                gw_errorf("%s", err);
+                rc = EXIT_USAGE;
+                goto out;
         }
         for (size_t i = 0; i < plan->nflows; i++) {
                 if (add_flow(&e, plan->flows[i].src, plan->flows[i].dst, err,

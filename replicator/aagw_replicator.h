@@ -421,6 +421,40 @@ void aagw_qwait_destroy(aagw_qwait_t *w);
  */
 typedef struct aagw_flow aagw_flow_t;
 
+/**
+ * Scale-out within a site (docs/deployment.md).  Processes started with
+ * the same gateway id and site share the site's work: each stage (a
+ * flow, the unify stage) joins a consumer group subscribed to its work
+ * topic on the cluster it writes to, owns what the group assigns it
+ * (replicator/owner.c) and writes in transactions that commit the work
+ * topic's offsets with the group's metadata, so the broker refuses the
+ * commit of a process the group has moved on from (KIP-447).
+ */
+struct aagw_scale_out {
+        bool        enabled;            /**< false: one process per site */
+        const char *member;             /**< unique among the site's
+                                             processes; in transactional
+                                             ids and client ids */
+        int32_t     work_partitions;    /**< of every work topic */
+        int         session_timeout_ms; /**< the owner groups' */
+        int         txn_timeout_ms;     /**< transaction.timeout.ms */
+        int         commit_interval_ms; /**< open transaction's age at
+                                             which it is committed */
+};
+
+/**
+ * @brief Whether @p bootstraps can host scale-out: create (if missing) the
+ * one-partition topic aagw.<gateway_id>.<site>.txn-check and check there
+ * that a record of an aborted transaction is hidden from read_committed
+ * readers (librdkafka's mock cluster accepts transactions without
+ * enforcing them, and fencing rests on them).  Takes a few seconds.
+ * @returns 1 (enforced), 0 (not enforced: why in @p errstr), -1 (could not
+ * tell: the reason in @p errstr).
+ */
+int aagw_scale_out_check(const char *bootstraps, const char *const *props,
+                         size_t prop_cnt, const char *gateway_id,
+                         const char *site, char *errstr, size_t errstr_size);
+
 /** A position to persist: see aagw_flow_conf.pos_save. */
 struct aagw_flow_pos {
         const char *topic;     /**< source topic */
@@ -491,6 +525,9 @@ struct aagw_flow_conf {
                 bool sync_acls;          /**< copy topic ACLs */
                 int  acls_interval_ms;   /**< <= 0: 10 min */
         } topics;
+        /** Borrowed, must outlive the flow; NULL or not enabled: this
+         *  process copies every source partition (identity lease). */
+        const struct aagw_scale_out *scale_out;
 };
 
 /**
@@ -779,6 +816,9 @@ struct aagw_unify_conf {
         void *opaque;
         const struct aagw_unify_state_ops *state; /**< borrowed */
         aagw_unify_state_t                *state_opaque; /**< borrowed */
+        /** Borrowed, must outlive the stage; NULL or not enabled: this
+         *  process decides every partition. */
+        const struct aagw_scale_out *scale_out;
 };
 
 /** Counters (monotonic) and gauges of one unify stage. */

@@ -800,3 +800,36 @@ int owner_txn_enforced(const char *bootstraps, const char *const *props,
         }
         return 1;
 }
+
+int aagw_scale_out_check(const char *bootstraps, const char *const *props,
+                         size_t prop_cnt, const char *gateway_id,
+                         const char *site, char *errstr,
+                         size_t errstr_size) {
+        char                     topic[AAGW_TOPIC_MAX + 1], err[512];
+        struct aagw_kafka_client c = {.type       = RD_KAFKA_PRODUCER,
+                                      .bootstraps = bootstraps,
+                                      .name       = "scale-out-check",
+                                      .role       = "admin",
+                                      .props      = props,
+                                      .prop_cnt   = prop_cnt};
+        rd_kafka_t *rk;
+        int         rc;
+
+        snprintf(topic, sizeof(topic), "aagw.%s.%s.txn-check", gateway_id,
+                 site);
+        if (!(rk = aagw_kafka_client_new(&c, err, sizeof(err)))) {
+                snprintf(errstr, errstr_size, "client: %s", err);
+                return -1;
+        }
+        rc = aagw_kafka_topic_create(rk, topic, 1, 10000, err, sizeof(err));
+        if (rc == -2 && aagw_kafka_topic_autocreate(rk, topic, 5000) > 0)
+                rc = 0;
+        rd_kafka_destroy(rk);
+        if (rc) {
+                snprintf(errstr, errstr_size, "cannot create topic %s: %s",
+                         topic, err);
+                return -1;
+        }
+        return owner_txn_enforced(bootstraps, props, prop_cnt, topic, errstr,
+                                  errstr_size);
+}
