@@ -479,6 +479,98 @@ static json_object *unify_json(const aagw_unify_t *u) {
         return o;
 }
 
+/* The site's owner groups as last described (scale-out), heap-copied:
+ * NULL and 0 without scale-out or memory. */
+static struct aagw_group_info *groups_copy(const struct gw_admin *a,
+                                           size_t *n) {
+        struct aagw_group_info *g;
+
+        *n = 0;
+        if (!a->view.members ||
+            !(g = calloc(GW_MAX_FLOWS + 1, sizeof(*g))))
+                return NULL;
+        *n = aagw_members_get(a->view.members, g, GW_MAX_FLOWS + 1);
+        return g;
+}
+
+static json_object *scale_out_json(const struct gw_admin *a) {
+        size_t                  n;
+        struct aagw_group_info *g = groups_copy(a, &n);
+        json_object            *o = json_object_new_object();
+        json_object            *groups = json_object_new_array();
+
+        json_object_object_add(o, "member",
+                               json_object_new_string(a->view.member));
+        for (size_t i = 0; i < n; i++) {
+                json_object *go = json_object_new_object();
+                json_object *ms = json_object_new_array();
+
+                json_object_object_add(go, "stage",
+                                       json_object_new_string(g[i].stage));
+                json_object_object_add(go, "group",
+                                       json_object_new_string(g[i].group));
+                json_object_object_add(go, "state",
+                                       json_object_new_string(g[i].state));
+                if (g[i].error[0])
+                        json_object_object_add(
+                            go, "error", json_object_new_string(g[i].error));
+                json_object_object_add(go, "described_at_ms",
+                                       json_object_new_int64(g[i].at_ms));
+                for (size_t k = 0; k < g[i].n; k++) {
+                        const struct aagw_member_info *m = &g[i].m[k];
+                        json_object *mo = json_object_new_object();
+                        json_object *ps = json_object_new_array();
+
+                        json_object_object_add(
+                            mo, "member", json_object_new_string(m->member));
+                        json_object_object_add(mo, "host",
+                                               json_object_new_string(m->host));
+                        json_object_object_add(
+                            mo, "self",
+                            json_object_new_boolean(
+                                !strcmp(m->member, a->view.member)));
+                        for (int32_t p = 0; p < m->nparts; p++)
+                                json_object_array_add(
+                                    ps, json_object_new_int(m->parts[p]));
+                        json_object_object_add(mo, "work_partitions", ps);
+                        json_object_array_add(ms, mo);
+                }
+                json_object_object_add(go, "members", ms);
+                json_object_array_add(groups, go);
+        }
+        json_object_object_add(o, "groups", groups);
+        free(g);
+        return o;
+}
+
+/* The same as sectioned text: a line per member of each group. */
+static void scale_out_text(const struct gw_admin *a, struct sbuf *b) {
+        size_t                  n;
+        struct aagw_group_info *g = groups_copy(a, &n);
+
+        gw_sb_printf(b, "\n# Scale-out\nmember:%s\n", a->view.member);
+        for (size_t i = 0; i < n; i++) {
+                gw_sb_printf(b, "group:%s %s state:%s members:%zu%s%s\n",
+                             g[i].stage, g[i].group, g[i].state, g[i].n,
+                             g[i].error[0] ? " error:" : "", g[i].error);
+                for (size_t k = 0; k < g[i].n; k++) {
+                        const struct aagw_member_info *m = &g[i].m[k];
+
+                        gw_sb_printf(b, "  member:%s%s host:%s work_partitions:",
+                                     m->member,
+                                     strcmp(m->member, a->view.member)
+                                         ? ""
+                                         : " (this process)",
+                                     m->host);
+                        for (int32_t p = 0; p < m->nparts; p++)
+                                gw_sb_printf(b, "%s%d", p ? "," : "",
+                                             (int)m->parts[p]);
+                        gw_sb_printf(b, "%s\n", m->nparts ? "" : "none");
+                }
+        }
+        free(g);
+}
+
 static char *status_json(const struct gw_admin *a) {
         json_object *o = json_object_new_object(), *flows;
         json_object *v = json_object_new_object();
@@ -510,6 +602,8 @@ static char *status_json(const struct gw_admin *a) {
         for (size_t i = 0; i < a->view.nunify; i++)
                 json_object_array_add(un, unify_json(a->view.unify[i]));
         json_object_object_add(o, "unify", un);
+        if (a->view.member)
+                json_object_object_add(o, "scale_out", scale_out_json(a));
         out = strdup(json_object_to_json_string_ext(
             o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
@@ -603,6 +697,8 @@ static char *status_text(const struct gw_admin *a) {
                           st.recovered, st.replayed, st.commits, st.inflight,
                           gw_lag_str(st.lag, lag), st.down_ms);
         }
+        if (a->view.member)
+                scale_out_text(a, &b);
         return b.p;
 }
 

@@ -35,6 +35,7 @@ struct engine {
         char                pause_file[4200];
         struct aagw_scale_out scale; /* scale_out.*, for every stage */
         char                  member[160];
+        aagw_members_t       *members; /* the owner groups, for /status */
         /* Test hook: AAGW_TEST_POS_SAVE_FAIL (see pos_save()); NULL
          * unless set. */
         const char         *pos_save_fail;
@@ -111,6 +112,8 @@ static void engine_free(struct engine *e) {
         /* The endpoint reads the flows: it goes first. */
         gw_admin_stop(e->admin);
         e->admin = NULL;
+        aagw_members_destroy(e->members);
+        e->members = NULL;
         if (e->admin_file[0])
                 unlink(e->admin_file);
         for (size_t i = 0; i < e->nflows; i++)
@@ -386,6 +389,51 @@ static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
         return -1;
 }
 
+/* The view of the site's owner groups for /status and /metrics: the
+ * unify stage's and every inbound flow's (their names are the stages'
+ * own, replicator/unify.c and flow.c). */
+static int members_start(struct engine *e, const struct gw_plan *plan,
+                         char *err, size_t errsize) {
+        const aagw_config_t     *cfg  = e->cfg;
+        const char              *gw   = aagw_config_str(cfg, "gateway.id");
+        const char              *site = aagw_config_str(cfg, "gateway.site");
+        char                     names[GW_MAX_FLOWS + 1][300];
+        char                     stages[GW_MAX_FLOWS + 1][160];
+        const char              *np[GW_MAX_FLOWS + 1], *sp[GW_MAX_FLOWS + 1];
+        char                     key[256];
+        struct aagw_members_conf mc = {0};
+
+        for (size_t i = 0; i < plan->nflows && mc.n < GW_MAX_FLOWS; i++) {
+                if (strcmp(plan->flows[i].dst, site))
+                        continue;
+                snprintf(names[mc.n], sizeof(names[mc.n]), "aagw.%s.%s-%s.owners",
+                         gw, plan->flows[i].src, site);
+                snprintf(stages[mc.n], sizeof(stages[mc.n]), "%s->%s",
+                         plan->flows[i].src, site);
+                mc.n++;
+        }
+        if (e->nunify) {
+                snprintf(names[mc.n], sizeof(names[mc.n]), "aagw.%s.%s.unify",
+                         gw, site);
+                snprintf(stages[mc.n], sizeof(stages[mc.n]), "unify@%s", site);
+                mc.n++;
+        }
+        if (!mc.n)
+                return 0;
+        for (size_t i = 0; i < mc.n; i++) {
+                np[i] = names[i];
+                sp[i] = stages[i];
+        }
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
+        mc.bootstraps  = aagw_config_str(cfg, key);
+        mc.prop_cnt    = aagw_config_cluster_props(cfg, site, &mc.props);
+        mc.groups      = np;
+        mc.stages      = sp;
+        mc.interval_ms = 5000;
+        e->members     = aagw_members_new(&mc, err, errsize);
+        return e->members ? 0 : -1;
+}
+
 /* Start the admin endpoint and publish its address in the state dir
  * (written to a temporary file and renamed, so readers never see half). */
 static int admin_start(struct engine *e, struct aagw_statedir *sd, int fd,
@@ -401,6 +449,8 @@ static int admin_start(struct engine *e, struct aagw_statedir *sd, int fd,
             .nunify     = e->nunify,
             .paused     = e->paused,
             .pause_file = e->pause_file,
+            .member     = e->scale.enabled ? e->member : NULL,
+            .members    = e->members,
         };
         char  tmp[4200];
         FILE *f;
@@ -604,6 +654,10 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                                 goto out;
                         }
                 }
+        }
+        if (e.scale.enabled && members_start(&e, plan, err, sizeof(err))) {
+                gw_errorf("scale-out members view: %s", err);
+                goto out;
         }
         if (admin_fd != -1) {
                 int fd   = admin_fd;

@@ -301,5 +301,40 @@ char *gw_metrics(const struct gw_admin_view *view) {
 #undef UGAUGE
 #undef SERIES
         free(us);
+
+        /* Scale-out: the owner groups as last described.  HELP and TYPE
+         * always, samples only when this process is a member. */
+        struct aagw_group_info *g =
+            view->members ? calloc(GW_MAX_FLOWS + 1, sizeof(*g)) : NULL;
+        size_t ng = g ? aagw_members_get(view->members, g, GW_MAX_FLOWS + 1)
+                      : 0;
+        gw_sb_printf(&b, "# HELP aagw_scale_out_members Processes in a "
+                         "stage's owner group as its coordinator last "
+                         "described it (NaN: the description failed).\n"
+                         "# TYPE aagw_scale_out_members gauge\n");
+        for (size_t i = 0; i < ng; i++) {
+                if (g[i].error[0])
+                        gw_sb_printf(&b,
+                                     "aagw_scale_out_members{stage=\"%s\"} "
+                                     "NaN\n",
+                                     g[i].stage);
+                else
+                        gw_sb_printf(&b,
+                                     "aagw_scale_out_members{stage=\"%s\"} "
+                                     "%zu\n",
+                                     g[i].stage, g[i].n);
+        }
+        gw_sb_printf(&b, "# HELP aagw_scale_out_work_partitions Work "
+                         "partitions each member of a stage's owner group "
+                         "owns.\n"
+                         "# TYPE aagw_scale_out_work_partitions gauge\n");
+        for (size_t i = 0; i < ng; i++)
+                for (size_t k = 0; k < g[i].n; k++)
+                        gw_sb_printf(&b,
+                                     "aagw_scale_out_work_partitions{stage="
+                                     "\"%s\",member=\"%s\"} %d\n",
+                                     g[i].stage, g[i].m[k].member,
+                                     (int)g[i].m[k].nparts);
+        free(g);
         return b.p;
 }

@@ -455,6 +455,54 @@ int aagw_scale_out_check(const char *bootstraps, const char *const *props,
                          size_t prop_cnt, const char *gateway_id,
                          const char *site, char *errstr, size_t errstr_size);
 
+/* --------------------------- SCALE-OUT MEMBERS --------------------------- */
+
+/** The processes sharing a site's work, as the group coordinators see
+ *  them (replicator/members.c): a thread describes the owner groups at an
+ *  interval and keeps the last answer. */
+typedef struct aagw_members aagw_members_t;
+
+#define AAGW_MEMBERS_MAX       64   /**< members shown per group */
+#define AAGW_MEMBERS_PARTS_MAX 1000 /**< = the most work partitions */
+
+struct aagw_member_info {
+        char    member[160]; /**< scale_out.member (from its client id) */
+        char    host[128];   /**< as the coordinator saw it ("/10.1.2.3") */
+        int32_t nparts;
+        int32_t parts[AAGW_MEMBERS_PARTS_MAX]; /**< work partitions, sorted */
+};
+
+struct aagw_group_info {
+        char    group[300];
+        char    stage[160]; /**< "unify@west", "east->west" */
+        char    state[32];  /**< "Stable", "PreparingRebalance", "Empty",
+                                 ... or "unknown" (see error) */
+        char    error[256]; /**< why the last description failed; "" */
+        int64_t at_ms;      /**< wall clock of the last description */
+        size_t  n;
+        struct aagw_member_info m[AAGW_MEMBERS_MAX];
+};
+
+struct aagw_members_conf {
+        const char        *bootstraps; /**< the site's cluster */
+        const char *const *props;
+        size_t             prop_cnt;
+        const char *const *groups; /**< n owner groups */
+        const char *const *stages; /**< their stages' names */
+        size_t             n;
+        int                interval_ms; /**< <= 0: 5 s */
+};
+
+/** Start describing; NULL with the reason in @p errstr. */
+aagw_members_t *aagw_members_new(const struct aagw_members_conf *c,
+                                 char *errstr, size_t errstr_size);
+/** Copy the last view of up to @p max groups (heap it: a group's view is
+ *  about 260 KiB) into @p out; thread-safe.  @returns how many. */
+size_t aagw_members_get(aagw_members_t *ms, struct aagw_group_info *out,
+                        size_t max);
+/** Stop the thread and free; NULL is a no-op. */
+void aagw_members_destroy(aagw_members_t *ms);
+
 /** A position to persist: see aagw_flow_conf.pos_save. */
 struct aagw_flow_pos {
         const char *topic;     /**< source topic */

@@ -270,6 +270,60 @@ static void test_owner(void **state) {
         if (rc)
                 fail_msg("A's transaction after rejoining: %d: %s", rc, err);
 
+        /* The members view (/status, /metrics) describes the group as
+         * its coordinator sees it: A and B, one work partition each. */
+        {
+                const char *const        groups[] = {"owners"};
+                const char *const        stages[] = {"test"};
+                struct aagw_members_conf mc       = {
+                          .bootstraps  = bs,
+                          .props       = quiet,
+                          .prop_cnt    = 1,
+                          .groups      = groups,
+                          .stages      = stages,
+                          .n           = 1,
+                          .interval_ms = 300};
+                aagw_members_t *ms = aagw_members_new(&mc, err, sizeof(err));
+                struct aagw_group_info *g = calloc(1, sizeof(*g));
+                int64_t                 t1 = harness_now_ms();
+
+                assert_non_null(ms);
+                assert_non_null(g);
+                for (;;) {
+                        assert_int_equal(aagw_members_get(ms, g, 1), 1);
+                        if (!g->error[0] && g->n == 2 &&
+                            !strcmp(g->state, "Stable"))
+                                break;
+                        if (harness_now_ms() - t1 > 20000)
+                                fail_msg("members view: state %s, %zu "
+                                         "members, error \"%s\"",
+                                         g->state, g->n, g->error);
+                        assert_int_equal(owner_poll(a, 50, err, sizeof(err)),
+                                         0);
+                        assert_int_equal(owner_poll(b, 50, err, sizeof(err)),
+                                         0);
+                }
+                const struct aagw_member_info *ma =
+                    !strcmp(g->m[0].member, "A") ? &g->m[0] : &g->m[1];
+                const struct aagw_member_info *mb = ma == &g->m[0] ? &g->m[1]
+                                                                   : &g->m[0];
+                assert_string_equal(ma->member, "A");
+                assert_string_equal(mb->member, "B");
+                assert_int_equal(ma->nparts, 1);
+                assert_int_equal(mb->nparts, 1);
+                assert_int_equal(ma->parts[0], mine[0]);
+                assert_int_equal(mb->parts[0],
+                                 owner_partitions(b)->elems[0].partition);
+                assert_string_equal(g->stage, "test");
+                print_message("# members view: %s %s [%d] and %s [%d] "
+                              "after %" PRId64 " ms\n",
+                              g->state, ma->member, (int)ma->parts[0],
+                              mb->member, (int)mb->parts[0],
+                              harness_now_ms() - t1);
+                aagw_members_destroy(ms);
+                free(g);
+        }
+
         /* Another producer initialises A's transactional.id: A's
          * producer is fenced for good. */
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
