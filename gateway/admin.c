@@ -273,6 +273,56 @@ static json_object *sites_json(const struct gw_admin *a) {
         return arr;
 }
 
+/* Scale-out: this member, its ownership and transactions, and the
+ * source partitions it copies, per topic ("scale_out": null when off). */
+static void add_scale_out(json_object *o, const aagw_flow_t *f,
+                          const struct aagw_flow_stats *st) {
+        struct aagw_flow_part_stats *ps;
+        json_object                 *s, *owned;
+        size_t                       n;
+
+        if (!st->member) {
+                json_object_object_add(o, "scale_out", NULL);
+                return;
+        }
+        s = json_object_new_object();
+        json_object_object_add(s, "member", json_object_new_string(st->member));
+        json_object_object_add(s, "work_partitions",
+                               json_object_new_int(st->work_partitions));
+        json_object_object_add(
+            s, "rebalances", json_object_new_int64((int64_t)st->rebalances));
+        json_object_object_add(
+            s, "transactions_committed",
+            json_object_new_int64((int64_t)st->txn_committed));
+        json_object_object_add(
+            s, "transactions_aborted",
+            json_object_new_int64((int64_t)st->txn_aborted));
+        json_object_object_add(
+            s, "transactions_fenced",
+            json_object_new_int64((int64_t)st->txn_fenced));
+        owned = json_object_new_object();
+        n     = aagw_flow_partitions(f, NULL, 0);
+        ps    = calloc(n ? n : 1, sizeof(*ps));
+        if (ps) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *a;
+                        if (!ps[i].assigned)
+                                continue;
+                        if (!json_object_object_get_ex(owned, ps[i].topic,
+                                                       &a)) {
+                                a = json_object_new_array();
+                                json_object_object_add(owned, ps[i].topic, a);
+                        }
+                        json_object_array_add(
+                            a, json_object_new_int(ps[i].partition));
+                }
+                free(ps);
+        }
+        json_object_object_add(s, "owned", owned);
+        json_object_object_add(o, "scale_out", s);
+}
+
 /* Remote topics (replicator/topics.c): config and ACL sync, and the
  * copies with fewer partitions than their source, with the fix. */
 static void add_remote_topics(json_object *o, const aagw_flow_t *f,
@@ -422,6 +472,7 @@ static json_object *flow_json(const aagw_flow_t *f) {
                 free(ps);
         }
         json_object_object_add(o, "partitions_detail", a);
+        add_scale_out(o, f, &st);
         add_remote_topics(o, f, &st);
         return o;
 }
