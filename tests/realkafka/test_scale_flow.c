@@ -29,7 +29,10 @@
  * once in `clicks`.  c's log must show that it lost its partitions to
  * the group (fenced, or its assignment lost), and the copy holds more
  * records read_uncommitted than read_committed (aborted copies exist;
- * printed, and asserted).
+ * printed, and asserted).  Before the stop, the /status of a and c
+ * (admin endpoints) name each partition of `clicks` as copied by exactly
+ * one of them, and /metrics carries the aagw_scale_* series with the
+ * member's name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,8 +41,12 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +64,7 @@ static const char *const gw_args[] = {
     "--site", "west", "--scale-out", "true", "--unify", "off",
     "--topic", "clicks",
     "--set", "scale_out.session_timeout=6s",
+    "--admin", "127.0.0.1:0",
     NULL};
 
 /* Records of every partition of 'topic' at 'alias' read with
@@ -172,6 +180,107 @@ static void step_begin(struct rk *r, struct grow *g) {
                 g->want[p] += GROW;
 }
 
+/* GET 'url' from the admin endpoint of 'g' (the address it wrote in
+ * its state dir); the body, malloc()ed, or NULL. */
+static char *http_get(const struct rk_gw *g, const char *url) {
+        char   path[700], *addr, *colon, req[256], *buf = NULL, *body;
+        size_t len = 0;
+        int    fd;
+
+        snprintf(path, sizeof(path), "%s/admin.addr", g->state);
+        if (!(addr = harness_read_file(path, NULL)))
+                return NULL;
+        addr[strcspn(addr, "\n")] = '\0';
+        colon = strrchr(addr, ':');
+        assert_non_null(colon);
+        *colon = '\0';
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port   = htons((uint16_t)atoi(colon + 1))};
+        assert_int_equal(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+                close(fd);
+                free(addr);
+                return NULL;
+        }
+        snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n",
+                 url, addr, colon + 1);
+        assert_true(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+        for (;;) {
+                char    chunk[8192];
+                ssize_t got = read(fd, chunk, sizeof(chunk));
+                if (got <= 0)
+                        break;
+                buf = realloc(buf, len + (size_t)got + 1);
+                memcpy(buf + len, chunk, (size_t)got);
+                len += (size_t)got;
+                buf[len] = '\0';
+        }
+        close(fd);
+        free(addr);
+        if (!buf || !(body = strstr(buf, "\r\n\r\n"))) {
+                free(buf);
+                return NULL;
+        }
+        memmove(buf, body + 4, strlen(body + 4) + 1);
+        return buf;
+}
+
+/* What the running members' /status say they copy: 'seen[p]' counts
+ * the members that copy clicks [p]; false if a member did not answer or
+ * named another member. */
+struct owned {
+        struct rk_gw *gw;
+        int           seen[PARTS];
+        char          why[256];
+};
+
+static bool owned_once(void *arg) {
+        struct owned *o = arg;
+
+        memset(o->seen, 0, sizeof(o->seen));
+        for (int i = 0; i < 3; i++) {
+                if (!o->gw[i].proc)
+                        continue;
+                char        *body = http_get(&o->gw[i], "/status");
+                json_object *st   = body ? json_tokener_parse(body) : NULL;
+                json_object *flows, *so, *v, *owned, *parts;
+                free(body);
+                if (!st || !json_object_object_get_ex(st, "flows", &flows) ||
+                    json_object_array_length(flows) != 1 ||
+                    !json_object_object_get_ex(
+                        json_object_array_get_idx(flows, 0), "scale_out",
+                        &so) ||
+                    !json_object_object_get_ex(so, "member", &v) ||
+                    strcmp(json_object_get_string(v), o->gw[i].name) ||
+                    !json_object_object_get_ex(so, "owned", &owned)) {
+                        snprintf(o->why, sizeof(o->why),
+                                 "member %s: no scale_out in /status",
+                                 o->gw[i].name);
+                        json_object_put(st);
+                        return false;
+                }
+                if (json_object_object_get_ex(owned, "clicks", &parts))
+                        for (size_t k = 0; k < json_object_array_length(parts);
+                             k++) {
+                                int p = json_object_get_int(
+                                    json_object_array_get_idx(parts, k));
+                                if (p >= 0 && p < PARTS)
+                                        o->seen[p]++;
+                        }
+                json_object_put(st);
+        }
+        for (int p = 0; p < PARTS; p++)
+                if (o->seen[p] != 1) {
+                        snprintf(o->why, sizeof(o->why),
+                                 "clicks [%d] is copied by %d members", p,
+                                 o->seen[p]);
+                        return false;
+                }
+        return true;
+}
+
 static bool file_has(const char *path, const char *s) {
         char *text = harness_read_file(path, NULL);
         bool  has  = text && strstr(text, s);
@@ -234,6 +343,21 @@ static void test_scale_flow(void **state) {
         g.r        = r;
         g.want_all = src_n;
         wait_copy(r, gw, &g, harness_now_ms(), "caught up");
+
+        /* a and c run: each source partition is copied by exactly one
+         * of them, by their own account; /metrics names the member. */
+        struct owned own = {.gw = gw};
+        if (!harness_wait_until(owned_once, &own, 20000))
+                fail_msg("/status of a and c: %s", own.why);
+        char *m = http_get(&gw[0], "/metrics");
+        assert_non_null(m);
+        assert_non_null(strstr(m, "aagw_scale_rebalances_total{flow=\"east->"
+                                  "west\",member=\"a\"}"));
+        assert_non_null(strstr(m, "aagw_scale_transactions_committed_total{"
+                                  "flow=\"east->west\",member=\"a\"}"));
+        free(m);
+        print_message("# /status: every partition of clicks copied by one "
+                      "member (a or c)\n");
 
         int64_t uncommitted =
             count_records(r, "west", "east.clicks", "read_uncommitted", NULL);
