@@ -2391,7 +2391,7 @@ static void lease_regained(aagw_flow_t *f) {
  * lease: the owners' group is the identity.
  */
 
-/* "[0], [3]" of a partition list, for the log. */
+/* "0,3" of a partition list ("none" if empty), for the log. */
 static void parts_str(const rd_kafka_topic_partition_list_t *l, char *buf,
                       size_t size) {
         size_t n = 0;
@@ -2489,8 +2489,11 @@ static void scale_gain(aagw_flow_t *f) {
         if (f->lost_ms)
                 aagw_log(AAGW_LOG_INFO, "FLOW",
                          "%s: rebalance took %" PRId64 " ms from losing the "
-                         "previous partitions to copying again",
-                         f->name, now - f->lost_ms);
+                         "previous partitions to %s",
+                         f->name, now - f->lost_ms,
+                         atomic_load(&f->nparts_assigned)
+                             ? "copying again"
+                             : "owning none (other members copy)");
         f->lost_ms = 0;
         /* (A member may own no partition at all: it runs.) */
         if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
