@@ -475,8 +475,25 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * (librdkafka makes it abortable), which can take no
                  * dead-letter copy either: scale_poll() aborts it and
                  * copies the partitions again.  Mostly a stall past the
-                 * transaction timeout (message.timeout.ms follows it). */
-                if (!f->txn_broken)
+                 * transaction timeout (message.timeout.ms follows it).
+                 * A record the target refuses for good would be refused
+                 * again at every try: fail closed instead. */
+                if ((too_large(m->err) ||
+                     m->err == RD_KAFKA_RESP_ERR_INVALID_RECORD) &&
+                    !atomic_load(&f->ctl.stop))
+                        flow_fail(f,
+                                  "member %s: %s [%d] offset %" PRId64
+                                  ": %s refused its copy: %s; under "
+                                  "scale-out a refused record cannot be "
+                                  "dead-lettered (its transaction fails "
+                                  "with it): raise max.message.bytes of "
+                                  "%s at %s, or run the site without "
+                                  "scale_out",
+                                  f->conf.scale_out->member, pt->tt->topic,
+                                  (int)pt->partition, sl->src_off, f->target,
+                                  rd_kafka_err2str(m->err), pt->tt->remote,
+                                  f->target);
+                else if (!f->txn_broken)
                         aagw_log(AAGW_LOG_WARN, "FLOW",
                                  "%s: %s [%d] offset %" PRId64 ": delivery "
                                  "to %s failed: %s; aborting the "
