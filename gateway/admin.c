@@ -576,6 +576,38 @@ const char *gw_lag_str(int64_t lag, char buf[24]) {
 }
 
 /* The same figures as sectioned key:value text: one section per flow. */
+/* Scale-out lines of a flow for `aagw status`: this member, its
+ * ownership, and the source partitions it copies ("owned:clicks 0,3
+ * heartbeats 0"). */
+static void scale_out_text(struct sbuf *b, const aagw_flow_t *f,
+                           const struct aagw_flow_stats *st) {
+        struct aagw_flow_part_stats *ps;
+        size_t n = aagw_flow_partitions(f, NULL, 0);
+        const char *topic = NULL;
+
+        gw_sb_printf(b,
+                     "member:%s\nwork_partitions:%d\nrebalances:%" PRIu64
+                     "\ntransactions_committed:%" PRIu64
+                     "\ntransactions_aborted:%" PRIu64
+                     "\ntransactions_fenced:%" PRIu64 "\nowned:",
+                     st->member, st->work_partitions, st->rebalances,
+                     st->txn_committed, st->txn_aborted, st->txn_fenced);
+        if ((ps = calloc(n ? n : 1, sizeof(*ps)))) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        if (!ps[i].assigned)
+                                continue;
+                        bool same = topic && !strcmp(topic, ps[i].topic);
+                        gw_sb_printf(b, "%s%s%s%d", same || !topic ? "" : " ",
+                                     same ? "" : ps[i].topic,
+                                     same ? "," : " ", (int)ps[i].partition);
+                        topic = ps[i].topic;
+                }
+                free(ps);
+        }
+        gw_sb_printf(b, "%s\n", topic ? "" : "none");
+}
+
 static char *status_text(const struct gw_admin *a) {
         struct sbuf b = {0};
 
@@ -625,6 +657,8 @@ static char *status_text(const struct gw_admin *a) {
                           st.target_resets,
                           st.offset_syncs, st.checkpoints, st.heartbeats,
                           st.heartbeat_latency_ms, st.heartbeat_age_ms);
+                if (st.member)
+                        scale_out_text(&b, f, &st);
         }
         for (size_t i = 0; i < a->view.nunify; i++) {
                 const aagw_unify_t   *u = a->view.unify[i];

@@ -356,6 +356,15 @@ static void test_scale_flow(void **state) {
         assert_non_null(strstr(m, "aagw_scale_transactions_committed_total{"
                                   "flow=\"east->west\",member=\"a\"}"));
         free(m);
+        /* The text `aagw status` prints. */
+        char *t = http_get(&gw[2], "/status?format=text");
+        assert_non_null(t);
+        assert_non_null(strstr(t, "\nmember:c\n"));
+        assert_non_null(strstr(t, "\nowned:"));
+        print_message("# c's aagw status: %.*s\n",
+                      (int)strcspn(strstr(t, "\nowned:") + 1, "\n"),
+                      strstr(t, "\nowned:") + 1);
+        free(t);
         print_message("# /status: every partition of clicks copied by one "
                       "member (a or c)\n");
 
