@@ -273,6 +273,56 @@ static json_object *sites_json(const struct gw_admin *a) {
         return arr;
 }
 
+/* Scale-out: this member, its ownership and transactions, and the
+ * source partitions it copies, per topic ("scale_out": null when off). */
+static void add_scale_out(json_object *o, const aagw_flow_t *f,
+                          const struct aagw_flow_stats *st) {
+        struct aagw_flow_part_stats *ps;
+        json_object                 *s, *owned;
+        size_t                       n;
+
+        if (!st->member) {
+                json_object_object_add(o, "scale_out", NULL);
+                return;
+        }
+        s = json_object_new_object();
+        json_object_object_add(s, "member", json_object_new_string(st->member));
+        json_object_object_add(s, "work_partitions",
+                               json_object_new_int(st->work_partitions));
+        json_object_object_add(
+            s, "rebalances", json_object_new_int64((int64_t)st->rebalances));
+        json_object_object_add(
+            s, "transactions_committed",
+            json_object_new_int64((int64_t)st->txn_committed));
+        json_object_object_add(
+            s, "transactions_aborted",
+            json_object_new_int64((int64_t)st->txn_aborted));
+        json_object_object_add(
+            s, "transactions_fenced",
+            json_object_new_int64((int64_t)st->txn_fenced));
+        owned = json_object_new_object();
+        n     = aagw_flow_partitions(f, NULL, 0);
+        ps    = calloc(n ? n : 1, sizeof(*ps));
+        if (ps) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *a;
+                        if (!ps[i].assigned)
+                                continue;
+                        if (!json_object_object_get_ex(owned, ps[i].topic,
+                                                       &a)) {
+                                a = json_object_new_array();
+                                json_object_object_add(owned, ps[i].topic, a);
+                        }
+                        json_object_array_add(
+                            a, json_object_new_int(ps[i].partition));
+                }
+                free(ps);
+        }
+        json_object_object_add(s, "owned", owned);
+        json_object_object_add(o, "scale_out", s);
+}
+
 /* Remote topics (replicator/topics.c): config and ACL sync, and the
  * copies with fewer partitions than their source, with the fix. */
 static void add_remote_topics(json_object *o, const aagw_flow_t *f,
@@ -422,6 +472,7 @@ static json_object *flow_json(const aagw_flow_t *f) {
                 free(ps);
         }
         json_object_object_add(o, "partitions_detail", a);
+        add_scale_out(o, f, &st);
         add_remote_topics(o, f, &st);
         return o;
 }
@@ -493,7 +544,7 @@ static struct aagw_group_info *groups_copy(const struct gw_admin *a,
         return g;
 }
 
-static json_object *scale_out_json(const struct gw_admin *a) {
+static json_object *members_json(const struct gw_admin *a) {
         size_t                  n;
         struct aagw_group_info *g = groups_copy(a, &n);
         json_object            *o = json_object_new_object();
@@ -544,7 +595,7 @@ static json_object *scale_out_json(const struct gw_admin *a) {
 }
 
 /* The same as sectioned text: a line per member of each group. */
-static void scale_out_text(const struct gw_admin *a, struct sbuf *b) {
+static void members_text(const struct gw_admin *a, struct sbuf *b) {
         size_t                  n;
         struct aagw_group_info *g = groups_copy(a, &n);
 
@@ -603,7 +654,7 @@ static char *status_json(const struct gw_admin *a) {
                 json_object_array_add(un, unify_json(a->view.unify[i]));
         json_object_object_add(o, "unify", un);
         if (a->view.member)
-                json_object_object_add(o, "scale_out", scale_out_json(a));
+                json_object_object_add(o, "scale_out", members_json(a));
         out = strdup(json_object_to_json_string_ext(
             o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
@@ -619,6 +670,38 @@ const char *gw_lag_str(int64_t lag, char buf[24]) {
 }
 
 /* The same figures as sectioned key:value text: one section per flow. */
+/* Scale-out lines of a flow for `aagw status`: this member, its
+ * ownership, and the source partitions it copies ("owned:clicks 0,3
+ * heartbeats 0"). */
+static void scale_out_text(struct sbuf *b, const aagw_flow_t *f,
+                           const struct aagw_flow_stats *st) {
+        struct aagw_flow_part_stats *ps;
+        size_t n = aagw_flow_partitions(f, NULL, 0);
+        const char *topic = NULL;
+
+        gw_sb_printf(b,
+                     "member:%s\nwork_partitions:%d\nrebalances:%" PRIu64
+                     "\ntransactions_committed:%" PRIu64
+                     "\ntransactions_aborted:%" PRIu64
+                     "\ntransactions_fenced:%" PRIu64 "\nowned:",
+                     st->member, st->work_partitions, st->rebalances,
+                     st->txn_committed, st->txn_aborted, st->txn_fenced);
+        if ((ps = calloc(n ? n : 1, sizeof(*ps)))) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        if (!ps[i].assigned)
+                                continue;
+                        bool same = topic && !strcmp(topic, ps[i].topic);
+                        gw_sb_printf(b, "%s%s%s%d", same || !topic ? "" : " ",
+                                     same ? "" : ps[i].topic,
+                                     same ? "," : " ", (int)ps[i].partition);
+                        topic = ps[i].topic;
+                }
+                free(ps);
+        }
+        gw_sb_printf(b, "%s\n", topic ? "" : "none");
+}
+
 static char *status_text(const struct gw_admin *a) {
         struct sbuf b = {0};
 
@@ -668,6 +751,8 @@ static char *status_text(const struct gw_admin *a) {
                           st.target_resets,
                           st.offset_syncs, st.checkpoints, st.heartbeats,
                           st.heartbeat_latency_ms, st.heartbeat_age_ms);
+                if (st.member)
+                        scale_out_text(&b, f, &st);
         }
         for (size_t i = 0; i < a->view.nunify; i++) {
                 const aagw_unify_t   *u = a->view.unify[i];
@@ -698,7 +783,7 @@ static char *status_text(const struct gw_admin *a) {
                           gw_lag_str(st.lag, lag), st.down_ms);
         }
         if (a->view.member)
-                scale_out_text(a, &b);
+                members_text(a, &b);
         return b.p;
 }
 

@@ -147,6 +147,34 @@ char *gw_metrics(const struct gw_admin_view *view) {
               "yet); liveness of the direction.",
               "%" PRId64, st[i].heartbeat_age_ms);
 
+        /* Scale-out: labelled with this process's member name too. */
+#define SCALE(kind, metric, help, fmt, val)                                    \
+        gw_sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric " " kind \
+                      "\n");                                                   \
+        FLOWS if (st[i].member) gw_sb_printf(                                  \
+            &b, metric "{flow=\"%s\",member=\"%s\"} " fmt "\n", NAME,         \
+            st[i].member, val)
+        SCALE("counter", "aagw_scale_rebalances_total",
+              "Assignments of the flow's owners' group to this member.",
+              "%" PRIu64, st[i].rebalances);
+        SCALE("counter", "aagw_scale_transactions_committed_total",
+              "Transactions of copies committed.", "%" PRIu64,
+              st[i].txn_committed);
+        SCALE("counter", "aagw_scale_transactions_aborted_total",
+              "Transactions aborted (their copies done again).", "%" PRIu64,
+              st[i].txn_aborted);
+        SCALE("counter", "aagw_scale_transactions_fenced_total",
+              "Transactions refused because the owners' group had moved on "
+              "without this member (its copies stay invisible).",
+              "%" PRIu64, st[i].txn_fenced);
+        SCALE("gauge", "aagw_scale_work_partitions",
+              "Work partitions this member owns.", "%d",
+              st[i].work_partitions);
+        SCALE("gauge", "aagw_scale_source_partitions",
+              "Source partitions this member copies.", "%d",
+              st[i].partitions);
+#undef SCALE
+
         gw_sb_printf(&b, "# HELP aagw_topic_partitions_missing Partitions a "
                          "remote topic lacks (its source has more), per "
                          "topic; absent when none.\n"

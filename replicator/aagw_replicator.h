@@ -674,6 +674,15 @@ struct aagw_flow_stats {
         /** gauges: how long the source / target cluster has not answered
          *  the flow's requests (ms), 0 while it answers */
         int64_t  source_down_ms, target_down_ms;
+        /** Scale-out (zero and NULL otherwise) */
+        const char *member;          /**< this process's member name
+                                          (borrowed, as the flow's conf) */
+        uint64_t rebalances;         /**< assignments of the owners' group
+                                          to this member */
+        uint64_t txn_committed;      /**< transactions committed */
+        uint64_t txn_aborted;        /**< aborted: their copies redone */
+        uint64_t txn_fenced;         /**< refused: the group moved on */
+        int32_t  work_partitions;    /**< gauge: work partitions owned */
 };
 
 /** Snapshot the counters (thread-safe, relaxed). */
@@ -686,6 +695,8 @@ struct aagw_flow_part_stats {
         int64_t  next;      /**< position */
         int64_t  high;      /**< source high watermark last seen */
         uint64_t records_out;
+        bool     assigned;  /**< copied by this process now (scale-out:
+                                 its work partition is owned here) */
 };
 
 /** Copy up to @p max partition figures; @returns how many there are. */

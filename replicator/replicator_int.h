@@ -300,6 +300,11 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
 /* Counters for aagw_flow_stats(). */
 void mm2_stats(const struct mm2 *m, struct aagw_flow_stats *st);
 
+/* Whether the flow writes the per-flow MM2 records (heartbeats,
+ * checkpoints): always as the only process of its site; under scale-out
+ * only while it owns work partition 0 (flow.c).  Thread-safe. */
+bool flow_leads_mm2(const aagw_flow_t *flow);
+
 /* Whether 'topic' is the heartbeats topic this deployment writes. */
 bool mm2_is_heartbeats(const char *topic);
 
@@ -415,6 +420,12 @@ struct owner_conf {
         void (*on_lost)(void *opaque,
                         const rd_kafka_topic_partition_list_t *parts);
         void *opaque;
+        /* Delivery reports of the transactional producer, served by
+         * whoever polls owner_producer() (rk, message, dr_opaque).  NULL:
+         * none. */
+        void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                          void *opaque);
+        void *dr_opaque;
 };
 
 /* How a transaction of an owner ended (owner_begin(), owner_commit()). */
@@ -487,6 +498,13 @@ rd_kafka_t *owner_producer(struct owner *o);
 owner_result_t owner_commit(struct owner *o,
                             const rd_kafka_topic_partition_list_t *offsets,
                             char *errstr, size_t errstr_size);
+
+/* Abort the open transaction (if any): its records stay invisible to
+ * read_committed readers; what it had in flight is purged (delivery
+ * reports with RD_KAFKA_RESP_ERR__PURGE_*).  Ownership is not changed.
+ * Returns AAGW_OWNER_OK, or AAGW_OWNER_FATAL with the reason. */
+owner_result_t owner_abort(struct owner *o, char *errstr,
+                           size_t errstr_size);
 
 /* Abort an open transaction (if any), leave the group and free, each
  * step bounded (a few seconds).  on_lost is not called.  NULL is a
