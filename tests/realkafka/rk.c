@@ -719,7 +719,8 @@ static int gw_stop_proc(harness_proc_t *p, const char *log, int sig,
                         timeout_ms, sig);
                 dump_stacks(harness_proc_pid(p));
         }
-        if (code != 0)
+        /* A kill's own status (128 + SIGKILL) says nothing new. */
+        if (code != 0 && code != 128 + sig)
                 dump_log_file(log, 60);
         harness_proc_destroy(p);
         check_sanitizers(log);
