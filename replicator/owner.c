@@ -329,8 +329,8 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
         o->producer = txn_producer(
             c->bootstraps, c->props, c->prop_cnt, c->member,
             c->transactional_id, c->txn_timeout_ms,
-            c->init_timeout_ms > 0 ? c->init_timeout_ms : 30000, NULL, NULL,
-            errstr, errstr_size);
+            c->init_timeout_ms > 0 ? c->init_timeout_ms : 30000,
+            c->dr_msg_cb, c->dr_opaque, errstr, errstr_size);
         if (!o->producer)
                 goto fail;
         if (!(o->consumer = owner_consumer(o, c, errstr, errstr_size)))
@@ -565,6 +565,21 @@ owner_result_t owner_begin(struct owner *o, char *errstr,
                  rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
         return AAGW_OWNER_ABORTED;
+}
+
+owner_result_t owner_abort(struct owner *o, char *errstr,
+                           size_t errstr_size) {
+        if (o->fatal) {
+                snprintf(errstr, errstr_size,
+                         "the transactional producer failed for good");
+                return AAGW_OWNER_FATAL;
+        }
+        if (!o->in_txn)
+                return AAGW_OWNER_OK;
+        size_t n = (size_t)snprintf(errstr, errstr_size, "%s: abort",
+                                    o->member);
+        return abort_txn(o, errstr, errstr_size, n) ? AAGW_OWNER_OK
+                                                    : AAGW_OWNER_FATAL;
 }
 
 owner_result_t owner_commit(struct owner *o,
