@@ -96,7 +96,11 @@ bool changelog_decode(const void *key, size_t klen, const void *val,
 
         if (klen < 2 || k[0] != CHANGELOG_VERSION || !v)
                 return false;
-        c->kind = (enum changelog_kind)k[1];
+        c->kind      = (enum changelog_kind)k[1];
+        c->id_len    = 0; /* (only a winner has these) */
+        c->id[0]     = '\0';
+        c->tombstone = false;
+        c->origin[0] = '\0';
         if (c->kind == CHANGELOG_POS) {
                 if (klen < 6 || vlen != 8)
                         return false;
@@ -135,7 +139,8 @@ bool changelog_decode(const void *key, size_t klen, const void *val,
 
 #define TICK_MS 200
 
-changelog_end_t changelog_read(rd_kafka_t *reader, const char *topic,
+changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
+                               const char *topic,
                                int32_t partition, int idle_ms,
                                const atomic_bool *stop,
                                bool (*fn)(void *arg,
@@ -156,7 +161,7 @@ changelog_end_t changelog_read(rd_kafka_t *reader, const char *topic,
         /* A changelog made moments ago (or whose leader moves) answers
          * "not leader" or "unknown" for a while: ask again. */
         while ((err = rd_kafka_query_watermark_offsets(
-                    reader, topic, partition, &lo, &hi, 10000)) &&
+                    hw, topic, partition, &lo, &hi, 10000)) &&
                (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
                 err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
                 err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
@@ -165,7 +170,7 @@ changelog_end_t changelog_read(rd_kafka_t *reader, const char *topic,
                aagw_mono_ms() < idle_until) {
                 if ((stop && atomic_load(stop)) || (tick && !tick(arg)))
                         return CHANGELOG_ABANDONED;
-                replicator_refresh_leaders(reader, topic, 1000);
+                replicator_refresh_leaders(hw, topic, 1000);
                 struct timespec ts = {0, 100 * 1000000L};
                 nanosleep(&ts, NULL);
         }

@@ -583,7 +583,9 @@ typedef enum {
 /* Read 'topic' ['partition'] from its beginning to its end through
  * 'reader' (an assign-only consumer with isolation.level read_committed
  * and enable.partition.eof; assigned for the call), handing each decoded
- * record to 'fn'.  The end is the high watermark when the read starts;
+ * record to 'fn'.  The end is the high watermark when the read starts,
+ * asked of 'hw' (a client with isolation.level read_uncommitted: a
+ * read_committed one's ListOffsets answers the last stable offset);
  * it is reached at a record there or at an end of partition at or past
  * it.  A read_committed reader's end of partition is the last stable
  * offset, which stays below a transaction still open (a previous owner
@@ -593,7 +595,8 @@ typedef enum {
  * called about every 200 ms (the caller serves its group membership);
  * false abandons.  Fails after 'idle_ms' without progress.  Counts
  * records and bytes (key + value) into 'records', 'bytes'. */
-changelog_end_t changelog_read(rd_kafka_t *reader, const char *topic,
+changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
+                               const char *topic,
                                int32_t partition, int idle_ms,
                                const atomic_bool *stop,
                                bool (*fn)(void *arg,

@@ -161,7 +161,13 @@ struct aagw_unify {
 
         /* Scale-out (conf.scale_out enabled; owner NULL otherwise): see
          * "SCALE-OUT" below. */
-        struct owner *owner;
+        bool          scale;        /* scale-out: the mode, for good */
+        struct owner *owner;        /* NULL only while it is renewed */
+        rd_kafka_t   *hw_probe;     /* read_uncommitted: the high
+                                       watermark of a changelog */
+        bool          need_renew;
+        int64_t       renew_since_ms;
+        int           renewals;     /* since renew_since_ms */
         rd_kafka_t   *out_producer; /* writes the output: the owner's
                                        transactional producer, or
                                        'producer' */
@@ -205,6 +211,9 @@ static void   so_refused(aagw_unify_t *u, const char *topic, int32_t p,
 static int    so_decided(aagw_unify_t *u, struct item *it,
                          const struct aagw_unify_rec *r, int64_t now);
 static int    so_commit(aagw_unify_t *u);
+static rd_kafka_t *make_client(aagw_unify_t *u, rd_kafka_type_t type,
+                               const char *role, const char *const *extra,
+                               char *errstr, size_t errstr_size);
 
 static struct token *token_get(aagw_unify_t *u) {
         return replicator_token_get(&u->tokens);
@@ -290,7 +299,7 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
 
         /* (Not in a transaction: the broker's refusal already made it
          * abortable, and the redo meets the same record again.) */
-        if (too_large(m->err) && !tok->stub && !u->owner &&
+        if (too_large(m->err) && !tok->stub && !u->scale &&
             !atomic_load(&u->ctl.stop)) {
                 /* The broker refused the size: the stand-in takes the
                  * same token, still in flight (same partition; records
@@ -301,7 +310,7 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                         return;
         }
         ADD(u->inflight, -1);
-        if (u->owner && (m->err || m->offset < 0)) {
+        if (u->scale && (m->err || m->offset < 0)) {
                 /* In a transaction: whatever went wrong with a record
                  * (an implicit acknowledgement included, see below), the
                  * transaction is aborted and redone rather than trusted
@@ -870,7 +879,7 @@ static void reassign(aagw_unify_t *u) {
                         continue;
                 /* Scale-out: only a topic whose owned partitions are
                  * restored, from the positions the restore set. */
-                if (u->owner && (!ut->restored || !so_owns_any(u, ut)))
+                if (u->scale && (!ut->restored || !so_owns_any(u, ut)))
                         continue;
                 for (size_t i = 0; i < ut->nin; i++) {
                         struct uinput *ui = ut->in[i];
@@ -880,7 +889,7 @@ static void reassign(aagw_unify_t *u) {
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 int64_t off = ui->next[p];
                                 int64_t next;
-                                if (off < 0 && !u->owner &&
+                                if (off < 0 && !u->scale &&
                                     u->ops->pos(u->st, false, ui->topic, p,
                                                 &next, err,
                                                 sizeof(err)) == 0 &&
@@ -1030,7 +1039,7 @@ static void discover(aagw_unify_t *u) {
                 }
                 if (atomic_load(&u->ctl.stop))
                         break;
-                if (u->owner) {
+                if (u->scale) {
                         /* No start-up scan: with transactions, what a
                          * previous owner wrote is committed together with
                          * its changelog, or not visible at all. */
@@ -1175,7 +1184,7 @@ static int produce(aagw_unify_t *u, struct item *it,
                 /* Decided, not sent: the epoch must not commit. */
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
-                if (u->owner && !atomic_load(&u->ctl.stop))
+                if (u->scale && !atomic_load(&u->ctl.stop))
                         so_refused(u, ut->out, part, err);
                 else if (!atomic_load(&u->ctl.stop))
                         ufail(u, "produce to %s [%d]: %s", ut->out, (int)part,
@@ -1305,13 +1314,13 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 u->ops->key(u->st, r);
         }
         /* Scale-out: only what this process owns, in a transaction. */
-        if (u->owner && u->txn_poisoned) {
+        if (u->scale && u->txn_poisoned) {
                 /* Nothing goes into a transaction that must abort:
                  * these records are read again after the redo. */
                 so_commit(u);
                 return;
         }
-        if (u->owner && (nr = so_filter(u, nr)) && so_begin(u))
+        if (u->scale && (nr = so_filter(u, nr)) && so_begin(u))
                 return;
         int64_t now = aagw_wall_ms();
         /* Pass 2: the decisions, all at once (the decider asks the store
@@ -1360,7 +1369,7 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 INC(u->accepted);
                 INC(ut->accepted);
-                if (u->owner && so_decided(u, it, r, now))
+                if (u->scale && so_decided(u, it, r, now))
                         return;
                 if (produce(u, it, r)) {
                         /* A stop while the producer's queue is full: the
@@ -1378,7 +1387,7 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
         }
         /* (Scale-out: the transaction's commit seals, so_commit().) */
-        if (!u->owner && seal_epoch(u) && !atomic_load(&u->ctl.stop))
+        if (!u->scale && seal_epoch(u) && !atomic_load(&u->ctl.stop))
                 ufail(u, "cannot open a new epoch");
 }
 
@@ -1436,7 +1445,7 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
 #define SO_DRAIN_MS 10000
 
 static bool so_owns(const aagw_unify_t *u, int32_t p) {
-        return owner_owned(u->owner, p % u->work_parts);
+        return u->owner && owner_owned(u->owner, p % u->work_parts);
 }
 
 static bool so_owns_any(const aagw_unify_t *u, const struct utopic *ut) {
@@ -1582,6 +1591,42 @@ static void so_redo(aagw_unify_t *u) {
         so_reassign(u);
 }
 
+/* The owner failed for good: its producer (a transaction the
+ * coordinator aborted on its own after transaction.timeout.ms, a zombie
+ * woken after that; a transactional state the broker no longer accepts)
+ * or its consumer.  A new owner (new producer, transactions initialised
+ * again, the group joined again: so_renew(), from the stage's loop) is
+ * what a restart would make.  More than SO_RENEW_MAX of them within
+ * SO_RENEW_WINDOW_MS is not a passing state: the stage fails. */
+#define SO_RENEW_MAX       3
+#define SO_RENEW_WINDOW_MS 60000
+
+static void so_fatal(aagw_unify_t *u, const char *err) {
+        const char *member = u->conf.scale_out->member;
+        int64_t     now    = aagw_mono_ms();
+
+        u->txn_open = false;
+        if (u->need_renew)
+                return;
+        if (!u->renew_since_ms || now - u->renew_since_ms > SO_RENEW_WINDOW_MS) {
+                u->renew_since_ms = now;
+                u->renewals       = 0;
+        }
+        if (++u->renewals > SO_RENEW_MAX) {
+                ufail(u, "member %s: %s (its transactional producer failed "
+                         "for good %d times within %d s: does another "
+                         "process run as member %s?)",
+                      member, err, u->renewals, SO_RENEW_WINDOW_MS / 1000,
+                      member);
+                return;
+        }
+        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                 "unify@%s: member %s: %s; making a new transactional "
+                 "producer and joining the group again",
+                 u->site, member, err);
+        u->need_renew = true;
+}
+
 /* What a transaction step's result means for the stage. */
 static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
         const char *member = u->conf.scale_out->member;
@@ -1607,7 +1652,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
                 so_redo(u);
                 return;
         case AAGW_OWNER_FATAL:
-                ufail(u, "member %s: %s", member, err);
+                so_fatal(u, err);
                 return;
         }
 }
@@ -1918,10 +1963,11 @@ static bool so_restore_tick(void *arg) {
         char                   err[512];
 
         if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
-                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                so_fatal(u, err);
                 return false;
         }
-        return owner_assignments(u->owner) == rc->assignments &&
+        return !u->need_renew &&
+               owner_assignments(u->owner) == rc->assignments &&
                so_owns(u, rc->p);
 }
 
@@ -1958,7 +2004,7 @@ static int so_restore(aagw_unify_t *u) {
                             .u = u, .ut = ut, .p = p,
                             .assignments = owner_assignments(u->owner)};
                         changelog_end_t e = changelog_read(
-                            u->reader, ut->state, p,
+                            u->reader, u->hw_probe, ut->state, p,
                             u->conf.scale_out->txn_timeout_ms + 60000,
                             &u->ctl.stop, so_restore_rec, so_restore_tick,
                             &rc, &records, &bytes, err, sizeof(err));
@@ -2057,9 +2103,12 @@ static void so_lost(void *opaque,
                 owner_result_t r = owner_abort(u->owner, err, sizeof(err));
                 u->txn_open      = false;
                 if (r != AAGW_OWNER_OK) {
-                        ufail(u, "member %s: %s", u->conf.scale_out->member,
-                              err);
-                        return;
+                        /* Its records stay aborted (the coordinator ends
+                         * the transaction); a new owner goes on. */
+                        so_fatal(u, err);
+                        rd_kafka_purge(u->out_producer,
+                                       RD_KAFKA_PURGE_F_QUEUE |
+                                           RD_KAFKA_PURGE_F_INFLIGHT);
                 }
         }
         aagw_log(AAGW_LOG_INFO, "UNIFY",
@@ -2146,49 +2195,17 @@ static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
         return 0;
 }
 
-/* Join the site's unify owners: the work topic, the owner.  Returns 0,
- * or -1 (the stage failed). */
-static int so_start(aagw_unify_t *u) {
+/* This process's owner: its membership and transactional producer
+ * (group, transactional.id from the gateway id, site and member).
+ * Returns 0, or -1 (the stage failed). */
+static int so_owner(aagw_unify_t *u) {
         const struct aagw_scale_out *so = u->conf.scale_out;
-        const struct rd_kafka_metadata *md = NULL;
         char group[AAGW_TOPIC_MAX + 1], txn_id[AAGW_TOPIC_MAX + 64], err[512];
-        rd_kafka_topic_t *rkt;
-        int               rc;
 
-        u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
-        snprintf(u->work, sizeof(u->work), "aagw.%s.%s.unify.work",
-                 u->conf.gateway_id, u->site);
         snprintf(group, sizeof(group), "aagw.%s.%s.unify", u->conf.gateway_id,
                  u->site);
         snprintf(txn_id, sizeof(txn_id), "aagw.%s.%s.unify.%s",
                  u->conf.gateway_id, u->site, so->member);
-        rc = aagw_kafka_topic_create(u->admin, u->work, u->work_parts, 30000,
-                                     err, sizeof(err));
-        if (rc < 0) {
-                ufail(u, "member %s: creating the work topic %s at %s: %s",
-                      so->member, u->work, u->site, err);
-                return -1;
-        }
-        /* Every process must map output partitions the same way: by the
-         * work topic's own partition count if it was made with another
-         * scale_out.work_partitions. */
-        if ((rkt = rd_kafka_topic_new(u->admin, u->work, NULL))) {
-                if (!rd_kafka_metadata(u->admin, 0, rkt, &md, 10000) &&
-                    md->topic_cnt == 1 && !md->topics[0].err &&
-                    md->topics[0].partition_cnt > 0 &&
-                    md->topics[0].partition_cnt != u->work_parts) {
-                        aagw_log(AAGW_LOG_WARN, "UNIFY",
-                                 "unify@%s: %s has %d partitions, not "
-                                 "scale_out.work_partitions %d: going by "
-                                 "the topic",
-                                 u->site, u->work, md->topics[0].partition_cnt,
-                                 (int)u->work_parts);
-                        u->work_parts = md->topics[0].partition_cnt;
-                }
-                if (md)
-                        rd_kafka_metadata_destroy(md);
-                rd_kafka_topic_destroy(rkt);
-        }
         struct owner_conf oc = {
             .bootstraps           = u->conf.bootstraps,
             .props                = u->conf.props,
@@ -2219,16 +2236,117 @@ static int so_start(aagw_unify_t *u) {
         return 0;
 }
 
+/* Join the site's unify owners: the work topic, the owner.  Returns 0,
+ * or -1 (the stage failed). */
+static int so_start(aagw_unify_t *u) {
+        const struct aagw_scale_out *so = u->conf.scale_out;
+        const struct rd_kafka_metadata *md = NULL;
+        char              err[512];
+        rd_kafka_topic_t *rkt;
+        int               rc;
+        /* The high watermark itself: a read_committed client's
+         * ListOffsets answers the last stable offset. */
+        static const char *const hw_extra[] = {
+            "isolation.level", "read_uncommitted",
+            "enable.auto.commit", "false", NULL};
+
+        u->scale      = true;
+        u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
+        snprintf(u->work, sizeof(u->work), "aagw.%s.%s.unify.work",
+                 u->conf.gateway_id, u->site);
+        if (!(u->hw_probe = make_client(u, RD_KAFKA_CONSUMER, "reader",
+                                        hw_extra, err, sizeof(err)))) {
+                ufail(u, "member %s: %s", so->member, err);
+                return -1;
+        }
+        rc = aagw_kafka_topic_create(u->admin, u->work, u->work_parts, 30000,
+                                     err, sizeof(err));
+        if (rc < 0) {
+                ufail(u, "member %s: creating the work topic %s at %s: %s",
+                      so->member, u->work, u->site, err);
+                return -1;
+        }
+        /* Every process must map output partitions the same way: by the
+         * work topic's own partition count if it was made with another
+         * scale_out.work_partitions. */
+        if ((rkt = rd_kafka_topic_new(u->admin, u->work, NULL))) {
+                if (!rd_kafka_metadata(u->admin, 0, rkt, &md, 10000) &&
+                    md->topic_cnt == 1 && !md->topics[0].err &&
+                    md->topics[0].partition_cnt > 0 &&
+                    md->topics[0].partition_cnt != u->work_parts) {
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: %s has %d partitions, not "
+                                 "scale_out.work_partitions %d: going by "
+                                 "the topic",
+                                 u->site, u->work, md->topics[0].partition_cnt,
+                                 (int)u->work_parts);
+                        u->work_parts = md->topics[0].partition_cnt;
+                }
+                if (md)
+                        rd_kafka_metadata_destroy(md);
+                rd_kafka_topic_destroy(rkt);
+        }
+        return so_owner(u);
+}
+
+/* A new owner after so_fatal(): what is in flight is dropped, the old
+ * owner closed (its group membership left), a new one made and the
+ * topics' handles moved to its producer; what the group gives it is
+ * restored as after any rebalance.  Returns 0, or -1 (the stage
+ * failed). */
+static int so_renew(aagw_unify_t *u) {
+        u->need_renew = false;
+        rd_kafka_purge(u->out_producer,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        if (so_drain(u))
+                return -1;
+        u->txn_open     = false;
+        u->txn_poisoned = false;
+        if (u->ops->drop(u->st)) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        rd_kafka_assign(u->consumer, NULL);
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                ut->restored      = false;
+                if (ut->out_rkt)
+                        rd_kafka_topic_destroy(ut->out_rkt);
+                if (ut->state_rkt)
+                        rd_kafka_topic_destroy(ut->state_rkt);
+                ut->out_rkt = ut->state_rkt = NULL;
+        }
+        owner_destroy(u->owner);
+        u->owner        = NULL;
+        u->out_producer = u->producer; /* (no handle of the old one left) */
+        if (so_owner(u))
+                return -1;
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                if (!(ut->out_rkt = rd_kafka_topic_new(u->out_producer,
+                                                       ut->out, NULL)) ||
+                    !(ut->state_rkt = rd_kafka_topic_new(u->out_producer,
+                                                         ut->state, NULL))) {
+                        ufail(u, "out of memory");
+                        return -1;
+                }
+        }
+        so_publish(u);
+        return 0;
+}
+
 /* One turn of the owner's side in the stage's loop: membership,
  * restore, the commit due.  Returns 0, or -1 if the stage failed. */
 static int so_poll(aagw_unify_t *u) {
         char    err[512];
         int64_t now;
 
-        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
-                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
-                return -1;
-        }
+        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL)
+                so_fatal(u, err);
+        if (u->need_renew)
+                return 0; /* the stage's loop renews the owner first */
         if (u->need_restore && so_restore(u))
                 return -1;
         now = aagw_mono_ms();
@@ -2298,7 +2416,19 @@ static void *unify_main(void *arg) {
                         discover(u);
                         u->last_refresh_ms = aagw_mono_ms();
                 }
-                if (u->owner && so_poll(u))
+                if (u->scale && u->need_renew) {
+                        /* The wait holds the old producer's queue. */
+                        aagw_qwait_destroy(qwait);
+                        rd_kafka_queue_destroy(pq);
+                        qwait = NULL;
+                        pq    = NULL;
+                        if (so_renew(u))
+                                break;
+                        pq    = rd_kafka_queue_get_main(u->out_producer);
+                        qs[1] = pq;
+                        qwait = aagw_qwait_new(qs, 2);
+                }
+                if (u->scale && so_poll(u))
                         break;
                 /* What the queue holds, without waiting (waiting for a
                  * full batch holds a record for the whole timeout under
@@ -2315,7 +2445,7 @@ static void *unify_main(void *arg) {
                                             u->items[i].m);
                 }
                 rd_kafka_poll(u->out_producer, 0);
-                if (!u->owner)
+                if (!u->scale)
                         commit_ready(u);
                 /* Short poll, empty queue, inputs with more: librdkafka
                  * 2.0 may have parked the fetchers (see kconf.c). */
@@ -2339,14 +2469,16 @@ static void *unify_main(void *arg) {
                         aagw_qwait(qwait, 100);
         }
         aagw_qwait_destroy(qwait);
-        rd_kafka_queue_destroy(pq);
+        if (pq)
+                rd_kafka_queue_destroy(pq);
         /* Drain: what was produced is acknowledged and committed, or the
          * next start finds it in the output. */
         int64_t deadline = aagw_mono_ms() + 10000;
-        if (u->owner) {
+        if (u->scale) {
                 /* What the open transaction holds is committed (or
                  * aborted and redone by the next owner). */
-                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED)
+                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
+                    u->owner && !u->need_renew)
                         so_commit(u);
                 free(msgs);
                 if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED)
@@ -2531,6 +2663,8 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         }
         if (u->admin)
                 rd_kafka_destroy(u->admin);
+        if (u->hw_probe)
+                rd_kafka_destroy(u->hw_probe);
         for (size_t t = 0; t < u->ntopics; t++)
                 utopic_free(u->topics[t]);
         aagw_pool_free(&u->tokens);

@@ -202,11 +202,15 @@ int main(int argc, char **argv) {
             "fetch.max.bytes", "52428800",
             "max.partition.fetch.bytes", "16777216", NULL};
         rd_kafka_t *reader = client(RD_KAFKA_CONSUMER, bs, rkv, NULL);
+        static const char *const hkv[] = {
+            "group.id", "aagw-bench-restore-hw",
+            "isolation.level", "read_uncommitted", NULL};
+        rd_kafka_t *hw = client(RD_KAFKA_CONSUMER, bs, hkv, NULL);
         struct fold f;
         int64_t     n = 0, b = 0;
         memset(&f, 0, sizeof(f));
         t0 = harness_now_ms();
-        if (changelog_read(reader, topic, 0, 60000, NULL, count_only, NULL,
+        if (changelog_read(reader, hw, topic, 0, 60000, NULL, count_only, NULL,
                            &f, &n, &b, err, sizeof(err)) != CHANGELOG_DONE ||
             f.n != ids) {
                 fprintf(stderr, "bench_restore: read %" PRId64 " of %" PRId64
@@ -227,7 +231,7 @@ int main(int argc, char **argv) {
         }
         f.n = n = b = 0;
         t0      = harness_now_ms();
-        if (changelog_read(reader, topic, 0, 60000, NULL, fold_one, NULL, &f,
+        if (changelog_read(reader, hw, topic, 0, 60000, NULL, fold_one, NULL, &f,
                            &n, &b, err, sizeof(err)) != CHANGELOG_DONE ||
             f.failed ||
             aagw_decider_fold_commit(f.d, true, f.err, sizeof(f.err))) {
@@ -244,6 +248,7 @@ int main(int argc, char **argv) {
         free(dir);
         rd_kafka_consumer_close(reader);
         rd_kafka_destroy(reader);
+        rd_kafka_destroy(hw);
         rd_kafka_destroy(admin);
         return 0;
 }

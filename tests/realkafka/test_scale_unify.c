@@ -268,7 +268,13 @@ static void test_scale_unify(void **state) {
         static const char *const props[] = {
             "offsets.topic.num.partitions=4",
             "transaction.state.log.num.partitions=4",
-            "group.initial.rebalance.delay.ms=0", NULL};
+            "group.initial.rebalance.delay.ms=0",
+            /* A dead owner's open transaction is aborted within 1 s of
+             * its timeout (10 s): the new owner's restore waits for it
+             * (Kafka's default check interval is 10 s). */
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms="
+            "1000",
+            NULL};
         rk_cluster_start_with(r, "west", 1, props);
         rk_create_topic(r, "west", "clicks", CLICK_PARTS, 1, 0);
         rk_create_topic(r, "west", "east.clicks", CLICK_PARTS, 1, 0);
