@@ -61,6 +61,8 @@ struct owner {
                           const rd_kafka_topic_partition_list_t *parts);
         void (*on_lost)(void *opaque,
                         const rd_kafka_topic_partition_list_t *parts);
+        void (*on_revoking)(void *opaque,
+                            const rd_kafka_topic_partition_list_t *parts);
         void *opaque;
 };
 
@@ -153,6 +155,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         o->on_gained(o->opaque, o->owned);
                 return;
         }
+        /* Before letting go: the caller's last commit under this
+         * assignment (it may find itself fenced, and lose all first). */
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && o->on_revoking &&
+            o->owned->cnt && !rd_kafka_assignment_lost(rk))
+                o->on_revoking(o->opaque, o->owned);
         lose_all(o, err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS
                         ? (rd_kafka_assignment_lost(rk)
                                ? "the group moved on without this member"
@@ -320,6 +327,7 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
         o->owned     = rd_kafka_topic_partition_list_new(0);
         o->on_gained = c->on_gained;
         o->on_lost   = c->on_lost;
+        o->on_revoking = c->on_revoking;
         o->opaque    = c->opaque;
         o->commit_timeout_ms =
             c->commit_timeout_ms > 0 ? c->commit_timeout_ms : 10000;

@@ -414,6 +414,14 @@ struct owner_conf {
                           const rd_kafka_topic_partition_list_t *parts);
         void (*on_lost)(void *opaque,
                         const rd_kafka_topic_partition_list_t *parts);
+        /* A rebalance is about to take 'parts' (every owned partition,
+         * eager): the assignment's metadata still fences, so the caller
+         * may owner_commit() its open transaction now rather than lose
+         * it.  Not called when the group already moved on without this
+         * member (nothing it commits would be accepted).  Called from
+         * owner_poll(); on_lost follows.  NULL: not told. */
+        void (*on_revoking)(void *opaque,
+                            const rd_kafka_topic_partition_list_t *parts);
         void *opaque;
         /* Delivery reports of the transactional producer (NULL: none),
          * with 'dr_opaque' as the callback's opaque: served by the

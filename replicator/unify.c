@@ -1427,10 +1427,10 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
  * epoch: seal, commit).  An aborted transaction drops them (ops->drop)
  * and the inputs go back to the committed positions (so_redo()); a
  * fenced one, or partitions revoked by a rebalance, the same, and what
- * the group gives next is restored.  A rebalance thus costs the open
- * transaction's work (one commit interval at most): owner.c forgets the
- * assignment's group metadata before it reports the partitions lost, so
- * no commit could carry them any more.
+ * the group gives next is restored.  Before a rebalance takes the
+ * partitions, the open transaction is committed (so_revoking(): the
+ * assignment's metadata still fences then); a member the group already
+ * moved on from finds its transaction refused and aborted.
  *
  * Restore (so_restore()): on gaining partitions, each owned output
  * partition's changelog is read from its beginning to its end
@@ -2090,12 +2090,25 @@ static void so_gained(void *opaque,
         u->need_restore = true;
 }
 
+/* owner.c: a rebalance is about to take every owned partition: commit
+ * what the open transaction holds while the assignment still fences (a
+ * member the group moved on from is refused: FENCED, and so_lost()
+ * runs). */
+static void so_revoking(void *opaque,
+                        const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u = opaque;
+        (void)parts;
+        if (u->txn_open && !u->need_renew)
+                so_commit(u);
+}
+
 /* owner.c: partitions lost (revoked, or fenced): stop writing at once. */
 static void so_lost(void *opaque,
                     const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u       = opaque;
-        int64_t       records = u->txn_open ? u->txn_records : 0;
-        char          err[512];
+        bool          open    = u->txn_open;
+        int64_t       records = u->txn_records;
+        char          err[512], what[96];
 
         if (!u->lost_ms)
                 u->lost_ms = aagw_mono_ms();
@@ -2111,12 +2124,18 @@ static void so_lost(void *opaque,
                                            RD_KAFKA_PURGE_F_INFLIGHT);
                 }
         }
+        if (open)
+                snprintf(what, sizeof(what),
+                         "its open transaction (%" PRId64
+                         " output records) is aborted",
+                         records);
+        else
+                snprintf(what, sizeof(what), "no transaction was open");
         aagw_log(AAGW_LOG_INFO, "UNIFY",
-                 "unify@%s: member %s lost %d work partitions of %s: its "
-                 "open transaction (%" PRId64 " output records) is aborted, "
+                 "unify@%s: member %s lost %d work partitions of %s: %s; "
                  "inputs wait for the next assignment",
                  u->site, u->conf.scale_out->member, parts->cnt, u->work,
-                 records);
+                 what);
         if (so_drain(u))
                 return;
         u->txn_poisoned = false;
@@ -2219,6 +2238,7 @@ static int so_owner(aagw_unify_t *u) {
             .txn_timeout_ms       = so->txn_timeout_ms,
             .on_gained            = so_gained,
             .on_lost              = so_lost,
+            .on_revoking          = so_revoking,
             .opaque               = u,
             .dr_msg_cb            = so_dr,
             .dr_opaque            = u};
