@@ -46,6 +46,15 @@
 
 struct owner {
         char *group, *topic, *member;
+        /* What owner_renew() makes its producer from ('props' borrowed:
+         * owner_conf says they outlive the owner). */
+        char              *bootstraps, *txn_id;
+        const char *const *props;
+        size_t             prop_cnt;
+        int                txn_timeout_ms, init_timeout_ms;
+        void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                          void *opaque);
+        void *dr_opaque;
         rd_kafka_t *consumer, *producer;
         /* The metadata of the assignment that gave 'owned' (NULL while
          * nothing is owned). */
@@ -320,7 +329,9 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
                 }
         if (!(o = calloc(1, sizeof(*o))) || !(o->group = strdup(c->group)) ||
             !(o->topic = strdup(c->topic)) ||
-            !(o->member = strdup(c->member))) {
+            !(o->member = strdup(c->member)) ||
+            !(o->bootstraps = strdup(c->bootstraps)) ||
+            !(o->txn_id = strdup(c->transactional_id))) {
                 snprintf(errstr, errstr_size, "out of memory");
                 goto fail;
         }
@@ -331,14 +342,20 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
         o->opaque    = c->opaque;
         o->commit_timeout_ms =
             c->commit_timeout_ms > 0 ? c->commit_timeout_ms : 10000;
+        o->props           = c->props;
+        o->prop_cnt        = c->prop_cnt;
+        o->txn_timeout_ms  = c->txn_timeout_ms;
+        o->init_timeout_ms = c->init_timeout_ms > 0 ? c->init_timeout_ms
+                                                    : 30000;
+        o->dr_msg_cb       = c->dr_msg_cb;
+        o->dr_opaque       = c->dr_opaque;
         /* The producer first: a cluster without working transactions
          * fails here, before this process joins the group and is given
          * partitions it cannot write. */
-        o->producer = txn_producer(
-            c->bootstraps, c->props, c->prop_cnt, c->member,
-            c->transactional_id, c->txn_timeout_ms,
-            c->init_timeout_ms > 0 ? c->init_timeout_ms : 30000,
-            c->dr_msg_cb, c->dr_opaque, errstr, errstr_size);
+        o->producer = txn_producer(o->bootstraps, o->props, o->prop_cnt,
+                                   o->member, o->txn_id, o->txn_timeout_ms,
+                                   o->init_timeout_ms, o->dr_msg_cb,
+                                   o->dr_opaque, errstr, errstr_size);
         if (!o->producer)
                 goto fail;
         if (!(o->consumer = owner_consumer(o, c, errstr, errstr_size)))
@@ -415,7 +432,30 @@ void owner_destroy(struct owner *o) {
         free(o->group);
         free(o->topic);
         free(o->member);
+        free(o->bootstraps);
+        free(o->txn_id);
         free(o);
+}
+
+owner_result_t owner_renew(struct owner *o, char *errstr,
+                           size_t errstr_size) {
+        if (o->producer) {
+                rd_kafka_purge(o->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(o->producer);
+        }
+        o->in_txn   = false;
+        o->producer = txn_producer(o->bootstraps, o->props, o->prop_cnt,
+                                   o->member, o->txn_id, o->txn_timeout_ms,
+                                   o->init_timeout_ms, o->dr_msg_cb,
+                                   o->dr_opaque, errstr, errstr_size);
+        o->fatal    = !o->producer;
+        if (o->producer)
+                aagw_log(AAGW_LOG_INFO, "OWNER",
+                         "%s: new transactional producer (transactional.id "
+                         "%s)",
+                         o->member, o->txn_id);
+        return o->producer ? AAGW_OWNER_OK : AAGW_OWNER_FATAL;
 }
 
 /* --------------------------------------------------------- MEMBERSHIP --- */

@@ -393,7 +393,9 @@ struct owner;
 struct owner_conf {
         const char        *bootstraps;
         const char *const *props; /* user properties, as
-                                     aagw_kafka_conf_apply() takes them */
+                                     aagw_kafka_conf_apply() takes them;
+                                     borrowed, outlive the owner
+                                     (owner_renew()) */
         size_t             prop_cnt;
         const char        *group;  /* consumer group of the owners */
         const char        *topic;  /* the work topic */
@@ -487,6 +489,15 @@ int64_t owner_dropped(const struct owner *o);
  * reason ('errstr'). */
 owner_result_t owner_begin(struct owner *o, char *errstr,
                            size_t errstr_size);
+
+/* Replace a transactional producer that failed for good (a transaction
+ * the coordinator aborted on its own, a state the broker refuses) with
+ * a new one, its transactions initialised again (fencing the old one);
+ * the group membership and what it owns stay.  The caller has no handle
+ * (topic, queue) of the old producer left and no record in flight.
+ * Returns AAGW_OWNER_OK, or AAGW_OWNER_FATAL with the reason (then no
+ * producer: destroy the owner). */
+owner_result_t owner_renew(struct owner *o, char *errstr, size_t errstr_size);
 
 /* Abort the open transaction, if any (the caller lost its partitions,
  * or found something in it it cannot vouch for).  Returns AAGW_OWNER_OK

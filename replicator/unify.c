@@ -86,6 +86,9 @@ struct utopic {
         char                  state[AAGW_TOPIC_MAX + 1];
         rd_kafka_topic_t     *state_rkt;
         bool                  restored;
+        int64_t              *kept_hw; /* per output partition: its
+                                          changelog's end when a clean
+                                          revocation took it, -1 */
         bool                  inputs_full_logged;
         struct uinput        *in[MAX_INPUTS];
         size_t                nin;
@@ -166,6 +169,7 @@ struct aagw_unify {
         rd_kafka_t   *hw_probe;     /* read_uncommitted: the high
                                        watermark of a changelog */
         bool          need_renew;
+        bool          kept_pending; /* so_revoking() noted kept_hw */
         int64_t       renew_since_ms;
         int           renewals;     /* since renew_since_ms */
         rd_kafka_t   *out_producer; /* writes the output: the owner's
@@ -835,6 +839,7 @@ static void utopic_free(struct utopic *ut) {
                 rd_kafka_topic_destroy(ut->out_rkt);
         if (ut->state_rkt)
                 rd_kafka_topic_destroy(ut->state_rkt);
+        free(ut->kept_hw);
         aagw_id_rule_destroy(ut->ekey_rule);
         free(ut);
 }
@@ -1432,8 +1437,10 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
  * assignment's metadata still fences then); a member the group already
  * moved on from finds its transaction refused and aborted.
  *
- * Restore (so_restore()): on gaining partitions, each owned output
- * partition's changelog is read from its beginning to its end
+ * Restore (so_restore()): on gaining partitions, each newly owned output
+ * partition's changelog (one it had before a clean revocation, and that
+ * nobody wrote since, is kept: so_kept()) is read from its beginning to
+ * its end
  * (changelog_read(): read_committed, and the end waits for a transaction
  * a dead owner left open) and folded into the decider (ops->restore:
  * ids and winners, additive) and the positions.  The local RocksDB is a
@@ -1594,9 +1601,9 @@ static void so_redo(aagw_unify_t *u) {
 /* The owner failed for good: its producer (a transaction the
  * coordinator aborted on its own after transaction.timeout.ms, a zombie
  * woken after that; a transactional state the broker no longer accepts)
- * or its consumer.  A new owner (new producer, transactions initialised
- * again, the group joined again: so_renew(), from the stage's loop) is
- * what a restart would make.  More than SO_RENEW_MAX of them within
+ * or its consumer.  A new producer (transactions initialised again:
+ * so_renew(), from the stage's loop) is what a restart would make; the
+ * membership goes on (a consumer failed for good fails the stage).  More than SO_RENEW_MAX of them within
  * SO_RENEW_WINDOW_MS is not a passing state: the stage fails. */
 #define SO_RENEW_MAX       3
 #define SO_RENEW_WINDOW_MS 60000
@@ -1622,7 +1629,7 @@ static void so_fatal(aagw_unify_t *u, const char *err) {
         }
         aagw_log(AAGW_LOG_WARN, "UNIFY",
                  "unify@%s: member %s: %s; making a new transactional "
-                 "producer and joining the group again",
+                 "producer",
                  u->site, member, err);
         u->need_renew = true;
 }
@@ -1893,6 +1900,58 @@ static int so_commit(aagw_unify_t *u) {
 
 /* ------------------------------------------------- SCALE-OUT: RESTORE --- */
 
+/* A partition given back to the process that a clean revocation took it
+ * from need not be read again: its state here (RocksDB, the committed
+ * positions) is what it committed last, as long as nobody wrote its
+ * changelog since.  so_revoking() notes each owned changelog's end (the
+ * high watermark) right after its last commit; so_kept() compares.  Any
+ * other writer's transaction adds at least a record and its marker (two
+ * offsets, also when it was aborted); only this process's own commit
+ * marker may land after the note (the coordinator writes markers after
+ * it answered the commit): one offset.  And nothing may be open (the
+ * last stable offset, from the read_committed reader, is the end). */
+static void so_kept_clear(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++)
+                for (int32_t p = 0; u->topics[t]->kept_hw &&
+                                    p < u->topics[t]->out_parts;
+                     p++)
+                        u->topics[t]->kept_hw[p] = -1;
+}
+
+static void so_kept_note(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                if (!ut->kept_hw &&
+                    !(ut->kept_hw = malloc((size_t)ut->out_parts *
+                                           sizeof(*ut->kept_hw))))
+                        continue; /* (read again: only slower) */
+                for (int32_t p = 0; p < ut->out_parts; p++) {
+                        int64_t lo, hi;
+                        ut->kept_hw[p] = -1;
+                        if (so_owns(u, p) &&
+                            !rd_kafka_query_watermark_offsets(
+                                u->hw_probe, ut->state, p, &lo, &hi, 2000))
+                                ut->kept_hw[p] = hi;
+                }
+        }
+        u->kept_pending = true;
+}
+
+static bool so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
+        int64_t kept = ut->kept_hw ? ut->kept_hw[p] : -1, lo, hi, lso;
+
+        if (kept < 0)
+                return false;
+        ut->kept_hw[p] = -1;
+        return !rd_kafka_query_watermark_offsets(u->hw_probe, ut->state, p,
+                                                 &lo, &hi, 5000) &&
+               !rd_kafka_query_watermark_offsets(u->reader, ut->state, p,
+                                                 &lo, &lso, 5000) &&
+               lso == hi && hi >= kept && hi - kept <= 1;
+}
+
 struct so_restore_ctx {
         aagw_unify_t  *u;
         struct utopic *ut;
@@ -1963,7 +2022,7 @@ static bool so_restore_tick(void *arg) {
         char                   err[512];
 
         if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
-                so_fatal(u, err);
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
                 return false;
         }
         return !u->need_renew &&
@@ -1976,7 +2035,7 @@ static bool so_restore_tick(void *arg) {
  * if the stage failed. */
 static int so_restore(aagw_unify_t *u) {
         int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0;
-        int     parts = 0;
+        int     parts = 0, kept = 0;
         char    err[512], names[512], owned[sizeof(u->owned)];
         size_t  nn = 0;
 
@@ -1989,6 +2048,7 @@ static int so_restore(aagw_unify_t *u) {
                 for (int32_t p = 0; p < ut->out_parts; p++) {
                         if (!so_owns(u, p))
                                 continue;
+                        bool keep = so_kept(u, ut, p);
                         for (size_t k = 0; k < ut->nin; k++) {
                                 struct uinput *ui = ut->in[k];
                                 if (opos_fit(ut, ui)) {
@@ -1997,8 +2057,13 @@ static int so_restore(aagw_unify_t *u) {
                                 }
                                 for (int32_t i = 0; i < ui->nparts; i++) {
                                         size_t x = (size_t)i * ut->out_parts + p;
-                                        ui->opos[x] = ui->cpos[x] = -1;
+                                        ui->opos[x] = ui->cpos[x] =
+                                            keep ? ui->cpos[x] : -1;
                                 }
+                        }
+                        if (keep) {
+                                kept++;
+                                continue;
                         }
                         struct so_restore_ctx rc = {
                             .u = u, .ut = ut, .p = p,
@@ -2051,6 +2116,7 @@ static int so_restore(aagw_unify_t *u) {
         pthread_mutex_lock(&u->owned_lock);
         memcpy(owned, u->owned, sizeof(owned));
         pthread_mutex_unlock(&u->owned_lock);
+        so_kept_clear(u);
         if (parts)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: member %s restored %d partitions of %s: "
@@ -2058,6 +2124,12 @@ static int so_restore(aagw_unify_t *u) {
                          " ms",
                          u->site, u->conf.scale_out->member, parts, names,
                          records, bytes, ms);
+        if (kept)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: member %s kept %d partitions it had "
+                         "before the rebalance (their changelogs unchanged "
+                         "since it committed them): not read again",
+                         u->site, u->conf.scale_out->member, kept);
         if (u->lost_ms) {
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: member %s: rebalance done in %" PRId64
@@ -2100,6 +2172,10 @@ static void so_revoking(void *opaque,
         (void)parts;
         if (u->txn_open && !u->need_renew)
                 so_commit(u);
+        /* Committed, and still the owner (a fenced commit lost all). */
+        if (!u->txn_open && !u->need_renew && !atomic_load(&u->ctl.stop) &&
+            owner_partitions(u->owner)->cnt)
+                so_kept_note(u);
 }
 
 /* owner.c: partitions lost (revoked, or fenced): stop writing at once. */
@@ -2112,6 +2188,10 @@ static void so_lost(void *opaque,
 
         if (!u->lost_ms)
                 u->lost_ms = aagw_mono_ms();
+        /* Only a clean revocation right after so_revoking() keeps. */
+        if (!u->kept_pending)
+                so_kept_clear(u);
+        u->kept_pending = false;
         if (u->txn_open) {
                 owner_result_t r = owner_abort(u->owner, err, sizeof(err));
                 u->txn_open      = false;
@@ -2309,38 +2389,35 @@ static int so_start(aagw_unify_t *u) {
         return so_owner(u);
 }
 
-/* A new owner after so_fatal(): what is in flight is dropped, the old
- * owner closed (its group membership left), a new one made and the
- * topics' handles moved to its producer; what the group gives it is
- * restored as after any rebalance.  Returns 0, or -1 (the stage
- * failed). */
+/* A new transactional producer after so_fatal() (owner_renew(): the
+ * membership and what it owns stay): what was in flight is dropped, the
+ * topics' handles move to the new producer, and the inputs go back to
+ * the committed positions, as after an abort.  If the group moved on
+ * meanwhile, the owner says so at its next poll, as always.  Returns 0,
+ * or -1 (the stage failed). */
 static int so_renew(aagw_unify_t *u) {
+        char err[512];
+
         u->need_renew = false;
         rd_kafka_purge(u->out_producer,
                        RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         if (so_drain(u))
                 return -1;
-        u->txn_open     = false;
-        u->txn_poisoned = false;
-        if (u->ops->drop(u->st)) {
-                ufail(u, "out of memory");
-                return -1;
-        }
-        rd_kafka_assign(u->consumer, NULL);
+        so_kept_clear(u);
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
-                ut->restored      = false;
                 if (ut->out_rkt)
                         rd_kafka_topic_destroy(ut->out_rkt);
                 if (ut->state_rkt)
                         rd_kafka_topic_destroy(ut->state_rkt);
                 ut->out_rkt = ut->state_rkt = NULL;
         }
-        owner_destroy(u->owner);
-        u->owner        = NULL;
         u->out_producer = u->producer; /* (no handle of the old one left) */
-        if (so_owner(u))
+        if (owner_renew(u->owner, err, sizeof(err)) != AAGW_OWNER_OK) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
                 return -1;
+        }
+        u->out_producer = owner_producer(u->owner);
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready)
@@ -2353,8 +2430,8 @@ static int so_renew(aagw_unify_t *u) {
                         return -1;
                 }
         }
-        so_publish(u);
-        return 0;
+        so_redo(u);
+        return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
 }
 
 /* One turn of the owner's side in the stage's loop: membership,
@@ -2363,10 +2440,12 @@ static int so_poll(aagw_unify_t *u) {
         char    err[512];
         int64_t now;
 
-        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL)
-                so_fatal(u, err);
+        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                return -1;
+        }
         if (u->need_renew)
-                return 0; /* the stage's loop renews the owner first */
+                return 0; /* the stage's loop renews the producer first */
         if (u->need_restore && so_restore(u))
                 return -1;
         now = aagw_mono_ms();
