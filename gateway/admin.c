@@ -526,6 +526,30 @@ static json_object *unify_json(const aagw_unify_t *u) {
         json_object_object_add(o, "cluster_reachable",
                                json_object_new_boolean(!st.down_ms));
         U64("cluster_down_ms", st.down_ms);
+        const char *member = aagw_unify_member(u);
+        if (member) {
+                char owned[1024];
+                aagw_unify_owned(u, owned, sizeof(owned));
+                json_object *so = json_object_new_object();
+                json_object_object_add(so, "member",
+                                       json_object_new_string(member));
+                json_object_object_add(so, "owned",
+                                       json_object_new_string(owned));
+                json_object_object_add(
+                    so, "owned_partitions",
+                    json_object_new_int(st.owned_partitions));
+#define SO64(name, val)                                                        \
+        json_object_object_add(so, name, json_object_new_int64((int64_t)(val)))
+                SO64("rebalances", st.rebalances);
+                SO64("restores", st.restores);
+                SO64("restore_ms_total", st.restore_ms_total);
+                SO64("restored_records", st.restored_records);
+                SO64("transactions", st.txn_commits);
+                SO64("aborted", st.aborted);
+                SO64("fenced", st.fenced);
+#undef SO64
+                json_object_object_add(o, "scale_out", so);
+        }
 #undef U64
         return o;
 }
@@ -781,6 +805,24 @@ static char *status_text(const struct gw_admin *a) {
                           "\nlag:%s\ncluster_down_ms:%" PRId64 "\n",
                           st.recovered, st.replayed, st.commits, st.inflight,
                           gw_lag_str(st.lag, lag), st.down_ms);
+                const char *member = aagw_unify_member(u);
+                if (member) {
+                        char owned[1024];
+                        aagw_unify_owned(u, owned, sizeof(owned));
+                        gw_sb_printf(&b,
+                                  "member:%s\nowned:%s\nowned_partitions:%d"
+                                  "\nrebalances:%" PRIu64
+                                  "\nrestores:%" PRIu64
+                                  "\nrestore_ms_total:%" PRIu64
+                                  "\nrestored_records:%" PRIu64
+                                  "\ntransactions:%" PRIu64
+                                  "\naborted:%" PRIu64 "\nfenced:%" PRIu64
+                                  "\n",
+                                  member, owned, st.owned_partitions,
+                                  st.rebalances, st.restores,
+                                  st.restore_ms_total, st.restored_records,
+                                  st.txn_commits, st.aborted, st.fenced);
+                }
         }
         if (a->view.member)
                 members_text(a, &b);

@@ -312,6 +312,37 @@ char *gw_metrics(const struct gw_admin_view *view) {
                  "Input partitions sought back to their assigned offset "
                  "because the first record after an assignment came later.",
                  start_refetches);
+        UCOUNTER("aagw_unify_rebalances_total",
+                 "Scale-out: assignments of the unify owners' group this "
+                 "process received.",
+                 rebalances);
+        UCOUNTER("aagw_unify_restores_total",
+                 "Scale-out: changelog partitions restored after gaining "
+                 "their output partitions.",
+                 restores);
+        UCOUNTER("aagw_unify_restore_ms_total",
+                 "Scale-out: milliseconds spent restoring changelogs.",
+                 restore_ms_total);
+        UCOUNTER("aagw_unify_restored_records_total",
+                 "Scale-out: changelog records read by restores.",
+                 restored_records);
+        UCOUNTER("aagw_unify_transactions_total",
+                 "Scale-out: transactions committed (output, changelog "
+                 "and the owners' fence together).",
+                 txn_commits);
+        UCOUNTER("aagw_unify_aborted_total",
+                 "Scale-out: transactions aborted and redone from the last "
+                 "committed positions.",
+                 aborted);
+        UCOUNTER("aagw_unify_fenced_total",
+                 "Scale-out: transactions the group coordinator refused "
+                 "because the group had moved on without this process (a "
+                 "stalled process come back); nothing of them is visible.",
+                 fenced);
+        UGAUGE("aagw_unify_owned_partitions",
+               "Scale-out: output partitions of unified topics this "
+               "process owns.",
+               "%d", us[i].owned_partitions);
         UGAUGE("aagw_unify_inflight_records",
                "Records written to unified topics and not yet acknowledged.",
                "%" PRId64, us[i].inflight);

@@ -906,6 +906,17 @@ struct aagw_unify_stats {
         int64_t  down_ms;     /**< the site's cluster has not answered for
                                    this long; 0 while it answers */
         int32_t  topics, inputs;
+        /* Scale-out (all 0 without it). */
+        uint64_t rebalances;       /**< assignments received */
+        uint64_t restores;         /**< changelog partitions restored */
+        uint64_t restore_ms_total; /**< time spent restoring */
+        uint64_t restored_records; /**< changelog records read */
+        uint64_t fenced;           /**< transactions refused: the group
+                                        had moved on (a zombie) */
+        uint64_t aborted;          /**< transactions aborted and redone */
+        uint64_t txn_commits;      /**< transactions committed */
+        int32_t  owned_partitions; /**< gauge: output partitions owned,
+                                        over every unified topic */
 };
 
 /** @returns the stage (its clients made, not started), or NULL with
@@ -921,6 +932,12 @@ aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u);
 const char *aagw_unify_site(const aagw_unify_t *u);
 void aagw_unify_error(const aagw_unify_t *u, char *buf, size_t size);
 void aagw_unify_stats(const aagw_unify_t *u, struct aagw_unify_stats *st);
+/** Scale-out: this process's member name (borrowed, the stage's
+ *  lifetime), NULL when the stage decides every partition. */
+const char *aagw_unify_member(const aagw_unify_t *u);
+/** Scale-out: the output partitions owned, per unified topic
+ *  ("clicks.unified 0,3; views.unified none"), or "none". */
+void aagw_unify_owned(const aagw_unify_t *u, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

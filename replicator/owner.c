@@ -46,6 +46,15 @@
 
 struct owner {
         char *group, *topic, *member;
+        /* What owner_renew() makes its producer from ('props' borrowed:
+         * owner_conf says they outlive the owner). */
+        char              *bootstraps, *txn_id;
+        const char *const *props;
+        size_t             prop_cnt;
+        int                txn_timeout_ms, init_timeout_ms;
+        void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                          void *opaque);
+        void *dr_opaque;
         rd_kafka_t *consumer, *producer;
         /* The metadata of the assignment that gave 'owned' (NULL while
          * nothing is owned). */
@@ -61,6 +70,8 @@ struct owner {
                           const rd_kafka_topic_partition_list_t *parts);
         void (*on_lost)(void *opaque,
                         const rd_kafka_topic_partition_list_t *parts);
+        void (*on_revoking)(void *opaque,
+                            const rd_kafka_topic_partition_list_t *parts);
         void *opaque;
 };
 
@@ -153,6 +164,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         o->on_gained(o->opaque, o->owned);
                 return;
         }
+        /* Before letting go: the caller's last commit under this
+         * assignment (it may find itself fenced, and lose all first). */
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && o->on_revoking &&
+            o->owned->cnt && !rd_kafka_assignment_lost(rk))
+                o->on_revoking(o->opaque, o->owned);
         lose_all(o, err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS
                         ? (rd_kafka_assignment_lost(rk)
                                ? "the group moved on without this member"
@@ -313,24 +329,33 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
                 }
         if (!(o = calloc(1, sizeof(*o))) || !(o->group = strdup(c->group)) ||
             !(o->topic = strdup(c->topic)) ||
-            !(o->member = strdup(c->member))) {
+            !(o->member = strdup(c->member)) ||
+            !(o->bootstraps = strdup(c->bootstraps)) ||
+            !(o->txn_id = strdup(c->transactional_id))) {
                 snprintf(errstr, errstr_size, "out of memory");
                 goto fail;
         }
         o->owned     = rd_kafka_topic_partition_list_new(0);
         o->on_gained = c->on_gained;
         o->on_lost   = c->on_lost;
+        o->on_revoking = c->on_revoking;
         o->opaque    = c->opaque;
         o->commit_timeout_ms =
             c->commit_timeout_ms > 0 ? c->commit_timeout_ms : 10000;
+        o->props           = c->props;
+        o->prop_cnt        = c->prop_cnt;
+        o->txn_timeout_ms  = c->txn_timeout_ms;
+        o->init_timeout_ms = c->init_timeout_ms > 0 ? c->init_timeout_ms
+                                                    : 30000;
+        o->dr_msg_cb       = c->dr_msg_cb;
+        o->dr_opaque       = c->dr_opaque;
         /* The producer first: a cluster without working transactions
          * fails here, before this process joins the group and is given
          * partitions it cannot write. */
-        o->producer = txn_producer(
-            c->bootstraps, c->props, c->prop_cnt, c->member,
-            c->transactional_id, c->txn_timeout_ms,
-            c->init_timeout_ms > 0 ? c->init_timeout_ms : 30000, c->dr_msg_cb,
-            c->dr_opaque, errstr, errstr_size);
+        o->producer = txn_producer(o->bootstraps, o->props, o->prop_cnt,
+                                   o->member, o->txn_id, o->txn_timeout_ms,
+                                   o->init_timeout_ms, o->dr_msg_cb,
+                                   o->dr_opaque, errstr, errstr_size);
         if (!o->producer)
                 goto fail;
         if (!(o->consumer = owner_consumer(o, c, errstr, errstr_size)))
@@ -407,7 +432,30 @@ void owner_destroy(struct owner *o) {
         free(o->group);
         free(o->topic);
         free(o->member);
+        free(o->bootstraps);
+        free(o->txn_id);
         free(o);
+}
+
+owner_result_t owner_renew(struct owner *o, char *errstr,
+                           size_t errstr_size) {
+        if (o->producer) {
+                rd_kafka_purge(o->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(o->producer);
+        }
+        o->in_txn   = false;
+        o->producer = txn_producer(o->bootstraps, o->props, o->prop_cnt,
+                                   o->member, o->txn_id, o->txn_timeout_ms,
+                                   o->init_timeout_ms, o->dr_msg_cb,
+                                   o->dr_opaque, errstr, errstr_size);
+        o->fatal    = !o->producer;
+        if (o->producer)
+                aagw_log(AAGW_LOG_INFO, "OWNER",
+                         "%s: new transactional producer (transactional.id "
+                         "%s)",
+                         o->member, o->txn_id);
+        return o->producer ? AAGW_OWNER_OK : AAGW_OWNER_FATAL;
 }
 
 /* --------------------------------------------------------- MEMBERSHIP --- */
@@ -576,9 +624,10 @@ owner_result_t owner_abort(struct owner *o, char *errstr,
         }
         if (!o->in_txn)
                 return AAGW_OWNER_OK;
-        errstr[0] = '\0';
-        return abort_txn(o, errstr, errstr_size, 0) ? AAGW_OWNER_OK
-                                                     : AAGW_OWNER_FATAL;
+        size_t n = (size_t)snprintf(errstr, errstr_size, "%s: abort",
+                                    o->member);
+        return abort_txn(o, errstr, errstr_size, n) ? AAGW_OWNER_OK
+                                                    : AAGW_OWNER_FATAL;
 }
 
 owner_result_t owner_commit(struct owner *o,

@@ -398,7 +398,9 @@ struct owner;
 struct owner_conf {
         const char        *bootstraps;
         const char *const *props; /* user properties, as
-                                     aagw_kafka_conf_apply() takes them */
+                                     aagw_kafka_conf_apply() takes them;
+                                     borrowed, outlive the owner
+                                     (owner_renew()) */
         size_t             prop_cnt;
         const char        *group;  /* consumer group of the owners */
         const char        *topic;  /* the work topic */
@@ -419,10 +421,19 @@ struct owner_conf {
                           const rd_kafka_topic_partition_list_t *parts);
         void (*on_lost)(void *opaque,
                         const rd_kafka_topic_partition_list_t *parts);
+        /* A rebalance is about to take 'parts' (every owned partition,
+         * eager): the assignment's metadata still fences, so the caller
+         * may owner_commit() its open transaction now rather than lose
+         * it.  Not called when the group already moved on without this
+         * member (nothing it commits would be accepted).  Called from
+         * owner_poll(); on_lost follows.  NULL: not told. */
+        void (*on_revoking)(void *opaque,
+                            const rd_kafka_topic_partition_list_t *parts);
         void *opaque;
-        /* Delivery reports of the transactional producer, served by
-         * whoever polls owner_producer() (rk, message, dr_opaque).  NULL:
-         * none. */
+        /* Delivery reports of the transactional producer (NULL: none),
+         * with 'dr_opaque' as the callback's opaque: served by the
+         * caller's rd_kafka_poll() of owner_producer(), and by the flush
+         * of owner_commit(). */
         void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
                           void *opaque);
         void *dr_opaque;
@@ -484,6 +495,20 @@ int64_t owner_dropped(const struct owner *o);
 owner_result_t owner_begin(struct owner *o, char *errstr,
                            size_t errstr_size);
 
+/* Replace a transactional producer that failed for good (a transaction
+ * the coordinator aborted on its own, a state the broker refuses) with
+ * a new one, its transactions initialised again (fencing the old one);
+ * the group membership and what it owns stay.  The caller has no handle
+ * (topic, queue) of the old producer left and no record in flight.
+ * Returns AAGW_OWNER_OK, or AAGW_OWNER_FATAL with the reason (then no
+ * producer: destroy the owner). */
+owner_result_t owner_renew(struct owner *o, char *errstr, size_t errstr_size);
+
+/* Abort the open transaction, if any (the caller lost its partitions,
+ * or found something in it it cannot vouch for).  Returns AAGW_OWNER_OK
+ * (aborted, or none was open) or AAGW_OWNER_FATAL with the reason. */
+owner_result_t owner_abort(struct owner *o, char *errstr, size_t errstr_size);
+
 /* The transactional producer, to produce into the open transaction
  * (records to any topic of the cluster).  Borrowed; the owner's. */
 rd_kafka_t *owner_producer(struct owner *o);
@@ -499,13 +524,6 @@ owner_result_t owner_commit(struct owner *o,
                             const rd_kafka_topic_partition_list_t *offsets,
                             char *errstr, size_t errstr_size);
 
-/* Abort the open transaction (if any): its records stay invisible to
- * read_committed readers; what it had in flight is purged (delivery
- * reports with RD_KAFKA_RESP_ERR__PURGE_*).  Ownership is not changed.
- * Returns AAGW_OWNER_OK, or AAGW_OWNER_FATAL with the reason. */
-owner_result_t owner_abort(struct owner *o, char *errstr,
-                           size_t errstr_size);
-
 /* Abort an open transaction (if any), leave the group and free, each
  * step bounded (a few seconds).  on_lost is not called.  NULL is a
  * no-op. */
@@ -520,5 +538,95 @@ void owner_destroy(struct owner *o);
 int owner_txn_enforced(const char *bootstraps, const char *const *props,
                        size_t prop_cnt, const char *topic, char *errstr,
                        size_t errstr_size);
+
+
+/* ------------------------- UNIFY CHANGELOG (changelog.c) ------------------ */
+
+/* The scale-out unify stage's state of one output partition p, as
+ * records of its compacted changelog topic aagw.<gw>.<site>.state.<out>
+ * (partition p, written only inside the owner's transactions), so that
+ * whoever owns p next restores it.  Binary, big-endian, versioned by the
+ * first key byte (CHANGELOG_VERSION); a record of another version or kind
+ * is skipped on restore (logged), never misread:
+ *
+ *   kind  key                                   value
+ *   id    1 'i' KEY16                           HLC8 TIME8 PART4 OFF8
+ *                                               OLEN1 ORIGIN TOPIC
+ *         a dedup id (its scoped hash KEY16) delivered into p: origin,
+ *         input coordinates and hlc of the delivery, TIME when decided
+ *   win   1 'w' KEY16                           HLC8 TIME8 TOMB1 OLEN1
+ *                                               ORIGIN ID
+ *         the lww winner of entity KEY16 (scoped entity key hash) in p
+ *   pos   1 'p' PART4 TOPIC                     NEXT8
+ *         the next offset of input TOPIC [PART] for output p: every
+ *         record below it whose output partition is p is decided
+ *
+ * Compaction keeps the newest record of each key: an entity's winner, an
+ * input's position, and every id once (ids are not tombstoned when they
+ * leave unify.window: the topic grows with the ids delivered; see
+ * docs/deployment.md). */
+#define CHANGELOG_VERSION 1
+#define CHANGELOG_KEY_MAX (6 + AAGW_TOPIC_MAX)
+#define CHANGELOG_VAL_MAX (32 + AAGW_ALIAS_MAX + AAGW_ID_MAX + AAGW_TOPIC_MAX)
+
+enum changelog_kind { CHANGELOG_ID = 'i', CHANGELOG_WIN = 'w',
+                      CHANGELOG_POS = 'p' };
+
+/* One changelog record, decoded (caller storage: about 1.4 KB). */
+struct changelog_rec {
+        enum changelog_kind kind;
+        uint8_t  key[16];                 /* id, win */
+        uint64_t hlc;                     /* id, win */
+        int64_t  time_ms;                 /* id, win: when decided */
+        char     origin[AAGW_ALIAS_MAX + 1]; /* id, win */
+        char     topic[AAGW_TOPIC_MAX + 1];  /* id: input; pos: input */
+        int32_t  partition;               /* id, pos: input partition */
+        int64_t  offset;                  /* id: input offset; pos: next */
+        bool     tombstone;               /* win */
+        size_t   id_len;                  /* win */
+        char     id[AAGW_ID_MAX + 1];     /* win */
+};
+
+/* Encode 'c' into 'key' (CHANGELOG_KEY_MAX bytes) and 'val'
+ * (CHANGELOG_VAL_MAX); their lengths into 'klen', 'vlen'. */
+void changelog_encode(const struct changelog_rec *c, uint8_t *key,
+                      size_t *klen, uint8_t *val, size_t *vlen);
+
+/* Decode a record; false if it is not one of this version (or is cut
+ * short). */
+bool changelog_decode(const void *key, size_t klen, const void *val,
+                      size_t vlen, struct changelog_rec *c);
+
+/* How changelog_read() ended. */
+typedef enum {
+        CHANGELOG_DONE      = 0, /* read to the end */
+        CHANGELOG_ABANDONED = 1, /* 'fn' or 'tick' returned false, or 'stop' */
+        CHANGELOG_FAILED    = 2, /* reason in errstr */
+} changelog_end_t;
+
+/* Read 'topic' ['partition'] from its beginning to its end through
+ * 'reader' (an assign-only consumer with isolation.level read_committed
+ * and enable.partition.eof; assigned for the call), handing each decoded
+ * record to 'fn'.  The end is the high watermark when the read starts,
+ * asked of 'hw' (a client with isolation.level read_uncommitted: a
+ * read_committed one's ListOffsets answers the last stable offset);
+ * it is reached at a record there or at an end of partition at or past
+ * it.  A read_committed reader's end of partition is the last stable
+ * offset, which stays below a transaction still open (a previous owner
+ * that died mid-transaction) until the coordinator ends it
+ * (transaction.timeout.ms): the read waits for that, so nothing the
+ * previous owner may still commit is missed.  'tick' (may be NULL) is
+ * called about every 200 ms (the caller serves its group membership);
+ * false abandons.  Fails after 'idle_ms' without progress.  Counts
+ * records and bytes (key + value) into 'records', 'bytes'. */
+changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
+                               const char *topic,
+                               int32_t partition, int idle_ms,
+                               const atomic_bool *stop,
+                               bool (*fn)(void *arg,
+                                          const struct changelog_rec *c),
+                               bool (*tick)(void *arg), void *arg,
+                               int64_t *records, int64_t *bytes,
+                               char *errstr, size_t errstr_size);
 
 #endif
