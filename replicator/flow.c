@@ -2630,25 +2630,14 @@ static bool scale_poll(aagw_flow_t *f) {
  * owner.  Returns 0, or -1 with the flow failed. */
 static int scale_start(aagw_flow_t *f) {
         const struct aagw_scale_out *so = f->conf.scale_out;
-        const struct rd_kafka_metadata *md = NULL;
         char errstr[700];
-        int  have = -1;
+        int  have = owner_work_topic(f->admin, f->work_topic,
+                                     so->work_partitions, errstr,
+                                     sizeof(errstr));
 
-        if (!rd_kafka_metadata(f->admin, 1, NULL, &md, 10000)) {
-                have = replicator_md_partitions(md, f->work_topic);
-                rd_kafka_metadata_destroy(md);
-        }
-        if (have < 0 && make_topic(f, f->work_topic, so->work_partitions,
-                                   false) > 0 &&
-            !rd_kafka_metadata(f->admin, 1, NULL, &md, 10000)) {
-                have = replicator_md_partitions(md, f->work_topic);
-                rd_kafka_metadata_destroy(md);
-        }
-        if (have <= 0) {
-                flow_fail(f, "member %s: cannot create the work topic %s at "
-                             "%s (the owners' group needs it; see the log "
-                             "above)",
-                          so->member, f->work_topic, f->target);
+        if (have < 0) {
+                flow_fail(f, "member %s: the owners' work topic at %s: %s",
+                          so->member, f->target, errstr);
                 return -1;
         }
         if (have != so->work_partitions)

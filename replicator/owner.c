@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Bounds of the steps of owner_destroy() and of a single abort. */
@@ -895,4 +896,47 @@ int aagw_scale_out_check(const char *bootstraps, const char *const *props,
         }
         return owner_txn_enforced(bootstraps, props, prop_cnt, topic, errstr,
                                   errstr_size);
+}
+
+int owner_work_topic(rd_kafka_t *admin, const char *topic, int want,
+                     char *errstr, size_t errstr_size) {
+        int64_t deadline = aagw_mono_ms() + 30000;
+        char    err[512] = "";
+        int     rc       = aagw_kafka_topic_create(admin, topic, want, 10000,
+                                                   err, sizeof(err));
+
+        /* -2: no Admin API (the mock): its auto-creation makes it at the
+         * first metadata request below. */
+        if (rc == -1) {
+                snprintf(errstr, errstr_size, "creating %s: %s", topic, err);
+                return -1;
+        }
+        /* A topic just made is not in every broker's metadata at once;
+         * one another member made may have another partition count, and
+         * that count is the one every member must go by. */
+        for (;;) {
+                const struct rd_kafka_metadata *md  = NULL;
+                rd_kafka_topic_t               *rkt = rd_kafka_topic_new(
+                    admin, topic, NULL);
+                int                             have = -1;
+
+                if (rkt && !rd_kafka_metadata(admin, 0, rkt, &md, 5000)) {
+                        if (md->topic_cnt == 1 && !md->topics[0].err)
+                                have = md->topics[0].partition_cnt;
+                        rd_kafka_metadata_destroy(md);
+                }
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
+                if (have > 0)
+                        return have;
+                if (aagw_mono_ms() >= deadline) {
+                        snprintf(errstr, errstr_size,
+                                 "%s: not in the cluster's metadata 30 s "
+                                 "after it was created",
+                                 topic);
+                        return -1;
+                }
+                struct timespec ts = {0, 100 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
 }

@@ -524,6 +524,14 @@ owner_result_t owner_commit(struct owner *o,
                             const rd_kafka_topic_partition_list_t *offsets,
                             char *errstr, size_t errstr_size);
 
+/* Create work topic 'topic' with 'want' partitions through 'admin' if it
+ * is missing, and wait (up to 30 s) until the cluster's metadata shows
+ * it.  Returns its partition count (another member may have made it
+ * with another count: every member must go by the topic's), or -1 with
+ * the reason. */
+int owner_work_topic(rd_kafka_t *admin, const char *topic, int want,
+                     char *errstr, size_t errstr_size);
+
 /* Abort an open transaction (if any), leave the group and free, each
  * step bounded (a few seconds).  on_lost is not called.  NULL is a
  * no-op. */

@@ -2340,9 +2340,7 @@ static int so_owner(aagw_unify_t *u) {
  * or -1 (the stage failed). */
 static int so_start(aagw_unify_t *u) {
         const struct aagw_scale_out *so = u->conf.scale_out;
-        const struct rd_kafka_metadata *md = NULL;
         char              err[512];
-        rd_kafka_topic_t *rkt;
         int               rc;
         /* The high watermark itself: a read_committed client's
          * ListOffsets answers the last stable offset. */
@@ -2359,32 +2357,20 @@ static int so_start(aagw_unify_t *u) {
                 ufail(u, "member %s: %s", so->member, err);
                 return -1;
         }
-        rc = aagw_kafka_topic_create(u->admin, u->work, u->work_parts, 30000,
-                                     err, sizeof(err));
+        rc = owner_work_topic(u->admin, u->work, u->work_parts, err,
+                              sizeof(err));
         if (rc < 0) {
-                ufail(u, "member %s: creating the work topic %s at %s: %s",
-                      so->member, u->work, u->site, err);
+                ufail(u, "member %s: the owners' work topic at %s: %s",
+                      so->member, u->site, err);
                 return -1;
         }
-        /* Every process must map output partitions the same way: by the
-         * work topic's own partition count if it was made with another
-         * scale_out.work_partitions. */
-        if ((rkt = rd_kafka_topic_new(u->admin, u->work, NULL))) {
-                if (!rd_kafka_metadata(u->admin, 0, rkt, &md, 10000) &&
-                    md->topic_cnt == 1 && !md->topics[0].err &&
-                    md->topics[0].partition_cnt > 0 &&
-                    md->topics[0].partition_cnt != u->work_parts) {
-                        aagw_log(AAGW_LOG_WARN, "UNIFY",
-                                 "unify@%s: %s has %d partitions, not "
-                                 "scale_out.work_partitions %d: going by "
-                                 "the topic",
-                                 u->site, u->work, md->topics[0].partition_cnt,
-                                 (int)u->work_parts);
-                        u->work_parts = md->topics[0].partition_cnt;
-                }
-                if (md)
-                        rd_kafka_metadata_destroy(md);
-                rd_kafka_topic_destroy(rkt);
+        if (rc != u->work_parts) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s has %d partitions, not "
+                         "scale_out.work_partitions %d: going by the topic "
+                         "(every member must use the same count)",
+                         u->site, u->work, rc, (int)u->work_parts);
+                u->work_parts = rc;
         }
         return so_owner(u);
 }
