@@ -291,6 +291,10 @@ struct aagw_flow {
                                           after owner_poll()/_commit() */
         int64_t          lost_ms;   /* mono ms of the last loss, 0 */
         int64_t          txn_wait_ms; /* stable_end()'s last wait */
+        bool             need_renew;  /* the producer failed for good:
+                                         flow_main() makes a new one */
+        int              renewals;    /* within the window since ... */
+        int64_t          renew_since_ms;
         atomic_bool      leads_mm2; /* owns work partition 0 */
         _Atomic uint64_t rebalances, fenced_txns, aborted_txns,
             committed_txns;
@@ -2453,6 +2457,44 @@ static void scale_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
                 on_delivery(opaque, m->_private, m);
 }
 
+#define RENEW_MAX       3     /* new producers per window, then fail */
+#define RENEW_WINDOW_MS 60000
+
+/* The owner's producer failed for good (librdkafka's fatal error): a
+ * zombie whose open transaction the coordinator aborted and fenced
+ * (epoch bumped) while it stood still, or an abort refused as
+ * INVALID_TXN_STATE.  Nothing of its open transaction becomes visible
+ * either way; flow_main() makes a new producer (owner_renew(), the
+ * membership is kept) and the owned partitions are reconciled again.
+ * More than RENEW_MAX in a minute is another process running as this
+ * member: the flow fails. */
+static void scale_fatal(aagw_flow_t *f, const char *why) {
+        const char *member = f->conf.scale_out->member;
+        int64_t     now    = aagw_mono_ms();
+
+        f->txn_open = false;
+        if (f->need_renew)
+                return;
+        if (!f->renew_since_ms || now - f->renew_since_ms > RENEW_WINDOW_MS) {
+                f->renew_since_ms = now;
+                f->renewals       = 0;
+        }
+        if (++f->renewals > RENEW_MAX) {
+                flow_fail(f,
+                          "member %s: transactions: %s (its transactional "
+                          "producer failed for good %d times within %d s: "
+                          "does another process run as member %s?)",
+                          member, why, f->renewals, RENEW_WINDOW_MS / 1000,
+                          member);
+                return;
+        }
+        aagw_log(AAGW_LOG_WARN, "FLOW",
+                 "%s: member %s: %s; its open transaction stays invisible; "
+                 "making a new transactional producer",
+                 f->name, member, why);
+        f->need_renew = true;
+}
+
 /* Give up the open transaction (aborted: its copies are never visible)
  * and every source partition with it, at once: a lost work partition is
  * no longer this process's to write, and the partitions still owned
@@ -2468,11 +2510,8 @@ static void scale_drop(aagw_flow_t *f) {
                  * in one run in three of kafka-scale_flow. */
                 drain(f, DRAIN_MS);
                 if (owner_abort(f->owner, why, sizeof(why)) ==
-                    AAGW_OWNER_FATAL) {
-                        flow_fail(f, "member %s: aborting a transaction: %s",
-                                  f->conf.scale_out->member, why);
-                        return;
-                }
+                    AAGW_OWNER_FATAL)
+                        scale_fatal(f, why);
                 f->txn_open = false;
         }
         f->txn_dirty = false;
@@ -2575,8 +2614,7 @@ static void scale_commit(aagw_flow_t *f) {
                 scale_drop(f);
                 break;
         case AAGW_OWNER_FATAL:
-                flow_fail(f, "member %s: transactions: %s",
-                          f->conf.scale_out->member, why);
+                scale_fatal(f, why);
                 break;
         }
 }
@@ -2587,6 +2625,9 @@ static void scale_commit(aagw_flow_t *f) {
  * consumed now (only into an open transaction). */
 static bool scale_poll(aagw_flow_t *f) {
         char why[512];
+
+        if (f->need_renew)
+                return false; /* flow_main() renews the producer first */
 
         if (owner_poll(f->owner, 0, why, sizeof(why))) {
                 flow_fail(f, "member %s: owners' group %s: %s",
@@ -2617,8 +2658,7 @@ static bool scale_poll(aagw_flow_t *f) {
                 return true;
         }
         if (r == AAGW_OWNER_FATAL)
-                flow_fail(f, "member %s: transactions: %s",
-                          f->conf.scale_out->member, why);
+                scale_fatal(f, why);
         else
                 aagw_log(AAGW_LOG_WARN, "FLOW", "%s: member %s: %s",
                          f->name, f->conf.scale_out->member, why);
@@ -2671,6 +2711,50 @@ static int scale_start(aagw_flow_t *f) {
         return 0;
 }
 
+/* A new transactional producer after scale_fatal(): what was in flight
+ * is purged, every partition let go (the committed positions stored),
+ * the topic handles moved to the new producer, and the partitions still
+ * owned reconciled again (scale_gain()).  The caller holds no queue of
+ * the old producer.  Returns 0, or -1 (the flow failed). */
+static int scale_renew(aagw_flow_t *f) {
+        char why[512];
+
+        f->need_renew = false;
+        rd_kafka_purge(f->out,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        drain(f, DRAIN_MS);
+        if (unassign(f, NULL, DRAIN_MS))
+                return -1;
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (f->topics[i]->rkt) {
+                        rd_kafka_topic_destroy(f->topics[i]->rkt);
+                        f->topics[i]->rkt = NULL;
+                }
+        if (f->dlq_rkt) {
+                rd_kafka_topic_destroy(f->dlq_rkt);
+                f->dlq_rkt = NULL;
+        }
+        f->out = f->producer; /* no handle of the old one is left */
+        if (owner_renew(f->owner, why, sizeof(why)) != AAGW_OWNER_OK) {
+                flow_fail(f, "member %s: %s", f->conf.scale_out->member,
+                          why);
+                return -1;
+        }
+        f->out = owner_producer(f->owner);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (tt->active &&
+                    !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL))) {
+                        flow_fail(f, "%s: a topic handle: out of memory",
+                                  tt->remote);
+                        return -1;
+                }
+        }
+        f->txn_open = f->txn_dirty = f->txn_broken = false;
+        f->gained   = true;
+        return 0;
+}
+
 bool flow_leads_mm2(const aagw_flow_t *f) {
         return !f->conf.scale_out || !f->conf.scale_out->enabled ||
                atomic_load(&((aagw_flow_t *)f)->leads_mm2);
@@ -2696,6 +2780,18 @@ static void *flow_main(void *arg) {
         discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         while (!atomic_load(&f->ctl.stop)) {
+                if (f->owner && f->need_renew) {
+                        /* The producer's queue goes with it. */
+                        aagw_qwait_destroy(qwait);
+                        rd_kafka_queue_destroy(pq);
+                        qwait = NULL;
+                        pq    = NULL;
+                        if (scale_renew(f))
+                                break;
+                        pq     = rd_kafka_queue_get_main(f->out);
+                        qs[1]  = pq;
+                        qwait  = aagw_qwait_new(qs, 2);
+                }
                 bool want_pause = atomic_load(&f->paused_req);
                 if (want_pause != f->paused)
                         set_paused(f, want_pause);
@@ -2759,7 +2855,8 @@ static void *flow_main(void *arg) {
         }
         if (qwait)
                 aagw_qwait_destroy(qwait);
-        rd_kafka_queue_destroy(pq);
+        if (pq)
+                rd_kafka_queue_destroy(pq);
         /* Stop: no more consuming; finish in-flight, store, close (a
          * static member does not leave its group: a restart with the same
          * identity takes the id back at once). */

@@ -322,6 +322,25 @@ static void test_scale(void **state) {
         /* The zombie runs on (it rejoins): more traffic through all. */
         before = rk_size(r, "east", "clicks.unified");
         rk_expect_size(r, "east", "clicks.unified", before + 500, 120000);
+        /* Both of its stages learnt that the group went on without it. */
+        {
+                char *text = harness_read_file(e[1].log, NULL);
+                static const char *const lost[] = {
+                    "e2: lost aagw.aagw.west-east.work",
+                    "e2: lost aagw.aagw.east.unify.work"};
+                assert_non_null(text);
+                for (size_t i = 0; i < 2; i++) {
+                        const char *at = strstr(text, lost[i]);
+                        if (!at || !strstr(at, "the group moved on without "
+                                               "this member")) {
+                                rk_gwn_dump_log(&e[1], 40);
+                                fail_msg("%s does not say: %s ...: the group "
+                                         "moved on without this member",
+                                         e[1].log, lost[i]);
+                        }
+                }
+                free(text);
+        }
 
         /* The end: producers stop, everything settles, processes stop. */
         rk_producer_stop(r, pe, pe_err);
