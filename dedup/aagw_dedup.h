@@ -466,6 +466,30 @@ size_t aagw_decider_uncommitted(const aagw_decider_t *d);
  */
 int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
                       int64_t now_ms, char *errstr, size_t errstr_size);
+/**
+ * @brief Fold in one decision restored from a changelog (scale-out: the
+ * state of an output partition this process was just given, written by
+ * its previous owner inside committed transactions).  @p r carries the
+ * key (r->key, as decided), the mode, and for dedup the input
+ * coordinates, origin and hlc of the delivery; for lww the winning
+ * version (prov's hlc, origin, id) and r->tombstone.  @p time_ms is when
+ * it was decided (the window's base).  Additive: an id stays seen, a
+ * winner only moves forward.  Stored at the next
+ * aagw_decider_fold_commit(); no audit entry (the previous owner wrote
+ * it in its own store), no replay set.
+ * @returns 0, or -1 (memory, store) with @p errstr.
+ */
+int aagw_decider_restore(aagw_decider_t *d, const struct aagw_unify_rec *r,
+                         int64_t time_ms, char *errstr, size_t errstr_size);
+/**
+ * @brief Forget every decision that is not committed: the pending ids and
+ * winners of every epoch, their batches, and open a fresh epoch
+ * (scale-out: the transaction that carried them was aborted, or the
+ * partitions they belong to were lost; the new owner redoes them).
+ * Delivery reports for the dropped epochs must not come after this.
+ * @returns 0, or -1 (out of memory: the decider must not be used on).
+ */
+int aagw_decider_drop(aagw_decider_t *d);
 /** Output @p topic [@p part] was scanned up to @p next. */
 void aagw_decider_fold_out(aagw_decider_t *d, const char *topic, int32_t part,
                            int64_t next);

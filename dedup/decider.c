@@ -659,6 +659,67 @@ oom:
 
 /* ----------------------------------------------------------- RECOVERY --- */
 
+/* Fold winner 'nw' of entity 'key' into the fold batch if it is newer
+ * than the one known (the fold's pending map, then the store).  Output
+ * records of one key are in order in one partition (a changelog's too),
+ * and the batch may already hold an earlier one: the pending map is the
+ * latest word until fold_commit(). */
+static int fold_winner(aagw_decider_t *d, const uint8_t key[16],
+                       const struct aagw_lww *nw, char *errstr,
+                       size_t errstr_size) {
+        struct aagw_lww cur;
+        bool            found;
+        char            err[256];
+        struct kent    *pe = kmap_find(&d->pend_lww, key);
+
+        if (pe && pe->val)
+                cur = *(struct aagw_lww *)pe->val, found = true;
+        else if (aagw_store_lww_lookup(d->store, (const uint8_t(*)[16])key,
+                                       1, &found, &cur, err, sizeof(err))) {
+                snprintf(errstr, errstr_size, "%s", err);
+                return -1;
+        }
+        if (found && aagw_version_cmp(&nw->v, &cur.v) <= 0)
+                return 0;
+        if (aagw_store_batch_lww(d->fold_b, key, nw) ||
+            (!pe && !(pe = kmap_put(&d->pend_lww, key))) ||
+            (!pe->val && !(pe->val = malloc(sizeof(*nw))))) {
+                snprintf(errstr, errstr_size, "out of memory or bad value");
+                return -1;
+        }
+        memcpy(pe->val, nw, sizeof(*nw));
+        pe->epoch = UINT64_MAX; /* dropped at the end */
+        return 0;
+}
+
+/* The seen entry of a delivery of 'r' (its input coordinates and
+ * provenance) at 'time_ms'. */
+static void seen_of(const aagw_decider_t *d, const struct aagw_unify_rec *r,
+                    int64_t time_ms, struct aagw_seen *s) {
+        memset(s, 0, sizeof(*s));
+        s->time_ms   = time_ms;
+        s->hlc       = r->prov->hlc;
+        s->partition = r->partition;
+        s->offset    = r->offset;
+        copy_str(s->site, sizeof(s->site), d->site);
+        copy_str(s->origin, sizeof(s->origin), r->prov->origin);
+        copy_str(s->topic, sizeof(s->topic), r->topic);
+}
+
+/* The version 'r' wins with, decided at 'time_ms'. */
+static void winner_of(const struct aagw_unify_rec *r, int64_t time_ms,
+                      struct aagw_lww *nw) {
+        const struct aagw_prov *p = r->prov;
+
+        memset(nw, 0, sizeof(*nw));
+        nw->time_ms   = time_ms;
+        nw->tombstone = r->tombstone;
+        nw->v.hlc     = p->hlc;
+        copy_str(nw->v.origin, sizeof(nw->v.origin), p->origin);
+        nw->v.id_len = p->id_len < AAGW_ID_MAX ? p->id_len : AAGW_ID_MAX;
+        memcpy(nw->v.id, p->id, nw->v.id_len);
+}
+
 int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
                       int64_t now_ms, char *errstr, size_t errstr_size) {
         const struct aagw_prov *p = r->prov;
@@ -671,51 +732,17 @@ int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
             .id = p->id, .id_len = p->id_len};
 
         if (r->mode == AAGW_UNIFY_DEDUP) {
-                struct aagw_seen s = {.time_ms = now_ms, .hlc = p->hlc,
-                                      .partition = r->partition,
-                                      .offset = r->offset};
-                copy_str(s.site, sizeof(s.site), d->site);
-                copy_str(s.origin, sizeof(s.origin), p->origin);
-                copy_str(s.topic, sizeof(s.topic), r->topic);
+                struct aagw_seen s;
+                seen_of(d, r, now_ms, &s);
                 aagw_scoped_key(d->site, p->id, p->id_len, key);
                 if (aagw_store_batch_seen(b, key, &s))
                         goto bad;
         } else {
-                struct aagw_lww cur, nw;
-                bool            found;
-                char            err[256];
-
+                struct aagw_lww nw;
                 aagw_scoped_key(r->scope, r->ekey, r->ekey_len, key);
-                memset(&nw, 0, sizeof(nw));
-                nw.time_ms   = now_ms;
-                nw.tombstone = r->tombstone;
-                nw.v.hlc     = p->hlc;
-                copy_str(nw.v.origin, sizeof(nw.v.origin), p->origin);
-                nw.v.id_len = p->id_len;
-                memcpy(nw.v.id, p->id, p->id_len);
-                /* Output records of one key are in order in one partition,
-                 * and the batch may already hold an earlier one: keep the
-                 * pending map as the latest word. */
-                struct kent *pe = kmap_find(&d->pend_lww, key);
-                if (pe && pe->val)
-                        cur = *(struct aagw_lww *)pe->val, found = true;
-                else if (aagw_store_lww_lookup(d->store,
-                                               (const uint8_t(*)[16])key, 1,
-                                               &found, &cur, err,
-                                               sizeof(err))) {
-                        snprintf(errstr, errstr_size, "%s", err);
+                winner_of(r, now_ms, &nw);
+                if (fold_winner(d, key, &nw, errstr, errstr_size))
                         return -1;
-                }
-                if (!found || aagw_version_cmp(&nw.v, &cur.v) > 0) {
-                        if (aagw_store_batch_lww(b, key, &nw))
-                                goto bad;
-                        if (!(pe = kmap_put(&d->pend_lww, key)))
-                                goto bad;
-                        if (!pe->val && !(pe->val = malloc(sizeof(nw))))
-                                goto bad;
-                        memcpy(pe->val, &nw, sizeof(nw));
-                        pe->epoch = UINT64_MAX; /* dropped at the end */
-                }
                 a.ekey     = r->ekey;
                 a.ekey_len = r->ekey_len > AAGW_AUDIT_EKEY_MAX
                                  ? AAGW_AUDIT_EKEY_MAX
@@ -739,6 +766,52 @@ int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
 bad:
         snprintf(errstr, errstr_size, "out of memory or bad value");
         return -1;
+}
+
+int aagw_decider_restore(aagw_decider_t *d, const struct aagw_unify_rec *r,
+                         int64_t time_ms, char *errstr, size_t errstr_size) {
+        if (r->mode == AAGW_UNIFY_DEDUP) {
+                struct aagw_seen s;
+                seen_of(d, r, time_ms, &s);
+                if (aagw_store_batch_seen(d->fold_b, r->key, &s)) {
+                        snprintf(errstr, errstr_size,
+                                 "out of memory or bad value");
+                        return -1;
+                }
+                return 0;
+        }
+        struct aagw_lww nw;
+        winner_of(r, time_ms, &nw);
+        return fold_winner(d, r->key, &nw, errstr, errstr_size);
+}
+
+int aagw_decider_drop(aagw_decider_t *d) {
+        for (unsigned s = 0; s < EPOCHS; s++) {
+                struct epoch *ep = &d->epochs[s];
+                for (size_t i = 0; ep->seq && i < ep->nkeys; i++) {
+                        struct kmap *km = pending(d, ep->kmode[i]);
+                        struct kent *e  = kmap_find(km, ep->keys[i]);
+                        if (e && e->epoch == ep->seq)
+                                kmap_del(km, e);
+                }
+                /* A batch cannot be emptied: a new one. */
+                if (ep->seq && aagw_store_batch_size(ep->b)) {
+                        aagw_store_batch_destroy(ep->b);
+                        if (!(ep->b = aagw_store_batch_new(d->store)))
+                                return -1;
+                }
+                ep->nkeys       = 0;
+                ep->seq         = 0;
+                ep->sealed      = false;
+                ep->outstanding = 0;
+                for (size_t t = 0; t < d->nouts; t++)
+                        for (int32_t p = 0; p < d->outs[t]->nparts; p++)
+                                d->outs[t]->max[s][p] = -1;
+        }
+        d->open_slot = d->oldest = 0;
+        d->sealed    = false;
+        d->epochs[0].seq = ++d->next_seq;
+        return 0;
 }
 
 void aagw_decider_fold_out(aagw_decider_t *d, const char *topic, int32_t part,
@@ -785,4 +858,6 @@ const struct aagw_unify_state_ops aagw_decider_ops = {
     .fold        = aagw_decider_fold,
     .fold_out    = aagw_decider_fold_out,
     .fold_commit = aagw_decider_fold_commit,
+    .restore     = aagw_decider_restore,
+    .drop        = aagw_decider_drop,
 };

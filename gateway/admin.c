@@ -273,6 +273,56 @@ static json_object *sites_json(const struct gw_admin *a) {
         return arr;
 }
 
+/* Scale-out: this member, its ownership and transactions, and the
+ * source partitions it copies, per topic ("scale_out": null when off). */
+static void add_scale_out(json_object *o, const aagw_flow_t *f,
+                          const struct aagw_flow_stats *st) {
+        struct aagw_flow_part_stats *ps;
+        json_object                 *s, *owned;
+        size_t                       n;
+
+        if (!st->member) {
+                json_object_object_add(o, "scale_out", NULL);
+                return;
+        }
+        s = json_object_new_object();
+        json_object_object_add(s, "member", json_object_new_string(st->member));
+        json_object_object_add(s, "work_partitions",
+                               json_object_new_int(st->work_partitions));
+        json_object_object_add(
+            s, "rebalances", json_object_new_int64((int64_t)st->rebalances));
+        json_object_object_add(
+            s, "transactions_committed",
+            json_object_new_int64((int64_t)st->txn_committed));
+        json_object_object_add(
+            s, "transactions_aborted",
+            json_object_new_int64((int64_t)st->txn_aborted));
+        json_object_object_add(
+            s, "transactions_fenced",
+            json_object_new_int64((int64_t)st->txn_fenced));
+        owned = json_object_new_object();
+        n     = aagw_flow_partitions(f, NULL, 0);
+        ps    = calloc(n ? n : 1, sizeof(*ps));
+        if (ps) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *a;
+                        if (!ps[i].assigned)
+                                continue;
+                        if (!json_object_object_get_ex(owned, ps[i].topic,
+                                                       &a)) {
+                                a = json_object_new_array();
+                                json_object_object_add(owned, ps[i].topic, a);
+                        }
+                        json_object_array_add(
+                            a, json_object_new_int(ps[i].partition));
+                }
+                free(ps);
+        }
+        json_object_object_add(s, "owned", owned);
+        json_object_object_add(o, "scale_out", s);
+}
+
 /* Remote topics (replicator/topics.c): config and ACL sync, and the
  * copies with fewer partitions than their source, with the fix. */
 static void add_remote_topics(json_object *o, const aagw_flow_t *f,
@@ -422,6 +472,7 @@ static json_object *flow_json(const aagw_flow_t *f) {
                 free(ps);
         }
         json_object_object_add(o, "partitions_detail", a);
+        add_scale_out(o, f, &st);
         add_remote_topics(o, f, &st);
         return o;
 }
@@ -475,8 +526,124 @@ static json_object *unify_json(const aagw_unify_t *u) {
         json_object_object_add(o, "cluster_reachable",
                                json_object_new_boolean(!st.down_ms));
         U64("cluster_down_ms", st.down_ms);
+        const char *member = aagw_unify_member(u);
+        if (member) {
+                char owned[1024];
+                aagw_unify_owned(u, owned, sizeof(owned));
+                json_object *so = json_object_new_object();
+                json_object_object_add(so, "member",
+                                       json_object_new_string(member));
+                json_object_object_add(so, "owned",
+                                       json_object_new_string(owned));
+                json_object_object_add(
+                    so, "owned_partitions",
+                    json_object_new_int(st.owned_partitions));
+#define SO64(name, val)                                                        \
+        json_object_object_add(so, name, json_object_new_int64((int64_t)(val)))
+                SO64("rebalances", st.rebalances);
+                SO64("restores", st.restores);
+                SO64("restore_ms_total", st.restore_ms_total);
+                SO64("restored_records", st.restored_records);
+                SO64("transactions", st.txn_commits);
+                SO64("aborted", st.aborted);
+                SO64("fenced", st.fenced);
+#undef SO64
+                json_object_object_add(o, "scale_out", so);
+        }
 #undef U64
         return o;
+}
+
+/* The site's owner groups as last described (scale-out), heap-copied:
+ * NULL and 0 without scale-out or memory. */
+static struct aagw_group_info *groups_copy(const struct gw_admin *a,
+                                           size_t *n) {
+        struct aagw_group_info *g;
+
+        *n = 0;
+        if (!a->view.members ||
+            !(g = calloc(GW_MAX_FLOWS + 1, sizeof(*g))))
+                return NULL;
+        *n = aagw_members_get(a->view.members, g, GW_MAX_FLOWS + 1);
+        return g;
+}
+
+static json_object *members_json(const struct gw_admin *a) {
+        size_t                  n;
+        struct aagw_group_info *g = groups_copy(a, &n);
+        json_object            *o = json_object_new_object();
+        json_object            *groups = json_object_new_array();
+
+        json_object_object_add(o, "member",
+                               json_object_new_string(a->view.member));
+        for (size_t i = 0; i < n; i++) {
+                json_object *go = json_object_new_object();
+                json_object *ms = json_object_new_array();
+
+                json_object_object_add(go, "stage",
+                                       json_object_new_string(g[i].stage));
+                json_object_object_add(go, "group",
+                                       json_object_new_string(g[i].group));
+                json_object_object_add(go, "state",
+                                       json_object_new_string(g[i].state));
+                if (g[i].error[0])
+                        json_object_object_add(
+                            go, "error", json_object_new_string(g[i].error));
+                json_object_object_add(go, "described_at_ms",
+                                       json_object_new_int64(g[i].at_ms));
+                for (size_t k = 0; k < g[i].n; k++) {
+                        const struct aagw_member_info *m = &g[i].m[k];
+                        json_object *mo = json_object_new_object();
+                        json_object *ps = json_object_new_array();
+
+                        json_object_object_add(
+                            mo, "member", json_object_new_string(m->member));
+                        json_object_object_add(mo, "host",
+                                               json_object_new_string(m->host));
+                        json_object_object_add(
+                            mo, "self",
+                            json_object_new_boolean(
+                                !strcmp(m->member, a->view.member)));
+                        for (int32_t p = 0; p < m->nparts; p++)
+                                json_object_array_add(
+                                    ps, json_object_new_int(m->parts[p]));
+                        json_object_object_add(mo, "work_partitions", ps);
+                        json_object_array_add(ms, mo);
+                }
+                json_object_object_add(go, "members", ms);
+                json_object_array_add(groups, go);
+        }
+        json_object_object_add(o, "groups", groups);
+        free(g);
+        return o;
+}
+
+/* The same as sectioned text: a line per member of each group. */
+static void members_text(const struct gw_admin *a, struct sbuf *b) {
+        size_t                  n;
+        struct aagw_group_info *g = groups_copy(a, &n);
+
+        gw_sb_printf(b, "\n# Scale-out\nmember:%s\n", a->view.member);
+        for (size_t i = 0; i < n; i++) {
+                gw_sb_printf(b, "group:%s %s state:%s members:%zu%s%s\n",
+                             g[i].stage, g[i].group, g[i].state, g[i].n,
+                             g[i].error[0] ? " error:" : "", g[i].error);
+                for (size_t k = 0; k < g[i].n; k++) {
+                        const struct aagw_member_info *m = &g[i].m[k];
+
+                        gw_sb_printf(b, "  member:%s%s host:%s work_partitions:",
+                                     m->member,
+                                     strcmp(m->member, a->view.member)
+                                         ? ""
+                                         : " (this process)",
+                                     m->host);
+                        for (int32_t p = 0; p < m->nparts; p++)
+                                gw_sb_printf(b, "%s%d", p ? "," : "",
+                                             (int)m->parts[p]);
+                        gw_sb_printf(b, "%s\n", m->nparts ? "" : "none");
+                }
+        }
+        free(g);
 }
 
 static char *status_json(const struct gw_admin *a) {
@@ -510,6 +677,8 @@ static char *status_json(const struct gw_admin *a) {
         for (size_t i = 0; i < a->view.nunify; i++)
                 json_object_array_add(un, unify_json(a->view.unify[i]));
         json_object_object_add(o, "unify", un);
+        if (a->view.member)
+                json_object_object_add(o, "scale_out", members_json(a));
         out = strdup(json_object_to_json_string_ext(
             o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
@@ -525,6 +694,38 @@ const char *gw_lag_str(int64_t lag, char buf[24]) {
 }
 
 /* The same figures as sectioned key:value text: one section per flow. */
+/* Scale-out lines of a flow for `aagw status`: this member, its
+ * ownership, and the source partitions it copies ("owned:clicks 0,3
+ * heartbeats 0"). */
+static void scale_out_text(struct sbuf *b, const aagw_flow_t *f,
+                           const struct aagw_flow_stats *st) {
+        struct aagw_flow_part_stats *ps;
+        size_t n = aagw_flow_partitions(f, NULL, 0);
+        const char *topic = NULL;
+
+        gw_sb_printf(b,
+                     "member:%s\nwork_partitions:%d\nrebalances:%" PRIu64
+                     "\ntransactions_committed:%" PRIu64
+                     "\ntransactions_aborted:%" PRIu64
+                     "\ntransactions_fenced:%" PRIu64 "\nowned:",
+                     st->member, st->work_partitions, st->rebalances,
+                     st->txn_committed, st->txn_aborted, st->txn_fenced);
+        if ((ps = calloc(n ? n : 1, sizeof(*ps)))) {
+                n = aagw_flow_partitions(f, ps, n);
+                for (size_t i = 0; i < n; i++) {
+                        if (!ps[i].assigned)
+                                continue;
+                        bool same = topic && !strcmp(topic, ps[i].topic);
+                        gw_sb_printf(b, "%s%s%s%d", same || !topic ? "" : " ",
+                                     same ? "" : ps[i].topic,
+                                     same ? "," : " ", (int)ps[i].partition);
+                        topic = ps[i].topic;
+                }
+                free(ps);
+        }
+        gw_sb_printf(b, "%s\n", topic ? "" : "none");
+}
+
 static char *status_text(const struct gw_admin *a) {
         struct sbuf b = {0};
 
@@ -574,6 +775,8 @@ static char *status_text(const struct gw_admin *a) {
                           st.target_resets,
                           st.offset_syncs, st.checkpoints, st.heartbeats,
                           st.heartbeat_latency_ms, st.heartbeat_age_ms);
+                if (st.member)
+                        scale_out_text(&b, f, &st);
         }
         for (size_t i = 0; i < a->view.nunify; i++) {
                 const aagw_unify_t   *u = a->view.unify[i];
@@ -602,7 +805,27 @@ static char *status_text(const struct gw_admin *a) {
                           "\nlag:%s\ncluster_down_ms:%" PRId64 "\n",
                           st.recovered, st.replayed, st.commits, st.inflight,
                           gw_lag_str(st.lag, lag), st.down_ms);
+                const char *member = aagw_unify_member(u);
+                if (member) {
+                        char owned[1024];
+                        aagw_unify_owned(u, owned, sizeof(owned));
+                        gw_sb_printf(&b,
+                                  "member:%s\nowned:%s\nowned_partitions:%d"
+                                  "\nrebalances:%" PRIu64
+                                  "\nrestores:%" PRIu64
+                                  "\nrestore_ms_total:%" PRIu64
+                                  "\nrestored_records:%" PRIu64
+                                  "\ntransactions:%" PRIu64
+                                  "\naborted:%" PRIu64 "\nfenced:%" PRIu64
+                                  "\n",
+                                  member, owned, st.owned_partitions,
+                                  st.rebalances, st.restores,
+                                  st.restore_ms_total, st.restored_records,
+                                  st.txn_commits, st.aborted, st.fenced);
+                }
         }
+        if (a->view.member)
+                members_text(a, &b);
         return b.p;
 }
 

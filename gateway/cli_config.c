@@ -53,6 +53,12 @@ void gw_config_flags_usage(FILE *out) {
                 case CT_IDRULE:
                         arg = "RULE";
                         break;
+                case CT_BOOL:
+                        arg = "true|false";
+                        break;
+                case CT_NAME:
+                        arg = "NAME";
+                        break;
                 case CT_STR:
                         arg = "DIR";
                         break;

@@ -1232,6 +1232,13 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                        "replication.flows");
         }
 
+        if (aagw_config_bool(cfg, "scale_out.enabled") &&
+            !aagw_config_str(cfg, "gateway.site") &&
+            (v = gw_cfg_val_find(cfg, "scale_out.enabled")))
+                err_at(cfg, &v->srcs[0], "scale_out.enabled",
+                       "the processes of a scale-out share one site's work: "
+                       "set gateway.site (--site) as well");
+
         /* Per-flow topic lists name flows between configured clusters,
          * and one of replication.flows when those are explicit (a list
          * for a flow that never runs is a mistake, not a no-op). */

@@ -45,6 +45,38 @@ const struct cfg_key aagw_config_keys[] = {
      "Bearer token required by the admin endpoint (at least 16 "
      "characters)."},
 
+    /* -------------------------------------------------------- scale_out */
+    {"scale_out.enabled", CT_BOOL, "false", NOLIMIT, NULL, "--scale-out", 0,
+     "Share this site's work with the other processes started with the "
+     "same gateway.id and gateway.site (docs/deployment.md): consumer "
+     "groups on Kafka divide the flows' source partitions and the unify "
+     "stage's partitions, and every write is in a transaction the group "
+     "fences. Needs gateway.site and clusters that enforce transactions "
+     "(Apache Kafka; not the embedded mock)."},
+    {"scale_out.member", CT_NAME, NULL, 1, 128, NULL, "--member", 0,
+     "This process's name among the site's processes: part of its "
+     "transactional ids, shown in /status. Two running processes must not "
+     "share it. Unset: the host name and a hash of the state directory's "
+     "path."},
+    {"scale_out.work_partitions", CT_INT, "12", 1, 1000, NULL, NULL, 0,
+     "Partitions of each work topic (aagw.<id>.<site>.unify.work, "
+     "aagw.<id>.<source>-<target>.work): the most processes that can share "
+     "one stage's work. Fixed once the topics exist."},
+    {"scale_out.session_timeout", CT_DURATION, "10s", 1000, 300000, NULL,
+     NULL, 0,
+     "How long a process may be silent before the others take its "
+     "partitions over (session.timeout.ms of the owner groups; the "
+     "brokers' group.min/max.session.timeout.ms bound it)."},
+    {"scale_out.transaction_timeout", CT_DURATION, "10s", 1000, 900000, NULL,
+     NULL, 0,
+     "transaction.timeout.ms of the processes' transactions: how long an "
+     "open transaction of a process that died holds read_committed readers "
+     "of its partitions back before the broker aborts it."},
+    {"scale_out.commit_interval", CT_DURATION, "200ms", 10, 60000, NULL,
+     NULL, 0,
+     "How often a process commits its open transaction: the latency a "
+     "read_committed reader of the unified topics and copies sees."},
+
     /* --------------------------------------------------------- clusters */
     {"clusters.*.bootstrap_servers", CT_STR, NULL, 1, 4096, NULL,
      "--cluster", CF_REQUIRED,

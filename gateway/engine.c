@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "aagw_dedup.h"
 #include "aagw_replicator.h"
@@ -32,6 +33,9 @@ struct engine {
         char                admin_file[4096]; /* "" when not written */
         bool                paused[GW_MAX_FLOWS]; /* through the endpoint */
         char                pause_file[4200];
+        struct aagw_scale_out scale; /* scale_out.*, for every stage */
+        char                  member[160];
+        aagw_members_t       *members; /* the owner groups, for /status */
         /* Test hook: AAGW_TEST_POS_SAVE_FAIL (see pos_save()); NULL
          * unless set. */
         const char         *pos_save_fail;
@@ -108,6 +112,8 @@ static void engine_free(struct engine *e) {
         /* The endpoint reads the flows: it goes first. */
         gw_admin_stop(e->admin);
         e->admin = NULL;
+        aagw_members_destroy(e->members);
+        e->members = NULL;
         if (e->admin_file[0])
                 unlink(e->admin_file);
         for (size_t i = 0; i < e->nflows; i++)
@@ -187,6 +193,7 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.mm2.truncation_fail = !strcmp(
             aagw_config_str(cfg, "replication.on_truncation"), "fail");
         fc.mm2.takeover = aagw_config_bool(cfg, "mm2.takeover");
+        fc.scale_out = &e->scale;
         fc.topics.replication_factor =
             (int)aagw_config_int(cfg, "replication.factor");
         fc.topics.sync_configs =
@@ -302,6 +309,7 @@ static int add_unify(struct engine *e, const char *site, char *err,
         uc.opaque       = e;
         uc.state        = &aagw_decider_ops;
         uc.state_opaque = d;
+        uc.scale_out    = &e->scale;
         aagw_unify_t *u = aagw_unify_new(&uc, err, errsize);
         if (!u) {
                 aagw_decider_destroy(d);
@@ -310,6 +318,120 @@ static int add_unify(struct engine *e, const char *site, char *err,
         e->deciders[e->nunify] = d;
         e->unify[e->nunify++]  = u;
         return aagw_unify_start(u, err, errsize);
+}
+
+/* scale_out.*: the member name (by default the host name and a hash of
+ * the state directory, so two processes on one host differ), and whether
+ * the site's cluster fences the way scale-out needs (not the mock). */
+static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
+                           char *err, size_t errsize) {
+        const aagw_config_t *cfg  = e->cfg;
+        const char          *site = aagw_config_str(cfg, "gateway.site");
+        const char          *name = aagw_config_str(cfg, "scale_out.member");
+        const char *const   *props;
+        size_t               nprops;
+        char                 key[256], why[700], host[128] = "aagw";
+        int                  rc;
+
+        memset(&e->scale, 0, sizeof(e->scale));
+        if (!aagw_config_bool(cfg, "scale_out.enabled"))
+                return 0;
+        if (name) {
+                snprintf(e->member, sizeof(e->member), "%s", name);
+        } else {
+                const char *path = aagw_statedir_path(sd);
+                char       *real = realpath(path, NULL);
+                const char *p    = real ? real : path;
+
+                if (gethostname(host, sizeof(host)) || !*host)
+                        snprintf(host, sizeof(host), "aagw");
+                host[strcspn(host, ".")] = '\0';
+                snprintf(e->member, sizeof(e->member), "%s-%08x", host,
+                         (unsigned)XXH32(p, strlen(p), 0));
+                free(real);
+        }
+        e->scale.enabled         = true;
+        e->scale.member          = e->member;
+        e->scale.work_partitions =
+            (int32_t)aagw_config_int(cfg, "scale_out.work_partitions");
+        e->scale.session_timeout_ms =
+            (int)aagw_config_duration_ms(cfg, "scale_out.session_timeout");
+        e->scale.txn_timeout_ms = (int)aagw_config_duration_ms(
+            cfg, "scale_out.transaction_timeout");
+        e->scale.commit_interval_ms =
+            (int)aagw_config_duration_ms(cfg, "scale_out.commit_interval");
+
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
+        nprops = aagw_config_cluster_props(cfg, site, &props);
+        rc     = aagw_scale_out_check(aagw_config_str(cfg, key), props, nprops,
+                                      aagw_config_str(cfg, "gateway.id"), site,
+                                      why, sizeof(why));
+        if (rc == 1) {
+                aagw_log(AAGW_LOG_INFO, "RUN",
+                         "scale-out: member %s of site %s (gateway %s); "
+                         "cluster %s enforces transactions",
+                         e->member, site, aagw_config_str(cfg, "gateway.id"),
+                         site);
+                return 0;
+        }
+        if (rc == 0)
+                snprintf(err, errsize,
+                         "scale_out.enabled: cluster %s cannot fence a "
+                         "stalled process (%s); scale-out needs Apache Kafka "
+                         "with transactions. Run one process for the site "
+                         "without scale_out instead",
+                         site, why);
+        else
+                snprintf(err, errsize,
+                         "scale_out.enabled: cannot check cluster %s's "
+                         "transactions: %s",
+                         site, why);
+        return -1;
+}
+
+/* The view of the site's owner groups for /status and /metrics: the
+ * unify stage's and every inbound flow's (their names are the stages'
+ * own, replicator/unify.c and flow.c). */
+static int members_start(struct engine *e, const struct gw_plan *plan,
+                         char *err, size_t errsize) {
+        const aagw_config_t     *cfg  = e->cfg;
+        const char              *gw   = aagw_config_str(cfg, "gateway.id");
+        const char              *site = aagw_config_str(cfg, "gateway.site");
+        char                     names[GW_MAX_FLOWS + 1][300];
+        char                     stages[GW_MAX_FLOWS + 1][160];
+        const char              *np[GW_MAX_FLOWS + 1], *sp[GW_MAX_FLOWS + 1];
+        char                     key[256];
+        struct aagw_members_conf mc = {0};
+
+        for (size_t i = 0; i < plan->nflows && mc.n < GW_MAX_FLOWS; i++) {
+                if (strcmp(plan->flows[i].dst, site))
+                        continue;
+                snprintf(names[mc.n], sizeof(names[mc.n]), "aagw.%s.%s-%s.owners",
+                         gw, plan->flows[i].src, site);
+                snprintf(stages[mc.n], sizeof(stages[mc.n]), "%s->%s",
+                         plan->flows[i].src, site);
+                mc.n++;
+        }
+        if (e->nunify) {
+                snprintf(names[mc.n], sizeof(names[mc.n]), "aagw.%s.%s.unify",
+                         gw, site);
+                snprintf(stages[mc.n], sizeof(stages[mc.n]), "unify@%s", site);
+                mc.n++;
+        }
+        if (!mc.n)
+                return 0;
+        for (size_t i = 0; i < mc.n; i++) {
+                np[i] = names[i];
+                sp[i] = stages[i];
+        }
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
+        mc.bootstraps  = aagw_config_str(cfg, key);
+        mc.prop_cnt    = aagw_config_cluster_props(cfg, site, &mc.props);
+        mc.groups      = np;
+        mc.stages      = sp;
+        mc.interval_ms = 5000;
+        e->members     = aagw_members_new(&mc, err, errsize);
+        return e->members ? 0 : -1;
 }
 
 /* Start the admin endpoint and publish its address in the state dir
@@ -327,6 +449,8 @@ static int admin_start(struct engine *e, struct aagw_statedir *sd, int fd,
             .nunify     = e->nunify,
             .paused     = e->paused,
             .pause_file = e->pause_file,
+            .member     = e->scale.enabled ? e->member : NULL,
+            .members    = e->members,
         };
         char  tmp[4200];
         FILE *f;
@@ -504,6 +628,11 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
+        if (scale_out_setup(&e, sd, err, sizeof(err)) == -1) {
+                gw_errorf("%s", err);
+                rc = EXIT_USAGE;
+                goto out;
+        }
         for (size_t i = 0; i < plan->nflows; i++) {
                 if (add_flow(&e, plan->flows[i].src, plan->flows[i].dst, err,
                              sizeof(err)) == -1) {
@@ -525,6 +654,10 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                                 goto out;
                         }
                 }
+        }
+        if (e.scale.enabled && members_start(&e, plan, err, sizeof(err))) {
+                gw_errorf("scale-out members view: %s", err);
+                goto out;
         }
         if (admin_fd != -1) {
                 int fd   = admin_fd;

@@ -177,6 +177,11 @@ struct gw_admin_view {
          * keeps them across restarts (NULL: not kept). */
         bool         *paused;
         const char   *pause_file;
+        /* Scale-out: this process's member name and the owner groups of
+         * the site as their coordinators describe them (NULL: one
+         * process serves the site). */
+        const char     *member;
+        aagw_members_t *members;
 };
 
 /* Bind and listen on 'listen' (HOST:PORT, port 0 picks one) for the

@@ -147,6 +147,34 @@ char *gw_metrics(const struct gw_admin_view *view) {
               "yet); liveness of the direction.",
               "%" PRId64, st[i].heartbeat_age_ms);
 
+        /* Scale-out: labelled with this process's member name too. */
+#define SCALE(kind, metric, help, fmt, val)                                    \
+        gw_sb_printf(&b, "# HELP " metric " " help "\n# TYPE " metric " " kind \
+                      "\n");                                                   \
+        FLOWS if (st[i].member) gw_sb_printf(                                  \
+            &b, metric "{flow=\"%s\",member=\"%s\"} " fmt "\n", NAME,         \
+            st[i].member, val)
+        SCALE("counter", "aagw_scale_rebalances_total",
+              "Assignments of the flow's owners' group to this member.",
+              "%" PRIu64, st[i].rebalances);
+        SCALE("counter", "aagw_scale_transactions_committed_total",
+              "Transactions of copies committed.", "%" PRIu64,
+              st[i].txn_committed);
+        SCALE("counter", "aagw_scale_transactions_aborted_total",
+              "Transactions aborted (their copies done again).", "%" PRIu64,
+              st[i].txn_aborted);
+        SCALE("counter", "aagw_scale_transactions_fenced_total",
+              "Transactions refused because the owners' group had moved on "
+              "without this member (its copies stay invisible).",
+              "%" PRIu64, st[i].txn_fenced);
+        SCALE("gauge", "aagw_scale_work_partitions",
+              "Work partitions this member owns.", "%d",
+              st[i].work_partitions);
+        SCALE("gauge", "aagw_scale_source_partitions",
+              "Source partitions this member copies.", "%d",
+              st[i].partitions);
+#undef SCALE
+
         gw_sb_printf(&b, "# HELP aagw_topic_partitions_missing Partitions a "
                          "remote topic lacks (its source has more), per "
                          "topic; absent when none.\n"
@@ -284,6 +312,37 @@ char *gw_metrics(const struct gw_admin_view *view) {
                  "Input partitions sought back to their assigned offset "
                  "because the first record after an assignment came later.",
                  start_refetches);
+        UCOUNTER("aagw_unify_rebalances_total",
+                 "Scale-out: assignments of the unify owners' group this "
+                 "process received.",
+                 rebalances);
+        UCOUNTER("aagw_unify_restores_total",
+                 "Scale-out: changelog partitions restored after gaining "
+                 "their output partitions.",
+                 restores);
+        UCOUNTER("aagw_unify_restore_ms_total",
+                 "Scale-out: milliseconds spent restoring changelogs.",
+                 restore_ms_total);
+        UCOUNTER("aagw_unify_restored_records_total",
+                 "Scale-out: changelog records read by restores.",
+                 restored_records);
+        UCOUNTER("aagw_unify_transactions_total",
+                 "Scale-out: transactions committed (output, changelog "
+                 "and the owners' fence together).",
+                 txn_commits);
+        UCOUNTER("aagw_unify_aborted_total",
+                 "Scale-out: transactions aborted and redone from the last "
+                 "committed positions.",
+                 aborted);
+        UCOUNTER("aagw_unify_fenced_total",
+                 "Scale-out: transactions the group coordinator refused "
+                 "because the group had moved on without this process (a "
+                 "stalled process come back); nothing of them is visible.",
+                 fenced);
+        UGAUGE("aagw_unify_owned_partitions",
+               "Scale-out: output partitions of unified topics this "
+               "process owns.",
+               "%d", us[i].owned_partitions);
         UGAUGE("aagw_unify_inflight_records",
                "Records written to unified topics and not yet acknowledged.",
                "%" PRId64, us[i].inflight);
@@ -301,5 +360,40 @@ char *gw_metrics(const struct gw_admin_view *view) {
 #undef UGAUGE
 #undef SERIES
         free(us);
+
+        /* Scale-out: the owner groups as last described.  HELP and TYPE
+         * always, samples only when this process is a member. */
+        struct aagw_group_info *g =
+            view->members ? calloc(GW_MAX_FLOWS + 1, sizeof(*g)) : NULL;
+        size_t ng = g ? aagw_members_get(view->members, g, GW_MAX_FLOWS + 1)
+                      : 0;
+        gw_sb_printf(&b, "# HELP aagw_scale_out_members Processes in a "
+                         "stage's owner group as its coordinator last "
+                         "described it (NaN: the description failed).\n"
+                         "# TYPE aagw_scale_out_members gauge\n");
+        for (size_t i = 0; i < ng; i++) {
+                if (g[i].error[0])
+                        gw_sb_printf(&b,
+                                     "aagw_scale_out_members{stage=\"%s\"} "
+                                     "NaN\n",
+                                     g[i].stage);
+                else
+                        gw_sb_printf(&b,
+                                     "aagw_scale_out_members{stage=\"%s\"} "
+                                     "%zu\n",
+                                     g[i].stage, g[i].n);
+        }
+        gw_sb_printf(&b, "# HELP aagw_scale_out_work_partitions Work "
+                         "partitions each member of a stage's owner group "
+                         "owns.\n"
+                         "# TYPE aagw_scale_out_work_partitions gauge\n");
+        for (size_t i = 0; i < ng; i++)
+                for (size_t k = 0; k < g[i].n; k++)
+                        gw_sb_printf(&b,
+                                     "aagw_scale_out_work_partitions{stage="
+                                     "\"%s\",member=\"%s\"} %d\n",
+                                     g[i].stage, g[i].m[k].member,
+                                     (int)g[i].m[k].nparts);
+        free(g);
         return b.p;
 }

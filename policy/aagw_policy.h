@@ -745,6 +745,9 @@ struct aagw_unify_state_ops {
                          int32_t part, int64_t next);
         int (*fold_commit)(aagw_unify_state_t *st, bool end, char *errstr,
                            size_t errstr_size);
+        int (*restore)(aagw_unify_state_t *st, const struct aagw_unify_rec *r,
+                       int64_t time_ms, char *errstr, size_t errstr_size);
+        int (*drop)(aagw_unify_state_t *st);
 };
 
 /* -------------------------------- IDS ---------------------------------- */

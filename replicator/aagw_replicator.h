@@ -421,6 +421,88 @@ void aagw_qwait_destroy(aagw_qwait_t *w);
  */
 typedef struct aagw_flow aagw_flow_t;
 
+/**
+ * Scale-out within a site (docs/deployment.md).  Processes started with
+ * the same gateway id and site share the site's work: each stage (a
+ * flow, the unify stage) joins a consumer group subscribed to its work
+ * topic on the cluster it writes to, owns what the group assigns it
+ * (replicator/owner.c) and writes in transactions that commit the work
+ * topic's offsets with the group's metadata, so the broker refuses the
+ * commit of a process the group has moved on from (KIP-447).
+ */
+struct aagw_scale_out {
+        bool        enabled;            /**< false: one process per site */
+        const char *member;             /**< unique among the site's
+                                             processes; in transactional
+                                             ids and client ids */
+        int32_t     work_partitions;    /**< of every work topic */
+        int         session_timeout_ms; /**< the owner groups' */
+        int         txn_timeout_ms;     /**< transaction.timeout.ms */
+        int         commit_interval_ms; /**< open transaction's age at
+                                             which it is committed */
+};
+
+/**
+ * @brief Whether @p bootstraps can host scale-out: create (if missing) the
+ * one-partition topic aagw.<gateway_id>.<site>.txn-check and check there
+ * that a record of an aborted transaction is hidden from read_committed
+ * readers (librdkafka's mock cluster accepts transactions without
+ * enforcing them, and fencing rests on them).  Takes a few seconds.
+ * @returns 1 (enforced), 0 (not enforced: why in @p errstr), -1 (could not
+ * tell: the reason in @p errstr).
+ */
+int aagw_scale_out_check(const char *bootstraps, const char *const *props,
+                         size_t prop_cnt, const char *gateway_id,
+                         const char *site, char *errstr, size_t errstr_size);
+
+/* --------------------------- SCALE-OUT MEMBERS --------------------------- */
+
+/** The processes sharing a site's work, as the group coordinators see
+ *  them (replicator/members.c): a thread describes the owner groups at an
+ *  interval and keeps the last answer. */
+typedef struct aagw_members aagw_members_t;
+
+#define AAGW_MEMBERS_MAX       64   /**< members shown per group */
+#define AAGW_MEMBERS_PARTS_MAX 1000 /**< = the most work partitions */
+
+struct aagw_member_info {
+        char    member[160]; /**< scale_out.member (from its client id) */
+        char    host[128];   /**< as the coordinator saw it ("/10.1.2.3") */
+        int32_t nparts;
+        int32_t parts[AAGW_MEMBERS_PARTS_MAX]; /**< work partitions, sorted */
+};
+
+struct aagw_group_info {
+        char    group[300];
+        char    stage[160]; /**< "unify@west", "east->west" */
+        char    state[32];  /**< "Stable", "PreparingRebalance", "Empty",
+                                 ... or "unknown" (see error) */
+        char    error[256]; /**< why the last description failed; "" */
+        int64_t at_ms;      /**< wall clock of the last description */
+        size_t  n;
+        struct aagw_member_info m[AAGW_MEMBERS_MAX];
+};
+
+struct aagw_members_conf {
+        const char        *bootstraps; /**< the site's cluster */
+        const char *const *props;
+        size_t             prop_cnt;
+        const char *const *groups; /**< n owner groups */
+        const char *const *stages; /**< their stages' names */
+        size_t             n;
+        int                interval_ms; /**< <= 0: 5 s */
+};
+
+/** Start describing; NULL with the reason in @p errstr. */
+aagw_members_t *aagw_members_new(const struct aagw_members_conf *c,
+                                 char *errstr, size_t errstr_size);
+/** Copy the last view of up to @p max groups (heap it: a group's view is
+ *  about 260 KiB) into @p out; thread-safe.  @returns how many. */
+size_t aagw_members_get(aagw_members_t *ms, struct aagw_group_info *out,
+                        size_t max);
+/** Stop the thread and free; NULL is a no-op. */
+void aagw_members_destroy(aagw_members_t *ms);
+
 /** A position to persist: see aagw_flow_conf.pos_save. */
 struct aagw_flow_pos {
         const char *topic;     /**< source topic */
@@ -491,6 +573,9 @@ struct aagw_flow_conf {
                 bool sync_acls;          /**< copy topic ACLs */
                 int  acls_interval_ms;   /**< <= 0: 10 min */
         } topics;
+        /** Borrowed, must outlive the flow; NULL or not enabled: this
+         *  process copies every source partition (identity lease). */
+        const struct aagw_scale_out *scale_out;
 };
 
 /**
@@ -589,6 +674,15 @@ struct aagw_flow_stats {
         /** gauges: how long the source / target cluster has not answered
          *  the flow's requests (ms), 0 while it answers */
         int64_t  source_down_ms, target_down_ms;
+        /** Scale-out (zero and NULL otherwise) */
+        const char *member;          /**< this process's member name
+                                          (borrowed, as the flow's conf) */
+        uint64_t rebalances;         /**< assignments of the owners' group
+                                          to this member */
+        uint64_t txn_committed;      /**< transactions committed */
+        uint64_t txn_aborted;        /**< aborted: their copies redone */
+        uint64_t txn_fenced;         /**< refused: the group moved on */
+        int32_t  work_partitions;    /**< gauge: work partitions owned */
 };
 
 /** Snapshot the counters (thread-safe, relaxed). */
@@ -601,6 +695,8 @@ struct aagw_flow_part_stats {
         int64_t  next;      /**< position */
         int64_t  high;      /**< source high watermark last seen */
         uint64_t records_out;
+        bool     assigned;  /**< copied by this process now (scale-out:
+                                 its work partition is owned here) */
 };
 
 /** Copy up to @p max partition figures; @returns how many there are. */
@@ -779,6 +875,9 @@ struct aagw_unify_conf {
         void *opaque;
         const struct aagw_unify_state_ops *state; /**< borrowed */
         aagw_unify_state_t                *state_opaque; /**< borrowed */
+        /** Borrowed, must outlive the stage; NULL or not enabled: this
+         *  process decides every partition. */
+        const struct aagw_scale_out *scale_out;
 };
 
 /** Counters (monotonic) and gauges of one unify stage. */
@@ -807,6 +906,17 @@ struct aagw_unify_stats {
         int64_t  down_ms;     /**< the site's cluster has not answered for
                                    this long; 0 while it answers */
         int32_t  topics, inputs;
+        /* Scale-out (all 0 without it). */
+        uint64_t rebalances;       /**< assignments received */
+        uint64_t restores;         /**< changelog partitions restored */
+        uint64_t restore_ms_total; /**< time spent restoring */
+        uint64_t restored_records; /**< changelog records read */
+        uint64_t fenced;           /**< transactions refused: the group
+                                        had moved on (a zombie) */
+        uint64_t aborted;          /**< transactions aborted and redone */
+        uint64_t txn_commits;      /**< transactions committed */
+        int32_t  owned_partitions; /**< gauge: output partitions owned,
+                                        over every unified topic */
 };
 
 /** @returns the stage (its clients made, not started), or NULL with
@@ -822,6 +932,12 @@ aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u);
 const char *aagw_unify_site(const aagw_unify_t *u);
 void aagw_unify_error(const aagw_unify_t *u, char *buf, size_t size);
 void aagw_unify_stats(const aagw_unify_t *u, struct aagw_unify_stats *st);
+/** Scale-out: this process's member name (borrowed, the stage's
+ *  lifetime), NULL when the stage decides every partition. */
+const char *aagw_unify_member(const aagw_unify_t *u);
+/** Scale-out: the output partitions owned, per unified topic
+ *  ("clicks.unified 0,3; views.unified none"), or "none". */
+void aagw_unify_owned(const aagw_unify_t *u, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

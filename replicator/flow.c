@@ -48,6 +48,12 @@
  * target (found, not written again) or not (written again).  Under the
  * prefix policy aagw is the only writer of the target partition, so the
  * result is exact; under identity the same scan skips local records.
+ *
+ * Scale-out (scale_out.enabled): several processes of one site share the
+ * flow; each copies the source partitions of the work partitions its
+ * owners' group gives it, in transactions that only the owner can
+ * commit, and reconciles a partition it gains against the target's last
+ * stable offset.  No identity lease then.  See SCALE-OUT below.
  */
 #include "replicator_int.h"
 
@@ -59,6 +65,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <xxhash.h>
 
 /* Up to a second, each bound at most 2x the one before, so that a
  * quantile read from the buckets tells 5 ms from 10, 50 from 100 and 500
@@ -133,6 +141,9 @@ struct ptrack {
         /* The first record after an assignment must be at the
          * assigned offset (replicator_start_take()). */
         struct replicator_start start;
+        /* Scale-out: 'next' and 'out_next' as of the last committed
+         * transaction; only these are stored and synced. */
+        int64_t          c_next, c_out;
 };
 
 struct ttrack {
@@ -156,6 +167,7 @@ struct ttrack {
         bool                create_warned; /* creation refused, said once */
         bool                release_retry; /* held partitions to start
                                               again (a seek failed) */
+        uint32_t            hash; /* XXH32 of the topic (work_of()) */
 };
 
 /* The msg_opaque of every produced record: which slot it fills. */
@@ -260,6 +272,33 @@ struct aagw_flow {
         _Atomic int64_t  hb_latency_ms, hb_last_ms;
         struct aagw_reach src_reach, tgt_reach; /* discovery, prober */
         aagw_prober_t    *prober; /* pings the target (admin client) */
+
+        /* Scale-out (conf.scale_out enabled; see SCALE-OUT below).  'out'
+         * writes the copies: the owner's transactional producer there,
+         * 'producer' otherwise. */
+        rd_kafka_t      *out;
+        struct owner    *owner;     /* NULL: one process copies all */
+        rd_kafka_t      *hw_probe;  /* read_uncommitted: high watermarks */
+        char             work_topic[600];
+        char             owners_group[600];
+        char             txn_id[600];
+        int32_t          work_cnt;
+        bool             txn_open;  /* a transaction is begun */
+        bool             txn_dirty; /* it took records since */
+        bool             txn_broken; /* a record of it failed */
+        int64_t          txn_ms;    /* mono ms when it was begun */
+        bool             gained, lost; /* ownership changed: to act on
+                                          after owner_poll()/_commit() */
+        int64_t          lost_ms;   /* mono ms of the last loss, 0 */
+        int64_t          txn_wait_ms; /* stable_end()'s last wait */
+        bool             need_renew;  /* the producer failed for good:
+                                         flow_main() makes a new one */
+        int              renewals;    /* within the window since ... */
+        int64_t          renew_since_ms;
+        atomic_bool      leads_mm2; /* owns work partition 0 */
+        _Atomic uint64_t rebalances, fenced_txns, aborted_txns,
+            committed_txns;
+        _Atomic int32_t  owned_work;
 };
 
 #define RELAXED memory_order_relaxed
@@ -343,9 +382,11 @@ static void ring_advance(aagw_flow_t *f, struct ptrack *pt) {
                 struct slot *sl = &pt->ring[pt->head & (pt->cap - 1)];
                 if (!sl->done)
                         break;
-                if (sl->out_off >= 0)
+                /* (Scale-out: a copy is final only once its transaction
+                 * commits; scale_commit() writes the syncs then.) */
+                if (!f->owner && sl->out_off >= 0)
                         sync_point(f, pt, sl->src_off, sl->out_off, true);
-                else if (!pt->sync_known)
+                else if (!f->owner && !pt->sync_known)
                         sync_point(f, pt, sl->src_off, pt->out_next, true);
                 pt->next = sl->src_off + 1;
                 if (sl->out_off >= 0)
@@ -433,6 +474,42 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 token_put(f, tok);
                 return;
         }
+        if (m->err && f->owner) {
+                /* Scale-out: any failed record fails its transaction
+                 * (librdkafka makes it abortable), which can take no
+                 * dead-letter copy either: scale_poll() aborts it and
+                 * copies the partitions again.  Mostly a stall past the
+                 * transaction timeout (message.timeout.ms follows it).
+                 * A record the target refuses for good would be refused
+                 * again at every try: fail closed instead. */
+                if ((too_large(m->err) ||
+                     m->err == RD_KAFKA_RESP_ERR_INVALID_RECORD) &&
+                    !atomic_load(&f->ctl.stop))
+                        flow_fail(f,
+                                  "member %s: %s [%d] offset %" PRId64
+                                  ": %s refused its copy: %s; under "
+                                  "scale-out a refused record cannot be "
+                                  "dead-lettered (its transaction fails "
+                                  "with it): raise max.message.bytes of "
+                                  "%s at %s, or run the site without "
+                                  "scale_out",
+                                  f->conf.scale_out->member, pt->tt->topic,
+                                  (int)pt->partition, sl->src_off, f->target,
+                                  rd_kafka_err2str(m->err), pt->tt->remote,
+                                  f->target);
+                else if (!f->txn_broken)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": delivery "
+                                 "to %s failed: %s; aborting the "
+                                 "transaction",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, rd_kafka_topic_name(m->rkt),
+                                 rd_kafka_err2str(m->err));
+                f->txn_broken = true;
+                ADD(f->inflight, -1);
+                token_put(f, tok);
+                return;
+        }
         if (m->err && target_gone(m->err)) {
                 /* Not about this record: the copy is not there, and
                  * dead-lettering it would move the position past it. */
@@ -513,7 +590,7 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
                          int32_t partition, const rd_kafka_message_t *m,
                          rd_kafka_headers_t *hdrs, int64_t ts, void *opaque,
                          rd_kafka_resp_err_t *errp) {
-        *errp = replicator_produce(f->producer, rkt, partition, m, hdrs, ts,
+        *errp = replicator_produce(f->out, rkt, partition, m, hdrs, ts,
                                    opaque, &f->ctl.stop, &f->now_cache);
         return *errp ? -1 : 0;
 }
@@ -561,8 +638,7 @@ static void dlq_send(aagw_flow_t *f, struct token *tok,
          * empty dead-letter topic at every site is noise. */
         if (!f->dlq_rkt) {
                 dlq_ensure(f);
-                f->dlq_rkt = rd_kafka_topic_new(f->producer, f->dlq_topic,
-                                                NULL);
+                f->dlq_rkt = rd_kafka_topic_new(f->out, f->dlq_topic, NULL);
         }
         if (!produce_retry(f, f->dlq_rkt, RD_KAFKA_PARTITION_UA,
                            with_record ? m : &none, h, ts, tok, &err))
@@ -656,6 +732,20 @@ static void produce_dlq_stub(aagw_flow_t *f, struct token *tok,
 
 /* ------------------------------------------------------------ TOPICS ---- */
 
+/* Scale-out: the work partition that source partition 'p' of 'tt'
+ * belongs to; every partition of a topic in a different one, in turn,
+ * so that one topic spreads over the processes. */
+static int32_t work_of(const aagw_flow_t *f, const struct ttrack *tt,
+                       int32_t p) {
+        return (int32_t)((tt->hash + (uint32_t)p) % (uint32_t)f->work_cnt);
+}
+
+/* Whether this process copies source partition 'p' of 'tt' (always, as
+ * the only process of its site). */
+static bool owned(const aagw_flow_t *f, const struct ttrack *tt, int32_t p) {
+        return !f->owner || owner_owned(f->owner, work_of(f, tt, p));
+}
+
 static struct ttrack *topic_find(aagw_flow_t *f, const char *topic) {
         for (size_t i = 0; i < f->ntopics; i++)
                 if (!strcmp(f->topics[i]->topic, topic))
@@ -741,7 +831,7 @@ static int target_partitions(aagw_flow_t *f, struct ttrack *tt) {
         const struct rd_kafka_metadata *md = NULL;
         int                             n  = -1;
 
-        if (rd_kafka_metadata(f->producer, 0, tt->rkt, &md, 5000))
+        if (rd_kafka_metadata(f->out, 0, tt->rkt, &md, 5000))
                 return -1;
         if (md->topic_cnt == 1 && !md->topics[0].err)
                 n = md->topics[0].partition_cnt;
@@ -809,7 +899,7 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
          * metadata, which auto-creates it (with the broker's partition
          * count) on clusters that allow that. */
         if (!tt->rkt &&
-            !(tt->rkt = rd_kafka_topic_new(f->producer, tt->remote, NULL)))
+            !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
                 return -2;
         have = target_partitions(f, tt);
         return have < 0 ? -2 : have;
@@ -892,6 +982,7 @@ static void discover(aagw_flow_t *f) {
                                 continue;
                         }
                         tt->is_hb   = mm2_is_heartbeats(mt->topic);
+                        tt->hash    = XXH32(mt->topic, strlen(mt->topic), 0);
                         /* The per-topic part of every verdict, once. */
                         aagw_skip_t tc;
                         tt->prechecked =
@@ -1202,7 +1293,65 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
         }
         /* The copies go to the leader the producer knows: the one that
          * just answered, not one from before an outage. */
-        replicator_refresh_leaders(f->producer, pt->tt->remote, 5000);
+        replicator_refresh_leaders(f->out, pt->tt->remote, 5000);
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* Scale-out: the end of the target partition of 'pt' for a new owner,
+ * its last stable offset once no transaction is open on it.  The
+ * reader (read_committed) is answered the LSO, the high-watermark probe
+ * (read_uncommitted) the high watermark.  While they differ, a
+ * transaction of the previous owner is open there: if it was committed
+ * its copies count, if it is aborted (by the coordinator after
+ * transaction.timeout.ms, for a dead owner) they do not; either way the
+ * last copy is only known once it ended.  target_end()'s waits for the
+ * log's end are not needed: a request of a dead owner held by a broker
+ * belongs to a transaction that can no longer commit.  Sets
+ * f->txn_wait_ms.  Fails the flow after RECONCILE_WAIT_MS. */
+static rd_kafka_resp_err_t stable_end(aagw_flow_t *f, struct ptrack *pt,
+                                      int64_t *lo, int64_t *hi) {
+        int64_t start = aagw_mono_ms(), deadline = start + RECONCILE_WAIT_MS;
+        int64_t hlo, hw = -1;
+        rd_kafka_resp_err_t err;
+
+        f->txn_wait_ms = 0;
+        for (;;) {
+                err = rd_kafka_query_watermark_offsets(
+                    f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
+                if (!err)
+                        err = rd_kafka_query_watermark_offsets(
+                            f->hw_probe, pt->tt->remote, pt->partition, &hlo,
+                            &hw, 5000);
+                if (!err && *hi >= hw)
+                        break;
+                if (atomic_load(&f->ctl.stop))
+                        return RD_KAFKA_RESP_ERR__DESTROY;
+                if (aagw_mono_ms() >= deadline) {
+                        flow_fail(f,
+                                  "reconciling %s [%d]: %s [%d] at %s: %s "
+                                  "after %d s; a transaction of another "
+                                  "member stays open past "
+                                  "scale_out.transaction_timeout?",
+                                  pt->tt->topic, (int)pt->partition,
+                                  pt->tt->remote, (int)pt->partition,
+                                  f->target,
+                                  err ? rd_kafka_err2str(err)
+                                      : "its last stable offset stays "
+                                        "below its high watermark",
+                                  RECONCILE_WAIT_MS / 1000);
+                        return err ? err : RD_KAFKA_RESP_ERR__TIMED_OUT;
+                }
+                if (err) {
+                        replicator_refresh_leaders(f->reader, pt->tt->remote,
+                                                   2000);
+                        replicator_refresh_leaders(f->hw_probe,
+                                                   pt->tt->remote, 2000);
+                }
+                struct timespec ts = {0, 100 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        f->txn_wait_ms = aagw_mono_ms() - start;
+        replicator_refresh_leaders(f->out, pt->tt->remote, 5000);
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -1293,7 +1442,8 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
         else
                 next = out_next = -1;
         int64_t stored = next;
-        rd_kafka_resp_err_t err = target_end(f, pt, &lo, &hi);
+        rd_kafka_resp_err_t err = f->owner ? stable_end(f, pt, &lo, &hi)
+                                           : target_end(f, pt, &lo, &hi);
         if (err) {
                 /* Not knowing what the target holds, the stored position
                  * could copy again what the previous run wrote after it:
@@ -1513,21 +1663,27 @@ static void save_positions(aagw_flow_t *f, bool force) {
                         /* The boundary sync: everything below 'next' is
                          * below 'out_next' at the target.  Written when
                          * its delta is new, e.g. after a run of skipped
-                         * records at the end of what was read. */
+                         * records at the end of what was read.
+                         * (Scale-out: scale_commit() writes it.) */
                         if (pt && pt->assigned && pt->next >= 0 &&
-                            pt->head == pt->tail)
+                            pt->head == pt->tail && !f->owner)
                                 sync_point(f, pt, pt->next, pt->out_next,
                                            false);
-                        if (!pt || pt->next < 0 ||
-                            (pt->next == pt->saved_next &&
-                             pt->out_next == pt->saved_out))
+                        if (!pt)
                                 continue;
-                        pos[n++] = (struct aagw_flow_pos){
-                            tt->topic, p, pt->next, pt->out_next};
+                        /* Scale-out: only what a transaction committed
+                         * is final. */
+                        int64_t nx = f->owner ? pt->c_next : pt->next;
+                        int64_t ox = f->owner ? pt->c_out : pt->out_next;
+                        if (nx < 0 ||
+                            (nx == pt->saved_next && ox == pt->saved_out))
+                                continue;
+                        pos[n++] = (struct aagw_flow_pos){tt->topic, p, nx,
+                                                          ox};
                         if (pt->assigned)
                                 rd_kafka_topic_partition_list_add(commit,
                                                                   tt->topic, p)
-                                    ->offset = pt->next;
+                                    ->offset = nx;
                 }
         }
         if (n && f->conf.pos_save &&
@@ -1568,7 +1724,7 @@ static void drain(aagw_flow_t *f, int timeout_ms) {
                         deadline = f->stop_at + atomic_load(&f->drain_ms);
                 if (now >= deadline)
                         break;
-                rd_kafka_poll(f->producer, 50);
+                rd_kafka_poll(f->out, 50);
                 f->now_cache = aagw_wall_ms();
         }
         if (atomic_load(&f->inflight) > 0)
@@ -1591,6 +1747,8 @@ static void part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
         pt->assigned   = true;
         pt->held       = false;
         pt->sync_known = false;
+        pt->c_next     = pt->next;
+        pt->c_out      = pt->out_next;
         atomic_store_explicit(&pt->pos_pub, pt->next, RELAXED);
         aagw_log(AAGW_LOG_DEBUG, "FLOW",
                  "%s: assigned %s [%d] from offset %" PRId64, f->name, pt->tt->topic, (int)pt->partition, offset);
@@ -1710,7 +1868,7 @@ static void assign_new(aagw_flow_t *f, struct ttrack *tt) {
              p++) {
                 struct ptrack *pt = part_get(f, tt, p);
                 int64_t        off;
-                if (!pt || pt->assigned)
+                if (!pt || pt->assigned || !owned(f, tt, p))
                         continue;
                 if (p >= tt->target_cnt) {
                         off      = RD_KAFKA_OFFSET_BEGINNING;
@@ -1721,8 +1879,21 @@ static void assign_new(aagw_flow_t *f, struct ttrack *tt) {
                         atomic_fetch_add(&f->nparts_assigned, 1);
                         rd_kafka_topic_partition_list_add(held, tt->topic, p);
                 } else {
-                        off = reconcile(f, pt);
+                        int64_t t0 = aagw_mono_ms();
+                        off        = reconcile(f, pt);
                         part_start(f, pt, off);
+                        if (f->owner)
+                                aagw_log(AAGW_LOG_INFO, "FLOW",
+                                         "%s: takeover: %s [%d] (work "
+                                         "partition %d) resumes at %s%" PRId64
+                                         "; found in %" PRId64 " ms, %" PRId64
+                                         " of them waiting for open "
+                                         "transactions",
+                                         f->name, tt->topic, (int)p,
+                                         (int)work_of(f, tt, p),
+                                         off < 0 ? "its first record " : "",
+                                         off < 0 ? (int64_t)0 : off,
+                                         aagw_mono_ms() - t0, f->txn_wait_ms);
                 }
                 rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
                     off;
@@ -1887,6 +2058,8 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                                  be re-read */
         if (m->offset < pt->read_next)
                 return false; /* already taken in (re-fetch after a seek) */
+        /* (Scale-out: flow_main() consumes only with a transaction open.) */
+        f->txn_dirty = true;
         if (pt->start.pending) {
                 struct replicator_start_ctx sc = {
                     f->consumer, "FLOW", f->name, f->batch_no,
@@ -2036,7 +2209,21 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 ADD(f->inflight, -1);
                 tok->base.src = NULL; /* the caller still owns 'm' */
                 token_put(f, tok);
-                if (target_gone(err))
+                if (f->owner && !target_gone(err) &&
+                    !atomic_load(&f->ctl.stop)) {
+                        /* Scale-out: the transaction is unusable (its
+                         * state, a fence): every partition is copied
+                         * again from what the target holds
+                         * (scale_drop()), this record with them. */
+                        if (!f->txn_broken)
+                                aagw_log(AAGW_LOG_WARN, "FLOW",
+                                         "%s: produce to %s [%d]: %s; "
+                                         "aborting the transaction",
+                                         f->name, tt->remote,
+                                         (int)m->partition,
+                                         rd_kafka_err2str(err));
+                        f->txn_broken = true;
+                } else if (target_gone(err))
                         fail_target_gone(f, pt, err);
                 else if (!atomic_load(&f->ctl.stop))
                         flow_fail(f, "produce to %s [%d]: %s", tt->remote,
@@ -2206,11 +2393,382 @@ static void lease_regained(aagw_flow_t *f) {
                         assign_new(f, f->topics[i]);
 }
 
+/* ---------------------------------------------------------- SCALE-OUT --- */
+
+/*
+ * With scale_out enabled, the processes of one site share this flow: a
+ * source partition (t, s) belongs to work partition (XXH32(t) + s) % W of
+ * the work topic aagw.<gw>.<source>-<target>.work at the TARGET, and the
+ * owners' group (owner.c) gives each work partition to one process.  The
+ * copies of the owned partitions go into transactions of the owner's
+ * producer (transactional.id aagw.<gw>.<source>-<target>.<member>), each
+ * committed with the offsets of the owned work partitions, which the
+ * group coordinator refuses from a member the group has moved on from: a
+ * zombie's copies stay aborted, invisible to read_committed readers.
+ * Positions (RocksDB, the group commit, offset-syncs) move only after a
+ * commit (c_next, c_out); an aborted or fenced transaction drops every
+ * partition, and those still owned are reconciled again against what the
+ * target holds read_committed (stable_end(), reconcile()).  No identity
+ * lease: the owners' group is the identity.
+ */
+
+/* "0,3" of a partition list ("none" if empty), for the log. */
+static void parts_str(const rd_kafka_topic_partition_list_t *l, char *buf,
+                      size_t size) {
+        size_t n = 0;
+
+        buf[0] = '\0';
+        for (int i = 0; l && i < l->cnt && n < size; i++)
+                n += (size_t)snprintf(buf + n, size - n, "%s%" PRId32,
+                                      i ? "," : "", l->elems[i].partition);
+        if (!l || !l->cnt)
+                snprintf(buf, size, "none");
+}
+
+/* owner_conf.on_gained / on_lost: called inside owner_poll() and
+ * owner_commit(); the flow acts once they returned (scale_poll()). */
+static void scale_gained(void *opaque,
+                         const rd_kafka_topic_partition_list_t *parts) {
+        aagw_flow_t *f = opaque;
+
+        (void)parts;
+        f->gained = true;
+        INC(f->rebalances);
+        atomic_store(&f->owned_work, owner_partitions(f->owner)->cnt);
+        atomic_store(&f->leads_mm2, owner_owned(f->owner, 0));
+}
+
+static void scale_lost(void *opaque,
+                       const rd_kafka_topic_partition_list_t *parts) {
+        aagw_flow_t *f = opaque;
+
+        (void)parts;
+        f->lost    = true;
+        f->lost_ms = aagw_mono_ms();
+        atomic_store(&f->owned_work, owner_partitions(f->owner)->cnt);
+        atomic_store(&f->leads_mm2, owner_owned(f->owner, 0));
+}
+
+/* Delivery reports of the owner's producer: as the flow's own. */
+static void scale_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                     void *opaque) {
+        (void)rk;
+        if (m->_private)
+                on_delivery(opaque, m->_private, m);
+}
+
+#define RENEW_MAX       3     /* new producers per window, then fail */
+#define RENEW_WINDOW_MS 60000
+
+/* The owner's producer failed for good (librdkafka's fatal error): a
+ * zombie whose open transaction the coordinator aborted and fenced
+ * (epoch bumped) while it stood still, or an abort refused as
+ * INVALID_TXN_STATE.  Nothing of its open transaction becomes visible
+ * either way; flow_main() makes a new producer (owner_renew(), the
+ * membership is kept) and the owned partitions are reconciled again.
+ * More than RENEW_MAX in a minute is another process running as this
+ * member: the flow fails. */
+static void scale_fatal(aagw_flow_t *f, const char *why) {
+        const char *member = f->conf.scale_out->member;
+        int64_t     now    = aagw_mono_ms();
+
+        f->txn_open = false;
+        if (f->need_renew)
+                return;
+        if (!f->renew_since_ms || now - f->renew_since_ms > RENEW_WINDOW_MS) {
+                f->renew_since_ms = now;
+                f->renewals       = 0;
+        }
+        if (++f->renewals > RENEW_MAX) {
+                flow_fail(f,
+                          "member %s: transactions: %s (its transactional "
+                          "producer failed for good %d times within %d s: "
+                          "does another process run as member %s?)",
+                          member, why, f->renewals, RENEW_WINDOW_MS / 1000,
+                          member);
+                return;
+        }
+        aagw_log(AAGW_LOG_WARN, "FLOW",
+                 "%s: member %s: %s; its open transaction stays invisible; "
+                 "making a new transactional producer",
+                 f->name, member, why);
+        f->need_renew = true;
+}
+
+/* Give up the open transaction (aborted: its copies are never visible)
+ * and every source partition with it, at once: a lost work partition is
+ * no longer this process's to write, and the partitions still owned
+ * resume from what the target holds, found anew (scale_gain()). */
+static void scale_drop(aagw_flow_t *f) {
+        char why[512];
+
+        f->lost = false;
+        if (f->txn_open) {
+                /* What was sent is let come back first (nothing new is
+                 * sent): librdkafka 2.0.2 aborting with records in flight
+                 * had EndTxn refused INVALID_TXN_STATE, a fatal error,
+                 * in one run in three of kafka-scale_flow. */
+                drain(f, DRAIN_MS);
+                if (owner_abort(f->owner, why, sizeof(why)) ==
+                    AAGW_OWNER_FATAL)
+                        scale_fatal(f, why);
+                f->txn_open = false;
+        }
+        f->txn_dirty = false;
+        /* The purged records' reports, and the committed positions
+         * stored. */
+        if (unassign(f, NULL, DRAIN_MS))
+                return;
+        f->txn_broken = false;
+        f->gained     = true;
+}
+
+/* Take the owned source partitions this process does not copy yet:
+ * each reconciled against the target (assign_new() logs where each
+ * resumed and how long finding it took). */
+static void scale_gain(aagw_flow_t *f) {
+        int64_t t0 = aagw_mono_ms();
+        char    parts[1024];
+
+        f->gained = false;
+        for (size_t i = 0; i < f->ntopics && !atomic_load(&f->ctl.stop); i++)
+                if (f->topics[i]->active)
+                        assign_new(f, f->topics[i]);
+        parts_str(owner_partitions(f->owner), parts, sizeof(parts));
+        int64_t now = aagw_mono_ms();
+        aagw_log(AAGW_LOG_INFO, "FLOW",
+                 "%s: member %s owns work partitions [%s] of %s: %d source "
+                 "partitions, reconciled in %" PRId64 " ms%s",
+                 f->name, f->conf.scale_out->member, parts, f->work_topic,
+                 (int)atomic_load(&f->nparts_assigned), now - t0,
+                 f->lost_ms ? " after a rebalance" : "");
+        if (f->lost_ms)
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: rebalance took %" PRId64 " ms from losing the "
+                         "previous partitions to %s",
+                         f->name, now - f->lost_ms,
+                         atomic_load(&f->nparts_assigned)
+                             ? "copying again"
+                             : "owning none (other members copy)");
+        f->lost_ms = 0;
+        /* (A member may own no partition at all: it runs.) */
+        if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
+                atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
+}
+
+/* Commit the open transaction: its copies acknowledged first, then the
+ * offsets of every owned work partition with the group's metadata (the
+ * fence).  Only then the positions are final. */
+static void scale_commit(aagw_flow_t *f) {
+        const rd_kafka_topic_partition_list_t *own =
+            owner_partitions(f->owner);
+        char why[700];
+
+        if (!f->txn_open)
+                return;
+        drain(f, DRAIN_MS);
+        if (atomic_load(&f->inflight) > 0 || !own->cnt || f->txn_broken) {
+                INC(f->aborted_txns);
+                scale_drop(f);
+                return;
+        }
+        rd_kafka_topic_partition_list_t *offs =
+            rd_kafka_topic_partition_list_copy(own);
+        for (int i = 0; i < offs->cnt; i++)
+                offs->elems[i].offset = 0; /* any >= 0: it is the fence */
+        owner_result_t r = owner_commit(f->owner, offs, why, sizeof(why));
+        rd_kafka_topic_partition_list_destroy(offs);
+        f->txn_open = false;
+        switch (r) {
+        case AAGW_OWNER_OK:
+                INC(f->committed_txns);
+                f->txn_dirty = false;
+                for (size_t i = 0; i < f->ntopics; i++) {
+                        struct ttrack *tt = f->topics[i];
+                        for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                                struct ptrack *pt = tt->parts[p];
+                                if (!pt || !pt->assigned || pt->held)
+                                        continue;
+                                pt->c_next = pt->next;
+                                pt->c_out  = pt->out_next;
+                                if (pt->next >= 0)
+                                        sync_point(f, pt, pt->next,
+                                                   pt->out_next, false);
+                        }
+                }
+                break;
+        case AAGW_OWNER_ABORTED:
+                INC(f->aborted_txns);
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: member %s: %s; copying its partitions again "
+                         "from what %s holds",
+                         f->name, f->conf.scale_out->member, why, f->target);
+                scale_drop(f);
+                break;
+        case AAGW_OWNER_FENCED:
+                INC(f->fenced_txns);
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: member %s fenced: %s; its copies since the "
+                         "last commit stay invisible",
+                         f->name, f->conf.scale_out->member, why);
+                scale_drop(f);
+                break;
+        case AAGW_OWNER_FATAL:
+                scale_fatal(f, why);
+                break;
+        }
+}
+
+/* Serve the ownership once per round of flow_main(): rebalances, the
+ * commit when the transaction is old enough, a new transaction when
+ * there are partitions to copy.  Returns whether records may be
+ * consumed now (only into an open transaction). */
+static bool scale_poll(aagw_flow_t *f) {
+        char why[512];
+
+        if (f->need_renew)
+                return false; /* flow_main() renews the producer first */
+
+        if (owner_poll(f->owner, 0, why, sizeof(why))) {
+                flow_fail(f, "member %s: owners' group %s: %s",
+                          f->conf.scale_out->member, f->owners_group, why);
+                return false;
+        }
+        if (f->txn_broken) {
+                INC(f->aborted_txns);
+                f->lost = true;
+        }
+        if (f->lost)
+                scale_drop(f);
+        if (f->gained && !atomic_load(&f->ctl.stop))
+                scale_gain(f);
+        if (f->txn_open && f->txn_dirty &&
+            aagw_mono_ms() - f->txn_ms >= f->conf.scale_out->commit_interval_ms)
+                scale_commit(f);
+        if (f->lost)
+                scale_drop(f);
+        if (f->txn_open || atomic_load(&f->nparts_assigned) == 0 ||
+            atomic_load(&f->ctl.stop))
+                return f->txn_open;
+        owner_result_t r = owner_begin(f->owner, why, sizeof(why));
+        if (r == AAGW_OWNER_OK) {
+                f->txn_open  = true;
+                f->txn_dirty = false;
+                f->txn_ms    = aagw_mono_ms();
+                return true;
+        }
+        if (r == AAGW_OWNER_FATAL)
+                scale_fatal(f, why);
+        else
+                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: member %s: %s",
+                         f->name, f->conf.scale_out->member, why);
+        return false;
+}
+
+/* The work topic (created with scale_out.work_partitions if missing; an
+ * existing one keeps its count, which every member then uses) and the
+ * owner.  Returns 0, or -1 with the flow failed. */
+static int scale_start(aagw_flow_t *f) {
+        const struct aagw_scale_out *so = f->conf.scale_out;
+        char errstr[700];
+        int  have = owner_work_topic(f->admin, f->work_topic,
+                                     so->work_partitions, errstr,
+                                     sizeof(errstr));
+
+        if (have < 0) {
+                flow_fail(f, "member %s: the owners' work topic at %s: %s",
+                          so->member, f->target, errstr);
+                return -1;
+        }
+        if (have != so->work_partitions)
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: work topic %s has %d partitions, not "
+                         "scale_out.work_partitions %d: using %d (every "
+                         "member must use the same count)",
+                         f->name, f->work_topic, have, so->work_partitions,
+                         have);
+        f->work_cnt = have;
+        struct owner_conf oc = {
+            .bootstraps         = f->conf.target_bootstraps,
+            .props              = f->conf.target_props,
+            .prop_cnt           = f->conf.target_prop_cnt,
+            .group              = f->owners_group,
+            .topic              = f->work_topic,
+            .member             = so->member,
+            .transactional_id   = f->txn_id,
+            .session_timeout_ms = so->session_timeout_ms,
+            .txn_timeout_ms     = so->txn_timeout_ms,
+            .on_gained          = scale_gained,
+            .on_lost            = scale_lost,
+            .opaque             = f,
+            .dr_msg_cb          = scale_dr,
+            .dr_opaque          = f};
+        if (!(f->owner = owner_new(&oc, errstr, sizeof(errstr)))) {
+                flow_fail(f, "member %s: %s", so->member, errstr);
+                return -1;
+        }
+        f->out = owner_producer(f->owner);
+        return 0;
+}
+
+/* A new transactional producer after scale_fatal(): what was in flight
+ * is purged, every partition let go (the committed positions stored),
+ * the topic handles moved to the new producer, and the partitions still
+ * owned reconciled again (scale_gain()).  The caller holds no queue of
+ * the old producer.  Returns 0, or -1 (the flow failed). */
+static int scale_renew(aagw_flow_t *f) {
+        char why[512];
+
+        f->need_renew = false;
+        rd_kafka_purge(f->out,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        drain(f, DRAIN_MS);
+        if (unassign(f, NULL, DRAIN_MS))
+                return -1;
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (f->topics[i]->rkt) {
+                        rd_kafka_topic_destroy(f->topics[i]->rkt);
+                        f->topics[i]->rkt = NULL;
+                }
+        if (f->dlq_rkt) {
+                rd_kafka_topic_destroy(f->dlq_rkt);
+                f->dlq_rkt = NULL;
+        }
+        f->out = f->producer; /* no handle of the old one is left */
+        if (owner_renew(f->owner, why, sizeof(why)) != AAGW_OWNER_OK) {
+                flow_fail(f, "member %s: %s", f->conf.scale_out->member,
+                          why);
+                return -1;
+        }
+        f->out = owner_producer(f->owner);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (tt->active &&
+                    !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL))) {
+                        flow_fail(f, "%s: a topic handle: out of memory",
+                                  tt->remote);
+                        return -1;
+                }
+        }
+        f->txn_open = f->txn_dirty = f->txn_broken = false;
+        f->gained   = true;
+        return 0;
+}
+
+bool flow_leads_mm2(const aagw_flow_t *f) {
+        return !f->conf.scale_out || !f->conf.scale_out->enabled ||
+               atomic_load(&((aagw_flow_t *)f)->leads_mm2);
+}
+
 static void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
+        /* Before the first topic handle is made on its producer. */
+        if (f->conf.scale_out && f->conf.scale_out->enabled &&
+            scale_start(f))
+                return NULL;
         /* Woken by records at the consumer and by delivery reports. */
-        rd_kafka_queue_t *pq     = rd_kafka_queue_get_main(f->producer);
+        rd_kafka_queue_t *pq     = rd_kafka_queue_get_main(f->out);
         rd_kafka_queue_t *qs[2]  = {f->cq, pq};
         aagw_qwait_t     *qwait  = aagw_qwait_new(qs, 2);
 
@@ -2222,6 +2780,18 @@ static void *flow_main(void *arg) {
         discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         while (!atomic_load(&f->ctl.stop)) {
+                if (f->owner && f->need_renew) {
+                        /* The producer's queue goes with it. */
+                        aagw_qwait_destroy(qwait);
+                        rd_kafka_queue_destroy(pq);
+                        qwait = NULL;
+                        pq    = NULL;
+                        if (scale_renew(f))
+                                break;
+                        pq     = rd_kafka_queue_get_main(f->out);
+                        qs[1]  = pq;
+                        qwait  = aagw_qwait_new(qs, 2);
+                }
                 bool want_pause = atomic_load(&f->paused_req);
                 if (want_pause != f->paused)
                         set_paused(f, want_pause);
@@ -2234,7 +2804,9 @@ static void *flow_main(void *arg) {
                  * full batch would hold a record for the whole timeout
                  * under light traffic.  Under load the queue holds many
                  * records and the batches fill by themselves. */
-                ssize_t n = rd_kafka_consume_batch_queue(f->cq, 0, batch,
+                ssize_t n = 0;
+                if (!f->owner || scale_poll(f))
+                        n = rd_kafka_consume_batch_queue(f->cq, 0, batch,
                                                          (size_t)cap);
                 f->batch_no++;
                 for (ssize_t i = 0; i < n; i++) {
@@ -2249,7 +2821,9 @@ static void *flow_main(void *arg) {
                     aagw_mono_ms() - f->lease_held_ms >= LEASE_SETTLE_MS)
                         lease_regained(f);
                 f->now_cache = aagw_wall_ms();
-                rd_kafka_poll(f->producer, 0);
+                rd_kafka_poll(f->out, 0);
+                if (f->out != f->producer)
+                        rd_kafka_poll(f->producer, 0);
                 /* A short poll and an empty queue while partitions have
                  * more: librdkafka 2.0 may have parked the fetchers. */
                 int64_t now = aagw_mono_ms();
@@ -2281,11 +2855,16 @@ static void *flow_main(void *arg) {
         }
         if (qwait)
                 aagw_qwait_destroy(qwait);
-        rd_kafka_queue_destroy(pq);
+        if (pq)
+                rd_kafka_queue_destroy(pq);
         /* Stop: no more consuming; finish in-flight, store, close (a
          * static member does not leave its group: a restart with the same
          * identity takes the id back at once). */
         f->stop_at = aagw_mono_ms();
+        /* Scale-out: what was copied counts once committed; the owner
+         * leaves the group in aagw_flow_destroy(). */
+        if (f->owner && atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
+                scale_commit(f);
         drain(f, atomic_load(&f->drain_ms));
         save_positions(f, true);
         aagw_fetch_waker_destroy(f->waker);
@@ -2428,10 +3007,23 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
          * committed to, but librdkafka's consumer wants one. */
         char reader_group[600];
         snprintf(reader_group, sizeof(reader_group), "%s.reader", group);
+        bool scale = c->scale_out && c->scale_out->enabled;
+        if (scale) {
+                snprintf(f->work_topic, sizeof(f->work_topic), "%s.work",
+                         group);
+                snprintf(f->owners_group, sizeof(f->owners_group),
+                         "%s.owners", group);
+                snprintf(f->txn_id, sizeof(f->txn_id), "%s.%s", group,
+                         c->scale_out->member);
+        }
         const char *reader_extra[] = {
             "group.id", reader_group,
             "enable.auto.commit", "false",
-            "enable.partition.eof", "false",
+            /* Scale-out: the reader is read_committed (librdkafka's
+             * default) and the target's last offsets are transaction
+             * markers, which never arrive as records: the end of a scan
+             * is told by the partition's end. */
+            "enable.partition.eof", scale ? "true" : "false",
             "auto.offset.reset", "earliest",
             /* reconcile() scans one partition after the other; with the
              * default 500 ms the fetch long-poll left over from the
@@ -2439,8 +3031,9 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
              * by half a second, per partition, inside the assignment. */
             "fetch.wait.max.ms", "10",
             NULL};
+        /* Scale-out: the owners' group is the identity (no lease). */
         if (make_consumer(f, errstr, errstr_size) ||
-            make_lease(f, errstr, errstr_size))
+            (!scale && make_lease(f, errstr, errstr_size)))
                 goto fail;
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
                                   c->target_bootstraps, c->target_props,
@@ -2449,6 +3042,7 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                   errstr_size);
         if (!f->producer)
                 goto fail;
+        f->out    = f->producer; /* scale_start() replaces it */
         f->reader = make_client(f, RD_KAFKA_CONSUMER, "reader",
                                 c->target_bootstraps, c->target_props,
                                 c->target_prop_cnt, reader_extra, errstr,
@@ -2463,6 +3057,17 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                                                            probe_kv),
                                 errstr, errstr_size);
         if (!f->end_probe)
+                goto fail;
+        const char *hw_extra[] = {
+            "group.id", reader_group,
+            "enable.auto.commit", "false",
+            "isolation.level", "read_uncommitted",
+            NULL};
+        if (scale &&
+            !(f->hw_probe = make_client(f, RD_KAFKA_CONSUMER, "hw-probe",
+                                        c->target_bootstraps, c->target_props,
+                                        c->target_prop_cnt, hw_extra, errstr,
+                                        errstr_size)))
                 goto fail;
         f->meta = make_client(f, RD_KAFKA_PRODUCER, "meta",
                               c->source_bootstraps, c->source_props,
@@ -2580,10 +3185,10 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                  * topic it refers to.  Purged reports come within
                  * milliseconds; the bound is for a client that hangs. */
                 int64_t deadline = aagw_mono_ms() + 5000;
-                rd_kafka_purge(f->producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_purge(f->out, RD_KAFKA_PURGE_F_QUEUE |
+                                           RD_KAFKA_PURGE_F_INFLIGHT);
                 do
-                        rd_kafka_poll(f->producer, 10);
+                        rd_kafka_poll(f->out, 10);
                 while (atomic_load(&f->inflight) > 0 &&
                        aagw_mono_ms() < deadline);
         }
@@ -2603,6 +3208,9 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         free(f->topics);
         if (f->dlq_rkt)
                 rd_kafka_topic_destroy(f->dlq_rkt);
+        /* After the topic handles on its producer: aborts what is open
+         * and leaves the owners' group (the others take over at once). */
+        owner_destroy(f->owner);
         if (f->producer)
                 rd_kafka_destroy(f->producer);
         aagw_fetch_waker_destroy(f->waker);
@@ -2617,6 +3225,8 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                 rd_kafka_destroy(f->reader);
         if (f->end_probe)
                 rd_kafka_destroy(f->end_probe);
+        if (f->hw_probe)
+                rd_kafka_destroy(f->hw_probe);
         if (f->meta)
                 rd_kafka_destroy(f->meta);
         if (f->admin)
@@ -2705,6 +3315,14 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
                 }
         }
         pthread_mutex_unlock(&f->ctl.lock);
+        if (f->conf.scale_out && f->conf.scale_out->enabled) {
+                st->member          = f->conf.scale_out->member;
+                st->rebalances      = LOAD(f->rebalances);
+                st->txn_committed   = LOAD(f->committed_txns);
+                st->txn_aborted     = LOAD(f->aborted_txns);
+                st->txn_fenced      = LOAD(f->fenced_txns);
+                st->work_partitions = LOAD(f->owned_work);
+        }
         st->source_down_ms = aagw_reach_down_ms(&f->src_reach);
         st->target_down_ms = aagw_reach_down_ms(&f->tgt_reach);
         /* The watermarks last seen are stale: say unknown, not 0. */
@@ -2731,6 +3349,7 @@ size_t aagw_flow_partitions(const aagw_flow_t *fc,
                                 out[n].next        = LOAD(pt->pos_pub);
                                 out[n].high        = LOAD(pt->high);
                                 out[n].records_out = LOAD(pt->records_out);
+                                out[n].assigned    = pt->assigned;
                         }
                         n++;
                 }

@@ -426,14 +426,18 @@ static void *mm2_main(void *arg) {
         while (!m->stop) {
                 int64_t now = aagw_wall_ms();
                 pthread_mutex_unlock(&m->lock);
+                /* Per flow, not per partition: under scale-out one
+                 * member writes them (flow_leads_mm2()). */
+                bool lead = flow_leads_mm2(m->flow);
                 if (m->conf.heartbeat_ms > 0 && now >= next_hb) {
-                        heartbeat(m);
+                        if (lead)
+                                heartbeat(m);
                         next_hb = now + m->conf.heartbeat_ms;
                 }
                 if (m->conf.checkpoint_ms > 0 && now >= next_ck) {
                         /* The first pass after one interval: the flow has
                          * written its first syncs by then. */
-                        if (next_ck)
+                        if (next_ck && lead)
                                 checkpoints(m);
                         next_ck = aagw_wall_ms() + m->conf.checkpoint_ms;
                 }

@@ -300,6 +300,11 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
 /* Counters for aagw_flow_stats(). */
 void mm2_stats(const struct mm2 *m, struct aagw_flow_stats *st);
 
+/* Whether the flow writes the per-flow MM2 records (heartbeats,
+ * checkpoints): always as the only process of its site; under scale-out
+ * only while it owns work partition 0 (flow.c).  Thread-safe. */
+bool flow_leads_mm2(const aagw_flow_t *flow);
+
 /* Whether 'topic' is the heartbeats topic this deployment writes. */
 bool mm2_is_heartbeats(const char *topic);
 
@@ -373,5 +378,263 @@ void topics_track(struct topics *t, const char *topic, const char *remote);
 
 /* The topic_* counters for aagw_flow_stats(). */
 void topics_stats(const struct topics *t, struct aagw_flow_stats *st);
+
+/* ------------------------ WORK OWNERSHIP (owner.c) ----------------------- */
+
+/* Who owns which partition of a work topic among the processes of one
+ * site, and transactions that only the owner can commit (KIP-447).  The
+ * process joins a consumer group subscribed to the work topic: the
+ * group's assignment is the ownership.  It reads nothing through that
+ * consumer.  Its one transactional producer (transactional.id per
+ * process) adds the offsets of the owned work partitions to each
+ * transaction with the group metadata of the assignment, so the broker
+ * refuses the commit of a member the group has moved on from (a process
+ * that stalled past max.poll.interval.ms, a zombie) and its records stay
+ * aborted: invisible to read_committed readers.  Work topic and
+ * transaction must be on the same cluster.  Not thread-safe: one thread
+ * calls every function of one owner. */
+struct owner;
+
+struct owner_conf {
+        const char        *bootstraps;
+        const char *const *props; /* user properties, as
+                                     aagw_kafka_conf_apply() takes them;
+                                     borrowed, outlive the owner
+                                     (owner_renew()) */
+        size_t             prop_cnt;
+        const char        *group;  /* consumer group of the owners */
+        const char        *topic;  /* the work topic */
+        const char        *member; /* client.id "aagw-MEMBER-owner" and
+                                      "aagw-MEMBER-txn"; log name */
+        const char        *transactional_id;
+        int session_timeout_ms;   /* 0: 10 s */
+        int max_poll_interval_ms; /* 0: 30 s; >= the session timeout */
+        int txn_timeout_ms;       /* transaction.timeout.ms; 0: 10 s */
+        int init_timeout_ms;      /* init_transactions(); 0: 30 s */
+        int commit_timeout_ms;    /* owner_commit()'s retries; 0: 10 s */
+        /* Partitions of the work topic this process now owns, or owns no
+         * longer (revoked, or owner_commit() found it fenced): the caller
+         * stops writing for those before it returns.  Called from
+         * owner_poll() and owner_commit(); the list is borrowed for the
+         * call.  NULL: not told. */
+        void (*on_gained)(void *opaque,
+                          const rd_kafka_topic_partition_list_t *parts);
+        void (*on_lost)(void *opaque,
+                        const rd_kafka_topic_partition_list_t *parts);
+        /* A rebalance is about to take 'parts' (every owned partition,
+         * eager): the assignment's metadata still fences, so the caller
+         * may owner_commit() its open transaction now rather than lose
+         * it.  Not called when the group already moved on without this
+         * member (nothing it commits would be accepted).  Called from
+         * owner_poll(); on_lost follows.  NULL: not told. */
+        void (*on_revoking)(void *opaque,
+                            const rd_kafka_topic_partition_list_t *parts);
+        void *opaque;
+        /* Delivery reports of the transactional producer (NULL: none),
+         * with 'dr_opaque' as the callback's opaque: served by the
+         * caller's rd_kafka_poll() of owner_producer(), and by the flush
+         * of owner_commit(). */
+        void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                          void *opaque);
+        void *dr_opaque;
+};
+
+/* How a transaction of an owner ended (owner_begin(), owner_commit()). */
+typedef enum {
+        AAGW_OWNER_OK      = 0,
+        AAGW_OWNER_ABORTED = -1, /* aborted (an abortable producer error,
+                                    retriable errors past the deadline):
+                                    ownership stands, redo the work */
+        AAGW_OWNER_FENCED  = -2, /* aborted: the group moved on without
+                                    this member (every partition reported
+                                    lost), or the offsets named a
+                                    partition it does not own */
+        AAGW_OWNER_FATAL   = -3, /* the producer is unusable (its
+                                    transactional.id was taken by another
+                                    process, or the outcome of the
+                                    transaction is unknown): destroy the
+                                    owner */
+} owner_result_t;
+
+/* Join 'c->group', make the transactional producer and initialise its
+ * transactions (fencing an earlier producer with the same id).  The
+ * strings of 'c' are copied.  Returns the owner, owning nothing yet
+ * (owner_poll() gets the assignment), or NULL with the reason. */
+struct owner *owner_new(const struct owner_conf *c, char *errstr,
+                        size_t errstr_size);
+
+/* Serve the group membership for up to 'timeout_ms' (returns earlier
+ * once ownership changed): rebalances call on_gained / on_lost.  Must be
+ * called more often than max.poll.interval.ms, or the group gives this
+ * process's partitions away.  Returns 0, or AAGW_OWNER_FATAL with the
+ * reason (the consumer failed for good). */
+int owner_poll(struct owner *o, int timeout_ms, char *errstr,
+               size_t errstr_size);
+
+/* Whether this process owns work partition 'partition' as far as it
+ * knows (the group may have moved on since: owner_commit() tells). */
+bool owner_owned(const struct owner *o, int32_t partition);
+
+/* The owned partitions of the work topic; borrowed, valid until the next
+ * owner_poll() or owner_commit(). */
+const rd_kafka_topic_partition_list_t *owner_partitions(const struct owner *o);
+
+/* How many assignments this member was given so far (0: none yet): it
+ * goes up at every rebalance this process took part in.  librdkafka
+ * 2.0.2 does not expose the group's generation id itself (the consumer
+ * group metadata is opaque). */
+int64_t owner_assignments(const struct owner *o);
+
+/* How many records of the work topic the membership consumer fetched
+ * (and dropped) although its partitions are paused: 0 unless a fetch
+ * slipped in before a pause. */
+int64_t owner_dropped(const struct owner *o);
+
+/* Begin a transaction.  Returns AAGW_OWNER_OK, or a result with the
+ * reason ('errstr'). */
+owner_result_t owner_begin(struct owner *o, char *errstr,
+                           size_t errstr_size);
+
+/* Replace a transactional producer that failed for good (a transaction
+ * the coordinator aborted on its own, a state the broker refuses) with
+ * a new one, its transactions initialised again (fencing the old one);
+ * the group membership and what it owns stay.  The caller has no handle
+ * (topic, queue) of the old producer left and no record in flight.
+ * Returns AAGW_OWNER_OK, or AAGW_OWNER_FATAL with the reason (then no
+ * producer: destroy the owner). */
+owner_result_t owner_renew(struct owner *o, char *errstr, size_t errstr_size);
+
+/* Abort the open transaction, if any (the caller lost its partitions,
+ * or found something in it it cannot vouch for).  Returns AAGW_OWNER_OK
+ * (aborted, or none was open) or AAGW_OWNER_FATAL with the reason. */
+owner_result_t owner_abort(struct owner *o, char *errstr, size_t errstr_size);
+
+/* The transactional producer, to produce into the open transaction
+ * (records to any topic of the cluster).  Borrowed; the owner's. */
+rd_kafka_t *owner_producer(struct owner *o);
+
+/* Commit the open transaction with 'offsets' as the group's offsets of
+ * the work topic: at least one, each of an owned partition and at 0 or
+ * more (they are the fence: the coordinator refuses them from a member
+ * the group has moved on from).  Retriable errors are retried for up to
+ * commit_timeout_ms.  Returns AAGW_OWNER_OK once committed, or what
+ * happened, with the reason in 'errstr' (AAGW_OWNER_ABORTED for offsets
+ * that would not fence). */
+owner_result_t owner_commit(struct owner *o,
+                            const rd_kafka_topic_partition_list_t *offsets,
+                            char *errstr, size_t errstr_size);
+
+/* Create work topic 'topic' with 'want' partitions through 'admin' if it
+ * is missing, and wait (up to 30 s) until the cluster's metadata shows
+ * it.  Returns its partition count (another member may have made it
+ * with another count: every member must go by the topic's), or -1 with
+ * the reason. */
+int owner_work_topic(rd_kafka_t *admin, const char *topic, int want,
+                     char *errstr, size_t errstr_size);
+
+/* Abort an open transaction (if any), leave the group and free, each
+ * step bounded (a few seconds).  on_lost is not called.  NULL is a
+ * no-op. */
+void owner_destroy(struct owner *o);
+
+/* Whether the cluster at 'bootstraps' enforces transactions: a record
+ * produced to 'topic' [0] (it must exist) in a transaction that is then
+ * aborted must be invisible to a read_committed reader and visible to a
+ * read_uncommitted one.  librdkafka's mock cluster accepts transactions
+ * without enforcing them.  Returns 1 (enforced), 0 (not enforced, why in
+ * 'errstr'), or -1 (could not tell: the reason in 'errstr'). */
+int owner_txn_enforced(const char *bootstraps, const char *const *props,
+                       size_t prop_cnt, const char *topic, char *errstr,
+                       size_t errstr_size);
+
+
+/* ------------------------- UNIFY CHANGELOG (changelog.c) ------------------ */
+
+/* The scale-out unify stage's state of one output partition p, as
+ * records of its compacted changelog topic aagw.<gw>.<site>.state.<out>
+ * (partition p, written only inside the owner's transactions), so that
+ * whoever owns p next restores it.  Binary, big-endian, versioned by the
+ * first key byte (CHANGELOG_VERSION); a record of another version or kind
+ * is skipped on restore (logged), never misread:
+ *
+ *   kind  key                                   value
+ *   id    1 'i' KEY16                           HLC8 TIME8 PART4 OFF8
+ *                                               OLEN1 ORIGIN TOPIC
+ *         a dedup id (its scoped hash KEY16) delivered into p: origin,
+ *         input coordinates and hlc of the delivery, TIME when decided
+ *   win   1 'w' KEY16                           HLC8 TIME8 TOMB1 OLEN1
+ *                                               ORIGIN ID
+ *         the lww winner of entity KEY16 (scoped entity key hash) in p
+ *   pos   1 'p' PART4 TOPIC                     NEXT8
+ *         the next offset of input TOPIC [PART] for output p: every
+ *         record below it whose output partition is p is decided
+ *
+ * Compaction keeps the newest record of each key: an entity's winner, an
+ * input's position, and every id once (ids are not tombstoned when they
+ * leave unify.window: the topic grows with the ids delivered; see
+ * docs/deployment.md). */
+#define CHANGELOG_VERSION 1
+#define CHANGELOG_KEY_MAX (6 + AAGW_TOPIC_MAX)
+#define CHANGELOG_VAL_MAX (32 + AAGW_ALIAS_MAX + AAGW_ID_MAX + AAGW_TOPIC_MAX)
+
+enum changelog_kind { CHANGELOG_ID = 'i', CHANGELOG_WIN = 'w',
+                      CHANGELOG_POS = 'p' };
+
+/* One changelog record, decoded (caller storage: about 1.4 KB). */
+struct changelog_rec {
+        enum changelog_kind kind;
+        uint8_t  key[16];                 /* id, win */
+        uint64_t hlc;                     /* id, win */
+        int64_t  time_ms;                 /* id, win: when decided */
+        char     origin[AAGW_ALIAS_MAX + 1]; /* id, win */
+        char     topic[AAGW_TOPIC_MAX + 1];  /* id: input; pos: input */
+        int32_t  partition;               /* id, pos: input partition */
+        int64_t  offset;                  /* id: input offset; pos: next */
+        bool     tombstone;               /* win */
+        size_t   id_len;                  /* win */
+        char     id[AAGW_ID_MAX + 1];     /* win */
+};
+
+/* Encode 'c' into 'key' (CHANGELOG_KEY_MAX bytes) and 'val'
+ * (CHANGELOG_VAL_MAX); their lengths into 'klen', 'vlen'. */
+void changelog_encode(const struct changelog_rec *c, uint8_t *key,
+                      size_t *klen, uint8_t *val, size_t *vlen);
+
+/* Decode a record; false if it is not one of this version (or is cut
+ * short). */
+bool changelog_decode(const void *key, size_t klen, const void *val,
+                      size_t vlen, struct changelog_rec *c);
+
+/* How changelog_read() ended. */
+typedef enum {
+        CHANGELOG_DONE      = 0, /* read to the end */
+        CHANGELOG_ABANDONED = 1, /* 'fn' or 'tick' returned false, or 'stop' */
+        CHANGELOG_FAILED    = 2, /* reason in errstr */
+} changelog_end_t;
+
+/* Read 'topic' ['partition'] from its beginning to its end through
+ * 'reader' (an assign-only consumer with isolation.level read_committed
+ * and enable.partition.eof; assigned for the call), handing each decoded
+ * record to 'fn'.  The end is the high watermark when the read starts,
+ * asked of 'hw' (a client with isolation.level read_uncommitted: a
+ * read_committed one's ListOffsets answers the last stable offset);
+ * it is reached at a record there or at an end of partition at or past
+ * it.  A read_committed reader's end of partition is the last stable
+ * offset, which stays below a transaction still open (a previous owner
+ * that died mid-transaction) until the coordinator ends it
+ * (transaction.timeout.ms): the read waits for that, so nothing the
+ * previous owner may still commit is missed.  'tick' (may be NULL) is
+ * called about every 200 ms (the caller serves its group membership);
+ * false abandons.  Fails after 'idle_ms' without progress.  Counts
+ * records and bytes (key + value) into 'records', 'bytes'. */
+changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
+                               const char *topic,
+                               int32_t partition, int idle_ms,
+                               const atomic_bool *stop,
+                               bool (*fn)(void *arg,
+                                          const struct changelog_rec *c),
+                               bool (*tick)(void *arg), void *arg,
+                               int64_t *records, int64_t *bytes,
+                               char *errstr, size_t errstr_size);
 
 #endif

@@ -58,6 +58,13 @@ struct uinput {
         bool    *dirty;    /* moved since the last sealed epoch */
         struct replicator_start *start; /* the first record after an
                                            assignment must be at 'next' */
+        /* Scale-out: per (input partition i, output partition p) at
+         * [i * out_parts + p], the next offset of i to decide for p
+         * ('opos': as far as this process got; 'cpos': as far as its
+         * last committed transaction got; -1: from the beginning).  Only
+         * entries of owned p mean anything. */
+        int64_t *opos, *cpos;
+        int32_t  opos_parts; /* input partitions they have room for */
         bool     seen;     /* in the last discovery */
         bool     led;      /* every partition had a leader at a
                               discovery: assigned from then on */
@@ -74,6 +81,14 @@ struct utopic {
         int32_t               out_parts;
         int                   out_id;          /* the decider's number */
         bool                  ready;           /* output recovered */
+        /* Scale-out: the changelog topic, and whether the owned output
+         * partitions' state is restored from it. */
+        char                  state[AAGW_TOPIC_MAX + 1];
+        rd_kafka_topic_t     *state_rkt;
+        bool                  restored;
+        int64_t              *kept_hw; /* per output partition: its
+                                          changelog's end when a clean
+                                          revocation took it, -1 */
         bool                  inputs_full_logged;
         struct uinput        *in[MAX_INPUTS];
         size_t                nin;
@@ -146,6 +161,30 @@ struct aagw_unify {
         struct uinput    *last_ui;
         uint64_t          batch_no; /* consume batches taken (the start
                                        check) */
+
+        /* Scale-out (conf.scale_out enabled; owner NULL otherwise): see
+         * "SCALE-OUT" below. */
+        bool          scale;        /* scale-out: the mode, for good */
+        struct owner *owner;        /* NULL only while it is renewed */
+        rd_kafka_t   *hw_probe;     /* read_uncommitted: the high
+                                       watermark of a changelog */
+        bool          need_renew;
+        bool          kept_pending; /* so_revoking() noted kept_hw */
+        int64_t       renew_since_ms;
+        int           renewals;     /* since renew_since_ms */
+        rd_kafka_t   *out_producer; /* writes the output: the owner's
+                                       transactional producer, or
+                                       'producer' */
+        int32_t       work_parts;   /* W */
+        char          work[AAGW_TOPIC_MAX + 1];
+        bool          txn_open, txn_poisoned, need_restore;
+        int64_t       txn_started_ms, last_commit_ms, fence_seq, lost_ms;
+        int64_t       txn_records; /* records produced in the open one */
+        pthread_mutex_t owned_lock; /* 'owned' for aagw_unify_owned() */
+        char            owned[1024];
+        _Atomic uint64_t rebalances, restores, restore_ms_total,
+            restored_records, fenced, aborted, txn_commits;
+        _Atomic int32_t  owned_parts;
 };
 
 #define RELAXED memory_order_relaxed
@@ -164,6 +203,21 @@ static void copy_str(char *dst, size_t size, const char *src) {
 
 /* Fail the stage closed: it stops and reports why. */
 #define ufail(u, ...) replicator_fail(&(u)->ctl, __VA_ARGS__)
+
+/* Scale-out ("SCALE-OUT" below). */
+static bool   so_owns_any(const aagw_unify_t *u, const struct utopic *ut);
+static int    so_state_topic(aagw_unify_t *u, struct utopic *ut,
+                             const struct rd_kafka_metadata *md);
+static size_t so_filter(aagw_unify_t *u, size_t nr);
+static int    so_begin(aagw_unify_t *u);
+static void   so_refused(aagw_unify_t *u, const char *topic, int32_t p,
+                         rd_kafka_resp_err_t err);
+static int    so_decided(aagw_unify_t *u, struct item *it,
+                         const struct aagw_unify_rec *r, int64_t now);
+static int    so_commit(aagw_unify_t *u);
+static rd_kafka_t *make_client(aagw_unify_t *u, rd_kafka_type_t type,
+                               const char *role, const char *const *extra,
+                               char *errstr, size_t errstr_size);
 
 static struct token *token_get(aagw_unify_t *u) {
         return replicator_token_get(&u->tokens);
@@ -232,7 +286,7 @@ static rd_kafka_resp_err_t produce_stub(aagw_unify_t *u, struct token *tok,
                          tok->ut->out, rd_kafka_err2str(why), m->len, n);
         tok->stub = true;
         rd_kafka_resp_err_t err = rd_kafka_producev(
-            u->producer, RD_KAFKA_V_RKT(tok->ut->out_rkt),
+            u->out_producer, RD_KAFKA_V_RKT(tok->ut->out_rkt),
             RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_MSGFLAGS(0),
             RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE("", 0),
             RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0), RD_KAFKA_V_HEADERS(h),
@@ -247,7 +301,10 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         aagw_unify_t *u   = stage;
         struct token *tok = t;
 
-        if (too_large(m->err) && !tok->stub && !atomic_load(&u->ctl.stop)) {
+        /* (Not in a transaction: the broker's refusal already made it
+         * abortable, and the redo meets the same record again.) */
+        if (too_large(m->err) && !tok->stub && !u->scale &&
+            !atomic_load(&u->ctl.stop)) {
                 /* The broker refused the size: the stand-in takes the
                  * same token, still in flight (same partition; records
                  * after it may already be ahead of it). */
@@ -257,6 +314,25 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                         return;
         }
         ADD(u->inflight, -1);
+        if (u->scale && (m->err || m->offset < 0)) {
+                /* In a transaction: whatever went wrong with a record
+                 * (an implicit acknowledgement included, see below), the
+                 * transaction is aborted and redone rather than trusted
+                 * (so_commit()). */
+                if (!u->txn_poisoned &&
+                    m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+                    m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: delivery to %s [%d]: %s; the "
+                                 "transaction is aborted and redone",
+                                 u->site, tok->ut->out, (int)m->partition,
+                                 m->err ? rd_kafka_err2str(m->err)
+                                        : "acknowledged without an offset");
+                u->txn_poisoned = true;
+                u->ops->lost(u->st, tok->ep);
+                token_put(u, tok);
+                return;
+        }
         if (!m->err && m->offset < 0) {
                 /* Delivered without an offset: librdkafka acknowledged it
                  * implicitly (replicator_unsure_ack()).  Whether it is in
@@ -755,10 +831,15 @@ static void utopic_free(struct utopic *ut) {
                 free(ut->in[i]->next);
                 free(ut->in[i]->dirty);
                 free(ut->in[i]->start);
+                free(ut->in[i]->opos);
+                free(ut->in[i]->cpos);
                 free(ut->in[i]);
         }
         if (ut->out_rkt)
                 rd_kafka_topic_destroy(ut->out_rkt);
+        if (ut->state_rkt)
+                rd_kafka_topic_destroy(ut->state_rkt);
+        free(ut->kept_hw);
         aagw_id_rule_destroy(ut->ekey_rule);
         free(ut);
 }
@@ -801,6 +882,10 @@ static void reassign(aagw_unify_t *u) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready)
                         continue;
+                /* Scale-out: only a topic whose owned partitions are
+                 * restored, from the positions the restore set. */
+                if (u->scale && (!ut->restored || !so_owns_any(u, ut)))
+                        continue;
                 for (size_t i = 0; i < ut->nin; i++) {
                         struct uinput *ui = ut->in[i];
                         if (!ui->led)
@@ -809,7 +894,7 @@ static void reassign(aagw_unify_t *u) {
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 int64_t off = ui->next[p];
                                 int64_t next;
-                                if (off < 0 &&
+                                if (off < 0 && !u->scale &&
                                     u->ops->pos(u->st, false, ui->topic, p,
                                                 &next, err,
                                                 sizeof(err)) == 0 &&
@@ -959,6 +1044,22 @@ static void discover(aagw_unify_t *u) {
                 }
                 if (atomic_load(&u->ctl.stop))
                         break;
+                if (u->scale) {
+                        /* No start-up scan: with transactions, what a
+                         * previous owner wrote is committed together with
+                         * its changelog, or not visible at all. */
+                        if (so_state_topic(u, ut, md))
+                                continue;
+                        ut->out_rkt = rd_kafka_topic_new(u->out_producer,
+                                                         ut->out, NULL);
+                        replicator_refresh_leaders(u->out_producer, ut->out,
+                                                   5000);
+                        ut->ready    = true;
+                        ut->restored = false;
+                        u->need_restore = true;
+                        changed         = true;
+                        continue;
+                }
                 ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
                 /* The output's leaders for the handles that check its
                  * end and read its tail: see replicator_prime_topic(). */
@@ -1027,6 +1128,15 @@ static struct utopic *topic_of(aagw_unify_t *u, const char *topic,
         return NULL;
 }
 
+/* The output partition of a decided record: its id hash (dedup) or
+ * scoped entity key hash (lww). */
+static int32_t out_part(const struct utopic *ut,
+                        const struct aagw_unify_rec *r) {
+        uint64_t hk;
+        memcpy(&hk, r->key, 8);
+        return (int32_t)(hk % (uint64_t)ut->out_parts);
+}
+
 /* Produce an accepted record to the output.  Takes over 'it->m'. */
 static int produce(aagw_unify_t *u, struct item *it,
                    const struct aagw_unify_rec *r) {
@@ -1035,7 +1145,6 @@ static int produce(aagw_unify_t *u, struct item *it,
         struct aagw_prov_hdrs ph;
         rd_kafka_headers_t *h = NULL;
         char                in[AAGW_COORDS_MAX];
-        uint64_t            hk;
 
         /* Resolved (validated or stamped) in pass 1, unchanged since.
          * Not into it->v->hdrs: lww keeps the entity key there. */
@@ -1054,8 +1163,7 @@ static int produce(aagw_unify_t *u, struct item *it,
                 rd_kafka_header_add(h, u->in_hdr, -1, in, (ssize_t)n);
         }
 
-        memcpy(&hk, r->key, 8);
-        int32_t part = (int32_t)(hk % (uint64_t)ut->out_parts);
+        int32_t part = out_part(ut, r);
         struct token *tok = token_get(u);
         if (!tok) {
                 rd_kafka_headers_destroy(h);
@@ -1068,8 +1176,9 @@ static int produce(aagw_unify_t *u, struct item *it,
         tok->ep  = u->ops->sent(u->st);
         rd_kafka_timestamp_type_t tstype;
         int64_t             ts  = rd_kafka_message_timestamp(m, &tstype);
-        rd_kafka_resp_err_t err = replicator_produce(
-            u->producer, ut->out_rkt, part, m, h, ts, tok, &u->ctl.stop, NULL);
+        rd_kafka_resp_err_t err =
+            replicator_produce(u->out_producer, ut->out_rkt, part, m, h, ts,
+                               tok, &u->ctl.stop, NULL);
         /* Over the producer's message.max.bytes with our headers: the
          * stand-in goes instead. */
         if (too_large(err) && !(err = produce_stub(u, tok, part, m, h, err)))
@@ -1080,12 +1189,15 @@ static int produce(aagw_unify_t *u, struct item *it,
                 /* Decided, not sent: the epoch must not commit. */
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
-                if (!atomic_load(&u->ctl.stop))
+                if (u->scale && !atomic_load(&u->ctl.stop))
+                        so_refused(u, ut->out, part, err);
+                else if (!atomic_load(&u->ctl.stop))
                         ufail(u, "produce to %s [%d]: %s", ut->out, (int)part,
                               rd_kafka_err2str(err));
                 return -1;
         }
         ADD(u->inflight, 1);
+        u->txn_records++;
         it->m = NULL; /* the token owns it now */
         return 0;
 }
@@ -1206,9 +1318,19 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 u->ops->key(u->st, r);
         }
+        /* Scale-out: only what this process owns, in a transaction. */
+        if (u->scale && u->txn_poisoned) {
+                /* Nothing goes into a transaction that must abort:
+                 * these records are read again after the redo. */
+                so_commit(u);
+                return;
+        }
+        if (u->scale && (nr = so_filter(u, nr)) && so_begin(u))
+                return;
+        int64_t now = aagw_wall_ms();
         /* Pass 2: the decisions, all at once (the decider asks the store
          * about every key no pending epoch knows, in one lookup). */
-        if (nr && u->ops->decide(u->st, u->recs, nr, aagw_wall_ms(), err,
+        if (nr && u->ops->decide(u->st, u->recs, nr, now, err,
                                  sizeof(err))) {
                 ufail(u, "%s", err);
                 return;
@@ -1252,6 +1374,8 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 INC(u->accepted);
                 INC(ut->accepted);
+                if (u->scale && so_decided(u, it, r, now))
+                        return;
                 if (produce(u, it, r)) {
                         /* A stop while the producer's queue is full: the
                          * epoch is lost (produce()), so the drain stores
@@ -1267,8 +1391,1059 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         return;
                 }
         }
-        if (seal_epoch(u) && !atomic_load(&u->ctl.stop))
+        /* (Scale-out: the transaction's commit seals, so_commit().) */
+        if (!u->scale && seal_epoch(u) && !atomic_load(&u->ctl.stop))
                 ufail(u, "cannot open a new epoch");
+}
+
+/* ---------------------------------------------------------- SCALE-OUT --- */
+
+/*
+ * With scale_out enabled, several processes of one site share this stage
+ * (docs/deployment.md).
+ *
+ * Ownership: one owner (owner.c) per stage: group aagw.<gw>.<site>.unify
+ * over the work topic aagw.<gw>.<site>.unify.work (W partitions, made
+ * here if missing), transactional.id aagw.<gw>.<site>.unify.<member>.
+ * Output partition p of every unified topic is this process's iff it
+ * owns work partition p % W.
+ *
+ * Routing: every process reads every input partition, as the
+ * single-process stage does, and decides only the records whose output
+ * partition (id hash, scoped entity key hash: out_part()) it owns; it
+ * skips the others.  N processes read the inputs N times: the chosen
+ * trade-off against a repartition topic (one more write and read of
+ * every record, one more topic per unified topic).  Nothing is assumed
+ * about how the inputs are partitioned, and for the few processes a site
+ * runs, reading is the cheap part.
+ *
+ * Positions are per (input partition i, output partition p): struct
+ * uinput's opos/cpos.  An input partition is fetched from the smallest
+ * position over the owned p, and a record for p at offset o is decided
+ * iff p is owned and o >= opos[i][p] (so_filter()).  A p with no stored
+ * position starts at the input's beginning, as a new input does.
+ *
+ * Transactions: the output records and the changelog records of the
+ * decisions (so_decided()) go out in the owner's transaction; at least
+ * every scale_out.commit_interval (so_commit()) the positions that moved
+ * go to the changelog and the transaction commits with the offsets of
+ * every owned work partition (the fence, KIP-447).  Only then does the
+ * decider store the decisions in RocksDB (the transaction filled one
+ * epoch: seal, commit).  An aborted transaction drops them (ops->drop)
+ * and the inputs go back to the committed positions (so_redo()); a
+ * fenced one, or partitions revoked by a rebalance, the same, and what
+ * the group gives next is restored.  Before a rebalance takes the
+ * partitions, the open transaction is committed (so_revoking(): the
+ * assignment's metadata still fences then); a member the group already
+ * moved on from finds its transaction refused and aborted.
+ *
+ * Restore (so_restore()): on gaining partitions, each newly owned output
+ * partition's changelog (one it had before a clean revocation, and that
+ * nobody wrote since, is kept: so_kept()) is read from its beginning to
+ * its end
+ * (changelog_read(): read_committed, and the end waits for a transaction
+ * a dead owner left open) and folded into the decider (ops->restore:
+ * ids and winners, additive) and the positions.  The local RocksDB is a
+ * cache: decisions reach it only after their transaction committed.
+ * The machinery for exactly once without transactions (the start-up
+ * scan of the output, the replay set) is not used.
+ */
+
+#define SO_DRAIN_MS 10000
+
+static bool so_owns(const aagw_unify_t *u, int32_t p) {
+        return u->owner && owner_owned(u->owner, p % u->work_parts);
+}
+
+static bool so_owns_any(const aagw_unify_t *u, const struct utopic *ut) {
+        for (int32_t p = 0; p < ut->out_parts; p++)
+                if (so_owns(u, p))
+                        return true;
+        return false;
+}
+
+/* Room in 'ui''s position tables for all its partitions (new: -1). */
+static int opos_fit(const struct utopic *ut, struct uinput *ui) {
+        if (ui->opos_parts >= ui->nparts)
+                return 0;
+        size_t   n = (size_t)ui->nparts * (size_t)ut->out_parts;
+        int64_t *o = realloc(ui->opos, n * sizeof(*o));
+        if (!o)
+                return -1;
+        ui->opos   = o;
+        int64_t *c = realloc(ui->cpos, n * sizeof(*c));
+        if (!c)
+                return -1;
+        ui->cpos = c;
+        for (size_t k = (size_t)ui->opos_parts * (size_t)ut->out_parts; k < n;
+             k++)
+                o[k] = c[k] = -1;
+        ui->opos_parts = ui->nparts;
+        return 0;
+}
+
+/* Every input of 'ut' fetched from the smallest position of the owned
+ * output partitions (-1: the beginning). */
+static void so_positions(aagw_unify_t *u, struct utopic *ut) {
+        for (size_t k = 0; k < ut->nin; k++) {
+                struct uinput *ui = ut->in[k];
+                if (opos_fit(ut, ui)) {
+                        ufail(u, "out of memory");
+                        return;
+                }
+                for (int32_t i = 0; i < ui->nparts; i++) {
+                        int64_t lo = INT64_MAX;
+                        for (int32_t p = 0; p < ut->out_parts; p++) {
+                                int64_t v =
+                                    ui->opos[(size_t)i * ut->out_parts + p];
+                                if (so_owns(u, p) && v < lo)
+                                        lo = v;
+                        }
+                        ui->next[i]  = lo == INT64_MAX ? -1 : lo;
+                        ui->dirty[i] = false;
+                }
+        }
+}
+
+/* "clicks.unified 0,3; views.unified 1" and the count, for /status. */
+static void so_publish(aagw_unify_t *u) {
+        char    buf[sizeof(u->owned)];
+        size_t  n   = 0;
+        int32_t cnt = 0;
+
+        buf[0] = '\0';
+        for (size_t t = 0; t < u->ntopics && n < sizeof(buf); t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s ",
+                                      n ? "; " : "", ut->out);
+                bool any = false;
+                for (int32_t p = 0; p < ut->out_parts && n < sizeof(buf); p++)
+                        if (so_owns(u, p)) {
+                                n += (size_t)snprintf(buf + n,
+                                                      sizeof(buf) - n, "%s%d",
+                                                      any ? "," : "", (int)p);
+                                any = true;
+                                cnt++;
+                        }
+                if (!any && n < sizeof(buf))
+                        n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+                                              "none");
+        }
+        pthread_mutex_lock(&u->owned_lock);
+        memcpy(u->owned, buf, sizeof(buf));
+        pthread_mutex_unlock(&u->owned_lock);
+        atomic_store(&u->owned_parts, cnt);
+}
+
+/* Wait for the delivery report of every record produced (after a commit
+ * or an abort), so that none reaches an epoch the decider reused.
+ * Returns 0, or -1 (the stage fails). */
+static int so_drain(aagw_unify_t *u) {
+        int64_t deadline = aagw_mono_ms() + SO_DRAIN_MS;
+
+        while (atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline)
+                rd_kafka_poll(u->out_producer, 10);
+        if (atomic_load(&u->inflight) > 0) {
+                ufail(u, "member %s: %" PRId64 " records without a delivery "
+                         "report %d s after their transaction ended",
+                      u->conf.scale_out->member, atomic_load(&u->inflight),
+                      SO_DRAIN_MS / 1000);
+                return -1;
+        }
+        return 0;
+}
+
+/* Unassign the inputs and drop what their queue holds (records fetched
+ * from positions no longer wanted), then assign them afresh. */
+static void so_reassign(aagw_unify_t *u) {
+        rd_kafka_message_t *msgs[256];
+        ssize_t             n;
+
+        rd_kafka_assign(u->consumer, NULL);
+        while ((n = rd_kafka_consume_batch_queue(u->cq, 0, msgs, 256)) > 0)
+                for (ssize_t i = 0; i < n; i++)
+                        rd_kafka_message_destroy(msgs[i]);
+        reassign(u);
+}
+
+/* The open transaction is gone (aborted, fenced): forget its decisions
+ * and go back to the committed positions. */
+static void so_redo(aagw_unify_t *u) {
+        u->txn_open = false;
+        if (so_drain(u))
+                return;
+        u->txn_poisoned = false;
+        if (u->ops->drop(u->st)) {
+                ufail(u, "out of memory");
+                return;
+        }
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        if (opos_fit(ut, ui)) {
+                                ufail(u, "out of memory");
+                                return;
+                        }
+                        memcpy(ui->opos, ui->cpos,
+                               (size_t)ui->opos_parts * ut->out_parts *
+                                   sizeof(*ui->opos));
+                }
+                so_positions(u, ut);
+        }
+        so_reassign(u);
+}
+
+/* The owner failed for good: its producer (a transaction the
+ * coordinator aborted on its own after transaction.timeout.ms, a zombie
+ * woken after that; a transactional state the broker no longer accepts)
+ * or its consumer.  A new producer (transactions initialised again:
+ * so_renew(), from the stage's loop) is what a restart would make; the
+ * membership goes on (a consumer failed for good fails the stage).  More than SO_RENEW_MAX of them within
+ * SO_RENEW_WINDOW_MS is not a passing state: the stage fails. */
+#define SO_RENEW_MAX       3
+#define SO_RENEW_WINDOW_MS 60000
+
+static void so_fatal(aagw_unify_t *u, const char *err) {
+        const char *member = u->conf.scale_out->member;
+        int64_t     now    = aagw_mono_ms();
+
+        u->txn_open = false;
+        if (u->need_renew)
+                return;
+        if (!u->renew_since_ms || now - u->renew_since_ms > SO_RENEW_WINDOW_MS) {
+                u->renew_since_ms = now;
+                u->renewals       = 0;
+        }
+        if (++u->renewals > SO_RENEW_MAX) {
+                ufail(u, "member %s: %s (its transactional producer failed "
+                         "for good %d times within %d s: does another "
+                         "process run as member %s?)",
+                      member, err, u->renewals, SO_RENEW_WINDOW_MS / 1000,
+                      member);
+                return;
+        }
+        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                 "unify@%s: member %s: %s; making a new transactional "
+                 "producer",
+                 u->site, member, err);
+        u->need_renew = true;
+}
+
+/* What a transaction step's result means for the stage. */
+static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
+        const char *member = u->conf.scale_out->member;
+
+        switch (r) {
+        case AAGW_OWNER_OK:
+                return;
+        case AAGW_OWNER_ABORTED:
+                INC(u->aborted);
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: %s; redoing from the last "
+                         "committed positions",
+                         u->site, member, err);
+                so_redo(u);
+                return;
+        case AAGW_OWNER_FENCED:
+                INC(u->fenced);
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s fenced: %s; nothing of its "
+                         "transaction (%" PRId64 " output records) is "
+                         "visible, what the group gives it next is restored",
+                         u->site, member, err, u->txn_records);
+                so_redo(u);
+                return;
+        case AAGW_OWNER_FATAL:
+                so_fatal(u, err);
+                return;
+        }
+}
+
+static int so_begin(aagw_unify_t *u) {
+        char err[512];
+
+        if (u->txn_open)
+                return 0;
+        owner_result_t r = owner_begin(u->owner, err, sizeof(err));
+        if (r == AAGW_OWNER_OK) {
+                u->txn_open       = true;
+                u->txn_records    = 0;
+                u->txn_started_ms = aagw_mono_ms();
+                return 0;
+        }
+        so_result(u, r, err);
+        return -1;
+}
+
+/* The transactional producer refused a record: the transaction is in
+ * an abortable state (librdkafka 2.0.2 after an abort that purged
+ * records: "skipped sequence numbers ... requires epoch bump"), and only
+ * an abort gets it going again.  The next so_commit() aborts and redoes
+ * (so_poll() runs it at once). */
+static void so_refused(aagw_unify_t *u, const char *topic, int32_t p,
+                       rd_kafka_resp_err_t err) {
+        if (!u->txn_poisoned)
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: produce to %s [%d]: %s; the "
+                         "transaction is aborted and redone",
+                         u->site, u->conf.scale_out->member, topic, (int)p,
+                         rd_kafka_err2str(err));
+        u->txn_poisoned = true;
+}
+
+/* Produce one changelog record into the open transaction. */
+static int so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
+                    const struct changelog_rec *c) {
+        uint8_t             key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
+        size_t              klen, vlen;
+        rd_kafka_resp_err_t err;
+
+        changelog_encode(c, key, &klen, val, &vlen);
+        while ((err = rd_kafka_producev(
+                    u->out_producer, RD_KAFKA_V_RKT(ut->state_rkt),
+                    RD_KAFKA_V_PARTITION(p),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
+                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+               !atomic_load(&u->ctl.stop))
+                rd_kafka_poll(u->out_producer, 10);
+        if (err) {
+                if (!atomic_load(&u->ctl.stop))
+                        so_refused(u, ut->state, p, err);
+                return -1;
+        }
+        return 0;
+}
+
+/* Keep only the records whose output partition this process owns, at
+ * or past that partition's position.  Returns how many are left. */
+static size_t so_filter(aagw_unify_t *u, size_t nr) {
+        size_t kept = 0;
+
+        for (size_t k = 0; k < nr; k++) {
+                struct aagw_unify_rec *r  = &u->recs[k];
+                struct item           *it = &u->items[u->ritem[k]];
+                struct utopic         *ut = it->ut;
+                /* A rejected record has no output partition: audited by
+                 * the owner of partition 0. */
+                int32_t p = r->rejected ? 0 : out_part(ut, r);
+                if (opos_fit(ut, it->ui)) {
+                        ufail(u, "out of memory");
+                        return 0;
+                }
+                if (!ut->restored || !so_owns(u, p) ||
+                    r->offset < it->ui->opos[(size_t)r->partition *
+                                                 ut->out_parts + p]) {
+                        it->state = 1;
+                        continue;
+                }
+                if (kept != k) {
+                        u->recs[kept]  = *r;
+                        u->ritem[kept] = u->ritem[k];
+                }
+                kept++;
+        }
+        return kept;
+}
+
+/* The changelog record of an accepted decision, into the transaction. */
+static int so_decided(aagw_unify_t *u, struct item *it,
+                      const struct aagw_unify_rec *r, int64_t now) {
+        struct changelog_rec c;
+
+        c.kind    = r->mode == AAGW_UNIFY_LWW ? CHANGELOG_WIN : CHANGELOG_ID;
+        memcpy(c.key, r->key, 16);
+        c.hlc     = r->prov->hlc;
+        c.time_ms = now;
+        copy_str(c.origin, sizeof(c.origin), r->prov->origin);
+        if (c.kind == CHANGELOG_ID) {
+                copy_str(c.topic, sizeof(c.topic), r->topic);
+                c.partition = r->partition;
+                c.offset    = r->offset;
+        } else {
+                c.tombstone = r->tombstone;
+                c.id_len    = r->prov->id_len;
+                memcpy(c.id, r->prov->id, r->prov->id_len);
+                c.id[r->prov->id_len] = '\0';
+        }
+        return so_state(u, it->ut, out_part(it->ut, r), &c);
+}
+
+/* Commit the open transaction (opening one if positions moved): the
+ * positions that moved go to the changelog first.  Returns 0, or -1 if
+ * the stage failed. */
+static int so_commit(aagw_unify_t *u) {
+        struct changelog_rec c;
+        char                 err[512];
+        bool                 moved = false;
+
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        if (opos_fit(ut, ui)) {
+                                ufail(u, "out of memory");
+                                return -1;
+                        }
+                        for (int32_t i = 0; i < ui->nparts && !moved; i++)
+                                for (int32_t p = 0; p < ut->out_parts; p++) {
+                                        size_t  x = (size_t)i * ut->out_parts + p;
+                                        if (so_owns(u, p) && ui->next[i] >= 0 &&
+                                            ui->next[i] > ui->cpos[x])
+                                                moved = true;
+                                }
+                }
+        }
+        if (u->txn_poisoned) {
+                /* A record went wrong in it (on_delivery(),
+                 * so_refused()). */
+                owner_result_t r = owner_abort(u->owner, err, sizeof(err));
+                so_result(u, r == AAGW_OWNER_OK ? AAGW_OWNER_ABORTED : r,
+                          r == AAGW_OWNER_OK
+                              ? "a record of the transaction failed; "
+                                "transaction aborted"
+                              : err);
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+        }
+        if (!moved && !u->txn_open)
+                return 0;
+        if (so_begin(u))
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+        c.kind = CHANGELOG_POS;
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        copy_str(c.topic, sizeof(c.topic), ui->topic);
+                        for (int32_t i = 0; i < ui->nparts; i++)
+                                for (int32_t p = 0; p < ut->out_parts; p++) {
+                                        size_t x = (size_t)i * ut->out_parts + p;
+                                        if (!so_owns(u, p) || ui->next[i] < 0 ||
+                                            ui->next[i] <= ui->cpos[x])
+                                                continue;
+                                        if (ui->next[i] > ui->opos[x])
+                                                ui->opos[x] = ui->next[i];
+                                        c.partition = i;
+                                        c.offset    = ui->opos[x];
+                                        if (so_state(u, ut, p, &c))
+                                                return -1;
+                                }
+                }
+        }
+        if (u->txn_poisoned)
+                return so_commit(u); /* (a position refused) */
+        const rd_kafka_topic_partition_list_t *own = owner_partitions(u->owner);
+        rd_kafka_topic_partition_list_t *offs =
+            rd_kafka_topic_partition_list_new(own->cnt > 0 ? own->cnt : 1);
+        /* The offsets mean nothing but the fence: any value >= 0. */
+        u->fence_seq++;
+        for (int i = 0; i < own->cnt; i++)
+                rd_kafka_topic_partition_list_add(offs, u->work,
+                                                  own->elems[i].partition)
+                    ->offset = u->fence_seq;
+        owner_result_t r = owner_commit(u->owner, offs, err, sizeof(err));
+        rd_kafka_topic_partition_list_destroy(offs);
+        if (r != AAGW_OWNER_OK) {
+                so_result(u, r, err);
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+        }
+        u->txn_open = false;
+        INC(u->txn_commits);
+        if (so_drain(u))
+                return -1;
+        if (u->txn_poisoned) {
+                /* Acknowledged without an offset inside a committed
+                 * transaction (librdkafka's implicit acknowledgement,
+                 * tests/realkafka/README.md): whether the record is in
+                 * the output cannot be told; stop rather than guess. */
+                ufail(u, "member %s: a record of a committed transaction "
+                         "was acknowledged without an offset; restart the "
+                         "process (its partitions are restored from the "
+                         "changelog)",
+                      u->conf.scale_out->member);
+                return -1;
+        }
+        /* The transaction's one epoch: stored now. */
+        if (u->ops->seal(u->st)) {
+                int n = u->ops->commit(u->st, err, sizeof(err));
+                if (n < 0) {
+                        ufail(u, "%s", err);
+                        return -1;
+                }
+                ADD(u->commits, n);
+                if (!u->ops->open(u->st)) {
+                        ufail(u, "the decider kept an epoch of a committed "
+                                 "transaction");
+                        return -1;
+                }
+        }
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++)
+                        memcpy(ut->in[k]->cpos, ut->in[k]->opos,
+                               (size_t)ut->in[k]->opos_parts * ut->out_parts *
+                                   sizeof(int64_t));
+        }
+        return 0;
+}
+
+/* ------------------------------------------------- SCALE-OUT: RESTORE --- */
+
+/* A partition given back to the process that a clean revocation took it
+ * from need not be read again: its state here (RocksDB, the committed
+ * positions) is what it committed last, as long as nobody wrote its
+ * changelog since.  so_revoking() notes each owned changelog's end (the
+ * high watermark) right after its last commit; so_kept() compares.  Any
+ * other writer's transaction adds at least a record and its marker (two
+ * offsets, also when it was aborted); only this process's own commit
+ * marker may land after the note (the coordinator writes markers after
+ * it answered the commit): one offset.  And nothing may be open (the
+ * last stable offset, from the read_committed reader, is the end). */
+static void so_kept_clear(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++)
+                for (int32_t p = 0; u->topics[t]->kept_hw &&
+                                    p < u->topics[t]->out_parts;
+                     p++)
+                        u->topics[t]->kept_hw[p] = -1;
+}
+
+static void so_kept_note(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                if (!ut->kept_hw &&
+                    !(ut->kept_hw = malloc((size_t)ut->out_parts *
+                                           sizeof(*ut->kept_hw))))
+                        continue; /* (read again: only slower) */
+                for (int32_t p = 0; p < ut->out_parts; p++) {
+                        int64_t lo, hi;
+                        ut->kept_hw[p] = -1;
+                        if (so_owns(u, p) &&
+                            !rd_kafka_query_watermark_offsets(
+                                u->hw_probe, ut->state, p, &lo, &hi, 2000))
+                                ut->kept_hw[p] = hi;
+                }
+        }
+        u->kept_pending = true;
+}
+
+static bool so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
+        int64_t kept = ut->kept_hw ? ut->kept_hw[p] : -1, lo, hi, lso;
+
+        if (kept < 0)
+                return false;
+        ut->kept_hw[p] = -1;
+        return !rd_kafka_query_watermark_offsets(u->hw_probe, ut->state, p,
+                                                 &lo, &hi, 5000) &&
+               !rd_kafka_query_watermark_offsets(u->reader, ut->state, p,
+                                                 &lo, &lso, 5000) &&
+               lso == hi && hi >= kept && hi - kept <= 1;
+}
+
+struct so_restore_ctx {
+        aagw_unify_t  *u;
+        struct utopic *ut;
+        int32_t        p;
+        int64_t        assignments; /* owner_assignments() at the start */
+        int64_t        n;
+        size_t         unknown;     /* positions of inputs not known yet */
+        bool           failed;
+        char           err[512];
+};
+
+static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
+        struct so_restore_ctx *rc = arg;
+        aagw_unify_t          *u  = rc->u;
+        struct utopic         *ut = rc->ut;
+
+        if (c->kind == CHANGELOG_POS) {
+                struct uinput *ui = input_of(ut, c->topic);
+                if (!ui) {
+                        /* Not discovered here yet: it starts from its
+                         * beginning for this partition, and what was
+                         * decided is found seen (dedup) or not newer
+                         * (lww). */
+                        rc->unknown++;
+                        return true;
+                }
+                if (c->partition < 0)
+                        return true; /* not a partition: skipped */
+                if ((c->partition >= ui->nparts &&
+                     uinput_resize(ui, c->partition + 1)) ||
+                    opos_fit(ut, ui)) {
+                        rc->failed = true;
+                        snprintf(rc->err, sizeof(rc->err), "out of memory");
+                        return false;
+                }
+                size_t x = (size_t)c->partition * ut->out_parts + rc->p;
+                ui->opos[x] = ui->cpos[x] = c->offset;
+                return true;
+        }
+        struct aagw_prov     *pv = &u->verdicts[0].prov;
+        struct aagw_unify_rec r;
+        memset(&r, 0, sizeof(r));
+        r.mode = c->kind == CHANGELOG_WIN ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
+        memcpy(r.key, c->key, 16);
+        copy_str(pv->origin, sizeof(pv->origin), c->origin);
+        pv->hlc      = c->hlc;
+        pv->id_len   = c->id_len;
+        memcpy(pv->id, c->id, c->id_len);
+        r.prov       = pv;
+        r.topic      = c->topic;
+        r.partition  = c->partition;
+        r.offset     = c->offset;
+        r.tombstone  = c->tombstone;
+        if (u->ops->restore(u->st, &r, c->time_ms, rc->err, sizeof(rc->err)) ||
+            (!(++rc->n & 1023) &&
+             u->ops->fold_commit(u->st, false, rc->err, sizeof(rc->err)))) {
+                rc->failed = true;
+                return false;
+        }
+        return true;
+}
+
+/* Serve the group while a restore runs; false (abandon it) once the
+ * ownership changed. */
+static bool so_restore_tick(void *arg) {
+        struct so_restore_ctx *rc = arg;
+        aagw_unify_t          *u  = rc->u;
+        char                   err[512];
+
+        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                return false;
+        }
+        return !u->need_renew &&
+               owner_assignments(u->owner) == rc->assignments &&
+               so_owns(u, rc->p);
+}
+
+/* Restore every ready topic not restored yet for the owned partitions,
+ * then fetch the inputs from the positions restored.  Returns 0, or -1
+ * if the stage failed. */
+static int so_restore(aagw_unify_t *u) {
+        int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0;
+        int     parts = 0, kept = 0;
+        char    err[512], names[512], owned[sizeof(u->owned)];
+        size_t  nn = 0;
+
+        u->need_restore = false;
+        names[0]        = '\0';
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || ut->restored)
+                        continue;
+                for (int32_t p = 0; p < ut->out_parts; p++) {
+                        if (!so_owns(u, p))
+                                continue;
+                        bool keep = so_kept(u, ut, p);
+                        for (size_t k = 0; k < ut->nin; k++) {
+                                struct uinput *ui = ut->in[k];
+                                if (opos_fit(ut, ui)) {
+                                        ufail(u, "out of memory");
+                                        return -1;
+                                }
+                                for (int32_t i = 0; i < ui->nparts; i++) {
+                                        size_t x = (size_t)i * ut->out_parts + p;
+                                        ui->opos[x] = ui->cpos[x] =
+                                            keep ? ui->cpos[x] : -1;
+                                }
+                        }
+                        if (keep) {
+                                kept++;
+                                continue;
+                        }
+                        struct so_restore_ctx rc = {
+                            .u = u, .ut = ut, .p = p,
+                            .assignments = owner_assignments(u->owner)};
+                        changelog_end_t e = changelog_read(
+                            u->reader, u->hw_probe, ut->state, p,
+                            u->conf.scale_out->txn_timeout_ms + 60000,
+                            &u->ctl.stop, so_restore_rec, so_restore_tick,
+                            &rc, &records, &bytes, err, sizeof(err));
+                        if (rc.failed || e == CHANGELOG_FAILED) {
+                                ufail(u, "member %s: restoring %s [%d]: %s",
+                                      u->conf.scale_out->member, ut->state,
+                                      (int)p, rc.failed ? rc.err : err);
+                                return -1;
+                        }
+                        if (rc.unknown)
+                                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                                         "unify@%s: %s [%d]: %zu positions of "
+                                         "inputs not discovered yet; they "
+                                         "start from the beginning",
+                                         u->site, ut->state, (int)p,
+                                         rc.unknown);
+                        if (u->ops->fold_commit(u->st, true, err,
+                                                sizeof(err))) {
+                                ufail(u, "storing what %s holds: %s",
+                                      ut->state, err);
+                                return -1;
+                        }
+                        if (e == CHANGELOG_ABANDONED)
+                                /* Stopping, or the group moved on: the
+                                 * next assignment is restored afresh. */
+                                return atomic_load(&u->ctl.state) ==
+                                               AAGW_FLOW_FAILED
+                                           ? -1
+                                           : 0;
+                        parts++;
+                }
+                so_positions(u, ut);
+                ut->restored = true;
+                if (nn < sizeof(names))
+                        nn += (size_t)snprintf(names + nn, sizeof(names) - nn,
+                                               "%s%s", nn ? ", " : "",
+                                               ut->state);
+        }
+        int64_t ms = aagw_mono_ms() - t0;
+        ADD(u->restores, (uint64_t)parts);
+        ADD(u->restore_ms_total, (uint64_t)ms);
+        ADD(u->restored_records, (uint64_t)records);
+        so_publish(u);
+        pthread_mutex_lock(&u->owned_lock);
+        memcpy(owned, u->owned, sizeof(owned));
+        pthread_mutex_unlock(&u->owned_lock);
+        so_kept_clear(u);
+        if (parts)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: member %s restored %d partitions of %s: "
+                         "%" PRId64 " records, %" PRId64 " bytes in %" PRId64
+                         " ms",
+                         u->site, u->conf.scale_out->member, parts, names,
+                         records, bytes, ms);
+        if (kept)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: member %s kept %d partitions it had "
+                         "before the rebalance (their changelogs unchanged "
+                         "since it committed them): not read again",
+                         u->site, u->conf.scale_out->member, kept);
+        if (u->lost_ms) {
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: member %s: rebalance done in %" PRId64
+                         " ms; owns %s",
+                         u->site, u->conf.scale_out->member,
+                         aagw_mono_ms() - u->lost_ms,
+                         owned[0] ? owned : "none");
+                u->lost_ms = 0;
+        }
+        so_reassign(u);
+        return 0;
+}
+
+/* ------------------------------------------ SCALE-OUT: MEMBERSHIP --- */
+
+/* owner.c: partitions gained (an assignment). */
+static void so_gained(void *opaque,
+                      const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u = opaque;
+
+        INC(u->rebalances);
+        if (!u->lost_ms)
+                u->lost_ms = aagw_mono_ms();
+        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                 "unify@%s: member %s gained %d work partitions of %s: "
+                 "restoring their state",
+                 u->site, u->conf.scale_out->member, parts->cnt, u->work);
+        for (size_t t = 0; t < u->ntopics; t++)
+                u->topics[t]->restored = false;
+        u->need_restore = true;
+}
+
+/* owner.c: a rebalance is about to take every owned partition: commit
+ * what the open transaction holds while the assignment still fences (a
+ * member the group moved on from is refused: FENCED, and so_lost()
+ * runs). */
+static void so_revoking(void *opaque,
+                        const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u = opaque;
+        (void)parts;
+        if (u->txn_open && !u->need_renew)
+                so_commit(u);
+        /* Committed, and still the owner (a fenced commit lost all). */
+        if (!u->txn_open && !u->need_renew && !atomic_load(&u->ctl.stop) &&
+            owner_partitions(u->owner)->cnt)
+                so_kept_note(u);
+}
+
+/* owner.c: partitions lost (revoked, or fenced): stop writing at once. */
+static void so_lost(void *opaque,
+                    const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u       = opaque;
+        bool          open    = u->txn_open;
+        int64_t       records = u->txn_records;
+        char          err[512], what[96];
+
+        if (!u->lost_ms)
+                u->lost_ms = aagw_mono_ms();
+        /* Only a clean revocation right after so_revoking() keeps. */
+        if (!u->kept_pending)
+                so_kept_clear(u);
+        u->kept_pending = false;
+        if (u->txn_open) {
+                owner_result_t r = owner_abort(u->owner, err, sizeof(err));
+                u->txn_open      = false;
+                if (r != AAGW_OWNER_OK) {
+                        /* Its records stay aborted (the coordinator ends
+                         * the transaction); a new owner goes on. */
+                        so_fatal(u, err);
+                        rd_kafka_purge(u->out_producer,
+                                       RD_KAFKA_PURGE_F_QUEUE |
+                                           RD_KAFKA_PURGE_F_INFLIGHT);
+                }
+        }
+        if (open)
+                snprintf(what, sizeof(what),
+                         "its open transaction (%" PRId64
+                         " output records) is aborted",
+                         records);
+        else
+                snprintf(what, sizeof(what), "no transaction was open");
+        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                 "unify@%s: member %s lost %d work partitions of %s: %s; "
+                 "inputs wait for the next assignment",
+                 u->site, u->conf.scale_out->member, parts->cnt, u->work,
+                 what);
+        if (so_drain(u))
+                return;
+        u->txn_poisoned = false;
+        if (u->ops->drop(u->st)) {
+                ufail(u, "out of memory");
+                return;
+        }
+        for (size_t t = 0; t < u->ntopics; t++)
+                u->topics[t]->restored = false;
+        rd_kafka_assign(u->consumer, NULL);
+        so_publish(u);
+}
+
+/* Delivery reports of the owner's producer: records carry a token
+ * (output records) or none (changelog records, copied). */
+static void so_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        (void)rk;
+        if (m->_private)
+                on_delivery(opaque, m->_private, m);
+}
+
+/* Make the changelog of 'ut' (as many partitions as its output,
+ * compacted) if missing.  Returns 0, or -1 (tried again at the next
+ * discovery; the stage fails if the cluster refused). */
+static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
+                          const struct rd_kafka_metadata *md) {
+        static const char *const conf[] = {"cleanup.policy", "compact", NULL};
+        char                     err[512];
+        int                      have;
+
+        char name[3 * AAGW_TOPIC_MAX];
+        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
+                             u->conf.gateway_id, u->site, ut->out) >=
+            sizeof(ut->state)) {
+                ufail(u, "the changelog of %s, %s, is longer than Kafka's "
+                         "%d bytes for a topic name (shorten gateway.id or "
+                         "the unified topic's name)",
+                      ut->out, name, AAGW_TOPIC_MAX);
+                return -1;
+        }
+        memcpy(ut->state, name, strlen(name) + 1);
+        have = replicator_md_partitions(md, ut->state);
+        if (have < 0) {
+                int rc = aagw_kafka_topic_create_conf(u->admin, ut->state,
+                                                      ut->out_parts, conf,
+                                                      30000, err, sizeof(err));
+                if (rc == -1) {
+                        ufail(u, "creating the changelog %s at %s: %s",
+                              ut->state, u->site, err);
+                        return -1;
+                }
+                if (rc == -2) {
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: creating the changelog %s: %s; "
+                                 "trying again",
+                                 u->site, ut->state, err);
+                        return -1;
+                }
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: changelog %s: %d partitions, compacted",
+                         u->site, ut->state, ut->out_parts);
+        } else if (have != ut->out_parts) {
+                ufail(u, "changelog %s has %d partitions, its output %s %d: "
+                         "they must match (delete the changelog only with "
+                         "every process of the site stopped)",
+                      ut->state, have, ut->out, ut->out_parts);
+                return -1;
+        }
+        if (!ut->state_rkt &&
+            !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
+                                                 NULL))) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        replicator_refresh_leaders(u->out_producer, ut->state, 5000);
+        return 0;
+}
+
+/* This process's owner: its membership and transactional producer
+ * (group, transactional.id from the gateway id, site and member).
+ * Returns 0, or -1 (the stage failed). */
+static int so_owner(aagw_unify_t *u) {
+        const struct aagw_scale_out *so = u->conf.scale_out;
+        char group[AAGW_TOPIC_MAX + 1], txn_id[AAGW_TOPIC_MAX + 64], err[512];
+
+        snprintf(group, sizeof(group), "aagw.%s.%s.unify", u->conf.gateway_id,
+                 u->site);
+        snprintf(txn_id, sizeof(txn_id), "aagw.%s.%s.unify.%s",
+                 u->conf.gateway_id, u->site, so->member);
+        struct owner_conf oc = {
+            .bootstraps           = u->conf.bootstraps,
+            .props                = u->conf.props,
+            .prop_cnt             = u->conf.prop_cnt,
+            .group                = group,
+            .topic                = u->work,
+            .member               = so->member,
+            .transactional_id     = txn_id,
+            .session_timeout_ms   = so->session_timeout_ms,
+            .max_poll_interval_ms = so->session_timeout_ms,
+            .txn_timeout_ms       = so->txn_timeout_ms,
+            .on_gained            = so_gained,
+            .on_lost              = so_lost,
+            .on_revoking          = so_revoking,
+            .opaque               = u,
+            .dr_msg_cb            = so_dr,
+            .dr_opaque            = u};
+        if (!(u->owner = owner_new(&oc, err, sizeof(err)))) {
+                ufail(u, "member %s: %s", so->member, err);
+                return -1;
+        }
+        u->out_producer = owner_producer(u->owner);
+        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                 "unify@%s: member %s of group %s (%s, %d partitions): "
+                 "output partition p is decided here while it owns "
+                 "p %% %d",
+                 u->site, so->member, group, u->work, (int)u->work_parts,
+                 (int)u->work_parts);
+        return 0;
+}
+
+/* Join the site's unify owners: the work topic, the owner.  Returns 0,
+ * or -1 (the stage failed). */
+static int so_start(aagw_unify_t *u) {
+        const struct aagw_scale_out *so = u->conf.scale_out;
+        char              err[512];
+        int               rc;
+        /* The high watermark itself: a read_committed client's
+         * ListOffsets answers the last stable offset. */
+        static const char *const hw_extra[] = {
+            "isolation.level", "read_uncommitted",
+            "enable.auto.commit", "false", NULL};
+
+        u->scale      = true;
+        u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
+        snprintf(u->work, sizeof(u->work), "aagw.%s.%s.unify.work",
+                 u->conf.gateway_id, u->site);
+        if (!(u->hw_probe = make_client(u, RD_KAFKA_CONSUMER, "reader",
+                                        hw_extra, err, sizeof(err)))) {
+                ufail(u, "member %s: %s", so->member, err);
+                return -1;
+        }
+        rc = owner_work_topic(u->admin, u->work, u->work_parts, err,
+                              sizeof(err));
+        if (rc < 0) {
+                ufail(u, "member %s: the owners' work topic at %s: %s",
+                      so->member, u->site, err);
+                return -1;
+        }
+        if (rc != u->work_parts) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s has %d partitions, not "
+                         "scale_out.work_partitions %d: going by the topic "
+                         "(every member must use the same count)",
+                         u->site, u->work, rc, (int)u->work_parts);
+                u->work_parts = rc;
+        }
+        return so_owner(u);
+}
+
+/* A new transactional producer after so_fatal() (owner_renew(): the
+ * membership and what it owns stay): what was in flight is dropped, the
+ * topics' handles move to the new producer, and the inputs go back to
+ * the committed positions, as after an abort.  If the group moved on
+ * meanwhile, the owner says so at its next poll, as always.  Returns 0,
+ * or -1 (the stage failed). */
+static int so_renew(aagw_unify_t *u) {
+        char err[512];
+
+        u->need_renew = false;
+        rd_kafka_purge(u->out_producer,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        if (so_drain(u))
+                return -1;
+        so_kept_clear(u);
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (ut->out_rkt)
+                        rd_kafka_topic_destroy(ut->out_rkt);
+                if (ut->state_rkt)
+                        rd_kafka_topic_destroy(ut->state_rkt);
+                ut->out_rkt = ut->state_rkt = NULL;
+        }
+        u->out_producer = u->producer; /* (no handle of the old one left) */
+        if (owner_renew(u->owner, err, sizeof(err)) != AAGW_OWNER_OK) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                return -1;
+        }
+        u->out_producer = owner_producer(u->owner);
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                if (!(ut->out_rkt = rd_kafka_topic_new(u->out_producer,
+                                                       ut->out, NULL)) ||
+                    !(ut->state_rkt = rd_kafka_topic_new(u->out_producer,
+                                                         ut->state, NULL))) {
+                        ufail(u, "out of memory");
+                        return -1;
+                }
+        }
+        so_redo(u);
+        return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+}
+
+/* One turn of the owner's side in the stage's loop: membership,
+ * restore, the commit due.  Returns 0, or -1 if the stage failed. */
+static int so_poll(aagw_unify_t *u) {
+        char    err[512];
+        int64_t now;
+
+        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                return -1;
+        }
+        if (u->need_renew)
+                return 0; /* the stage's loop renews the producer first */
+        if (u->need_restore && so_restore(u))
+                return -1;
+        now = aagw_mono_ms();
+        int iv = u->conf.scale_out->commit_interval_ms > 0
+                     ? u->conf.scale_out->commit_interval_ms
+                     : 200;
+        if (now - (u->txn_open ? u->txn_started_ms : u->last_commit_ms) >=
+            iv) {
+                u->last_commit_ms = now;
+                return so_commit(u);
+        }
+        return 0;
 }
 
 /* -------------------------------------------------------------- THREAD --- */
@@ -1303,9 +2478,13 @@ static void *unify_main(void *arg) {
                 ufail(u, "out of memory");
                 return NULL;
         }
+        if (u->conf.scale_out && u->conf.scale_out->enabled && so_start(u)) {
+                free(msgs);
+                return NULL;
+        }
         /* Woken by records at the consumer and by delivery reports
          * (aagw_qwait(), replicator/kconf.c). */
-        rd_kafka_queue_t *pq    = rd_kafka_queue_get_main(u->producer);
+        rd_kafka_queue_t *pq    = rd_kafka_queue_get_main(u->out_producer);
         rd_kafka_queue_t *qs[2] = {u->cq, pq};
         aagw_qwait_t     *qwait = aagw_qwait_new(qs, 2);
         int64_t           last_poke_ms = 0;
@@ -1322,6 +2501,20 @@ static void *unify_main(void *arg) {
                         discover(u);
                         u->last_refresh_ms = aagw_mono_ms();
                 }
+                if (u->scale && u->need_renew) {
+                        /* The wait holds the old producer's queue. */
+                        aagw_qwait_destroy(qwait);
+                        rd_kafka_queue_destroy(pq);
+                        qwait = NULL;
+                        pq    = NULL;
+                        if (so_renew(u))
+                                break;
+                        pq    = rd_kafka_queue_get_main(u->out_producer);
+                        qs[1] = pq;
+                        qwait = aagw_qwait_new(qs, 2);
+                }
+                if (u->scale && so_poll(u))
+                        break;
                 /* What the queue holds, without waiting (waiting for a
                  * full batch holds a record for the whole timeout under
                  * light traffic); under load the batches fill by
@@ -1336,8 +2529,9 @@ static void *unify_main(void *arg) {
                                         rd_kafka_message_destroy(
                                             u->items[i].m);
                 }
-                rd_kafka_poll(u->producer, 0);
-                commit_ready(u);
+                rd_kafka_poll(u->out_producer, 0);
+                if (!u->scale)
+                        commit_ready(u);
                 /* Short poll, empty queue, inputs with more: librdkafka
                  * 2.0 may have parked the fetchers (see kconf.c). */
                 int64_t now = aagw_mono_ms();
@@ -1360,10 +2554,22 @@ static void *unify_main(void *arg) {
                         aagw_qwait(qwait, 100);
         }
         aagw_qwait_destroy(qwait);
-        rd_kafka_queue_destroy(pq);
+        if (pq)
+                rd_kafka_queue_destroy(pq);
         /* Drain: what was produced is acknowledged and committed, or the
          * next start finds it in the output. */
         int64_t deadline = aagw_mono_ms() + 10000;
+        if (u->scale) {
+                /* What the open transaction holds is committed (or
+                 * aborted and redone by the next owner). */
+                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
+                    u->owner && !u->need_renew)
+                        so_commit(u);
+                free(msgs);
+                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED)
+                        atomic_store(&u->ctl.state, AAGW_FLOW_STOPPED);
+                return NULL;
+        }
         seal_epoch(u);
         while (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
                atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline) {
@@ -1412,6 +2618,7 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
         snprintf(u->site, sizeof(u->site), "%s", c->site);
         snprintf(u->who, sizeof(u->who), "unify@%s", c->site);
         replicator_ctl_init(&u->ctl, "UNIFY", u->who);
+        pthread_mutex_init(&u->owned_lock, NULL);
         u->delivery = (struct replicator_delivery){on_delivery, u};
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
@@ -1463,6 +2670,7 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
             !(u->admin = make_client(u, RD_KAFKA_PRODUCER, "admin", NULL,
                                      errstr, errstr_size)))
                 goto fail;
+        u->out_producer = u->producer;
         atomic_store(&u->ctl.state, AAGW_FLOW_STARTING);
         return u;
 fail:
@@ -1493,7 +2701,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         if (u->thread_started)
                 pthread_join(u->thread, NULL);
         aagw_fetch_waker_destroy(u->waker);
-        if (u->producer) {
+        if (u->out_producer) {
                 /* Unacknowledged records are not committed: a restart
                  * finds them in the output or decides them again.  Their
                  * delivery reports release the input records they hold,
@@ -1502,10 +2710,10 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                  * and hung for good after a failed stage (a full state
                  * dir, a deleted input topic). */
                 int64_t deadline = aagw_mono_ms() + 5000;
-                rd_kafka_purge(u->producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_purge(u->out_producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                    RD_KAFKA_PURGE_F_INFLIGHT);
                 do
-                        rd_kafka_poll(u->producer, 10);
+                        rd_kafka_poll(u->out_producer, 10);
                 while (atomic_load(&u->inflight) > 0 &&
                        aagw_mono_ms() < deadline);
         }
@@ -1520,7 +2728,14 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                         rd_kafka_topic_destroy(u->topics[t]->out_rkt);
                         u->topics[t]->out_rkt = NULL;
                 }
+                if (u->topics[t]->state_rkt) {
+                        rd_kafka_topic_destroy(u->topics[t]->state_rkt);
+                        u->topics[t]->state_rkt = NULL;
+                }
         }
+        /* Aborts what is still open, leaves the group: the others take
+         * over at once. */
+        owner_destroy(u->owner);
         if (u->producer)
                 rd_kafka_destroy(u->producer);
         if (u->reader) {
@@ -1533,6 +2748,8 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         }
         if (u->admin)
                 rd_kafka_destroy(u->admin);
+        if (u->hw_probe)
+                rd_kafka_destroy(u->hw_probe);
         for (size_t t = 0; t < u->ntopics; t++)
                 utopic_free(u->topics[t]);
         aagw_pool_free(&u->tokens);
@@ -1542,6 +2759,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         free(u->ritem);
         free(u->hdrs);
         replicator_ctl_deinit(&u->ctl);
+        pthread_mutex_destroy(&u->owned_lock);
         free(u);
 }
 
@@ -1584,5 +2802,26 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
                 st->lag = -1; /* the watermarks last seen are stale */
         st->topics      = LD(ntopics_pub);
         st->inputs      = LD(ninputs_pub);
+        st->rebalances  = LD(rebalances);
+        st->restores    = LD(restores);
+        st->restore_ms_total = LD(restore_ms_total);
+        st->restored_records = LD(restored_records);
+        st->fenced      = LD(fenced);
+        st->aborted     = LD(aborted);
+        st->txn_commits = LD(txn_commits);
+        st->owned_partitions = LD(owned_parts);
 #undef LD
+}
+
+const char *aagw_unify_member(const aagw_unify_t *u) {
+        return u->conf.scale_out && u->conf.scale_out->enabled
+                   ? u->conf.scale_out->member
+                   : NULL;
+}
+
+void aagw_unify_owned(const aagw_unify_t *uc, char *buf, size_t size) {
+        aagw_unify_t *u = (aagw_unify_t *)uc;
+        pthread_mutex_lock(&u->owned_lock);
+        snprintf(buf, size, "%s", u->owned[0] ? u->owned : "none");
+        pthread_mutex_unlock(&u->owned_lock);
 }

@@ -540,13 +540,13 @@ void rk_expect_size(struct rk *r, const char *alias, const char *topic,
 
 /* -------------------------------- GATEWAY ------------------------------- */
 
-void rk_gw_start(struct rk *r, const char *const *extra) {
+static harness_proc_t *gw_spawn(struct rk *r, const char *state,
+                                const char *log, const char *const *extra) {
         const char *argv[128];
         char        clus[RK_MAX_CLUSTERS][600];
         char        props[RK_MAX_CLUSTERS][2][200];
         size_t      a = 0;
 
-        assert_null(r->gw);
         argv[a++] = harness_aagw_bin();
         argv[a++] = "run";
         for (size_t i = 0; i < r->ncl; i++) {
@@ -571,7 +571,7 @@ void rk_gw_start(struct rk *r, const char *const *extra) {
                 argv[a++] = props[i][1];
         }
         argv[a++] = "--state-dir";
-        argv[a++] = r->state;
+        argv[a++] = state;
         argv[a++] = "--set";
         argv[a++] = "replication.refresh_topics_interval=1s";
         for (size_t i = 0; extra && extra[i]; i++) {
@@ -591,19 +591,24 @@ void rk_gw_start(struct rk *r, const char *const *extra) {
                 argv[a++] = t;
         }
         argv[a] = NULL;
+        harness_proc_t *p = harness_proc_spawn(argv, NULL, log, r->errstr,
+                                               sizeof(r->errstr));
+        free(sets);
+        if (!p)
+                fail_msg("aagw: %s", r->errstr);
+        return p;
+}
+
+void rk_gw_start(struct rk *r, const char *const *extra) {
+        assert_null(r->gw);
         r->gw_runs++;
         snprintf(r->gw_log, sizeof(r->gw_log), "%s/gw-%d.log", r->dir,
                  r->gw_runs);
-        r->gw = harness_proc_spawn(argv, NULL, r->gw_log, r->errstr,
-                                   sizeof(r->errstr));
-        free(sets);
-        if (!r->gw)
-                fail_msg("aagw: %s", r->errstr);
+        r->gw = gw_spawn(r, r->state, r->gw_log, extra);
 }
 
-void rk_gw_dump_log(struct rk *r, int lines) {
-        char       *text = r->gw_log[0] ? harness_read_file(r->gw_log, NULL)
-                                        : NULL;
+static void dump_log_file(const char *path, int lines) {
+        char       *text = path[0] ? harness_read_file(path, NULL) : NULL;
         const char *p;
         int         n = 0;
 
@@ -613,9 +618,13 @@ void rk_gw_dump_log(struct rk *r, int lines) {
         while (p > text && n <= lines)
                 if (*--p == '\n')
                         n++;
-        fprintf(stderr, "# ---- %s (last %d lines) ----\n%s\n", r->gw_log,
+        fprintf(stderr, "# ---- %s (last %d lines) ----\n%s\n", path,
                 lines, p);
         free(text);
+}
+
+void rk_gw_dump_log(struct rk *r, int lines) {
+        dump_log_file(r->gw_log, lines);
 }
 
 void rk_grep_file(const char *path, const char *tag,
@@ -660,16 +669,16 @@ void rk_broker_grep(struct rk *r, const char *alias, const char *tag,
         }
 }
 
-static void check_sanitizers(struct rk *r) {
+static void check_sanitizers(const char *log) {
         static const char *const marks[] = {
             "runtime error:", "AddressSanitizer", "LeakSanitizer"};
-        char *text = harness_read_file(r->gw_log, NULL);
+        char *text = harness_read_file(log, NULL);
 
         for (size_t i = 0; text && i < sizeof(marks) / sizeof(marks[0]); i++)
                 if (strstr(text, marks[i])) {
                         free(text);
-                        rk_gw_dump_log(r, 60);
-                        fail_msg("aagw: sanitizer report in %s", r->gw_log);
+                        dump_log_file(log, 60);
+                        fail_msg("aagw: sanitizer report in %s", log);
                 }
         free(text);
 }
@@ -695,23 +704,35 @@ static void dump_stacks(pid_t pid) {
         harness_output_deinit(&o);
 }
 
-int rk_gw_stop(struct rk *r, int sig, int timeout_ms) {
+/* Signal 'p', wait for its exit, report a stop that did not finish (its
+ * stacks) or ended badly (its log's tail), reap it and look for
+ * sanitizer reports. */
+static int gw_stop_proc(harness_proc_t *p, const char *log, int sig,
+                        int timeout_ms) {
         int status, code = -1;
 
-        assert_non_null(r->gw);
-        harness_proc_signal(r->gw, sig);
-        if (harness_proc_wait(r->gw, timeout_ms, &status) == AAGW_OK) {
+        harness_proc_signal(p, sig);
+        if (harness_proc_wait(p, timeout_ms, &status) == AAGW_OK) {
                 code = harness_exit_code(status);
         } else {
                 fprintf(stderr, "# aagw still runs %d ms after signal %d\n",
                         timeout_ms, sig);
-                dump_stacks(harness_proc_pid(r->gw));
+                dump_stacks(harness_proc_pid(p));
         }
-        if (code != 0)
-                rk_gw_dump_log(r, 60);
-        harness_proc_destroy(r->gw);
+        /* A kill's own status (128 + SIGKILL) says nothing new. */
+        if (code != 0 && code != 128 + sig)
+                dump_log_file(log, 60);
+        harness_proc_destroy(p);
+        check_sanitizers(log);
+        return code;
+}
+
+int rk_gw_stop(struct rk *r, int sig, int timeout_ms) {
+        int code;
+
+        assert_non_null(r->gw);
+        code  = gw_stop_proc(r->gw, r->gw_log, sig, timeout_ms);
         r->gw = NULL;
-        check_sanitizers(r);
         return code;
 }
 
@@ -1329,4 +1350,42 @@ void rk_clicks_clusters(struct rk *r, int east_brokers, int east_min_isr,
                                 east_min_isr);
         for (int t = 0; t < 3; t++)
                 rk_create_topic(r, "west", topics[1][t], parts, 1, 0);
+}
+
+/* ------------------------------ SEVERAL AAGW ------------------------------ */
+
+void rk_gwn_start(struct rk *r, struct rk_gw *g, const char *name,
+                  const char *const *extra) {
+        const char *argv[128];
+        size_t      a = 0;
+
+        assert_null(g->proc);
+        if (name && name != g->name)
+                snprintf(g->name, sizeof(g->name), "%s", name);
+        snprintf(g->state, sizeof(g->state), "%s/state-%s", r->dir, g->name);
+        g->runs++;
+        snprintf(g->log, sizeof(g->log), "%s/gw-%s-%d.log", r->dir, g->name,
+                 g->runs);
+        argv[a++] = "--member";
+        argv[a++] = g->name;
+        for (size_t i = 0; extra && extra[i]; i++) {
+                assert_true(a < sizeof(argv) / sizeof(argv[0]) - 1);
+                argv[a++] = extra[i];
+        }
+        argv[a] = NULL;
+        g->proc = gw_spawn(r, g->state, g->log, argv);
+}
+
+int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms) {
+        int code;
+
+        (void)r;
+        assert_non_null(g->proc);
+        code    = gw_stop_proc(g->proc, g->log, sig, timeout_ms);
+        g->proc = NULL;
+        return code;
+}
+
+void rk_gwn_dump_log(const struct rk_gw *g, int lines) {
+        dump_log_file(g->log, lines);
 }

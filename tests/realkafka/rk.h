@@ -154,6 +154,33 @@ void rk_gw_expect_running(struct rk *r);
 
 /** Print the last @p lines of the current gateway log to stderr. */
 void rk_gw_dump_log(struct rk *r, int lines);
+
+/* ------------------------------ SEVERAL AAGW ------------------------------ */
+
+/** One of several aagw processes (scale-out): its own state directory
+ *  (<test dir>/state-NAME) and a log per run (<test dir>/gw-NAME-RUN.log).
+ *  Zero it before the first start. */
+struct rk_gw {
+        char            name[32];
+        harness_proc_t *proc;  /**< NULL while stopped */
+        int             runs;
+        char            log[600];   /**< the current (last) run's */
+        char            state[600];
+};
+
+/** Start @p g as rk_gw_start() does, with `--member NAME` (@p name, or the
+ *  name it had before when NULL) and its own state directory, which
+ *  survives a stop (a restart resumes from it). */
+void rk_gwn_start(struct rk *r, struct rk_gw *g, const char *name,
+                  const char *const *extra);
+
+/** Stop @p g as rk_gw_stop() does (stacks if it does not exit in time,
+ *  the log's tail for an exit code other than 0, sanitizer reports fail
+ *  the test).  @returns its exit code, or -1 if it did not exit. */
+int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms);
+
+/** Print the last @p lines of @p g's current log to stderr. */
+void rk_gwn_dump_log(const struct rk_gw *g, int lines);
 /** Print the lines of the file @p path that hold @p tag (NULL: any line)
  *  and one of @p needles (NULL-terminated) to stderr, under a header. */
 void rk_grep_file(const char *path, const char *tag,

@@ -4,7 +4,9 @@
  * last-write-wins verdict, rejected records, the epoch ledger (nothing is
  * stored before its records are acknowledged, epochs commit in order, a
  * lost epoch never commits), positions, the fold of what a previous run
- * left in the output and the replay set, and the window.  Each "restart"
+ * left in the output and the replay set, the window, and the scale-out
+ * ops (drop of an aborted transaction's decisions, restore from a
+ * changelog).  Each "restart"
  * is a new decider on the same store, as a new process would have.
  */
 #include <setjmp.h>
@@ -586,6 +588,80 @@ static void test_fold_lww(void **state) {
         h_close(&h);
 }
 
+/* ------------------------------------------------------ scale-out ops */
+
+/* drop: the open epoch's decisions (a transaction aborted) are
+ * forgotten, not stored, and the same ids and versions are new again;
+ * the decider goes on with a fresh epoch that commits as usual. */
+static void test_drop(void **state) {
+        struct h        h;
+        struct r        r;
+        struct aagw_lww w;
+        (void)state;
+        h_open(&h, "drop", 0, false);
+        int out = aagw_decider_output(h.d, "clicks.unified", 1);
+        mk(&r, AAGW_UNIFY_DEDUP, "d1", "east", 1, "clicks", 0, NULL);
+        assert_int_equal(decide1(&h, &r), AAGW_UNIFY_ACCEPTED);
+        aagw_decider_sent(h.d); /* in flight when the transaction died */
+        mk(&r, AAGW_UNIFY_LWW, "v5", "east", 5, "profiles", 0, "k");
+        assert_int_equal(decide1(&h, &r), AAGW_UNIFY_ACCEPTED);
+        assert_int_equal(aagw_decider_drop(h.d), 0);
+        assert_int_equal(aagw_decider_uncommitted(h.d), 0);
+        assert_false(stored_seen(&h, "d1"));
+        assert_false(stored_winner(&h, "k", &w));
+        /* Redone: accepted again, and this time committed. */
+        mk(&r, AAGW_UNIFY_DEDUP, "d1", "east", 1, "clicks", 0, NULL);
+        assert_int_equal(decide1(&h, &r), AAGW_UNIFY_ACCEPTED);
+        mk(&r, AAGW_UNIFY_LWW, "v4", "east", 4, "profiles", 1, "k");
+        assert_int_equal(decide1(&h, &r), AAGW_UNIFY_ACCEPTED);
+        assert_int_equal(deliver(&h, out, 0, 2), 1);
+        assert_true(stored_seen(&h, "d1"));
+        assert_true(stored_winner(&h, "k", &w));
+        assert_int_equal(w.v.hlc, 4);
+        h_close(&h);
+}
+
+/* restore: ids and winners from a changelog (keys as decided) go into
+ * the store at the fold commit; additive: a restored winner older than
+ * the stored one does not replace it, and an id stays seen. */
+static void test_restore(void **state) {
+        struct h        h;
+        struct r        r;
+        struct aagw_lww w;
+        (void)state;
+        h_open(&h, "restore", 0, false);
+        mk(&r, AAGW_UNIFY_DEDUP, "r1", "west", 3, "west.clicks", 7, NULL);
+        aagw_scoped_key("east", "r1", 2, r.rec.key);
+        assert_int_equal(aagw_decider_restore(h.d, &r.rec, fake_now, h.err,
+                                              sizeof(h.err)),
+                         0);
+        mk(&r, AAGW_UNIFY_LWW, "v10", "west", 10, "west.profiles", 0, "k");
+        aagw_scoped_key("east/profiles", "k", 1, r.rec.key);
+        assert_int_equal(aagw_decider_restore(h.d, &r.rec, fake_now, h.err,
+                                              sizeof(h.err)),
+                         0);
+        mk(&r, AAGW_UNIFY_LWW, "v9", "west", 9, "west.profiles", 0, "k");
+        aagw_scoped_key("east/profiles", "k", 1, r.rec.key);
+        assert_int_equal(aagw_decider_restore(h.d, &r.rec, fake_now, h.err,
+                                              sizeof(h.err)),
+                         0);
+        assert_int_equal(aagw_decider_fold_commit(h.d, true, h.err,
+                                                  sizeof(h.err)),
+                         0);
+        assert_true(stored_seen(&h, "r1"));
+        assert_true(stored_winner(&h, "k", &w));
+        assert_int_equal(w.v.hlc, 10);
+        assert_string_equal(w.v.id, "v10");
+        /* No audit entry (the previous owner wrote it), no replay set. */
+        assert_int_equal(audit_of(&h, "r1").n, 0);
+        assert_false(aagw_decider_replayed(h.d, "west.clicks", 0, 7));
+        mk(&r, AAGW_UNIFY_DEDUP, "r1", "east", 1, "clicks", 2, NULL);
+        assert_int_equal(decide1(&h, &r), AAGW_UNIFY_DROPPED);
+        mk(&r, AAGW_UNIFY_LWW, "v9", "west", 9, "west.profiles", 1, "k");
+        assert_int_equal(decide1(&h, &r), AAGW_UNIFY_SUPERSEDED);
+        h_close(&h);
+}
+
 /* ----------------------------------------------------------------- window */
 
 /* A seen id is a duplicate inside the window and new again after it;
@@ -629,6 +705,8 @@ int main(void) {
             cmocka_unit_test(test_fold_dedup_and_replay),
             cmocka_unit_test(test_fold_lww),
             cmocka_unit_test(test_window),
+            cmocka_unit_test(test_drop),
+            cmocka_unit_test(test_restore),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

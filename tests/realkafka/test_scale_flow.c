@@ -1,0 +1,419 @@
+/*
+ * tests/realkafka/test_scale_flow.c: three aagw processes of one site
+ * share the flow east->west (scale-out), through a kill -9 and restart,
+ * a clean stop and a zombie, and the copy holds every source record
+ * exactly once, in source order per partition.
+ *
+ * Each process (`--site west --scale-out true --unify off`, its own
+ * --member and state dir) joins the owners' group of the flow at west;
+ * the group's assignment of the work topic aagw.aagw.east-west.work
+ * decides which source partitions each copies, in transactions that
+ * only the owner can commit (replicator/flow.c, SCALE-OUT).  A
+ * VerifiableProducer writes `clicks` (12 partitions) at east all along.
+ *
+ *   1. all three copy; member a is SIGKILLed and started again at once:
+ *      its partitions move when its session (6 s) expires, the new
+ *      owners wait for its open transaction to be aborted
+ *      (scale_out.transaction_timeout, 6 s here);
+ *   2. member b is stopped with SIGTERM (exit 0: it commits and leaves
+ *      the group);
+ *   3. member c is SIGSTOPped past its session and SIGCONTed: a zombie
+ *      whose next commit the group coordinator refuses, or whose
+ *      assignment is taken back first: its copies stay aborted.
+ *
+ * Between the steps the test waits until the copy (read read_committed)
+ * grew, so that each step finds the flow copying.  At the end, with the
+ * producer stopped and every copy in, the members stop cleanly and the
+ * copy is read read_committed by aagw.kafka.ReadToEnd: every record of
+ * east's `clicks` once, in source order per partition; every acked value
+ * once in `clicks`.  c's log must show that it lost its partitions to
+ * the group (fenced, or its assignment lost), and the copy holds more
+ * records read_uncommitted than read_committed (aborted copies exist;
+ * printed, and asserted).  Before the stop, the /status of a and c
+ * (admin endpoints) name each partition of `clicks` as copied by exactly
+ * one of them, and /metrics carries the aagw_scale_* series with the
+ * member's name.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rk.h"
+
+#define PARTS    12
+/* The zombie: past the 6 s session, within the 10 s transaction
+ * timeout, so that its transaction is still open when it wakes. */
+#define STALL_MS 8000
+#define GROW     20 /* copies each partition gains in a step */
+
+static const char *const gw_args[] = {
+    "--site", "west", "--scale-out", "true", "--unify", "off",
+    "--topic", "clicks",
+    "--set", "scale_out.session_timeout=6s",
+    "--admin", "127.0.0.1:0",
+    NULL};
+
+/* Records of every partition of 'topic' at 'alias' read with
+ * 'isolation' from the beginning to the end, in all and per partition
+ * ('per', PARTS of them, may be NULL); -1 if the reader did not get
+ * there within 30 s. */
+static int64_t count_records(struct rk *r, const char *alias,
+                             const char *topic, const char *isolation,
+                             int64_t *per) {
+        char             err[512], group[64];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        snprintf(group, sizeof(group), "scale-flow-count-%s", isolation);
+        const char *const kv[] = {"bootstrap.servers", rk_bs(r, alias),
+                                  "group.id", group,
+                                  "enable.auto.commit", "false",
+                                  "enable.partition.eof", "true",
+                                  "isolation.level", isolation,
+                                  NULL};
+        for (int i = 0; kv[i]; i += 2)
+                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
+                                                   err, sizeof(err)),
+                                 RD_KAFKA_CONF_OK);
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+                                     sizeof(err));
+        assert_non_null(c);
+        rd_kafka_topic_partition_list_t *a =
+            rd_kafka_topic_partition_list_new(PARTS);
+        for (int p = 0; p < PARTS; p++)
+                rd_kafka_topic_partition_list_add(a, topic, p)->offset =
+                    RD_KAFKA_OFFSET_BEGINNING;
+        assert_int_equal(rd_kafka_assign(c, a), 0);
+        rd_kafka_topic_partition_list_destroy(a);
+        bool    eof[PARTS] = {false};
+        int     eofs = 0;
+        if (per)
+                memset(per, 0, PARTS * sizeof(*per));
+        int64_t n = 0, deadline = harness_now_ms() + 30000;
+        while (eofs < PARTS && harness_now_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
+                if (!m)
+                        continue;
+                if (!m->err) {
+                        n++;
+                        if (per && m->partition >= 0 && m->partition < PARTS)
+                                per[m->partition]++;
+                } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+                         m->partition >= 0 && m->partition < PARTS &&
+                         !eof[m->partition]) {
+                        eof[m->partition] = true;
+                        eofs++;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_destroy(c);
+        return eofs == PARTS ? n : -1;
+}
+
+/* What the copy must reach: per partition (or, 'per' NULL, in all). */
+struct grow {
+        struct rk *r;
+        int64_t    want[PARTS], now[PARTS];
+        int64_t    want_all, now_all;
+        bool       per;
+};
+
+static bool copy_grew(void *arg) {
+        struct grow *g = arg;
+        g->now_all = count_records(g->r, "west", "east.clicks",
+                                   "read_committed", g->now);
+        if (!g->per)
+                return g->now_all >= g->want_all;
+        for (int p = 0; p < PARTS; p++)
+                if (g->now[p] < g->want[p])
+                        return false;
+        return true;
+}
+
+/* Wait (60 s) until every partition of the copy, read read_committed,
+ * holds GROW records more than when the step began ('per'), or the copy
+ * 'want_all' records in all: after a fault, each partition is copied
+ * again, whoever owns it now. */
+static void wait_copy(struct rk *r, struct rk_gw *gw, struct grow *g,
+                      int64_t t0, const char *step) {
+        if (!harness_wait_until(copy_grew, g, 60000)) {
+                for (int i = 0; i < 3; i++)
+                        if (gw[i].proc)
+                                rk_gwn_dump_log(&gw[i], 30);
+                for (int p = 0; g->per && p < PARTS; p++)
+                        if (g->now[p] < g->want[p])
+                                print_message("# partition %d: %" PRId64
+                                              " copies, want %" PRId64 "\n",
+                                              p, g->now[p], g->want[p]);
+                fail_msg("%s: the copy did not grow in 60 s (%" PRId64
+                         " records)",
+                         step, g->now_all);
+        }
+        print_message("# %s: every partition copied again %.1f s after the "
+                      "fault, copy %" PRId64 " records (%.1f s into the "
+                      "test)\n",
+                      step, (double)(harness_now_ms() - t0) / 1000.0,
+                      g->now_all, rk_elapsed(r));
+}
+
+/* The copy's partitions now, GROW more each to be reached. */
+static void step_begin(struct rk *r, struct grow *g) {
+        memset(g, 0, sizeof(*g));
+        g->r   = r;
+        g->per = true;
+        assert_true(count_records(r, "west", "east.clicks", "read_committed",
+                                  g->want) >= 0);
+        for (int p = 0; p < PARTS; p++)
+                g->want[p] += GROW;
+}
+
+/* GET 'url' from the admin endpoint of 'g' (the address it wrote in
+ * its state dir); the body, malloc()ed, or NULL. */
+static char *http_get(const struct rk_gw *g, const char *url) {
+        char   path[700], *addr, *colon, req[256], *buf = NULL, *body;
+        size_t len = 0;
+        int    fd;
+
+        snprintf(path, sizeof(path), "%s/admin.addr", g->state);
+        if (!(addr = harness_read_file(path, NULL)))
+                return NULL;
+        addr[strcspn(addr, "\n")] = '\0';
+        colon = strrchr(addr, ':');
+        assert_non_null(colon);
+        *colon = '\0';
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port   = htons((uint16_t)atoi(colon + 1))};
+        assert_int_equal(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+                close(fd);
+                free(addr);
+                return NULL;
+        }
+        snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n",
+                 url, addr, colon + 1);
+        assert_true(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+        for (;;) {
+                char    chunk[8192];
+                ssize_t got = read(fd, chunk, sizeof(chunk));
+                if (got <= 0)
+                        break;
+                buf = realloc(buf, len + (size_t)got + 1);
+                memcpy(buf + len, chunk, (size_t)got);
+                len += (size_t)got;
+                buf[len] = '\0';
+        }
+        close(fd);
+        free(addr);
+        if (!buf || !(body = strstr(buf, "\r\n\r\n"))) {
+                free(buf);
+                return NULL;
+        }
+        memmove(buf, body + 4, strlen(body + 4) + 1);
+        return buf;
+}
+
+/* What the running members' /status say they copy: 'seen[p]' counts
+ * the members that copy clicks [p]; false if a member did not answer or
+ * named another member. */
+struct owned {
+        struct rk_gw *gw;
+        int           seen[PARTS];
+        char          why[256];
+};
+
+static bool owned_once(void *arg) {
+        struct owned *o = arg;
+
+        memset(o->seen, 0, sizeof(o->seen));
+        for (int i = 0; i < 3; i++) {
+                if (!o->gw[i].proc)
+                        continue;
+                char        *body = http_get(&o->gw[i], "/status");
+                json_object *st   = body ? json_tokener_parse(body) : NULL;
+                json_object *flows, *so, *v, *owned, *parts;
+                free(body);
+                if (!st || !json_object_object_get_ex(st, "flows", &flows) ||
+                    json_object_array_length(flows) != 1 ||
+                    !json_object_object_get_ex(
+                        json_object_array_get_idx(flows, 0), "scale_out",
+                        &so) ||
+                    !json_object_object_get_ex(so, "member", &v) ||
+                    strcmp(json_object_get_string(v), o->gw[i].name) ||
+                    !json_object_object_get_ex(so, "owned", &owned)) {
+                        snprintf(o->why, sizeof(o->why),
+                                 "member %s: no scale_out in /status",
+                                 o->gw[i].name);
+                        json_object_put(st);
+                        return false;
+                }
+                if (json_object_object_get_ex(owned, "clicks", &parts))
+                        for (size_t k = 0; k < json_object_array_length(parts);
+                             k++) {
+                                int p = json_object_get_int(
+                                    json_object_array_get_idx(parts, k));
+                                if (p >= 0 && p < PARTS)
+                                        o->seen[p]++;
+                        }
+                json_object_put(st);
+        }
+        for (int p = 0; p < PARTS; p++)
+                if (o->seen[p] != 1) {
+                        snprintf(o->why, sizeof(o->why),
+                                 "clicks [%d] is copied by %d members", p,
+                                 o->seen[p]);
+                        return false;
+                }
+        return true;
+}
+
+static bool file_has(const char *path, const char *s) {
+        char *text = harness_read_file(path, NULL);
+        bool  has  = text && strstr(text, s);
+        free(text);
+        return has;
+}
+
+static void test_scale_flow(void **state) {
+        struct rk   *r = rk_new("rk-scale-flow");
+        struct rk_gw gw[3];
+        char        *p_out, *p_err;
+
+        *state = r;
+        memset(gw, 0, sizeof(gw));
+        rk_cluster_start(r, "east", 1);
+        rk_cluster_start(r, "west", 1);
+        rk_create_topic(r, "east", "clicks", PARTS, 1, 0);
+        harness_proc_t *prod =
+            rk_clicks_producer(r, "east", "1", "400", &p_out, &p_err);
+        rk_gwn_start(r, &gw[0], "a", gw_args);
+        rk_gwn_start(r, &gw[1], "b", gw_args);
+        rk_gwn_start(r, &gw[2], "c", gw_args);
+        struct grow g;
+        step_begin(r, &g);
+        wait_copy(r, gw, &g, harness_now_ms(), "three members");
+
+        /* 1: kill -9 and restart */
+        step_begin(r, &g);
+        int64_t t0 = harness_now_ms();
+        assert_int_equal(rk_gwn_stop(r, &gw[0], SIGKILL, 10000),
+                         128 + SIGKILL);
+        rk_gwn_start(r, &gw[0], NULL, gw_args);
+        wait_copy(r, gw, &g, t0, "a killed, restarted");
+
+        /* 2: a clean stop */
+        step_begin(r, &g);
+        t0 = harness_now_ms();
+        assert_int_equal(rk_gwn_stop(r, &gw[1], SIGTERM, 30000), 0);
+        wait_copy(r, gw, &g, t0, "b stopped");
+
+        /* 3: the zombie */
+        step_begin(r, &g);
+        t0 = harness_now_ms();
+        assert_int_equal(harness_proc_signal(gw[2].proc, SIGSTOP), 0);
+        usleep(STALL_MS * 1000);
+        assert_int_equal(harness_proc_signal(gw[2].proc, SIGCONT), 0);
+        wait_copy(r, gw, &g, t0, "c stalled 8 s");
+
+        rk_producer_stop(r, prod, p_err);
+        harness_proc_destroy(prod);
+        struct rk_produced pr;
+        rk_produced_parse(p_out, &pr);
+        int64_t acked = rk_bag_total(pr.acked);
+        print_message("# producer: %" PRId64 " acked, %" PRId64 " failed\n",
+                      acked, rk_bag_total(pr.failed));
+        int64_t src_n =
+            count_records(r, "east", "clicks", "read_committed", NULL);
+        assert_true(src_n >= acked);
+        memset(&g, 0, sizeof(g));
+        g.r        = r;
+        g.want_all = src_n;
+        wait_copy(r, gw, &g, harness_now_ms(), "caught up");
+
+        /* a and c run: each source partition is copied by exactly one
+         * of them, by their own account; /metrics names the member. */
+        struct owned own = {.gw = gw};
+        if (!harness_wait_until(owned_once, &own, 20000))
+                fail_msg("/status of a and c: %s", own.why);
+        char *m = http_get(&gw[0], "/metrics");
+        assert_non_null(m);
+        assert_non_null(strstr(m, "aagw_scale_rebalances_total{flow=\"east->"
+                                  "west\",member=\"a\"}"));
+        assert_non_null(strstr(m, "aagw_scale_transactions_committed_total{"
+                                  "flow=\"east->west\",member=\"a\"}"));
+        free(m);
+        /* The text `aagw status` prints. */
+        char *t = http_get(&gw[2], "/status?format=text");
+        assert_non_null(t);
+        assert_non_null(strstr(t, "\nmember:c\n"));
+        assert_non_null(strstr(t, "\nowned:"));
+        print_message("# c's aagw status: %.*s\n",
+                      (int)strcspn(strstr(t, "\nowned:") + 1, "\n"),
+                      strstr(t, "\nowned:") + 1);
+        free(t);
+        print_message("# /status: every partition of clicks copied by one "
+                      "member (a or c)\n");
+
+        int64_t uncommitted =
+            count_records(r, "west", "east.clicks", "read_uncommitted", NULL);
+        bool c_lost = file_has(gw[2].log, "fenced") ||
+                      file_has(gw[2].log, "moved on without this member");
+        print_message("# copy read_uncommitted %" PRId64 " (aborted copies "
+                      "%" PRId64 "); c's log: %s\n",
+                      uncommitted, uncommitted - src_n,
+                      c_lost ? "lost its partitions to the group" : "nothing");
+        assert_int_equal(rk_gwn_stop(r, &gw[0], SIGTERM, 30000), 0);
+        assert_int_equal(rk_gwn_stop(r, &gw[2], SIGTERM, 30000), 0);
+
+        const char *east_topics[] = {"clicks", NULL};
+        const char *west_topics[] = {"east.clicks", NULL};
+        char *east_out = rk_read_topics(r, "east", "read-east", east_topics);
+        char *west_out = rk_read_topics(r, "west", "read-west", west_topics);
+        struct rk_read src, copy;
+        rk_read_parse(east_out, "clicks", &src);
+        rk_read_parse(west_out, "east.clicks", &copy);
+        bool src_ok = rk_check_source("east clicks", pr.acked, pr.failed, &src);
+        bool ok     = rk_check("west east.clicks", src.values, NULL, &copy);
+        int64_t order_bad = rk_order_diffs("west east.clicks", &src, &copy);
+        print_message("# %" PRId64 " source records, wall %.1f s\n",
+                      src.records, rk_elapsed(r));
+        if (!ok || order_bad) {
+                const char *const needles[] = {"takeover", "fenced", "owns",
+                                               "lost", "aborted", NULL};
+                for (int i = 0; i < 3; i++)
+                        rk_grep_file(gw[i].log, "FLOW", needles);
+        }
+        assert_true(src_ok);
+        assert_true(ok);
+        assert_int_equal(order_bad, 0);
+        assert_true(c_lost);
+        assert_true(uncommitted > src_n);
+        rk_produced_deinit(&pr);
+        rk_read_deinit(&src);
+        rk_read_deinit(&copy);
+        free(east_out);
+        free(west_out);
+        free(p_out);
+        free(p_err);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_teardown(test_scale_flow, rk_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

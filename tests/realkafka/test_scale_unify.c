@@ -1,0 +1,510 @@
+/*
+ * tests/realkafka/test_scale_unify.c: three aagw processes share west's
+ * unify stage (scale-out, replicator/unify.c "SCALE-OUT") while records
+ * flow, through a kill -9 and restart, a clean stop, and a zombie
+ * (SIGSTOP past the session timeout, then SIGCONT).
+ *
+ * One broker (west).  The test writes the unify inputs itself, steadily,
+ * from a thread: dedup topic `clicks` and its remote copy `east.clicks`
+ * (id = record key, `--id key`; a third of the ids also in the copy, on
+ * another partition, a fifth twice in `clicks`), lww topic `profiles` and
+ * `east.profiles` (50 entity keys, versions with increasing timestamps,
+ * and every 7th write a stale version again).  east is named but not
+ * started (an address nobody answers): its flow copies nothing, aagw runs
+ * on (the cheapest way to the two clusters aagw wants).  Members a, b, c
+ * (`--scale-out true`, work topic 6 partitions, session 6 s).
+ *
+ * Asserted, with independent readers (ReadToEnd read_committed, and a
+ * read_uncommitted count of our own):
+ *  - clicks.unified holds every id written exactly once;
+ *  - profiles.unified delivers each version at most once, and the last
+ *    record of every entity key is its newest version;
+ *  - the zombie said it lost its partitions to the group (fenced, or
+ *    "moved on without this member"), and it had written records that
+ *    nobody committed sees: the unified topics hold more records
+ *    read_uncommitted than read_committed (aborted transactions), or,
+ *    when the coordinator had fenced its producer before they reached
+ *    the log, it logged a lost transaction holding records;
+ *  - `aagw status` of a member shows its name, the output partitions it
+ *    owns per unified topic, and its rebalance, restore and transaction
+ *    counters.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rk.h"
+
+#define CLICK_PARTS   3
+#define PROFILE_PARTS 2
+#define KEYS          50
+#define TICK_MS       50
+#define IDS_PER_TICK  8
+
+/* ------------------------------------------------------------ TRAFFIC --- */
+
+struct traffic {
+        rd_kafka_t    *p;
+        pthread_t      th;
+        atomic_bool    stop;
+        atomic_int     ids;      /* click ids written: c0 .. c<ids-1> */
+        int            versions; /* profile versions written */
+        int            newest[KEYS]; /* newest version per key, -1 none */
+        int64_t        t0;       /* timestamp base of the versions */
+        atomic_int     failed;   /* delivery failures */
+};
+
+static void dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        struct traffic *t = opaque;
+        (void)rk;
+        if (m->err)
+                atomic_fetch_add(&t->failed, 1);
+}
+
+static void put(struct traffic *t, const char *topic, int32_t part,
+                const char *key, const char *val, int64_t ts) {
+        rd_kafka_resp_err_t err;
+        while ((err = rd_kafka_producev(
+                    t->p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
+                    RD_KAFKA_V_KEY(key, strlen(key)),
+                    RD_KAFKA_V_VALUE((void *)val, strlen(val)),
+                    RD_KAFKA_V_TIMESTAMP(ts),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                rd_kafka_poll(t->p, 10);
+        if (err)
+                atomic_fetch_add(&t->failed, 1);
+}
+
+/* One profile version: key k<j>, value k<j>.<v>, timestamp t0 + v. */
+static void put_version(struct traffic *t, int j, int v, bool copy) {
+        char key[16], val[32];
+        snprintf(key, sizeof(key), "k%d", j);
+        snprintf(val, sizeof(val), "k%d.%d", j, v);
+        put(t, copy ? "east.profiles" : "profiles", j % PROFILE_PARTS, key,
+            val, t->t0 + v);
+}
+
+static void *traffic_main(void *arg) {
+        struct traffic *t = arg;
+        struct timespec ts = {0, TICK_MS * 1000000L};
+
+        while (!atomic_load(&t->stop)) {
+                int base = atomic_load(&t->ids);
+                for (int i = base; i < base + IDS_PER_TICK; i++) {
+                        char id[16];
+                        snprintf(id, sizeof(id), "c%d", i);
+                        put(t, "clicks", i % CLICK_PARTS, id, id, 0);
+                        if (i % 3 == 0) /* the other site's copy */
+                                put(t, "east.clicks", (i + 1) % CLICK_PARTS,
+                                    id, id, 0);
+                        if (i % 5 == 0) /* a client's retry */
+                                put(t, "clicks", (i + 2) % CLICK_PARTS, id,
+                                    id, 0);
+                }
+                atomic_store(&t->ids, base + IDS_PER_TICK);
+                for (int k = 0; k < 4; k++) {
+                        int v = ++t->versions;
+                        int j = v % KEYS;
+                        put_version(t, j, v, v % 2);
+                        t->newest[j] = v;
+                        if (v % 7 == 0 && v > 3 * KEYS)
+                                /* stale: an older version of another key,
+                                 * again */
+                                put_version(t, (v - 3 * KEYS) % KEYS,
+                                            v - 3 * KEYS, !(v % 2));
+                }
+                rd_kafka_poll(t->p, 0);
+                nanosleep(&ts, NULL);
+        }
+        rd_kafka_flush(t->p, 60000);
+        return NULL;
+}
+
+static void traffic_start(struct rk *r, struct traffic *t) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        memset(t, 0, sizeof(*t));
+        for (int j = 0; j < KEYS; j++)
+                t->newest[j] = -1;
+        t->t0 = (int64_t)time(NULL) * 1000;
+        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+                                           rk_bs(r, "west"), err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        assert_int_equal(rd_kafka_conf_set(conf, "enable.idempotence", "true",
+                                           err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        assert_int_equal(rd_kafka_conf_set(conf, "linger.ms", "5", err,
+                                           sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        rd_kafka_conf_set_dr_msg_cb(conf, dr);
+        rd_kafka_conf_set_opaque(conf, t);
+        assert_non_null(t->p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+                                             sizeof(err)));
+        assert_int_equal(pthread_create(&t->th, NULL, traffic_main, t), 0);
+}
+
+static void traffic_stop(struct traffic *t) {
+        atomic_store(&t->stop, true);
+        pthread_join(t->th, NULL);
+        assert_int_equal(rd_kafka_outq_len(t->p), 0);
+        rd_kafka_destroy(t->p);
+        assert_int_equal(atomic_load(&t->failed), 0);
+}
+
+/* ---------------------------------------------------------------- LOGS --- */
+
+static int log_count(const char *path, const char *needle) {
+        char *text = harness_read_file(path, NULL);
+        int   n    = 0;
+
+        for (const char *p = text; p && (p = strstr(p, needle)); p++)
+                n++;
+        free(text);
+        return n;
+}
+
+struct log_wait {
+        const char *path, *needle;
+        int         above;
+};
+
+static bool log_grew(void *arg) {
+        struct log_wait *w = arg;
+        return log_count(w->path, w->needle) > w->above;
+}
+
+/* Wait until 'g''s current log holds 'needle' more than 'above' times. */
+static void expect_log(struct rk_gw *g, const char *needle, int above,
+                       int timeout_ms) {
+        struct log_wait w = {g->log, needle, above};
+        if (!harness_wait_until(log_grew, &w, timeout_ms)) {
+                rk_gwn_dump_log(g, 40);
+                fail_msg("%s: no new \"%s\" within %d ms", g->log, needle,
+                         timeout_ms);
+        }
+}
+
+#define DONE "rebalance done"
+
+/* --------------------------------------------------------- COUNTING --- */
+
+/* Records of 'topic' at west read with 'isolation' up to the end. */
+static int64_t count_records(struct rk *r, const char *topic,
+                             const char *isolation) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        const struct rd_kafka_metadata *md;
+        int64_t n = 0;
+
+        rd_kafka_conf_set(conf, "bootstrap.servers", rk_bs(r, "west"), err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "group.id", "rk-scale-count", err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "isolation.level", isolation, err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
+                          sizeof(err));
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+        assert_non_null(c);
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(c, topic, NULL);
+        assert_int_equal(rd_kafka_metadata(c, 0, rkt, &md, 10000), 0);
+        int parts = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(parts);
+        for (int p = 0; p < parts; p++)
+                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
+                    RD_KAFKA_OFFSET_BEGINNING;
+        assert_int_equal(rd_kafka_assign(c, l), 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        int64_t deadline = harness_now_ms() + 60000;
+        int     eofs     = 0;
+        bool   *eof      = calloc((size_t)parts, sizeof(*eof));
+        while (eofs < parts && harness_now_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
+                if (!m)
+                        continue;
+                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        if (!eof[m->partition]) {
+                                eof[m->partition] = true;
+                                eofs++;
+                        }
+                } else if (!m->err) {
+                        n++;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        free(eof);
+        assert_int_equal(eofs, parts);
+        rd_kafka_consumer_close(c);
+        rd_kafka_destroy(c);
+        return n;
+}
+
+/* The records the zombie had produced into the transaction it then lost:
+ * the "(N output records)" of the first abort or fence it logged after
+ * the group moved on without it.  -1: none logged. */
+static int64_t zombie_records(const char *path) {
+        char       *text = harness_read_file(path, NULL);
+        const char *lost = text ? strstr(text, "moved on without this member")
+                                : NULL;
+        const char *fenced = text ? strstr(text, " fenced: ") : NULL;
+        long long   n      = -1;
+
+        if (!lost || (fenced && fenced < lost))
+                lost = fenced;
+        for (const char *p = lost; p && (p = strstr(p, "transaction (")); p++)
+                if (sscanf(p, "transaction (%lld output records)", &n) == 1)
+                        break;
+        free(text);
+        return n;
+}
+
+/* ---------------------------------------------------------------- TEST --- */
+
+static void test_scale_unify(void **state) {
+        struct rk     *r = rk_new("rk-scale-unify");
+        struct rk_gw   g[3];
+        struct traffic t;
+        const char    *names[3] = {"a", "b", "c"};
+
+        *state = r;
+        memset(g, 0, sizeof(g));
+        static const char *const props[] = {
+            "offsets.topic.num.partitions=4",
+            "transaction.state.log.num.partitions=4",
+            "group.initial.rebalance.delay.ms=0",
+            /* A dead owner's open transaction is aborted within 1 s of
+             * its timeout (10 s): the new owner's restore waits for it
+             * (Kafka's default check interval is 10 s). */
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms="
+            "1000",
+            NULL};
+        rk_cluster_start_with(r, "west", 1, props);
+        rk_create_topic(r, "west", "clicks", CLICK_PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.clicks", CLICK_PARTS, 1, 0);
+        rk_create_topic(r, "west", "clicks.unified", 6, 1, 0);
+        rk_create_topic(r, "west", "profiles", PROFILE_PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.profiles", PROFILE_PARTS, 1, 0);
+        rk_create_topic(r, "west", "profiles.unified", 4, 1, 0);
+
+        const char *const args[] = {
+            "--cluster", "east=127.0.0.1:9", "--site", "west",
+            "--scale-out", "true", "--id", "key",
+            "--topic", "clicks", "--topic", "profiles",
+            "--set", "unify.topics.profiles.mode=lww",
+            "--set", "scale_out.work_partitions=6",
+            "--set", "scale_out.session_timeout=6s",
+            "--set", "scale_out.transaction_timeout=10s",
+            "--admin", "127.0.0.1:0",
+            NULL};
+        for (int i = 0; i < 3; i++)
+                rk_gwn_start(r, &g[i], names[i], args);
+        for (int i = 0; i < 3; i++)
+                expect_log(&g[i], DONE, 0, 60000);
+        traffic_start(r, &t);
+        double t_start = rk_elapsed(r);
+
+        /* Everyone busy for a moment, then b dies. */
+        rk_expect_size(r, "west", "clicks.unified", 500, 30000);
+        int a_done = log_count(g[0].log, DONE);
+        int c_done = log_count(g[2].log, DONE);
+        rk_gwn_stop(r, &g[1], SIGKILL, 10000);
+        double t_kill = rk_elapsed(r);
+        expect_log(&g[0], DONE, a_done, 30000);
+        expect_log(&g[2], DONE, c_done, 30000);
+        double takeover = rk_elapsed(r) - t_kill;
+        rk_gwn_start(r, &g[1], NULL, args);
+        expect_log(&g[1], DONE, 0, 30000);
+
+        /* c stops cleanly: a and b take its partitions at once. */
+        a_done = log_count(g[0].log, DONE);
+        int b_done = log_count(g[1].log, DONE);
+        assert_int_equal(rk_gwn_stop(r, &g[2], SIGTERM, 30000), 0);
+        expect_log(&g[0], DONE, a_done, 30000);
+        expect_log(&g[1], DONE, b_done, 30000);
+
+        /* a stalls past its session: b takes everything; a wakes up as a
+         * zombie with an open transaction. */
+        b_done = log_count(g[1].log, DONE);
+        a_done = log_count(g[0].log, DONE);
+        assert_int_equal(harness_proc_signal(g[0].proc, SIGSTOP), 0);
+        double t_stop = rk_elapsed(r);
+        expect_log(&g[1], DONE, b_done, 40000);
+        double zombie_takeover = rk_elapsed(r) - t_stop;
+        assert_int_equal(harness_proc_signal(g[0].proc, SIGCONT), 0);
+        struct log_wait fenced = {g[0].log, "moved on without this member",
+                                  0};
+        struct log_wait fenced2 = {g[0].log, "fenced", 0};
+        int64_t deadline = harness_now_ms() + 30000;
+        while (!log_grew(&fenced) && !log_grew(&fenced2) &&
+               harness_now_ms() < deadline) {
+                struct timespec ts = {0, 100 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        if (!log_grew(&fenced) && !log_grew(&fenced2)) {
+                rk_gwn_dump_log(&g[0], 60);
+                fail_msg("the zombie a never said it lost its partitions");
+        }
+        /* What it had written in its open transaction was aborted (the
+         * count of records it names is looked at in the report). */
+        static const char *const zombie[] = {"moved on", "fenced",
+                                             "is aborted", NULL};
+        rk_grep_file(g[0].log, NULL, zombie);
+        /* It rejoins. */
+        expect_log(&g[0], DONE, a_done, 40000);
+
+        traffic_stop(&t);
+        int ids = atomic_load(&t.ids);
+        double t_traffic = rk_elapsed(r) - t_start;
+
+        /* Everything unified: each id once (read_committed count). */
+        int64_t want_clicks = ids;
+        int64_t got = 0;
+        deadline = harness_now_ms() + 60000;
+        while ((got = count_records(r, "clicks.unified", "read_committed")) <
+                   want_clicks &&
+               harness_now_ms() < deadline) {
+                struct timespec ts = {0, 500 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        /* `aagw status` of b shows its membership and what it owns. */
+        const char *const st_argv[] = {harness_aagw_bin(), "status",
+                                       "--state-dir", g[1].state, NULL};
+        harness_output_t  so;
+        char              err[256];
+        memset(&so, 0, sizeof(so));
+        assert_int_equal(harness_run(st_argv, NULL, 0, 30000, &so, err,
+                                     sizeof(err)),
+                         AAGW_OK);
+        if (harness_exit_code(so.status) != 0 ||
+            !strstr(so.out, "\nmember:b\n") ||
+            !strstr(so.out, "\nowned:") ||
+            !strstr(so.out, "clicks.unified ") ||
+            !strstr(so.out, "\nrebalances:") ||
+            !strstr(so.out, "\nrestores:") ||
+            !strstr(so.out, "\ntransactions:"))
+                fail_msg("aagw status of b (exit %d):\n%s%s",
+                         harness_exit_code(so.status), so.out, so.err);
+        const char *own = strstr(so.out, "\nowned:");
+        print_message("# aagw status of b: %.*s\n",
+                      (int)strcspn(own + 1, "\n"), own + 1);
+        harness_output_deinit(&so);
+        static const char *const what[] = {"restored", DONE, "fenced",
+                                           "lost", "aborted", NULL};
+        for (int i = 0; i < 3; i++)
+                rk_grep_file(g[i].log, "UNIFY", what);
+        assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
+        assert_int_equal(rk_gwn_stop(r, &g[1], SIGTERM, 30000), 0);
+
+        int64_t committed = count_records(r, "clicks.unified",
+                                          "read_committed") +
+                            count_records(r, "profiles.unified",
+                                          "read_committed");
+        int64_t uncommitted = count_records(r, "clicks.unified",
+                                            "read_uncommitted") +
+                              count_records(r, "profiles.unified",
+                                            "read_uncommitted");
+
+        const char *const topics[] = {"clicks.unified", "profiles.unified",
+                                      NULL};
+        char *out = rk_read_topics(r, "west", "read-west", topics);
+        struct rk_read cu, pu;
+        rk_read_parse(out, "clicks.unified", &cu);
+        rk_read_parse(out, "profiles.unified", &pu);
+        assert_true(cu.done);
+        assert_true(pu.done);
+
+        /* dedup: every id once, nothing else. */
+        int64_t missing = 0, dups = 0;
+        for (int i = 0; i < ids; i++) {
+                char    id[16];
+                snprintf(id, sizeof(id), "c%d", i);
+                int64_t n = rk_bag_count(cu.values, id);
+                if (n == 0 && !missing++)
+                        print_message("# first missing id: %s\n", id);
+                if (n > 1 && !dups++)
+                        print_message("# first doubled id: %s (%" PRId64
+                                      " times)\n",
+                                      id, n);
+        }
+        print_message("# clicks.unified: %" PRId64 " records, %d ids "
+                      "written, %" PRId64 " missing, %" PRId64 " doubled\n",
+                      cu.records, ids, missing, dups);
+        assert_int_equal(missing, 0);
+        assert_int_equal(dups, 0);
+        assert_int_equal(cu.records, ids);
+
+        /* lww: each version at most once; the last record of each key
+         * is its newest version. */
+        int     last[KEYS];
+        int64_t vdups = 0, wrong = 0;
+        for (int j = 0; j < KEYS; j++)
+                last[j] = -1;
+        for (int p = 0; p < pu.nparts; p++)
+                for (size_t i = 0; i < pu.part_cnt[p]; i++) {
+                        int j, v;
+                        if (sscanf(pu.part[p][i], "k%d.%d", &j, &v) != 2 ||
+                            j < 0 || j >= KEYS)
+                                fail_msg("profiles.unified holds %s",
+                                         pu.part[p][i]);
+                        if (rk_bag_count(pu.values, pu.part[p][i]) > 1)
+                                vdups++;
+                        last[j] = v;
+                }
+        for (int j = 0; j < KEYS; j++)
+                if (last[j] != t.newest[j] && !wrong++)
+                        print_message("# k%d: last unified version %d, "
+                                      "newest written %d\n",
+                                      j, last[j], t.newest[j]);
+        print_message("# profiles.unified: %" PRId64 " records (%d versions "
+                      "written), %" PRId64 " keys not at their newest, "
+                      "%" PRId64 " versions doubled\n",
+                      pu.records, t.versions, wrong, vdups);
+        assert_int_equal(wrong, 0);
+        assert_int_equal(vdups, 0);
+
+        /* The zombie wrote and was not committed: records of aborted
+         * transactions in the topics, or (when the coordinator had
+         * already fenced its producer, whose records then never reach
+         * the log) its log naming the records it had produced into the
+         * transaction it lost; either way none of them is doubled in
+         * the committed output (checked above). */
+        int64_t zr = zombie_records(g[0].log);
+        print_message("# unified records: %" PRId64 " read_committed, "
+                      "%" PRId64 " read_uncommitted (aborted transactions); "
+                      "the zombie's lost transaction held %" PRId64
+                      " output records\n",
+                      committed, uncommitted, zr);
+        assert_true(uncommitted > committed || zr > 0);
+        print_message("# takeover after kill -9: %.1f s; after SIGSTOP: "
+                      "%.1f s; traffic %.1f s; wall %.1f s\n",
+                      takeover, zombie_takeover, t_traffic, rk_elapsed(r));
+        rk_read_deinit(&cu);
+        rk_read_deinit(&pu);
+        free(out);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_teardown(test_scale_unify, rk_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

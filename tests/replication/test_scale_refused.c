@@ -1,0 +1,81 @@
+/*
+ * tests/replication/test_scale_refused.c: `aagw run --scale-out true` on
+ * librdkafka's mock cluster, which accepts transactions without
+ * enforcing them, is refused before anything runs: exit 2 (a usage or
+ * config error: the fix is in the command) and a message that names the
+ * cluster, says why (a record of an aborted transaction is visible to
+ * read_committed readers) and what to do instead.  Scale-out's fencing
+ * rests on enforced transactions (replicator/unify.c, "SCALE-OUT").
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static void test_scale_out_refused_on_mock(void **state) {
+        static const char *const aliases[] = {"east", "west"};
+        char                     err[512], east[600], west[600];
+        harness_output_t         o;
+        (void)state;
+
+        harness_clusters_t *hc =
+            harness_clusters_new(aliases, 2, 1, err, sizeof(err));
+        if (!hc)
+                fail_msg("mock clusters: %s", err);
+        /* On the real-Kafka pass the clusters are real and shared: there
+         * scale-out is not refused, and a running scale-out process would
+         * copy the other tests' topics (tests/realkafka has its own). */
+        if (harness_clusters_are_real(hc)) {
+                harness_clusters_destroy(hc);
+                print_message("# skipped: only the embedded mock refuses "
+                              "scale-out\n");
+                skip();
+        }
+        char *dir = harness_tmpdir_new("scale-refused");
+        assert_non_null(dir);
+        snprintf(east, sizeof(east), "east=%s",
+                 harness_clusters_bootstraps(hc, "east"));
+        snprintf(west, sizeof(west), "west=%s",
+                 harness_clusters_bootstraps(hc, "west"));
+        const char *const argv[] = {harness_aagw_bin(), "run",
+                                    "--cluster", east, "--cluster", west,
+                                    "--site", "west", "--state-dir", dir,
+                                    "--scale-out", "true", "--member", "m1",
+                                    NULL};
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(harness_run(argv, NULL, 0, 60000, &o, err,
+                                     sizeof(err)),
+                         AAGW_OK);
+        if (harness_exit_code(o.status) != 2 ||
+            !strstr(o.err, "scale_out.enabled: cluster west cannot fence a "
+                           "stalled process") ||
+            !strstr(o.err, "read_committed") ||
+            !strstr(o.err, "Run one process for the site without "
+                           "scale_out instead"))
+                fail_msg("exit %d, stderr:\n%s", harness_exit_code(o.status),
+                         o.err);
+        /* Refused before any stage ran: no unify owner joined. */
+        assert_null(strstr(o.err, "[OWNER]"));
+        print_message("# refused with exit 2: %.*s\n",
+                      (int)strcspn(strstr(o.err, "scale_out.enabled"), "\n"),
+                      strstr(o.err, "scale_out.enabled"));
+        harness_output_deinit(&o);
+        harness_rmtree(dir);
+        free(dir);
+        harness_clusters_destroy(hc);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_scale_out_refused_on_mock),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
