@@ -30,15 +30,6 @@ static void test_scale_out_refused_on_mock(void **state) {
             harness_clusters_new(aliases, 2, 1, err, sizeof(err));
         if (!hc)
                 fail_msg("mock clusters: %s", err);
-        /* On the real-Kafka pass the clusters are real and shared: there
-         * scale-out is not refused, and a running scale-out process would
-         * copy the other tests' topics (tests/realkafka has its own). */
-        if (harness_clusters_are_real(hc)) {
-                harness_clusters_destroy(hc);
-                print_message("# skipped: only the embedded mock refuses "
-                              "scale-out\n");
-                skip();
-        }
         char *dir = harness_tmpdir_new("scale-refused");
         assert_non_null(dir);
         snprintf(east, sizeof(east), "east=%s",
@@ -74,6 +65,16 @@ static void test_scale_out_refused_on_mock(void **state) {
 }
 
 int main(void) {
+        /* On the real-Kafka pass (tests/README.md) the clusters are real
+         * and shared: there scale-out is not refused, and a running
+         * scale-out process would copy the other tests' topics
+         * (tests/realkafka has the scale-out tests).  The whole program
+         * is skipped, the TAP way repl.c's mock-only tests use. */
+        if (getenv("AAGW_TEST_BOOTSTRAPS_EAST")) {
+                printf("1..0 # SKIP on real clusters: only the embedded mock "
+                       "refuses scale-out\n");
+                return 0;
+        }
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_scale_out_refused_on_mock),
         };
