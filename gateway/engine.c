@@ -390,40 +390,35 @@ static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
 }
 
 /* The view of the site's owner groups for /status and /metrics: the
- * unify stage's and every inbound flow's (their names are the stages'
- * own, replicator/unify.c and flow.c). */
-static int members_start(struct engine *e, const struct gw_plan *plan,
-                         char *err, size_t errsize) {
+ * unify stage's and every inbound flow's, named by the stages
+ * themselves. */
+static int members_start(struct engine *e, char *err, size_t errsize) {
         const aagw_config_t     *cfg  = e->cfg;
-        const char              *gw   = aagw_config_str(cfg, "gateway.id");
         const char              *site = aagw_config_str(cfg, "gateway.site");
-        char                     names[GW_MAX_FLOWS + 1][300];
         char                     stages[GW_MAX_FLOWS + 1][160];
         const char              *np[GW_MAX_FLOWS + 1], *sp[GW_MAX_FLOWS + 1];
         char                     key[256];
         struct aagw_members_conf mc = {0};
 
-        for (size_t i = 0; i < plan->nflows && mc.n < GW_MAX_FLOWS; i++) {
-                if (strcmp(plan->flows[i].dst, site))
+        for (size_t i = 0; i < e->nflows && mc.n < GW_MAX_FLOWS; i++) {
+                const char *g = aagw_flow_owner_group(e->flows[i]);
+                if (!*g)
                         continue;
-                snprintf(names[mc.n], sizeof(names[mc.n]), "aagw.%s.%s-%s.owners",
-                         gw, plan->flows[i].src, site);
-                snprintf(stages[mc.n], sizeof(stages[mc.n]), "%s->%s",
-                         plan->flows[i].src, site);
-                mc.n++;
+                np[mc.n]   = g;
+                sp[mc.n++] = aagw_flow_name(e->flows[i]);
         }
-        if (e->nunify) {
-                snprintf(names[mc.n], sizeof(names[mc.n]), "aagw.%s.%s.unify",
-                         gw, site);
-                snprintf(stages[mc.n], sizeof(stages[mc.n]), "unify@%s", site);
+        for (size_t i = 0; i < e->nunify && mc.n < GW_MAX_FLOWS + 1; i++) {
+                const char *g = aagw_unify_owner_group(e->unify[i]);
+                if (!*g)
+                        continue;
+                np[mc.n] = g;
+                snprintf(stages[mc.n], sizeof(stages[mc.n]), "unify@%s",
+                         aagw_unify_site(e->unify[i]));
+                sp[mc.n] = stages[mc.n];
                 mc.n++;
         }
         if (!mc.n)
                 return 0;
-        for (size_t i = 0; i < mc.n; i++) {
-                np[i] = names[i];
-                sp[i] = stages[i];
-        }
         snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
         mc.bootstraps  = aagw_config_str(cfg, key);
         mc.prop_cnt    = aagw_config_cluster_props(cfg, site, &mc.props);
@@ -655,7 +650,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         }
                 }
         }
-        if (e.scale.enabled && members_start(&e, plan, err, sizeof(err))) {
+        if (e.scale.enabled && members_start(&e, err, sizeof(err))) {
                 gw_errorf("scale-out members view: %s", err);
                 goto out;
         }

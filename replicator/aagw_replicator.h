@@ -619,6 +619,9 @@ const char *aagw_flow_state_name(aagw_flow_state_t st);
 void aagw_flow_error(const aagw_flow_t *flow, char *buf, size_t size);
 /** @returns "source->target"; borrowed. */
 const char *aagw_flow_name(const aagw_flow_t *flow);
+/** Scale-out: the consumer group that shares this flow's source
+ *  partitions (borrowed, the flow's lifetime); "" without scale-out. */
+const char *aagw_flow_owner_group(const aagw_flow_t *flow);
 
 /** Replication latency histogram bounds, in ms (last bucket: +Inf). */
 #define AAGW_LAT_BUCKETS 24
@@ -930,6 +933,9 @@ void aagw_unify_stop(aagw_unify_t *u);
 void aagw_unify_destroy(aagw_unify_t *u);
 aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u);
 const char *aagw_unify_site(const aagw_unify_t *u);
+/** Scale-out: the consumer group that shares this stage's output
+ *  partitions (borrowed, the stage's lifetime); "" without scale-out. */
+const char *aagw_unify_owner_group(const aagw_unify_t *u);
 void aagw_unify_error(const aagw_unify_t *u, char *buf, size_t size);
 void aagw_unify_stats(const aagw_unify_t *u, struct aagw_unify_stats *st);
 /** Scale-out: this process's member name (borrowed, the stage's

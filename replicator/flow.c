@@ -3258,6 +3258,10 @@ const char *aagw_flow_name(const aagw_flow_t *f) {
         return f->name;
 }
 
+const char *aagw_flow_owner_group(const aagw_flow_t *f) {
+        return f->owners_group;
+}
+
 #define LOAD(x) atomic_load_explicit(&(x), RELAXED)
 
 void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {

@@ -119,6 +119,7 @@ struct aagw_unify {
         aagw_unify_state_t  *st;  /* ops' state */
         char                 site[AAGW_ALIAS_MAX + 1];
         char                 who[AAGW_ALIAS_MAX + 8]; /* "unify@SITE" */
+        char                 owners_group[AAGW_TOPIC_MAX + 1]; /* scale-out */
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
         char                 prov_hdr[AAGW_AFFIX_MAX + 8];
         rd_kafka_t          *consumer, *producer, *reader, *admin;
@@ -2299,10 +2300,9 @@ static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
  * Returns 0, or -1 (the stage failed). */
 static int so_owner(aagw_unify_t *u) {
         const struct aagw_scale_out *so = u->conf.scale_out;
-        char group[AAGW_TOPIC_MAX + 1], txn_id[AAGW_TOPIC_MAX + 64], err[512];
+        const char *group = u->owners_group;
+        char txn_id[AAGW_TOPIC_MAX + 64], err[512];
 
-        snprintf(group, sizeof(group), "aagw.%s.%s.unify", u->conf.gateway_id,
-                 u->site);
         snprintf(txn_id, sizeof(txn_id), "aagw.%s.%s.unify.%s",
                  u->conf.gateway_id, u->site, so->member);
         struct owner_conf oc = {
@@ -2617,6 +2617,9 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
         u->tokens.size = sizeof(struct token);
         snprintf(u->site, sizeof(u->site), "%s", c->site);
         snprintf(u->who, sizeof(u->who), "unify@%s", c->site);
+        if (c->scale_out && c->scale_out->enabled)
+                snprintf(u->owners_group, sizeof(u->owners_group),
+                         "aagw.%s.%s.unify", c->gateway_id, c->site);
         replicator_ctl_init(&u->ctl, "UNIFY", u->who);
         pthread_mutex_init(&u->owned_lock, NULL);
         u->delivery = (struct replicator_delivery){on_delivery, u};
@@ -2769,6 +2772,10 @@ aagw_flow_state_t aagw_unify_state(const aagw_unify_t *u) {
 
 const char *aagw_unify_site(const aagw_unify_t *u) {
         return u->site;
+}
+
+const char *aagw_unify_owner_group(const aagw_unify_t *u) {
+        return u->owners_group;
 }
 
 void aagw_unify_error(const aagw_unify_t *uc, char *buf, size_t size) {
