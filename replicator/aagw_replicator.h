@@ -467,6 +467,7 @@ typedef struct aagw_members aagw_members_t;
 
 struct aagw_member_info {
         char    member[160]; /**< scale_out.member (from its client id) */
+        char    id[200];     /**< the group's member id for it */
         char    host[128];   /**< as the coordinator saw it ("/10.1.2.3") */
         int32_t nparts;
         int32_t parts[AAGW_MEMBERS_PARTS_MAX]; /**< work partitions, sorted */

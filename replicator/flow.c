@@ -2702,7 +2702,8 @@ static int scale_start(aagw_flow_t *f) {
             .on_lost            = scale_lost,
             .opaque             = f,
             .dr_msg_cb          = scale_dr,
-            .dr_opaque          = f};
+            .dr_opaque          = f,
+            .stop               = &f->ctl.stop};
         if (!(f->owner = owner_new(&oc, errstr, sizeof(errstr)))) {
                 flow_fail(f, "member %s: %s", so->member, errstr);
                 return -1;

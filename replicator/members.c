@@ -77,6 +77,8 @@ static void take_group(struct aagw_group_info *g,
 
                 member_name(rd_kafka_MemberDescription_client_id(md),
                             m->member, sizeof(m->member));
+                snprintf(m->id, sizeof(m->id), "%s",
+                         rd_kafka_MemberDescription_consumer_id(md));
                 snprintf(m->host, sizeof(m->host), "%s",
                          rd_kafka_MemberDescription_host(md));
                 m->nparts = 0;
@@ -89,27 +91,31 @@ static void take_group(struct aagw_group_info *g,
         }
 }
 
-/* One DescribeConsumerGroups round for every group into 'fresh'. */
-static void describe(struct aagw_members *ms) {
-        const char             **names = calloc(ms->n, sizeof(*names));
-        rd_kafka_queue_t        *q     = rd_kafka_queue_new(ms->admin);
+void members_describe(rd_kafka_t *admin, struct aagw_group_info *g,
+                      size_t n, int timeout_ms) {
+        const char             **names = calloc(n, sizeof(*names));
+        rd_kafka_queue_t        *q     = rd_kafka_queue_new(admin);
         rd_kafka_AdminOptions_t *opt   = rd_kafka_AdminOptions_new(
-            ms->admin, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+            admin, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
         rd_kafka_event_t        *ev    = NULL;
         char                     err[256] = "";
         int64_t                  now      = aagw_wall_ms();
 
-        for (size_t i = 0; i < ms->n; i++) {
-                names[i]            = ms->fresh[i].group;
-                ms->fresh[i].at_ms  = now;
+        if (!names) {
+                snprintf(err, sizeof(err), "out of memory");
+                goto out;
         }
-        rd_kafka_AdminOptions_set_request_timeout(opt, DESCRIBE_TIMEOUT_MS,
-                                                  err, sizeof(err));
-        rd_kafka_DescribeConsumerGroups(ms->admin, names, ms->n, opt, q);
-        ev = rd_kafka_queue_poll(q, DESCRIBE_TIMEOUT_MS + 2000);
+        for (size_t i = 0; i < n; i++) {
+                names[i]    = g[i].group;
+                g[i].at_ms  = now;
+        }
+        rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, err,
+                                                  sizeof(err));
+        rd_kafka_DescribeConsumerGroups(admin, names, n, opt, q);
+        ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
         if (!ev)
                 snprintf(err, sizeof(err), "no answer within %d ms",
-                         DESCRIBE_TIMEOUT_MS + 2000);
+                         timeout_ms + 2000);
         else if (rd_kafka_event_error(ev))
                 snprintf(err, sizeof(err), "%s",
                          rd_kafka_event_error_string(ev));
@@ -122,35 +128,36 @@ static void describe(struct aagw_members *ms) {
                                                                         &cnt)
                         : NULL;
                 err[0] = '\0';
-                for (size_t i = 0; i < ms->n; i++) {
-                        snprintf(ms->fresh[i].error,
-                                 sizeof(ms->fresh[i].error),
+                for (size_t i = 0; i < n; i++) {
+                        snprintf(g[i].error, sizeof(g[i].error),
                                  "not in the answer");
-                        snprintf(ms->fresh[i].state,
-                                 sizeof(ms->fresh[i].state), "unknown");
-                        ms->fresh[i].n = 0;
+                        snprintf(g[i].state, sizeof(g[i].state), "unknown");
+                        g[i].n = 0;
                         for (size_t k = 0; k < cnt; k++)
                                 if (!strcmp(
                                         rd_kafka_ConsumerGroupDescription_group_id(
                                             d[k]),
-                                        ms->fresh[i].group))
-                                        take_group(&ms->fresh[i], d[k]);
+                                        g[i].group))
+                                        take_group(&g[i], d[k]);
                 }
         }
+out:
         if (err[0])
-                for (size_t i = 0; i < ms->n; i++) {
-                        snprintf(ms->fresh[i].error,
-                                 sizeof(ms->fresh[i].error), "%s", err);
-                        snprintf(ms->fresh[i].state,
-                                 sizeof(ms->fresh[i].state), "unknown");
-                        ms->fresh[i].n = 0;
+                for (size_t i = 0; i < n; i++) {
+                        snprintf(g[i].error, sizeof(g[i].error), "%s", err);
+                        snprintf(g[i].state, sizeof(g[i].state), "unknown");
+                        g[i].n = 0;
                 }
         if (ev)
                 rd_kafka_event_destroy(ev);
         rd_kafka_AdminOptions_destroy(opt);
         rd_kafka_queue_destroy(q);
         free(names);
+}
 
+/* One round for every group into 'fresh', then published. */
+static void describe(struct aagw_members *ms) {
+        members_describe(ms->admin, ms->fresh, ms->n, DESCRIBE_TIMEOUT_MS);
         pthread_mutex_lock(&ms->lock);
         memcpy(ms->view, ms->fresh, ms->n * sizeof(*ms->view));
         pthread_mutex_unlock(&ms->lock);

@@ -292,6 +292,115 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
         return rk;
 }
 
+/* A member name belongs to one running process: it is in the
+ * transactional.id, and initialising a transactional.id fences every
+ * other producer of it, so two processes with one name would fence each
+ * other at every renewal.  Before this process uses the name, no other
+ * member of the group may carry it.  A run of this process killed just
+ * before stays in the group until its session times out: waited for, up
+ * to 'wait_ms' (then, or at once with 0, refused).  'self' is this
+ * process's own member id in the group ("" before it joined).  Returns
+ * 0 (the name is free, or the group could not be described: logged, and
+ * not in the way), or -1 with the reason in 'errstr'. */
+#define NAME_POLL_MS 1000
+
+static int name_free(struct owner *o, const char *self, int wait_ms,
+                     const atomic_bool *stop, char *errstr,
+                     size_t errstr_size) {
+        char                     name[256];
+        struct aagw_kafka_client kc = {.type       = RD_KAFKA_PRODUCER,
+                                       .bootstraps = o->bootstraps,
+                                       .name       = name,
+                                       .role       = "admin",
+                                       .props      = o->props,
+                                       .prop_cnt   = o->prop_cnt};
+        struct aagw_group_info  *g  = calloc(1, sizeof(*g));
+        int64_t                  t0 = aagw_mono_ms();
+        bool                     waited = false;
+        int                      rc     = 0;
+        rd_kafka_t              *admin;
+
+        snprintf(name, sizeof(name), "%s-namecheck", o->member);
+        if (!g) {
+                snprintf(errstr, errstr_size, "out of memory");
+                return -1;
+        }
+        if (!(admin = aagw_kafka_client_new(&kc, errstr, errstr_size))) {
+                free(g);
+                return -1;
+        }
+        snprintf(g->group, sizeof(g->group), "%s", o->group);
+        for (;;) {
+                const struct aagw_member_info *dup = NULL;
+
+                members_describe(admin, g, 1, 5000);
+                if (g->error[0]) {
+                        aagw_log(AAGW_LOG_WARN, "OWNER",
+                                 "%s: cannot tell whether another process "
+                                 "runs as member %s (describing group %s: "
+                                 "%s); going on",
+                                 o->member, o->member, o->group, g->error);
+                        break;
+                }
+                for (size_t i = 0; i < g->n && !dup; i++)
+                        if (!strcmp(g->m[i].member, o->member) &&
+                            strcmp(g->m[i].id, self))
+                                dup = &g->m[i];
+                int64_t ms = aagw_mono_ms() - t0;
+                if (!dup) {
+                        if (waited)
+                                aagw_log(AAGW_LOG_INFO, "OWNER",
+                                         "%s: the earlier member of this "
+                                         "name left group %s after %" PRId64
+                                         " ms",
+                                         o->member, o->group, ms);
+                        break;
+                }
+                if (ms >= wait_ms) {
+                        char left[64] = "";
+                        if (wait_ms > 0)
+                                snprintf(left, sizeof(left),
+                                         ", which did not leave within %d s",
+                                         wait_ms / 1000);
+                        snprintf(errstr, errstr_size,
+                                 "member name %s is taken: group %s has "
+                                 "another member of that name (host %s)%s; "
+                                 "another process runs with it. Every "
+                                 "process of a site needs its own "
+                                 "scale_out.member (--member)",
+                                 o->member, o->group, dup->host, left);
+                        rc = -1;
+                        break;
+                }
+                if (!waited)
+                        aagw_log(AAGW_LOG_WARN, "OWNER",
+                                 "%s: group %s still has a member of this "
+                                 "name (host %s): waiting up to %d s for it "
+                                 "to leave (a run killed just before leaves "
+                                 "when its session times out)",
+                                 o->member, o->group, dup->host,
+                                 wait_ms / 1000);
+                waited = true;
+                for (int64_t until = aagw_mono_ms() + NAME_POLL_MS;
+                     aagw_mono_ms() < until;) {
+                        if (stop && atomic_load(stop)) {
+                                snprintf(errstr, errstr_size,
+                                         "stopped while waiting for member "
+                                         "name %s to be free",
+                                         o->member);
+                                rc = -1;
+                                goto out;
+                        }
+                        struct timespec ts = {0, 50 * 1000000L};
+                        nanosleep(&ts, NULL);
+                }
+        }
+out:
+        rd_kafka_destroy(admin);
+        free(g);
+        return rc;
+}
+
 /* ---------------------------------------------------------- LIFECYCLE --- */
 
 struct owner *owner_new(const struct owner_conf *c, char *errstr,
@@ -350,6 +459,11 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
                                                     : 30000;
         o->dr_msg_cb       = c->dr_msg_cb;
         o->dr_opaque       = c->dr_opaque;
+        /* The name before the transactional.id is used (it would fence
+         * the other process's producer). */
+        int sess = c->session_timeout_ms > 0 ? c->session_timeout_ms : 10000;
+        if (name_free(o, "", sess + 5000, c->stop, errstr, errstr_size))
+                goto fail;
         /* The producer first: a cluster without working transactions
          * fails here, before this process joins the group and is given
          * partitions it cannot write. */
@@ -446,6 +560,18 @@ owner_result_t owner_renew(struct owner *o, char *errstr,
                 rd_kafka_destroy(o->producer);
         }
         o->in_txn   = false;
+        o->producer = NULL;
+        /* A producer fenced by another process of the same name is not
+         * made again (it would fence that one in turn). */
+        char *self = rd_kafka_memberid(o->consumer);
+        int   taken = name_free(o, self ? self : "", 0, NULL, errstr,
+                                errstr_size);
+        if (self)
+                rd_kafka_mem_free(o->consumer, self);
+        if (taken) {
+                o->fatal = true;
+                return AAGW_OWNER_FATAL;
+        }
         o->producer = txn_producer(o->bootstraps, o->props, o->prop_cnt,
                                    o->member, o->txn_id, o->txn_timeout_ms,
                                    o->init_timeout_ms, o->dr_msg_cb,

@@ -437,6 +437,9 @@ struct owner_conf {
         void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,
                           void *opaque);
         void *dr_opaque;
+        /* Set: owner_new() gives up waiting for the member name
+         * (name_free() in owner.c).  NULL: not asked. */
+        const atomic_bool *stop;
 };
 
 /* How a transaction of an owner ended (owner_begin(), owner_commit()). */
@@ -547,6 +550,12 @@ int owner_txn_enforced(const char *bootstraps, const char *const *props,
                        size_t prop_cnt, const char *topic, char *errstr,
                        size_t errstr_size);
 
+
+/* Describe the consumer groups g[0..n) (each g[i].group set) through
+ * 'admin' into 'g': state and members, or the reason in g[i].error
+ * (members.c). */
+void members_describe(rd_kafka_t *admin, struct aagw_group_info *g,
+                      size_t n, int timeout_ms);
 
 /* ------------------------- UNIFY CHANGELOG (changelog.c) ------------------ */
 

@@ -2321,7 +2321,8 @@ static int so_owner(aagw_unify_t *u) {
             .on_revoking          = so_revoking,
             .opaque               = u,
             .dr_msg_cb            = so_dr,
-            .dr_opaque            = u};
+            .dr_opaque            = u,
+            .stop                 = &u->ctl.stop};
         if (!(u->owner = owner_new(&oc, err, sizeof(err)))) {
                 ufail(u, "member %s: %s", so->member, err);
                 return -1;

@@ -14,7 +14,10 @@
  * and B1 for read_committed readers and never A2; read_uncommitted shows
  * A2 was written (the zombie tried).  Then A rejoins and the group
  * splits the work, and a second producer with A's transactional.id makes
- * A's next commit FATAL.  The work topic holds records past the
+ * A's next commit FATAL; A renews its producer (the twin was no member
+ * of the group), but not once a consumer with A's client id joined the
+ * group (another process named A), and a new owner A is refused after
+ * waiting for that member to leave.  The work topic holds records past the
  * committed offsets throughout: the owners' consumers fetch none.  And owner_txn_enforced() says a real broker
  * enforces transactions (the mock's answer: tests/replication/
  * test_owner_mock.c).
@@ -49,9 +52,10 @@ static void on_lost(void *opaque, const rd_kafka_topic_partition_list_t *parts) 
 
 static const char *const quiet[] = {"log_level", "3"};
 
-static struct owner *owner(const char *bs, const char *member,
-                           struct seen *seen) {
-        char              err[512], txn_id[64];
+static struct owner *owner_try(const char *bs, const char *member,
+                               int session_ms, struct seen *seen, char *err,
+                               size_t errsize) {
+        char              txn_id[64];
         struct owner_conf c = {.bootstraps           = bs,
                                .props                = quiet,
                                .prop_cnt             = 1,
@@ -59,15 +63,21 @@ static struct owner *owner(const char *bs, const char *member,
                                .topic                = "work",
                                .member               = member,
                                .transactional_id     = txn_id,
-                               .session_timeout_ms   = 6000,
-                               .max_poll_interval_ms = 7000,
+                               .session_timeout_ms   = session_ms,
+                               .max_poll_interval_ms = session_ms + 1000,
                                .txn_timeout_ms       = 10000,
                                .on_gained            = on_gained,
                                .on_lost              = on_lost,
                                .opaque               = seen};
 
         snprintf(txn_id, sizeof(txn_id), "aagw.test.%s", member);
-        struct owner *o = owner_new(&c, err, sizeof(err));
+        return owner_new(&c, err, errsize);
+}
+
+static struct owner *owner(const char *bs, const char *member,
+                           struct seen *seen) {
+        char          err[512];
+        struct owner *o = owner_try(bs, member, 6000, seen, err, sizeof(err));
         if (!o)
                 fail_msg("owner_new(%s): %s", member, err);
         return o;
@@ -350,6 +360,91 @@ static void test_owner(void **state) {
                                     "transactions with this "
                                     "transactional.id"));
         rd_kafka_destroy(twin);
+
+        /* The twin was no member of the group: A may make a new
+         * producer (what a zombie fenced by its coordinator does). */
+        rc = owner_renew(a, err, sizeof(err));
+        if (rc)
+                fail_msg("A's renewal after the twin: %d: %s", rc, err);
+
+        /* Another process named A joins the group (a consumer with the
+         * client id an owner A has): A may not renew, and a new owner A
+         * is refused once the other did not leave within its session
+         * (2 s) plus 5 s. */
+        {
+                rd_kafka_conf_t *dc  = rd_kafka_conf_new();
+                const char      *kv[] = {"bootstrap.servers", bs,
+                                         "group.id", "owners",
+                                         "client.id", "aagw-A-owner",
+                                         "partition.assignment.strategy",
+                                         "roundrobin",
+                                         "session.timeout.ms", "6000",
+                                         "log_level", "3", NULL};
+                for (size_t i = 0; kv[i]; i += 2)
+                        assert_int_equal(rd_kafka_conf_set(dc, kv[i], kv[i + 1],
+                                                           err, sizeof(err)),
+                                         RD_KAFKA_CONF_OK);
+                rd_kafka_t *dup = rd_kafka_new(RD_KAFKA_CONSUMER, dc, err,
+                                               sizeof(err));
+                assert_non_null(dup);
+                rd_kafka_poll_set_consumer(dup);
+                rd_kafka_topic_partition_list_t *sub =
+                    rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(sub, "work",
+                                                  RD_KAFKA_PARTITION_UA);
+                assert_int_equal(rd_kafka_subscribe(dup, sub), 0);
+                rd_kafka_topic_partition_list_destroy(sub);
+                /* Until the coordinator lists it next to A and B. */
+                const char *const        groups[] = {"owners"};
+                const char *const        stages[] = {"test"};
+                struct aagw_members_conf mc = {.bootstraps  = bs,
+                                               .props       = quiet,
+                                               .prop_cnt    = 1,
+                                               .groups      = groups,
+                                               .stages      = stages,
+                                               .n           = 1,
+                                               .interval_ms = 300};
+                aagw_members_t *ms = aagw_members_new(&mc, err, sizeof(err));
+                struct aagw_group_info *g = calloc(1, sizeof(*g));
+                assert_non_null(ms);
+                assert_non_null(g);
+                t0 = harness_now_ms();
+                for (;;) {
+                        assert_int_equal(aagw_members_get(ms, g, 1), 1);
+                        if (g->n == 3 && !strcmp(g->state, "Stable"))
+                                break;
+                        if (harness_now_ms() - t0 > 30000)
+                                fail_msg("the second A never joined: %s, "
+                                         "%zu members",
+                                         g->state, g->n);
+                        rd_kafka_message_t *m = rd_kafka_consumer_poll(dup, 50);
+                        if (m)
+                                rd_kafka_message_destroy(m);
+                        owner_poll(a, 0, err, sizeof(err));
+                        owner_poll(b, 0, err, sizeof(err));
+                }
+                aagw_members_destroy(ms);
+                free(g);
+                rc = owner_renew(a, err, sizeof(err));
+                print_message("# A's renewal with a second A in the group: "
+                              "%d: %s\n",
+                              rc, err);
+                assert_int_equal(rc, AAGW_OWNER_FATAL);
+                assert_non_null(strstr(err, "member name A is taken"));
+                struct seen   sc = {0, 0};
+                t0               = harness_now_ms();
+                struct owner *c2 =
+                    owner_try(bs, "A", 2000, &sc, err, sizeof(err));
+                int64_t waited = harness_now_ms() - t0;
+                print_message("# a new owner A refused after %" PRId64
+                              " ms: %s\n",
+                              waited, err);
+                assert_null(c2);
+                assert_non_null(strstr(err, "member name A is taken"));
+                assert_true(waited >= 7000);
+                rd_kafka_consumer_close(dup);
+                rd_kafka_destroy(dup);
+        }
 
         /* Both consumers were given work partitions with committed
          * offsets (1..4) below the end (5): nothing was fetched. */

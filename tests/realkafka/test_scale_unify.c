@@ -25,6 +25,8 @@
  *    read_uncommitted than read_committed (aborted transactions), or,
  *    when the coordinator had fenced its producer before they reached
  *    the log, it logged a lost transaction holding records;
+ *  - when b comes back, a or c keeps a partition it had without
+ *    reading its changelog again (logged "not read again");
  *  - `aagw status` of a member shows its name, the output partitions it
  *    owns per unified topic, and its rebalance, restore and transaction
  *    counters.
@@ -199,6 +201,7 @@ static void expect_log(struct rk_gw *g, const char *needle, int above,
 }
 
 #define DONE "rebalance done"
+#define KEPT "not read again"
 
 /* --------------------------------------------------------- COUNTING --- */
 
@@ -331,8 +334,27 @@ static void test_scale_unify(void **state) {
         expect_log(&g[0], DONE, a_done, 30000);
         expect_log(&g[2], DONE, c_done, 30000);
         double takeover = rk_elapsed(r) - t_kill;
+        /* b comes back: a and c let go of everything (eager) and get
+         * back a share in which each keeps a partition it had (the
+         * roundrobin assignor over members a, b, c): that one is not
+         * read again (so_kept()). */
+        int a_kept = log_count(g[0].log, KEPT);
+        int c_kept = log_count(g[2].log, KEPT);
+        a_done = log_count(g[0].log, DONE);
+        c_done = log_count(g[2].log, DONE);
         rk_gwn_start(r, &g[1], NULL, args);
         expect_log(&g[1], DONE, 0, 30000);
+        expect_log(&g[0], DONE, a_done, 30000);
+        expect_log(&g[2], DONE, c_done, 30000);
+        int kept = log_count(g[0].log, KEPT) - a_kept +
+                   log_count(g[2].log, KEPT) - c_kept;
+        print_message("# after b's return, a and c logged %d times that they "
+                      "kept partitions without reading them again\n",
+                      kept);
+        if (kept < 1) {
+                rk_gwn_dump_log(&g[0], 40);
+                fail_msg("neither a nor c kept a partition across b's return");
+        }
 
         /* c stops cleanly: a and b take its partitions at once. */
         a_done = log_count(g[0].log, DONE);
