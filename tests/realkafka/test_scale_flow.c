@@ -32,7 +32,10 @@
  * printed, and asserted).  Before the stop, the /status of a and c
  * (admin endpoints) name each partition of `clicks` as copied by exactly
  * one of them, and /metrics carries the aagw_scale_* series with the
- * member's name.
+ * member's name.  Also: a's restart after the kill waits for its
+ * earlier run to leave the group; a fourth process started with c's
+ * member name exits 1 naming the taken name; heartbeats come from one
+ * member at a time (about one a second at east, not three).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,6 +306,7 @@ static void test_scale_flow(void **state) {
         rk_gwn_start(r, &gw[0], "a", gw_args);
         rk_gwn_start(r, &gw[1], "b", gw_args);
         rk_gwn_start(r, &gw[2], "c", gw_args);
+        int64_t t_members = harness_now_ms();
         struct grow g;
         step_begin(r, &g);
         wait_copy(r, gw, &g, harness_now_ms(), "three members");
@@ -314,6 +318,10 @@ static void test_scale_flow(void **state) {
                          128 + SIGKILL);
         rk_gwn_start(r, &gw[0], NULL, gw_args);
         wait_copy(r, gw, &g, t0, "a killed, restarted");
+        /* The new run found the killed one still in the group and
+         * waited for its session to end. */
+        assert_true(file_has(gw[0].log, "the earlier member of this name "
+                                         "left group"));
 
         /* 2: a clean stop */
         step_begin(r, &g);
@@ -367,6 +375,51 @@ static void test_scale_flow(void **state) {
         free(t);
         print_message("# /status: every partition of clicks copied by one "
                       "member (a or c)\n");
+
+        /* A process started with c's member name while c runs: it
+         * waits for the session (6 s) plus 5 s, then exits 1 naming the
+         * taken name; a and c copy on. */
+        {
+                static const char *const dup_args[] = {
+                    "--site", "west", "--scale-out", "true", "--unify", "off",
+                    "--topic", "clicks",
+                    "--set", "scale_out.session_timeout=6s",
+                    "--member", "c", NULL};
+                struct rk_gw dup;
+                int          status = 0;
+                memset(&dup, 0, sizeof(dup));
+                int64_t t1 = harness_now_ms();
+                rk_gwn_start(r, &dup, "dup", dup_args);
+                assert_int_equal(harness_proc_wait(dup.proc, 40000, &status),
+                                 AAGW_OK);
+                harness_proc_destroy(dup.proc);
+                dup.proc = NULL;
+                print_message("# a second process named c: exit %d after "
+                              "%" PRId64 " ms\n",
+                              harness_exit_code(status),
+                              harness_now_ms() - t1);
+                if (harness_exit_code(status) != 1 ||
+                    !file_has(dup.log, "member name c is taken")) {
+                        rk_gwn_dump_log(&dup, 30);
+                        fail_msg("a second process named c was not refused");
+                }
+                assert_true(harness_now_ms() - t1 >= 11000);
+                if (!harness_wait_until(owned_once, &own, 20000))
+                        fail_msg("/status of a and c after the second c: %s",
+                                 own.why);
+        }
+
+        /* Heartbeats (1 s; MM2's topic at the source) come from one
+         * member at a time, the owner of work partition 0, and keep
+         * coming through the kill, the stop and the stall: about one a
+         * second over the run, not one per member. */
+        double  span_s = (double)(harness_now_ms() - t_members) / 1000.0;
+        int64_t hbs    = rk_size(r, "east", "heartbeats");
+        print_message("# heartbeats at east: %" PRId64 " over %.1f s "
+                      "(interval 1 s, three members)\n",
+                      hbs, span_s);
+        assert_true(hbs <= (int64_t)(span_s * 1.25) + 5);
+        assert_true(hbs >= (int64_t)(span_s * 0.4));
 
         int64_t uncommitted =
             count_records(r, "west", "east.clicks", "read_uncommitted", NULL);
