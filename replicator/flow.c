@@ -2756,6 +2756,10 @@ static int scale_renew(aagw_flow_t *f) {
         return 0;
 }
 
+bool flow_scaled(const aagw_flow_t *f) {
+        return f->conf.scale_out && f->conf.scale_out->enabled;
+}
+
 bool flow_leads_mm2(const aagw_flow_t *f) {
         return !f->conf.scale_out || !f->conf.scale_out->enabled ||
                atomic_load(&((aagw_flow_t *)f)->leads_mm2);

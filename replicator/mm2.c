@@ -356,6 +356,18 @@ static void checkpoints(struct mm2 *m) {
         ps  = calloc(nps + 1, sizeof(*ps));
         if (groups && ps) {
                 nps = aagw_flow_partitions(m->flow, ps, nps);
+                /* Under scale-out a partition is checkpointed by the
+                 * member that copies it: it alone has the syncs of what
+                 * it copied (in m's sync points), and its position.  The
+                 * checkpoint records are keyed per partition, so the
+                 * members' checkpoints never overwrite each other. */
+                if (flow_scaled(m->flow)) {
+                        size_t k = 0;
+                        for (size_t i = 0; i < nps; i++)
+                                if (ps[i].assigned)
+                                        ps[k++] = ps[i];
+                        nps = k;
+                }
                 for (size_t i = 0; i < ngroups && !atomic_load(&m->stopping);
                      i++)
                         checkpoint_group(m, groups[i], ps, nps);
@@ -426,8 +438,9 @@ static void *mm2_main(void *arg) {
         while (!m->stop) {
                 int64_t now = aagw_wall_ms();
                 pthread_mutex_unlock(&m->lock);
-                /* Per flow, not per partition: under scale-out one
-                 * member writes them (flow_leads_mm2()). */
+                /* Heartbeats are per flow, not per partition: under
+                 * scale-out one member writes them
+                 * (flow_leads_mm2()). */
                 bool lead = flow_leads_mm2(m->flow);
                 if (m->conf.heartbeat_ms > 0 && now >= next_hb) {
                         if (lead)
@@ -436,8 +449,10 @@ static void *mm2_main(void *arg) {
                 }
                 if (m->conf.checkpoint_ms > 0 && now >= next_ck) {
                         /* The first pass after one interval: the flow has
-                         * written its first syncs by then. */
-                        if (next_ck && lead)
+                         * written its first syncs by then.  Per
+                         * partition: under scale-out each member for the
+                         * partitions it copies (checkpoints()). */
+                        if (next_ck)
                                 checkpoints(m);
                         next_ck = aagw_wall_ms() + m->conf.checkpoint_ms;
                 }

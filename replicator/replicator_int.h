@@ -300,10 +300,13 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
 /* Counters for aagw_flow_stats(). */
 void mm2_stats(const struct mm2 *m, struct aagw_flow_stats *st);
 
-/* Whether the flow writes the per-flow MM2 records (heartbeats,
- * checkpoints): always as the only process of its site; under scale-out
- * only while it owns work partition 0 (flow.c).  Thread-safe. */
+/* Whether the flow writes the per-flow MM2 records (heartbeats): always
+ * as the only process of its site; under scale-out only while it owns
+ * work partition 0 (flow.c).  Thread-safe. */
 bool flow_leads_mm2(const aagw_flow_t *flow);
+/* Whether the flow runs under scale-out (its copied partitions are its
+ * assigned ones, each copied by one process of the site). */
+bool flow_scaled(const aagw_flow_t *flow);
 
 /* Whether 'topic' is the heartbeats topic this deployment writes. */
 bool mm2_is_heartbeats(const char *topic);

@@ -35,7 +35,9 @@
  * member's name.  Also: a's restart after the kill waits for its
  * earlier run to leave the group; a fourth process started with c's
  * member name exits 1 naming the taken name; heartbeats come from one
- * member at a time (about one a second at east, not three).
+ * member at a time (about one a second at east, not three); a consumer
+ * group's commit at east is checkpointed at west for every partition
+ * (each by the member that copies it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,6 +57,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aagw_policy.h"
 #include "rk.h"
 
 #define PARTS    12
@@ -67,6 +70,7 @@ static const char *const gw_args[] = {
     "--site", "west", "--scale-out", "true", "--unify", "off",
     "--topic", "clicks",
     "--set", "scale_out.session_timeout=6s",
+    "--set", "mm2.checkpoints_interval=2s",
     "--admin", "127.0.0.1:0",
     NULL};
 
@@ -284,6 +288,101 @@ static bool owned_once(void *arg) {
         return true;
 }
 
+/* Commit 'off[p]' for every partition of clicks at east as group "app". */
+static void app_commit(struct rk *r, const int64_t *off) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        const char *const kv[] = {"bootstrap.servers", rk_bs(r, "east"),
+                                  "group.id", "app", "log_level", "3", NULL};
+
+        for (int i = 0; kv[i]; i += 2)
+                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
+                                                   err, sizeof(err)),
+                                 RD_KAFKA_CONF_OK);
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+                                     sizeof(err));
+        assert_non_null(c);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(PARTS);
+        for (int p = 0; p < PARTS; p++)
+                rd_kafka_topic_partition_list_add(l, "clicks", p)->offset =
+                    off[p];
+        rd_kafka_resp_err_t e = rd_kafka_commit(c, l, 0);
+        if (e)
+                fail_msg("group app's commit at east: %s", rd_kafka_err2str(e));
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_destroy(c);
+}
+
+/* Group app's checkpoints of east.clicks at west (the newest per
+ * partition, from east.checkpoints.internal): how many partitions have
+ * one whose upstream offset is 'want[p]' and whose downstream offset is
+ * in (0, the copy's end]. */
+struct ckpts {
+        struct rk     *r;
+        const int64_t *want;
+        int64_t        up[PARTS], down[PARTS], end[PARTS];
+        int            ok;
+};
+
+static bool ckpts_all(void *arg) {
+        struct ckpts    *k = arg;
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        const char *const kv[] = {"bootstrap.servers", rk_bs(k->r, "west"),
+                                  "group.id", "scale-flow-ckpts",
+                                  "enable.auto.commit", "false",
+                                  "enable.partition.eof", "true",
+                                  "log_level", "3", NULL};
+
+        for (int i = 0; kv[i]; i += 2)
+                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
+                                                   err, sizeof(err)),
+                                 RD_KAFKA_CONF_OK);
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+                                     sizeof(err));
+        assert_non_null(c);
+        for (int p = 0; p < PARTS; p++) {
+                int64_t lo;
+                k->up[p] = k->down[p] = -1;
+                if (rd_kafka_query_watermark_offsets(c, "east.clicks", p, &lo,
+                                                     &k->end[p], 5000))
+                        k->end[p] = -1;
+        }
+        rd_kafka_topic_partition_list_t *a =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(a, "east.checkpoints.internal", 0)
+            ->offset = RD_KAFKA_OFFSET_BEGINNING;
+        assert_int_equal(rd_kafka_assign(c, a), 0);
+        rd_kafka_topic_partition_list_destroy(a);
+        int64_t deadline = harness_now_ms() + 10000;
+        bool    eof      = false;
+        while (!eof && harness_now_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
+                struct aagw_mm2_checkpoint ck;
+                if (!m)
+                        continue;
+                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                        eof = true;
+                else if (!m->err &&
+                         aagw_mm2_checkpoint_decode(m->key, m->key_len,
+                                                    m->payload, m->len, &ck) &&
+                         !strcmp(ck.group, "app") &&
+                         !strcmp(ck.topic, "east.clicks") &&
+                         ck.partition >= 0 && ck.partition < PARTS) {
+                        k->up[ck.partition]   = ck.upstream;
+                        k->down[ck.partition] = ck.downstream;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_destroy(c);
+        k->ok = 0;
+        for (int p = 0; p < PARTS; p++)
+                k->ok += k->up[p] == k->want[p] && k->down[p] > 0 &&
+                         k->down[p] <= k->end[p];
+        return k->ok == PARTS;
+}
+
 static bool file_has(const char *path, const char *s) {
         char *text = harness_read_file(path, NULL);
         bool  has  = text && strstr(text, s);
@@ -351,6 +450,31 @@ static void test_scale_flow(void **state) {
         g.r        = r;
         g.want_all = src_n;
         wait_copy(r, gw, &g, harness_now_ms(), "caught up");
+
+        /* Checkpoints under scale-out: a consumer group commits the end
+         * of every partition at east; each member checkpoints the
+         * partitions it copies, so every partition gets its checkpoint
+         * (2 s interval), translated into the copy. */
+        int64_t per_src[PARTS];
+        assert_int_equal(count_records(r, "east", "clicks", "read_committed",
+                                       per_src),
+                         src_n);
+        app_commit(r, per_src);
+        struct ckpts ck = {.r = r, .want = per_src};
+        int64_t      t_ck = harness_now_ms();
+        if (!harness_wait_until(ckpts_all, &ck, 30000)) {
+                for (int p = 0; p < PARTS; p++)
+                        print_message("#   clicks [%d]: committed %" PRId64
+                                      ", checkpoint %" PRId64 " -> %" PRId64
+                                      ", copy end %" PRId64 "\n",
+                                      p, per_src[p], ck.up[p], ck.down[p],
+                                      ck.end[p]);
+                fail_msg("group app: %d of %d partitions checkpointed", ck.ok,
+                         PARTS);
+        }
+        print_message("# group app: all %d partitions checkpointed at west "
+                      "%" PRId64 " ms after its commit\n",
+                      PARTS, harness_now_ms() - t_ck);
 
         /* a and c run: each source partition is copied by exactly one
          * of them, by their own account; /metrics names the member. */
