@@ -830,8 +830,10 @@ struct aagw_kafka_range {
  * @brief Read a range of one partition through the assign-only consumer
  * @p rk (assigned for the call, unassigned after).  The read ends at the
  * range's last offset, at a record past it (its end was compacted away),
- * or, for a consumer with enable.partition.eof, at the end of the
- * partition (offsets that are not records never arrive).
+ * or, for a consumer with enable.partition.eof, at an end of the
+ * partition at or past the range's end (offsets that are not records,
+ * such as transaction markers, never arrive; a read_committed end below
+ * it is a transaction still open, waited for until the deadline).
  * @returns how it ended, with the number of records handed to fn in
  * @p nread.
  */

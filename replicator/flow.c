@@ -1468,8 +1468,7 @@ static int64_t reconcile(aagw_flow_t *f, struct ptrack *pt) {
             strcmp(pt->tt->remote, topic)) {
                 bool    done, exact = false;
                 int64_t tail = scan_copies(f, pt, hi - 1, hi,
-                                           aagw_mono_ms() + RECONCILE_WAIT_MS,
-                                           &done);
+                                           RECONCILE_WAIT_MS, &done);
                 if (done && tail < 0)
                         tk = takeover_position(f->takeover, f->reader, topic,
                                                pt->tt->remote, pt->partition,
@@ -3024,11 +3023,13 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         const char *reader_extra[] = {
             "group.id", reader_group,
             "enable.auto.commit", "false",
-            /* Scale-out: the reader is read_committed (librdkafka's
-             * default) and the target's last offsets are transaction
-             * markers, which never arrive as records: the end of a scan
-             * is told by the partition's end. */
-            "enable.partition.eof", scale ? "true" : "false",
+            /* The reader is read_committed (librdkafka's default), and a
+             * target's last offsets may be transaction markers, which
+             * never arrive as records: under scale-out always, and in a
+             * copy that processes of a scale-out site (or another
+             * transactional writer) wrote before.  The end of a scan is
+             * then told by the partition's end (aagw_kafka_read_range()). */
+            "enable.partition.eof", "true",
             "auto.offset.reset", "earliest",
             /* reconcile() scans one partition after the other; with the
              * default 500 ms the fetch long-poll left over from the

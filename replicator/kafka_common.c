@@ -343,9 +343,13 @@ aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
                         /* The end (a reader with enable.partition.eof):
                          * offsets up to 'to' that are not records
                          * (compacted away, transaction markers) never
-                         * arrive. */
+                         * arrive.  Only an end at or past 'to' ends the
+                         * range: a read_committed reader's end stops at
+                         * a transaction still open (the last stable
+                         * offset), and what follows it is waited for. */
                         bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
-                        if (eof && m->partition == r->partition) {
+                        if (eof && m->partition == r->partition &&
+                            m->offset >= r->to) {
                                 rd_kafka_message_destroy(m);
                                 break;
                         }

@@ -37,7 +37,9 @@
  * member name exits 1 naming the taken name; heartbeats come from one
  * member at a time (about one a second at east, not three); a consumer
  * group's commit at east is checkpointed at west for every partition
- * (each by the member that copies it).
+ * (each by the member that copies it).  Last, one process without
+ * scale-out takes over the site on a new state dir: it resumes after the
+ * members' copies (which end in transaction markers) and runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -383,6 +385,38 @@ static bool ckpts_all(void *arg) {
         return k->ok == PARTS;
 }
 
+/* Whether 'g''s only flow runs with every partition of clicks (and the
+ * heartbeats') assigned, by its /status. */
+static bool solo_running(void *arg) {
+        struct rk_gw *g    = arg;
+        char         *body = http_get(g, "/status");
+        json_object  *st   = body ? json_tokener_parse(body) : NULL;
+        json_object  *flows, *v;
+        bool          ok = false;
+
+        free(body);
+        if (st && json_object_object_get_ex(st, "flows", &flows) &&
+            json_object_array_length(flows) == 1) {
+                json_object *f = json_object_array_get_idx(flows, 0);
+                ok = json_object_object_get_ex(f, "state", &v) &&
+                     !strcmp(json_object_get_string(v), "running") &&
+                     json_object_object_get_ex(f, "partitions", &v) &&
+                     json_object_get_int(v) >= PARTS + 1;
+        }
+        json_object_put(st);
+        return ok;
+}
+
+/* Lines of 'path' holding 's'. */
+static int file_count(const char *path, const char *s) {
+        char *text = harness_read_file(path, NULL);
+        int   n    = 0;
+        for (const char *p = text; p && (p = strstr(p, s)); p += strlen(s))
+                n++;
+        free(text);
+        return n;
+}
+
 static bool file_has(const char *path, const char *s) {
         char *text = harness_read_file(path, NULL);
         bool  has  = text && strstr(text, s);
@@ -555,6 +589,33 @@ static void test_scale_flow(void **state) {
                       c_lost ? "lost its partitions to the group" : "nothing");
         assert_int_equal(rk_gwn_stop(r, &gw[0], SIGTERM, 30000), 0);
         assert_int_equal(rk_gwn_stop(r, &gw[2], SIGTERM, 30000), 0);
+
+        /* Back to one process without scale-out, on a new state dir: the
+         * copy's partitions end in transaction markers, which its
+         * read_committed scans never see as records; it must still find
+         * where the members' copies end (in each of the 12 partitions)
+         * and run, copying nothing twice (checked below). */
+        {
+                static const char *const solo_args[] = {
+                    "--site", "west", "--unify", "off", "--topic", "clicks",
+                    "--admin", "127.0.0.1:0", NULL};
+                struct rk_gw solo;
+                memset(&solo, 0, sizeof(solo));
+                int64_t t1 = harness_now_ms();
+                rk_gwn_start(r, &solo, "solo", solo_args);
+                if (!harness_wait_until(solo_running, &solo, 60000)) {
+                        rk_gwn_dump_log(&solo, 30);
+                        fail_msg("one process after scale-out: not running "
+                                 "with every partition within 60 s");
+                }
+                int resumed = file_count(solo.log, "no stored position");
+                print_message("# one process after scale-out: running in "
+                              "%" PRId64 " ms, resumed %d partitions after "
+                              "the members' copies\n",
+                              harness_now_ms() - t1, resumed);
+                assert_true(resumed >= PARTS);
+                assert_int_equal(rk_gwn_stop(r, &solo, SIGTERM, 30000), 0);
+        }
 
         const char *east_topics[] = {"clicks", NULL};
         const char *west_topics[] = {"east.clicks", NULL};
