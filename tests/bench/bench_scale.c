@@ -20,8 +20,9 @@
  * Every measurement gets its own gateway id and topic names, so no state
  * carries over.  Progress is counted by this program's own read_committed
  * consumer of the target (a transaction's markers take offsets, so
- * watermarks would over-count); steady records/s runs from the first poll
- * that saw records to the one that saw all N, CPU is the measured
+ * watermarks would over-count); steady records/s is what arrived after
+ * the first poll that saw records, over the time until the poll that saw
+ * all N, CPU is the measured
  * processes' user + sys over that stretch.  Each target must end with
  * exactly N records, each source partition's keys in its partition.
  *
@@ -380,6 +381,7 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
         struct procs       ps = {0};
         struct counter     c  = {0};
         double             t0, t_first = 0, t_last_move, cpu_first = NAN;
+        int64_t            n_first = 0; /* at the target at t_first */
         int64_t            last = -1;
         int                rc = -1, dead;
 
@@ -508,6 +510,7 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
                 }
                 if (c.total > 0 && !t_first) {
                         t_first   = now;
+                        n_first   = c.total;
                         cpu_first = cpu;
                         res->startup_s = now - t0;
                 }
@@ -522,11 +525,19 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
                                              tag, dst, c.total, n);
                                 goto out;
                         }
+                        /* What arrived after the first poll that saw
+                         * records, over the time it took: a transaction
+                         * makes its records visible at once, so the
+                         * first poll may already see a whole commit's
+                         * worth, produced before the stretch began. */
                         res->steady_rps =
-                            done > t_first ? (double)(n - 0) / (done - t_first)
-                                           : NAN;
+                            done > t_first && n > n_first
+                                ? (double)(n - n_first) / (done - t_first)
+                                : NAN;
                         res->cpu_per_m =
-                            (cpu_done - cpu_first) / ((double)n / 1e6);
+                            n > n_first ? (cpu_done - cpu_first) /
+                                              ((double)(n - n_first) / 1e6)
+                                        : NAN;
                         res->valid = true;
                         break;
                 }

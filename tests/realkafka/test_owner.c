@@ -83,6 +83,26 @@ static struct owner *owner(const char *bs, const char *member,
         return o;
 }
 
+/* The members view (replicator/members.c) of group "owners", every
+ * 300 ms. */
+static aagw_members_t *owners_view(const char *bs) {
+        static const char *const groups[] = {"owners"};
+        static const char *const stages[] = {"test"};
+        struct aagw_members_conf mc       = {.bootstraps  = bs,
+                                             .props       = quiet,
+                                             .prop_cnt    = 1,
+                                             .groups      = groups,
+                                             .stages      = stages,
+                                             .n           = 1,
+                                             .interval_ms = 300};
+        char                     err[512];
+        aagw_members_t          *ms = aagw_members_new(&mc, err, sizeof(err));
+
+        if (!ms)
+                fail_msg("members view: %s", err);
+        return ms;
+}
+
 /* Poll 'o' until it owns 'want' work partitions; returns the ms it took. */
 static int64_t wait_owns(struct owner *o, const char *who, int want,
                          int timeout_ms) {
@@ -283,17 +303,7 @@ static void test_owner(void **state) {
         /* The members view (/status, /metrics) describes the group as
          * its coordinator sees it: A and B, one work partition each. */
         {
-                const char *const        groups[] = {"owners"};
-                const char *const        stages[] = {"test"};
-                struct aagw_members_conf mc       = {
-                          .bootstraps  = bs,
-                          .props       = quiet,
-                          .prop_cnt    = 1,
-                          .groups      = groups,
-                          .stages      = stages,
-                          .n           = 1,
-                          .interval_ms = 300};
-                aagw_members_t *ms = aagw_members_new(&mc, err, sizeof(err));
+                aagw_members_t *ms = owners_view(bs);
                 struct aagw_group_info *g = calloc(1, sizeof(*g));
                 int64_t                 t1 = harness_now_ms();
 
@@ -395,16 +405,7 @@ static void test_owner(void **state) {
                 assert_int_equal(rd_kafka_subscribe(dup, sub), 0);
                 rd_kafka_topic_partition_list_destroy(sub);
                 /* Until the coordinator lists it next to A and B. */
-                const char *const        groups[] = {"owners"};
-                const char *const        stages[] = {"test"};
-                struct aagw_members_conf mc = {.bootstraps  = bs,
-                                               .props       = quiet,
-                                               .prop_cnt    = 1,
-                                               .groups      = groups,
-                                               .stages      = stages,
-                                               .n           = 1,
-                                               .interval_ms = 300};
-                aagw_members_t *ms = aagw_members_new(&mc, err, sizeof(err));
+                aagw_members_t *ms = owners_view(bs);
                 struct aagw_group_info *g = calloc(1, sizeof(*g));
                 assert_non_null(ms);
                 assert_non_null(g);

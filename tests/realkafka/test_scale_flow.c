@@ -76,6 +76,22 @@ static const char *const gw_args[] = {
     "--admin", "127.0.0.1:0",
     NULL};
 
+/* A consumer with the properties 'kv' (name, value, ..., NULL). */
+static rd_kafka_t *consumer_new(const char *const *kv) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        for (int i = 0; kv[i]; i += 2)
+                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
+                                                   err, sizeof(err)),
+                                 RD_KAFKA_CONF_OK);
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+                                     sizeof(err));
+        if (!c)
+                fail_msg("a consumer: %s", err);
+        return c;
+}
+
 /* Records of every partition of 'topic' at 'alias' read with
  * 'isolation' from the beginning to the end, in all and per partition
  * ('per', PARTS of them, may be NULL); -1 if the reader did not get
@@ -83,8 +99,7 @@ static const char *const gw_args[] = {
 static int64_t count_records(struct rk *r, const char *alias,
                              const char *topic, const char *isolation,
                              int64_t *per) {
-        char             err[512], group[64];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        char group[64];
 
         snprintf(group, sizeof(group), "scale-flow-count-%s", isolation);
         const char *const kv[] = {"bootstrap.servers", rk_bs(r, alias),
@@ -93,13 +108,7 @@ static int64_t count_records(struct rk *r, const char *alias,
                                   "enable.partition.eof", "true",
                                   "isolation.level", isolation,
                                   NULL};
-        for (int i = 0; kv[i]; i += 2)
-                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
-                                                   err, sizeof(err)),
-                                 RD_KAFKA_CONF_OK);
-        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-                                     sizeof(err));
-        assert_non_null(c);
+        rd_kafka_t *c = consumer_new(kv);
         rd_kafka_topic_partition_list_t *a =
             rd_kafka_topic_partition_list_new(PARTS);
         for (int p = 0; p < PARTS; p++)
@@ -292,18 +301,10 @@ static bool owned_once(void *arg) {
 
 /* Commit 'off[p]' for every partition of clicks at east as group "app". */
 static void app_commit(struct rk *r, const int64_t *off) {
-        char             err[512];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const char *const kv[] = {"bootstrap.servers", rk_bs(r, "east"),
                                   "group.id", "app", "log_level", "3", NULL};
 
-        for (int i = 0; kv[i]; i += 2)
-                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
-                                                   err, sizeof(err)),
-                                 RD_KAFKA_CONF_OK);
-        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-                                     sizeof(err));
-        assert_non_null(c);
+        rd_kafka_t *c = consumer_new(kv);
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(PARTS);
         for (int p = 0; p < PARTS; p++)
@@ -329,21 +330,12 @@ struct ckpts {
 
 static bool ckpts_all(void *arg) {
         struct ckpts    *k = arg;
-        char             err[512];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const char *const kv[] = {"bootstrap.servers", rk_bs(k->r, "west"),
                                   "group.id", "scale-flow-ckpts",
                                   "enable.auto.commit", "false",
                                   "enable.partition.eof", "true",
                                   "log_level", "3", NULL};
-
-        for (int i = 0; kv[i]; i += 2)
-                assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1],
-                                                   err, sizeof(err)),
-                                 RD_KAFKA_CONF_OK);
-        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-                                     sizeof(err));
-        assert_non_null(c);
+        rd_kafka_t *c = consumer_new(kv);
         for (int p = 0; p < PARTS; p++) {
                 int64_t lo;
                 k->up[p] = k->down[p] = -1;
