@@ -134,6 +134,8 @@ static void test_owner_single_member(void **state) {
                    .member             = "m1",
                    .transactional_id   = "aagw.test.m1",
                    .session_timeout_ms = 3000,
+                   /* The mock cannot describe groups. */
+                   .no_name_check      = true,
                    .on_gained          = on_gained,
                    .on_lost            = on_lost,
                    .opaque             = &seen};
@@ -243,7 +245,8 @@ static void test_owner_bad_conf(void **state) {
                                       .member               = "m2",
                                       .transactional_id     = "aagw.test.m2",
                                       .session_timeout_ms   = 6000,
-                                      .max_poll_interval_ms = 5000};
+                                      .max_poll_interval_ms = 5000,
+                                      .no_name_check        = true};
 
         assert_null(owner_new(&c, err, sizeof(err)));
         assert_string_equal(err, "max.poll.interval.ms (5000) must be at "
