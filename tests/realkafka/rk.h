@@ -127,6 +127,16 @@ bool rk_wait_isr(struct rk *r, const char *alias, const char *topic, int isr,
  *  summed), -1 if it cannot tell. */
 int64_t rk_size(struct rk *r, const char *alias, const char *topic);
 
+struct rk_bag;
+/** Read @p topic at @p alias from its beginning to its end with
+ *  isolation.level @p isolation (read_committed, read_uncommitted),
+ *  adding each record's value to @p values (may be NULL).  Unlike
+ *  rk_size() it counts records only, not transaction markers.
+ *  @returns the records read; fails the test if the end is not reached
+ *  within 60 s. */
+int64_t rk_count(struct rk *r, const char *alias, const char *topic,
+                 const char *isolation, struct rk_bag *values);
+
 /** @returns true once rk_size() reaches @p want, false after
  *  @p timeout_ms (printing what it holds). */
 bool rk_wait_size(struct rk *r, const char *alias, const char *topic,

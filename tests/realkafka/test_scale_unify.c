@@ -205,57 +205,7 @@ static void expect_log(struct rk_gw *g, const char *needle, int above,
 /* Records of 'topic' at west read with 'isolation' up to the end. */
 static int64_t count_records(struct rk *r, const char *topic,
                              const char *isolation) {
-        char             err[512];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        const struct rd_kafka_metadata *md;
-        int64_t n = 0;
-
-        rd_kafka_conf_set(conf, "bootstrap.servers", rk_bs(r, "west"), err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "group.id", "rk-scale-count", err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "isolation.level", isolation, err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-                          sizeof(err));
-        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-        assert_non_null(c);
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(c, topic, NULL);
-        assert_int_equal(rd_kafka_metadata(c, 0, rkt, &md, 10000), 0);
-        int parts = md->topics[0].partition_cnt;
-        rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(rkt);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts);
-        for (int p = 0; p < parts; p++)
-                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
-                    RD_KAFKA_OFFSET_BEGINNING;
-        assert_int_equal(rd_kafka_assign(c, l), 0);
-        rd_kafka_topic_partition_list_destroy(l);
-        int64_t deadline = harness_now_ms() + 60000;
-        int     eofs     = 0;
-        bool   *eof      = calloc((size_t)parts, sizeof(*eof));
-        while (eofs < parts && harness_now_ms() < deadline) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
-                if (!m)
-                        continue;
-                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                        if (!eof[m->partition]) {
-                                eof[m->partition] = true;
-                                eofs++;
-                        }
-                } else if (!m->err) {
-                        n++;
-                }
-                rd_kafka_message_destroy(m);
-        }
-        free(eof);
-        assert_int_equal(eofs, parts);
-        rd_kafka_consumer_close(c);
-        rd_kafka_destroy(c);
-        return n;
+        return rk_count(r, "west", topic, isolation, NULL);
 }
 
 /* The records the zombie had produced into the transaction it then lost:
