@@ -2169,8 +2169,8 @@ static int so_restore(aagw_unify_t *u) {
                 ut->restored = true;
                 if (nn < sizeof(names))
                         nn += (size_t)snprintf(names + nn, sizeof(names) - nn,
-                                               "%s%s and %s", nn ? ", " : "",
-                                               ut->state, ut->ids);
+                                               "%s%s", nn ? ", " : "",
+                                               ut->out);
         }
         int64_t ms = aagw_mono_ms() - t0;
         ADD(u->restores, (uint64_t)parts);
@@ -2183,8 +2183,9 @@ static int so_restore(aagw_unify_t *u) {
         so_kept_clear(u);
         if (parts)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: member %s restored %d partitions of %s: "
-                         "%" PRId64 " records, %" PRId64 " bytes in %" PRId64
+                         "unify@%s: member %s restored %d partitions of %s "
+                         "from their changelogs: %" PRId64
+                         " records, %" PRId64 " bytes in %" PRId64
                          " ms (%" PRId64 " ids, %" PRId64
                          " of them past unify.window: skipped)",
                          u->site, u->conf.scale_out->member, parts, names,
