@@ -12,8 +12,12 @@
  * the ids topic keeps ids 30 s (the window is its own margin under a
  * minute).  east is named but not started, as in test_scale_unify.c.
  *
- *  1. Member a makes the ids topic: cleanup.policy delete, retention.ms
- *     30000, retention.bytes -1, segment.ms 60000 (DescribeConfigs).
+ *  1. The ids topic is there already with other settings (compacted,
+ *     an hour's retention, as if unify.window had been another) and an
+ *     override of its own.  Member a sets cleanup.policy delete,
+ *     retention.ms 30000, retention.bytes -1, segment.ms 60000
+ *     (DescribeConfigs), keeps the other override, and logs what it
+ *     found.
  *  2. a unifies N old ids (o0 ..), then stops cleanly.
  *  3. Once the window has passed but before the retention has, a fresh
  *     member b (empty state directory) restores: it reads the N ids from
@@ -27,7 +31,8 @@
  *     delivered again, as the single-process stage does.
  *
  * Without the ids topic (ids in the compacted state topic, as before),
- * step 1 finds no ids topic and steps 3 and 5 read every id.
+ * step 1 finds the topic as the test made it and steps 3 and 5 read
+ * every id.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,6 +131,36 @@ static void topic_config(rd_kafka_t *rk, const char *topic, const char *name,
         rd_kafka_event_destroy(ev);
         rd_kafka_queue_destroy(q);
         rd_kafka_ConfigResource_destroy(res);
+}
+
+/* Create 'topic' (PARTS partitions, one replica) with the configs 'kv'
+ * (NULL-terminated name, value pairs). */
+static void create_with(rd_kafka_t *rk, const char *topic,
+                        const char *const *kv) {
+        char                 err[512];
+        rd_kafka_NewTopic_t *nt =
+            rd_kafka_NewTopic_new(topic, PARTS, 1, err, sizeof(err));
+        assert_non_null(nt);
+        for (size_t i = 0; kv[i]; i += 2)
+                assert_int_equal(rd_kafka_NewTopic_set_config(nt, kv[i],
+                                                              kv[i + 1]),
+                                 0);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        assert_non_null(ev);
+        assert_int_equal(rd_kafka_event_error(ev), 0);
+        size_t                         n;
+        const rd_kafka_topic_result_t **tr =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &n);
+        assert_int_equal(n, 1);
+        if (rd_kafka_topic_result_error(tr[0]))
+                fail_msg("creating %s: %s", topic,
+                         rd_kafka_topic_result_error_string(tr[0]));
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_NewTopic_destroy(nt);
 }
 
 /* ---------------------------------------------------------------- LOGS --- */
@@ -245,16 +280,25 @@ static void test_scale_window(void **state) {
             "--admin", "127.0.0.1:0",
             NULL};
 
-        /* 1. The ids topic and its settings. */
+        /* 1. The ids topic, there before with other settings. */
+        rd_kafka_t              *rk    = client(r);
+        static const char *const old[] = {"cleanup.policy", "compact",
+                                          "retention.ms", "3600000",
+                                          "max.message.bytes", "2000000",
+                                          NULL};
+        create_with(rk, IDS_TOPIC, old);
         rk_gwn_start(r, &g[0], "a", args);
         expect_log(&g[0], DONE, 60000);
-        rd_kafka_t *rk = client(r);
+        expect_log(&g[0],
+                   IDS_TOPIC " had cleanup.policy=compact retention.ms=3600000",
+                   1000);
         struct {
                 const char *name, *want;
         } conf[] = {{"cleanup.policy", "delete"},
                     {"retention.ms", "30000"},
                     {"retention.bytes", "-1"},
-                    {"segment.ms", "60000"}};
+                    {"segment.ms", "60000"},
+                    {"max.message.bytes", "2000000"}};
         for (size_t i = 0; i < sizeof(conf) / sizeof(conf[0]); i++) {
                 topic_config(rk, IDS_TOPIC, conf[i].name, v, sizeof(v));
                 print_message("# %s %s=%s\n", IDS_TOPIC, conf[i].name, v);
