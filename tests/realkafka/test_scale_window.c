@@ -17,15 +17,20 @@
  *     override of its own.  Member a sets cleanup.policy delete,
  *     retention.ms 30000, retention.bytes -1, segment.ms 60000
  *     (DescribeConfigs), keeps the other override, and logs what it
- *     found.
- *  2. a unifies N old ids (o0 ..), then stops cleanly.
+ *     found.  The state topic is there too, holding an id record as
+ *     versions before the ids topic wrote them (id "legacy0", decided
+ *     now): a restores it.
+ *  2. a unifies N old ids (o0 ..); "legacy0", sent first, is dropped as
+ *     seen.  a stops cleanly.
  *  3. Once the window has passed but before the retention has, a fresh
  *     member b (empty state directory) restores: it reads the N ids from
- *     the ids topic and skips all of them as past the window.
+ *     the ids topic and "legacy0" from the state topic, and skips all of
+ *     them as past the window.
  *  4. The broker deletes the old ids (the ids topic's low watermarks
  *     reach their high ones).  b unifies M recent ids (r0 ..), stops.
- *  5. A fresh member c restores: it reads M ids (the old ones are gone),
- *     and fewer records in all than the N old ids alone.  Then a
+ *  5. A fresh member c restores: it reads M ids (the old ones are gone)
+ *     and "legacy0" (compaction keeps it; skipped), and fewer records in
+ *     all than the N old ids alone.  Then a
  *     duplicate of a recent id and of an old id arrive at east.clicks:
  *     the recent one is dropped, the old one (out of the window) is
  *     delivered again, as the single-process stage does.
@@ -48,6 +53,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "replicator_int.h"
 #include "rk.h"
 
 #define PARTS     2
@@ -55,6 +61,7 @@
 #define N_OLD     300
 #define N_RECENT  60
 #define IDS_TOPIC "aagw.aagw.west.ids.clicks.unified"
+#define STATE_TOPIC "aagw.aagw.west.state.clicks.unified"
 #define DONE      "rebalance done"
 
 /* Records key = value = "<prefix><i>" for i in [0, n), partition i %
@@ -161,6 +168,44 @@ static void create_with(rd_kafka_t *rk, const char *topic,
         rd_kafka_event_destroy(ev);
         rd_kafka_queue_destroy(q);
         rd_kafka_NewTopic_destroy(nt);
+}
+
+/* Write the id record of id 'id' (--id key: the record key), decided
+ * now at west, into its output partition of the state topic, as versions
+ * before the ids topic did (not in a transaction: read_committed readers
+ * see it as well). */
+static void put_legacy_id(struct rk *r, const char *id) {
+        struct changelog_rec c;
+        uint8_t  key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
+        size_t   klen, vlen;
+        uint64_t hk;
+        char     err[512];
+
+        memset(&c, 0, sizeof(c));
+        c.kind = CHANGELOG_ID;
+        aagw_scoped_key("west", id, strlen(id), c.key);
+        c.hlc     = 1;
+        c.time_ms = (int64_t)time(NULL) * 1000;
+        snprintf(c.origin, sizeof(c.origin), "west");
+        snprintf(c.topic, sizeof(c.topic), "clicks");
+        changelog_encode(&c, key, &klen, val, &vlen);
+        memcpy(&hk, c.key, 8); /* the stage's output partition */
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+                                           rk_bs(r, "west"), err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+        assert_non_null(p);
+        assert_int_equal(
+            rd_kafka_producev(p, RD_KAFKA_V_TOPIC(STATE_TOPIC),
+                              RD_KAFKA_V_PARTITION((int32_t)(hk % PARTS)),
+                              RD_KAFKA_V_KEY(key, klen),
+                              RD_KAFKA_V_VALUE(val, vlen),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_END),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_destroy(p);
 }
 
 /* ---------------------------------------------------------------- LOGS --- */
@@ -287,8 +332,16 @@ static void test_scale_window(void **state) {
                                           "max.message.bytes", "2000000",
                                           NULL};
         create_with(rk, IDS_TOPIC, old);
+        static const char *const compact[] = {"cleanup.policy", "compact",
+                                              NULL};
+        create_with(rk, STATE_TOPIC, compact);
+        put_legacy_id(r, "legacy0");
         rk_gwn_start(r, &g[0], "a", args);
         expect_log(&g[0], DONE, 60000);
+        struct restored rs;
+        restored_of(&g[0], &rs);
+        assert_int_equal(rs.ids, 1);
+        assert_int_equal(rs.expired, 0);
         expect_log(&g[0],
                    IDS_TOPIC " had cleanup.policy=compact retention.ms=3600000",
                    1000);
@@ -308,7 +361,8 @@ static void test_scale_window(void **state) {
                      "cleanup.policy", v, sizeof(v));
         assert_string_equal(v, "compact");
 
-        /* 2. Old ids, unified by a. */
+        /* 2. Old ids, unified by a; "legacy0" first in partition 0. */
+        put_ids(r, "clicks", "legacy", 0, 1);
         put_ids(r, "clicks", "o", 0, N_OLD);
         int64_t deadline = harness_now_ms() + 30000;
         while (rk_count(r, "west", "clicks.unified", "read_committed",
@@ -317,9 +371,12 @@ static void test_scale_window(void **state) {
                 struct timespec ts = {0, 300 * 1000000L};
                 nanosleep(&ts, NULL);
         }
+        struct rk_bag *got = rk_bag_new();
         assert_int_equal(rk_count(r, "west", "clicks.unified",
-                                  "read_committed", NULL),
+                                  "read_committed", got),
                          N_OLD);
+        assert_int_equal(rk_bag_count(got, "legacy0"), 0);
+        rk_bag_destroy(got);
         int64_t t_old = harness_now_ms(); /* every old id decided */
         assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
 
@@ -333,7 +390,6 @@ static void test_scale_window(void **state) {
         rk_gwn_start(r, &g[1], "b", args);
         expect_log(&g[1], DONE, 60000);
         double b_at = (double)(harness_now_ms() - t_old) / 1000;
-        struct restored rs;
         restored_of(&g[1], &rs);
         print_message("# b restored %.1f s after the old ids were decided "
                       "(window %d s, retention %d s)\n",
@@ -342,8 +398,8 @@ static void test_scale_window(void **state) {
                 fail_msg("b restored too late (%.1f s): the broker may have "
                          "deleted the old ids already",
                          b_at);
-        assert_int_equal(rs.ids, N_OLD);
-        assert_int_equal(rs.expired, N_OLD);
+        assert_int_equal(rs.ids, N_OLD + 1);
+        assert_int_equal(rs.expired, N_OLD + 1);
 
         /* 4. The broker deletes them; recent ids, unified by b. */
         struct deleted_arg d = {.rk = rk};
@@ -373,8 +429,8 @@ static void test_scale_window(void **state) {
         rk_gwn_start(r, &g[2], "c", args);
         expect_log(&g[2], DONE, 60000);
         restored_of(&g[2], &rs);
-        assert_int_equal(rs.ids, N_RECENT);
-        assert_int_equal(rs.expired, 0);
+        assert_int_equal(rs.ids, N_RECENT + 1);
+        assert_int_equal(rs.expired, 1);
         assert_true(rs.records < N_OLD);
         /* Same partition, the recent duplicate first: when the old one is
          * out, the recent one was decided. */
@@ -387,8 +443,8 @@ static void test_scale_window(void **state) {
                 struct timespec ts = {0, 300 * 1000000L};
                 nanosleep(&ts, NULL);
         }
-        struct rk_bag *got = rk_bag_new();
-        int64_t        n   = rk_count(r, "west", "clicks.unified",
+        got       = rk_bag_new();
+        int64_t n = rk_count(r, "west", "clicks.unified",
                                       "read_committed", got);
         print_message("# clicks.unified: %" PRId64 " records; r7 %" PRId64
                       " times, o9 %" PRId64 " times\n",
