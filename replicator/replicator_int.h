@@ -550,10 +550,11 @@ int owner_txn_enforced(const char *bootstraps, const char *const *props,
 
 /* ------------------------- UNIFY CHANGELOG (changelog.c) ------------------ */
 
-/* The scale-out unify stage's state of one output partition p, as
- * records in partition p of two topics per unified topic <out>, written
- * only inside the owner's transactions (together with the output records
- * they explain), so that whoever owns p next restores it:
+/* The scale-out unify stage's state of one output partition p of the
+ * unified topic <out>, as records in partition p of its changelog topics
+ * (the ids topic only for a dedup <out>), written only inside the
+ * owner's transactions (together with the output records they explain),
+ * so that whoever owns p next restores it:
  *
  *   aagw.<gw>.<site>.state.<out>  compacted: winners and positions, which
  *                                 must outlive any window

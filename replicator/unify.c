@@ -85,7 +85,7 @@ struct utopic {
          * and whether the owned output partitions' state is restored
          * from them. */
         char                  state[AAGW_TOPIC_MAX + 1];
-        char                  ids[AAGW_TOPIC_MAX + 1];
+        char                  ids[AAGW_TOPIC_MAX + 1]; /* "": none (lww) */
         rd_kafka_topic_t     *state_rkt, *ids_rkt;
         bool                  restored;
         int64_t              *kept_hw; /* per output partition p: the end
@@ -1445,12 +1445,11 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
  * assignment's metadata still fences then); a member the group already
  * moved on from finds its transaction refused and aborted.
  *
- * Changelogs (so_state_topic(), format in replicator_int.h): two topics
- * per unified topic, partitioned as the output.  The state topic
- * (compacted) holds the winners and positions, the ids topic the dedup
- * ids, deleted by the broker once they are older than unify.window and
- * a margin, so that it holds about one window of ids, not every id ever
- * delivered.
+ * Changelogs (so_state_topic(), format in replicator_int.h), partitioned
+ * as the output.  The state topic (compacted) holds the winners and
+ * positions; the ids topic (dedup topics only) the ids, deleted by the
+ * broker once they are older than unify.window and a margin, so that it
+ * holds about one window of ids, not every id ever delivered.
  *
  * Restore (so_restore()): on gaining partitions, each newly owned output
  * partition's changelog partitions (ones it had before a clean
@@ -1951,11 +1950,14 @@ static void so_kept_note(aagw_unify_t *u) {
                 for (int32_t p = 0; p < ut->out_parts; p++) {
                         int64_t lo, hi, hi_ids;
                         ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
+                        hi_ids = 0; /* (no ids topic: nothing to compare) */
                         if (so_owns(u, p) &&
                             !rd_kafka_query_watermark_offsets(
                                 u->hw_probe, ut->state, p, &lo, &hi, 2000) &&
-                            !rd_kafka_query_watermark_offsets(
-                                u->hw_probe, ut->ids, p, &lo, &hi_ids, 2000)) {
+                            (!ut->ids[0] ||
+                             !rd_kafka_query_watermark_offsets(
+                                 u->hw_probe, ut->ids, p, &lo, &hi_ids,
+                                 2000))) {
                                 ut->kept_hw[p]                 = hi;
                                 ut->kept_hw[ut->out_parts + p] = hi_ids;
                         }
@@ -1984,7 +1986,7 @@ static bool so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
         int64_t kept = ut->kept_hw[p], kept_ids = ut->kept_hw[ut->out_parts + p];
         ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
         return so_unmoved(u, ut->state, p, kept) &&
-               so_unmoved(u, ut->ids, p, kept_ids);
+               (!ut->ids[0] || so_unmoved(u, ut->ids, p, kept_ids));
 }
 
 struct so_restore_ctx {
@@ -2126,7 +2128,7 @@ static int so_restore(aagw_unify_t *u) {
                             u->conf.scale_out->txn_timeout_ms + 60000,
                             &u->ctl.stop, so_restore_rec, so_restore_tick,
                             &rc, &records, &bytes, err, sizeof(err));
-                        if (!rc.failed && e == CHANGELOG_DONE) {
+                        if (!rc.failed && e == CHANGELOG_DONE && ut->ids[0]) {
                                 from = ut->ids;
                                 e    = changelog_read(
                                     u->reader, u->hw_probe, from, p,
@@ -2304,13 +2306,17 @@ static void so_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
 }
 
 /* Make the changelog topics of 'ut' if missing, both with as many
- * partitions as its output: the state topic (compacted) and the ids
- * topic (deleting after unify.window and a margin: changelog_ids_conf()).
+ * partitions as its output: the state topic (compacted) and, for a dedup
+ * topic, the ids topic (deleting after unify.window and a margin:
+ * changelog_ids_conf()).
  * An ids topic that is there gets its settings checked and, if they
  * differ (unify.window changed), set again; if that is refused, the
  * stage goes on with a warning while no id inside the window can be
  * lost, and fails otherwise.  Returns 0, or -1 (tried again at the next
  * discovery; the stage fails if the cluster refused). */
+static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+                        const struct rd_kafka_metadata *md);
+
 static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
                           const struct rd_kafka_metadata *md) {
         static const char *const conf[] = {"cleanup.policy", "compact", NULL};
@@ -2359,7 +2365,32 @@ static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
                       ut->state, have, ut->out, ut->out_parts);
                 return -1;
         }
-        have = replicator_md_partitions(md, ut->ids);
+        if (ut->mode != AAGW_UNIFY_DEDUP) {
+                ut->ids[0] = '\0'; /* (lww: winners only) */
+        } else if (so_ids_topic(u, ut, md)) {
+                return -1;
+        }
+        if ((!ut->state_rkt &&
+             !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
+                                                  NULL))) ||
+            (ut->ids[0] && !ut->ids_rkt &&
+             !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer, ut->ids,
+                                                NULL)))) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        replicator_refresh_leaders(u->out_producer, ut->state, 5000);
+        if (ut->ids[0])
+                replicator_refresh_leaders(u->out_producer, ut->ids, 5000);
+        return 0;
+}
+
+/* so_state_topic() for the ids topic of a dedup topic 'ut'. */
+static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+                        const struct rd_kafka_metadata *md) {
+        char err[1024];
+        int  have = replicator_md_partitions(md, ut->ids);
+
         if (have >= 0 && have != ut->out_parts) {
                 ufail(u, "changelog %s has %d partitions, its output %s %d: "
                          "they must match (delete the changelog only with "
@@ -2415,17 +2446,6 @@ static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
                          ut->ids, err);
                 return -1;
         }
-        if ((!ut->state_rkt &&
-             !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
-                                                  NULL))) ||
-            (!ut->ids_rkt &&
-             !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer, ut->ids,
-                                                NULL)))) {
-                ufail(u, "out of memory");
-                return -1;
-        }
-        replicator_refresh_leaders(u->out_producer, ut->state, 5000);
-        replicator_refresh_leaders(u->out_producer, ut->ids, 5000);
         return 0;
 }
 
@@ -2548,8 +2568,9 @@ static int so_renew(aagw_unify_t *u) {
                                                        ut->out, NULL)) ||
                     !(ut->state_rkt = rd_kafka_topic_new(u->out_producer,
                                                          ut->state, NULL)) ||
-                    !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer,
-                                                       ut->ids, NULL))) {
+                    (ut->ids[0] &&
+                     !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer,
+                                                        ut->ids, NULL)))) {
                         ufail(u, "out of memory");
                         return -1;
                 }
