@@ -683,9 +683,10 @@ typedef enum {
         CHANGELOG_IDS_KEPT    = 1, /* there, settings as wanted */
         CHANGELOG_IDS_ALTERED = 2, /* there; its settings were changed
                                       (what from: 'errstr') */
-        CHANGELOG_IDS_STALE   = 3, /* there, settings differ and could not
-                                      be changed, but no id inside the
-                                      window is lost ('errstr') */
+        CHANGELOG_IDS_STALE   = 3, /* there; its settings could not be
+                                      read, or they differ and could not
+                                      be changed but keep every id of the
+                                      window ('errstr') */
         CHANGELOG_IDS_REFUSED = 4, /* could not be made, or its settings
                                       would lose ids inside the window and
                                       could not be changed ('errstr') */

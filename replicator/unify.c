@@ -2422,10 +2422,13 @@ static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
         case CHANGELOG_IDS_STALE:
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: changelog %s (unify.window %" PRId64
-                         " s): %s; ids are kept longer than needed (a "
-                         "restore reads more): set them by hand, or grant "
-                         "aagw AlterConfigs on the topic",
-                         u->site, ut->ids, u->conf.window_ms / 1000, err);
+                         " s): %s; going on with the topic as it is: set "
+                         "cleanup.policy=delete retention.ms=%" PRId64
+                         " retention.bytes=-1 segment.ms=%" PRId64
+                         " on it by hand, or grant aagw DescribeConfigs and "
+                         "AlterConfigs on it",
+                         u->site, ut->ids, u->conf.window_ms / 1000, err,
+                         u->ids_conf.retention_ms, u->ids_conf.segment_ms);
                 break;
         case CHANGELOG_IDS_REFUSED:
                 if (have < 0) {
