@@ -191,6 +191,13 @@ int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms);
 
 /** Print the last @p lines of @p g's current log to stderr. */
 void rk_gwn_dump_log(const struct rk_gw *g, int lines);
+/** @returns how often @p needle occurs in the file @p path (0 if it
+ *  cannot be read). */
+int rk_log_count(const char *path, const char *needle);
+/** Wait until @p g's current log holds @p needle more than @p above
+ *  times; fail the test (with the log's tail) after @p timeout_ms. */
+void rk_gwn_expect_log(struct rk_gw *g, const char *needle, int above,
+                       int timeout_ms);
 /** Print the lines of the file @p path that hold @p tag (NULL: any line)
  *  and one of @p needles (NULL-terminated) to stderr, under a header. */
 void rk_grep_file(const char *path, const char *tag,
@@ -226,6 +233,10 @@ char *rk_path(struct rk *r, const char *name);
  *  value "<prefix><i>"; assert every one was acknowledged. */
 void rk_produce(struct rk *r, const char *alias, const char *topic,
                 int parts, const char *prefix, int n);
+/** rk_produce() for i in [@p from, @p from + @p n), each record with the
+ *  key "<prefix><i>" as well (an id under `--id key`). */
+void rk_produce_keyed(struct rk *r, const char *alias, const char *topic,
+                      int parts, const char *prefix, int from, int n);
 
 /** Write @p text to <dir>/<name>; @returns the path, malloc()ed. */
 char *rk_write(struct rk *r, const char *name, const char *text);

@@ -167,16 +167,6 @@ static void traffic_stop(struct traffic *t) {
 
 /* ---------------------------------------------------------------- LOGS --- */
 
-static int log_count(const char *path, const char *needle) {
-        char *text = harness_read_file(path, NULL);
-        int   n    = 0;
-
-        for (const char *p = text; p && (p = strstr(p, needle)); p++)
-                n++;
-        free(text);
-        return n;
-}
-
 struct log_wait {
         const char *path, *needle;
         int         above;
@@ -184,18 +174,7 @@ struct log_wait {
 
 static bool log_grew(void *arg) {
         struct log_wait *w = arg;
-        return log_count(w->path, w->needle) > w->above;
-}
-
-/* Wait until 'g''s current log holds 'needle' more than 'above' times. */
-static void expect_log(struct rk_gw *g, const char *needle, int above,
-                       int timeout_ms) {
-        struct log_wait w = {g->log, needle, above};
-        if (!harness_wait_until(log_grew, &w, timeout_ms)) {
-                rk_gwn_dump_log(g, 40);
-                fail_msg("%s: no new \"%s\" within %d ms", g->log, needle,
-                         timeout_ms);
-        }
+        return rk_log_count(w->path, w->needle) > w->above;
 }
 
 #define DONE "rebalance done"
@@ -268,36 +247,36 @@ static void test_scale_unify(void **state) {
         for (int i = 0; i < 3; i++)
                 rk_gwn_start(r, &g[i], names[i], args);
         for (int i = 0; i < 3; i++)
-                expect_log(&g[i], DONE, 0, 60000);
+                rk_gwn_expect_log(&g[i], DONE, 0, 60000);
         traffic_start(r, &t);
         double t_start = rk_elapsed(r);
 
         /* Everyone busy for a moment, then b dies. */
         rk_expect_size(r, "west", "clicks.unified", 500, 30000);
-        int a_done = log_count(g[0].log, DONE);
-        int c_done = log_count(g[2].log, DONE);
+        int a_done = rk_log_count(g[0].log, DONE);
+        int c_done = rk_log_count(g[2].log, DONE);
         rk_gwn_stop(r, &g[1], SIGKILL, 10000);
         double t_kill = rk_elapsed(r);
-        expect_log(&g[0], DONE, a_done, 30000);
-        expect_log(&g[2], DONE, c_done, 30000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 30000);
+        rk_gwn_expect_log(&g[2], DONE, c_done, 30000);
         double takeover = rk_elapsed(r) - t_kill;
         rk_gwn_start(r, &g[1], NULL, args);
-        expect_log(&g[1], DONE, 0, 30000);
+        rk_gwn_expect_log(&g[1], DONE, 0, 30000);
 
         /* c stops cleanly: a and b take its partitions at once. */
-        a_done = log_count(g[0].log, DONE);
-        int b_done = log_count(g[1].log, DONE);
+        a_done = rk_log_count(g[0].log, DONE);
+        int b_done = rk_log_count(g[1].log, DONE);
         assert_int_equal(rk_gwn_stop(r, &g[2], SIGTERM, 30000), 0);
-        expect_log(&g[0], DONE, a_done, 30000);
-        expect_log(&g[1], DONE, b_done, 30000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 30000);
+        rk_gwn_expect_log(&g[1], DONE, b_done, 30000);
 
         /* a stalls past its session: b takes everything; a wakes up as a
          * zombie with an open transaction. */
-        b_done = log_count(g[1].log, DONE);
-        a_done = log_count(g[0].log, DONE);
+        b_done = rk_log_count(g[1].log, DONE);
+        a_done = rk_log_count(g[0].log, DONE);
         assert_int_equal(harness_proc_signal(g[0].proc, SIGSTOP), 0);
         double t_stop = rk_elapsed(r);
-        expect_log(&g[1], DONE, b_done, 40000);
+        rk_gwn_expect_log(&g[1], DONE, b_done, 40000);
         double zombie_takeover = rk_elapsed(r) - t_stop;
         assert_int_equal(harness_proc_signal(g[0].proc, SIGCONT), 0);
         struct log_wait fenced = {g[0].log, "moved on without this member",
@@ -319,7 +298,7 @@ static void test_scale_unify(void **state) {
                                              "is aborted", NULL};
         rk_grep_file(g[0].log, NULL, zombie);
         /* It rejoins. */
-        expect_log(&g[0], DONE, a_done, 40000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 40000);
 
         traffic_stop(&t);
         int ids = atomic_load(&t.ids);

@@ -64,37 +64,6 @@
 #define STATE_TOPIC "aagw.aagw.west.state.clicks.unified"
 #define DONE      "rebalance done"
 
-/* Records key = value = "<prefix><i>" for i in [0, n), partition i %
- * PARTS of 'topic' at west. */
-static void put_ids(struct rk *r, const char *topic, const char *prefix,
-                    int from, int n) {
-        char             err[512];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-
-        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
-                                           rk_bs(r, "west"), err, sizeof(err)),
-                         RD_KAFKA_CONF_OK);
-        assert_int_equal(rd_kafka_conf_set(conf, "enable.idempotence", "true",
-                                           err, sizeof(err)),
-                         RD_KAFKA_CONF_OK);
-        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-        assert_non_null(p);
-        for (int i = from; i < from + n; i++) {
-                char id[32];
-                int  len = snprintf(id, sizeof(id), "%s%d", prefix, i);
-                assert_int_equal(
-                    rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
-                                      RD_KAFKA_V_PARTITION(i % PARTS),
-                                      RD_KAFKA_V_KEY(id, (size_t)len),
-                                      RD_KAFKA_V_VALUE(id, (size_t)len),
-                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                      RD_KAFKA_V_END),
-                    RD_KAFKA_RESP_ERR_NO_ERROR);
-        }
-        assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
-        rd_kafka_destroy(p);
-}
-
 /* A consumer-less admin handle of our own for 'topic''s configs and
  * watermarks. */
 static rd_kafka_t *client(struct rk *r) {
@@ -210,34 +179,6 @@ static void put_legacy_id(struct rk *r, const char *id) {
 
 /* ---------------------------------------------------------------- LOGS --- */
 
-static int log_count(const char *path, const char *needle) {
-        char *text = harness_read_file(path, NULL);
-        int   n    = 0;
-
-        for (const char *p = text; p && (p = strstr(p, needle)); p++)
-                n++;
-        free(text);
-        return n;
-}
-
-struct log_wait {
-        const char *path, *needle;
-};
-
-static bool log_has(void *arg) {
-        struct log_wait *w = arg;
-        return log_count(w->path, w->needle) > 0;
-}
-
-static void expect_log(struct rk_gw *g, const char *needle, int timeout_ms) {
-        struct log_wait w = {g->log, needle};
-        if (!harness_wait_until(log_has, &w, timeout_ms)) {
-                rk_gwn_dump_log(g, 40);
-                fail_msg("%s: no \"%s\" within %d ms", g->log, needle,
-                         timeout_ms);
-        }
-}
-
 /* What a member's restore logged: "restored P partitions of ...: R
  * records, B bytes in T ms (I ids, E of them past unify.window:
  * skipped)". */
@@ -337,14 +278,14 @@ static void test_scale_window(void **state) {
         create_with(rk, STATE_TOPIC, compact);
         put_legacy_id(r, "legacy0");
         rk_gwn_start(r, &g[0], "a", args);
-        expect_log(&g[0], DONE, 60000);
+        rk_gwn_expect_log(&g[0], DONE, 0, 60000);
         struct restored rs;
         restored_of(&g[0], &rs);
         assert_int_equal(rs.ids, 1);
         assert_int_equal(rs.expired, 0);
-        expect_log(&g[0],
-                   IDS_TOPIC " had cleanup.policy=compact retention.ms=3600000",
-                   1000);
+        rk_gwn_expect_log(
+            &g[0], IDS_TOPIC " had cleanup.policy=compact retention.ms=3600000",
+            0, 1000);
         struct {
                 const char *name, *want;
         } conf[] = {{"cleanup.policy", "delete"},
@@ -362,8 +303,8 @@ static void test_scale_window(void **state) {
         assert_string_equal(v, "compact");
 
         /* 2. Old ids, unified by a; "legacy0" first in partition 0. */
-        put_ids(r, "clicks", "legacy", 0, 1);
-        put_ids(r, "clicks", "o", 0, N_OLD);
+        rk_produce_keyed(r, "west", "clicks", PARTS, "legacy", 0, 1);
+        rk_produce_keyed(r, "west", "clicks", PARTS, "o", 0, N_OLD);
         int64_t deadline = harness_now_ms() + 30000;
         while (rk_count(r, "west", "clicks.unified", "read_committed",
                         NULL) < N_OLD &&
@@ -388,7 +329,7 @@ static void test_scale_window(void **state) {
                 nanosleep(&ts, NULL);
         }
         rk_gwn_start(r, &g[1], "b", args);
-        expect_log(&g[1], DONE, 60000);
+        rk_gwn_expect_log(&g[1], DONE, 0, 60000);
         double b_at = (double)(harness_now_ms() - t_old) / 1000;
         restored_of(&g[1], &rs);
         print_message("# b restored %.1f s after the old ids were decided "
@@ -411,7 +352,7 @@ static void test_scale_window(void **state) {
                       "(low watermarks %" PRId64 ", %" PRId64 ")\n",
                       (double)(harness_now_ms() - t_old) / 1000, d.lo[0],
                       d.lo[1]);
-        put_ids(r, "clicks", "r", 0, N_RECENT);
+        rk_produce_keyed(r, "west", "clicks", PARTS, "r", 0, N_RECENT);
         deadline = harness_now_ms() + 30000;
         while (rk_count(r, "west", "clicks.unified", "read_committed",
                         NULL) < N_OLD + N_RECENT &&
@@ -427,15 +368,15 @@ static void test_scale_window(void **state) {
         /* 5. c restores the window's ids only; dedup holds within the
          * window, not past it. */
         rk_gwn_start(r, &g[2], "c", args);
-        expect_log(&g[2], DONE, 60000);
+        rk_gwn_expect_log(&g[2], DONE, 0, 60000);
         restored_of(&g[2], &rs);
         assert_int_equal(rs.ids, N_RECENT + 1);
         assert_int_equal(rs.expired, 1);
         assert_true(rs.records < N_OLD);
         /* Same partition, the recent duplicate first: when the old one is
          * out, the recent one was decided. */
-        put_ids(r, "east.clicks", "r", 7, 1);
-        put_ids(r, "east.clicks", "o", 9, 1);
+        rk_produce_keyed(r, "west", "east.clicks", PARTS, "r", 7, 1);
+        rk_produce_keyed(r, "west", "east.clicks", PARTS, "o", 9, 1);
         deadline = harness_now_ms() + 30000;
         while (rk_count(r, "west", "clicks.unified", "read_committed",
                         NULL) < N_OLD + N_RECENT + 1 &&

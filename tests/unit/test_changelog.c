@@ -149,56 +149,47 @@ static void test_ids_conf(void **state) {
 static void test_ids_check(void **state) {
         struct changelog_ids_conf c = {.retention_ms = 40000,
                                        .segment_ms   = 60000};
+        static const struct {
+                const char           *policy, *retention, *bytes, *segment;
+                changelog_ids_state_t want;
+        } cases[] = {
+            {"delete", "40000", "-1", "60000", CHANGELOG_IDS_AS_WANTED},
+            /* Kept longer than needed: set again, no id lost meanwhile. */
+            {"delete", "80000", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "-1", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "40000", "-1", "604800000", CHANGELOG_IDS_DIFFERS},
+            {"compact", "40000", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"compact,delete", "40000", "-1", "60000",
+             CHANGELOG_IDS_DIFFERS},
+            /* A compacted topic never removes an id, whatever its
+             * retention. */
+            {"compact", "1000", "10", "60000", CHANGELOG_IDS_DIFFERS},
+            /* Removed while still inside the window: unsafe. */
+            {"delete", "39999", "-1", "60000", CHANGELOG_IDS_UNSAFE},
+            {"compact, delete", "1000", "-1", "60000", CHANGELOG_IDS_UNSAFE},
+            {"delete", "40000", "1073741824", "60000", CHANGELOG_IDS_UNSAFE},
+            /* Not told, or not a number: set them. */
+            {NULL, NULL, NULL, NULL, CHANGELOG_IDS_DIFFERS},
+            {"delete", "40000", NULL, "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "4e4", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "40000x", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            /* "delete" as a word of the list, not a part of one. */
+            {"nodelete", "1", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+        };
         (void)state;
-        assert_int_equal(changelog_ids_check(&c, "delete", "40000", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_AS_WANTED);
-        /* Kept longer than needed: set again, no id lost meanwhile. */
-        assert_int_equal(changelog_ids_check(&c, "delete", "80000", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "delete", "-1", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "delete", "40000", "-1",
-                                             "604800000"),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "compact", "40000", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "compact,delete", "40000",
-                                             "-1", "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        /* A compacted topic never removes an id, whatever its retention. */
-        assert_int_equal(changelog_ids_check(&c, "compact", "1000", "10",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        /* Removed while still inside the window: unsafe. */
-        assert_int_equal(changelog_ids_check(&c, "delete", "39999", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_UNSAFE);
-        assert_int_equal(changelog_ids_check(&c, "compact, delete", "1000",
-                                             "-1", "60000"),
-                         CHANGELOG_IDS_UNSAFE);
-        assert_int_equal(changelog_ids_check(&c, "delete", "40000",
-                                             "1073741824", "60000"),
-                         CHANGELOG_IDS_UNSAFE);
-        /* Not told, or not a number: set them. */
-        assert_int_equal(changelog_ids_check(&c, NULL, NULL, NULL, NULL),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "delete", "40000", NULL,
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "delete", "4e4", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        assert_int_equal(changelog_ids_check(&c, "delete", "40000x", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
-        /* "delete" as a word of the list, not a part of one. */
-        assert_int_equal(changelog_ids_check(&c, "nodelete", "1", "-1",
-                                             "60000"),
-                         CHANGELOG_IDS_DIFFERS);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                changelog_ids_state_t got = changelog_ids_check(
+                    &c, cases[i].policy, cases[i].retention, cases[i].bytes,
+                    cases[i].segment);
+                if (got != cases[i].want)
+                        fail_msg("case %zu (%s, %s, %s, %s): %d, not %d", i,
+                                 cases[i].policy ? cases[i].policy : "NULL",
+                                 cases[i].retention ? cases[i].retention
+                                                    : "NULL",
+                                 cases[i].bytes ? cases[i].bytes : "NULL",
+                                 cases[i].segment ? cases[i].segment : "NULL",
+                                 (int)got, (int)cases[i].want);
+        }
 }
 
 int main(void) {
