@@ -2312,7 +2312,7 @@ static void so_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
  * An ids topic that is there gets its settings checked and, if they
  * differ (unify.window changed), set again; if that is refused, the
  * stage goes on with a warning while no id inside the window can be
- * lost, and fails otherwise.  Returns 0, or -1 (tried again at the next
+ * lost (or the settings cannot be read), and fails otherwise.  Returns 0, or -1 (tried again at the next
  * discovery; the stage fails if the cluster refused). */
 static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
                         const struct rd_kafka_metadata *md);
