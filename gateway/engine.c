@@ -310,6 +310,7 @@ static int add_unify(struct engine *e, const char *site, char *err,
         uc.state        = &aagw_decider_ops;
         uc.state_opaque = d;
         uc.scale_out    = &e->scale;
+        uc.window_ms    = aagw_config_duration_ms(cfg, "unify.window");
         aagw_unify_t *u = aagw_unify_new(&uc, err, errsize);
         if (!u) {
                 aagw_decider_destroy(d);

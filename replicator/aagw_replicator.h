@@ -884,6 +884,9 @@ struct aagw_unify_conf {
         /** Borrowed, must outlive the stage; NULL or not enabled: this
          *  process decides every partition. */
         const struct aagw_scale_out *scale_out;
+        /** unify.window (0: 24 h).  Scale-out only: the retention of the
+         *  ids topics, and the age past which a restore skips an id. */
+        int64_t                   window_ms;
 };
 
 /** Counters (monotonic) and gauges of one unify stage. */

@@ -1,14 +1,17 @@
 /*
  * replicator/changelog.c: the records of the scale-out unify stage's
- * changelog topics and their restore (the format is described above
- * changelog_encode() in replicator_int.h).  Kept apart from unify.c so
- * that the restore benchmark (tests/bench/bench_restore.c) times the very
- * code a new owner runs.
+ * changelog topics, the settings of its ids topics, and their restore
+ * (the format is described above changelog_encode() in
+ * replicator_int.h).  Kept apart from unify.c so that the restore
+ * benchmark (tests/bench/bench_restore.c) times the very code a new owner
+ * runs.
  */
 #include "replicator_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -266,5 +269,273 @@ changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
         }
         rd_kafka_queue_destroy(q);
         rd_kafka_assign(reader, NULL);
+        return end;
+}
+
+/* ---------------------------------------------------------- IDS TOPIC --- */
+
+#define MINUTE_MS 60000
+
+/* The margin covers the clocks: an id's TIME is the deciding host's wall
+ * clock, its record's timestamp (what the broker's retention goes by) is
+ * taken a moment later on the same host, and the broker and the next
+ * owner compare them with their own clocks.  A tenth of the window, at
+ * least a minute; a window shorter than a minute (tests, demos) gets
+ * itself as the margin, so that a 20 s window is not kept for 80 s.
+ * Segments roll every eighth of the window (at least every minute, to
+ * keep the files per partition few), so an id outlives the retention by
+ * at most that much, and a restore reads at most about 1.25 windows of
+ * ids. */
+void changelog_ids_conf(int64_t window_ms, struct changelog_ids_conf *c) {
+        int64_t floor  = window_ms < MINUTE_MS ? window_ms : MINUTE_MS;
+        int64_t margin = window_ms / 10 > floor ? window_ms / 10 : floor;
+
+        c->retention_ms = window_ms + margin;
+        c->segment_ms   = window_ms / 8 > MINUTE_MS ? window_ms / 8
+                                                     : MINUTE_MS;
+}
+
+/* 's' as a whole decimal int64 into 'v'; false if it is not one. */
+static bool parse_i64(const char *s, int64_t *v) {
+        char     *end;
+        long long n;
+
+        if (!s || !*s)
+                return false;
+        errno = 0;
+        n     = strtoll(s, &end, 10);
+        if (errno || *end)
+                return false;
+        *v = (int64_t)n;
+        return true;
+}
+
+/* Whether the comma-separated list 's' holds 'word'. */
+static bool has_word(const char *s, const char *word) {
+        size_t n = strlen(word);
+
+        for (const char *p = s; p && *p;) {
+                p += strspn(p, " ,");
+                size_t len = strcspn(p, ", ");
+                if (len == n && !strncmp(p, word, n))
+                        return true;
+                p += len;
+        }
+        return false;
+}
+
+changelog_ids_state_t changelog_ids_check(const struct changelog_ids_conf *want,
+                                          const char *cleanup_policy,
+                                          const char *retention_ms,
+                                          const char *retention_bytes,
+                                          const char *segment_ms) {
+        int64_t ret, bytes, seg;
+
+        if (!cleanup_policy || !has_word(cleanup_policy, "delete"))
+                return CHANGELOG_IDS_DIFFERS; /* never removed */
+        /* Deleting: removed too early is the danger. */
+        if (parse_i64(retention_ms, &ret) && ret >= 0 &&
+            ret < want->retention_ms)
+                return CHANGELOG_IDS_UNSAFE;
+        if (parse_i64(retention_bytes, &bytes) && bytes >= 0)
+                return CHANGELOG_IDS_UNSAFE;
+        /* Compacted as well, another retention or segment time: kept
+         * longer than needed. */
+        if (strcmp(cleanup_policy, "delete") ||
+            !parse_i64(retention_ms, &ret) || ret != want->retention_ms ||
+            !parse_i64(retention_bytes, &bytes) ||
+            !parse_i64(segment_ms, &seg) || seg != want->segment_ms)
+                return CHANGELOG_IDS_DIFFERS;
+        return CHANGELOG_IDS_AS_WANTED;
+}
+
+/* The names changelog_ids_topic() sets, in changelog_ids_check()'s
+ * order. */
+static const char *const ids_names[] = {"cleanup.policy", "retention.ms",
+                                        "retention.bytes", "segment.ms"};
+#define IDS_NAMES 4
+
+static void ids_values(const struct changelog_ids_conf *want,
+                       char val[IDS_NAMES][24]) {
+        snprintf(val[0], sizeof(val[0]), "delete");
+        snprintf(val[1], sizeof(val[1]), "%" PRId64, want->retention_ms);
+        snprintf(val[2], sizeof(val[2]), "-1");
+        snprintf(val[3], sizeof(val[3]), "%" PRId64, want->segment_ms);
+}
+
+/* Wait for the answer of an admin call on 'q'; NULL (reason in
+ * 'errstr', 'timed_out' set if it is only late) if there is none or it
+ * failed as a whole. */
+static rd_kafka_event_t *admin_answer(rd_kafka_queue_t *q, int timeout_ms,
+                                      bool *timed_out, char *errstr,
+                                      size_t errstr_size) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
+
+        *timed_out = !ev;
+        if (!ev) {
+                snprintf(errstr, errstr_size, "no answer in %d ms",
+                         timeout_ms);
+                return NULL;
+        }
+        if (rd_kafka_event_error(ev)) {
+                *timed_out =
+                    rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                    rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__TRANSPORT;
+                snprintf(errstr, errstr_size, "%s",
+                         rd_kafka_event_error_string(ev));
+                rd_kafka_event_destroy(ev);
+                return NULL;
+        }
+        return ev;
+}
+
+static rd_kafka_AdminOptions_t *admin_options(rd_kafka_t *rk,
+                                              rd_kafka_admin_op_t op,
+                                              int timeout_ms) {
+        char                     why[256];
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, op);
+
+        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, why,
+                                                  sizeof(why));
+        return o;
+}
+
+changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
+                                        int partitions, bool exists,
+                                        const struct changelog_ids_conf *want,
+                                        int timeout_ms, char *errstr,
+                                        size_t errstr_size) {
+        char                       val[IDS_NAMES][24], err[512];
+        char                      *have[IDS_NAMES] = {NULL};
+        const char                *conf[2 * IDS_NAMES + 1];
+        rd_kafka_ConfigResource_t *res, *alter;
+        rd_kafka_AdminOptions_t   *o;
+        rd_kafka_queue_t          *q;
+        rd_kafka_event_t          *ev;
+        changelog_ids_end_t        end;
+        changelog_ids_state_t      st;
+        bool                       late, altered;
+
+        ids_values(want, val);
+        if (!exists) {
+                for (int i = 0; i < IDS_NAMES; i++) {
+                        conf[2 * i]     = ids_names[i];
+                        conf[2 * i + 1] = val[i];
+                }
+                conf[2 * IDS_NAMES] = NULL;
+                int rc = aagw_kafka_topic_create_conf(admin, topic, partitions,
+                                                      conf, timeout_ms, err,
+                                                      sizeof(err));
+                if (rc) {
+                        snprintf(errstr, errstr_size, "%s", err);
+                        return rc == -2 ? CHANGELOG_IDS_RETRY
+                                        : CHANGELOG_IDS_REFUSED;
+                }
+                return CHANGELOG_IDS_CREATED;
+        }
+
+        /* Every config of the topic with its source: the four effective
+         * values, and the topic's other overrides (AlterConfigs replaces
+         * all of them). */
+        res   = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        alter = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        q     = rd_kafka_queue_new(admin);
+        o = admin_options(admin, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+        rd_kafka_DescribeConfigs(admin, &res, 1, o, q);
+        rd_kafka_AdminOptions_destroy(o);
+        ev = admin_answer(q, timeout_ms, &late, err, sizeof(err));
+        if (ev) {
+                size_t                            rn, cn;
+                const rd_kafka_ConfigResource_t **rr =
+                    rd_kafka_DescribeConfigs_result_resources(
+                        rd_kafka_event_DescribeConfigs_result(ev), &rn);
+                rd_kafka_resp_err_t e =
+                    rn ? rd_kafka_ConfigResource_error(rr[0])
+                       : RD_KAFKA_RESP_ERR__FAIL;
+                if (e) {
+                        snprintf(err, sizeof(err), "%s", rd_kafka_err2str(e));
+                        rd_kafka_event_destroy(ev);
+                        ev = NULL;
+                } else {
+                        const rd_kafka_ConfigEntry_t **ce =
+                            rd_kafka_ConfigResource_configs(rr[0], &cn);
+                        for (size_t i = 0; i < cn; i++) {
+                                const char *n = rd_kafka_ConfigEntry_name(ce[i]);
+                                const char *v = rd_kafka_ConfigEntry_value(ce[i]);
+                                bool        ours = false;
+                                for (int k = 0; k < IDS_NAMES; k++)
+                                        if (!strcmp(n, ids_names[k])) {
+                                                ours = true;
+                                                if (v && !have[k])
+                                                        have[k] = strdup(v);
+                                        }
+                                if (!ours && v &&
+                                    rd_kafka_ConfigEntry_source(ce[i]) ==
+                                        RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG &&
+                                    !rd_kafka_ConfigEntry_is_sensitive(ce[i]))
+                                        rd_kafka_ConfigResource_set_config(
+                                            alter, n, v);
+                        }
+                }
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        else {
+                snprintf(errstr, errstr_size,
+                         "describing the configs of %s: %s", topic, err);
+                end = late ? CHANGELOG_IDS_RETRY : CHANGELOG_IDS_STALE;
+                goto out;
+        }
+        st = changelog_ids_check(want, have[0], have[1], have[2], have[3]);
+        if (st == CHANGELOG_IDS_AS_WANTED) {
+                end = CHANGELOG_IDS_KEPT;
+                goto out;
+        }
+        for (int k = 0; k < IDS_NAMES; k++)
+                rd_kafka_ConfigResource_set_config(alter, ids_names[k],
+                                                   val[k]);
+        o = admin_options(admin, RD_KAFKA_ADMIN_OP_ALTERCONFIGS, timeout_ms);
+        rd_kafka_AlterConfigs(admin, &alter, 1, o, q);
+        rd_kafka_AdminOptions_destroy(o);
+        ev      = admin_answer(q, timeout_ms, &late, err, sizeof(err));
+        altered = ev != NULL;
+        if (ev) {
+                size_t                            rn;
+                const rd_kafka_ConfigResource_t **rr =
+                    rd_kafka_AlterConfigs_result_resources(
+                        rd_kafka_event_AlterConfigs_result(ev), &rn);
+                rd_kafka_resp_err_t e =
+                    rn ? rd_kafka_ConfigResource_error(rr[0])
+                       : RD_KAFKA_RESP_ERR__FAIL;
+                if (e)
+                        snprintf(err, sizeof(err), "%s",
+                                 rd_kafka_ConfigResource_error_string(rr[0])
+                                     ? rd_kafka_ConfigResource_error_string(
+                                           rr[0])
+                                     : rd_kafka_err2str(e));
+                rd_kafka_event_destroy(ev);
+                altered = !e;
+        }
+        snprintf(errstr, errstr_size,
+                 "%s had cleanup.policy=%s retention.ms=%s "
+                 "retention.bytes=%s segment.ms=%s; %s cleanup.policy=%s "
+                 "retention.ms=%s retention.bytes=%s segment.ms=%s%s%s",
+                 topic, have[0] ? have[0] : "?", have[1] ? have[1] : "?",
+                 have[2] ? have[2] : "?", have[3] ? have[3] : "?",
+                 altered ? "set to" : "could not set", val[0], val[1],
+                 val[2], val[3], altered ? "" : ": ", altered ? "" : err);
+        if (altered)
+                end = CHANGELOG_IDS_ALTERED;
+        else if (late)
+                end = CHANGELOG_IDS_RETRY;
+        else
+                end = st == CHANGELOG_IDS_UNSAFE ? CHANGELOG_IDS_REFUSED
+                                                 : CHANGELOG_IDS_STALE;
+out:
+        for (int k = 0; k < IDS_NAMES; k++)
+                free(have[k]);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_ConfigResource_destroy(res);
+        rd_kafka_ConfigResource_destroy(alter);
         return end;
 }

@@ -568,18 +568,28 @@ bool members_describe(rd_kafka_t *admin, struct aagw_group_info *g,
 
 /* ------------------------- UNIFY CHANGELOG (changelog.c) ------------------ */
 
-/* The scale-out unify stage's state of one output partition p, as
- * records of its compacted changelog topic aagw.<gw>.<site>.state.<out>
- * (partition p, written only inside the owner's transactions), so that
- * whoever owns p next restores it.  Binary, big-endian, versioned by the
- * first key byte (CHANGELOG_VERSION); a record of another version or kind
- * is skipped on restore (logged), never misread:
+/* The scale-out unify stage's state of one output partition p of the
+ * unified topic <out>, as records in partition p of its changelog topics
+ * (the ids topic only for a dedup <out>), written only inside the
+ * owner's transactions (together with the output records they explain),
+ * so that whoever owns p next restores it:
+ *
+ *   aagw.<gw>.<site>.state.<out>  compacted: winners and positions, which
+ *                                 must outlive any window
+ *   aagw.<gw>.<site>.ids.<out>    cleanup.policy=delete: the dedup ids,
+ *                                 kept for unify.window and a margin
+ *                                 (changelog_ids_conf())
+ *
+ * Binary, big-endian, versioned by the first key byte
+ * (CHANGELOG_VERSION); a record of another version or kind is skipped on
+ * restore (logged), never misread:
  *
  *   kind  key                                   value
  *   id    1 'i' KEY16                           HLC8 TIME8 PART4 OFF8
  *                                               OLEN1 ORIGIN TOPIC
  *         a dedup id (its scoped hash KEY16) delivered into p: origin,
  *         input coordinates and hlc of the delivery, TIME when decided
+ *         (the window's base); in the ids topic
  *   win   1 'w' KEY16                           HLC8 TIME8 TOMB1 OLEN1
  *                                               ORIGIN ID
  *         the lww winner of entity KEY16 (scoped entity key hash) in p
@@ -587,10 +597,13 @@ bool members_describe(rd_kafka_t *admin, struct aagw_group_info *g,
  *         the next offset of input TOPIC [PART] for output p: every
  *         record below it whose output partition is p is decided
  *
- * Compaction keeps the newest record of each key: an entity's winner, an
- * input's position, and every id once (ids are not tombstoned when they
- * leave unify.window: the topic grows with the ids delivered; see
- * docs/deployment.md). */
+ * Compaction keeps the newest record of each key of the state topic: an
+ * entity's winner (winners never expire, as in the single-process stage)
+ * and an input's position.  The ids topic loses whole segments once
+ * they are older than its retention; a restore skips the ids it still
+ * finds that left the window.  Ids in a state topic (where versions
+ * before the ids topic wrote them, and compaction keeps them for good)
+ * are restored the same way. */
 #define CHANGELOG_VERSION 1
 #define CHANGELOG_KEY_MAX (6 + AAGW_TOPIC_MAX)
 #define CHANGELOG_VAL_MAX (32 + AAGW_ALIAS_MAX + AAGW_ID_MAX + AAGW_TOPIC_MAX)
@@ -654,5 +667,61 @@ changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
                                bool (*tick)(void *arg), void *arg,
                                int64_t *records, int64_t *bytes,
                                char *errstr, size_t errstr_size);
+
+/* The ids topic's settings for a window of 'window_ms' (unify.window):
+ * records are removed by whole segments once the newest record of a
+ * segment is older than retention_ms, so an id stays at least that long
+ * and at most about retention_ms + segment_ms. */
+struct changelog_ids_conf {
+        int64_t retention_ms; /* the window and a margin for clocks */
+        int64_t segment_ms;   /* a segment rolls at least this often */
+};
+void changelog_ids_conf(int64_t window_ms, struct changelog_ids_conf *c);
+
+/* What an existing ids topic's effective settings mean (the strings as
+ * DescribeConfigs gives them; NULL: not given). */
+typedef enum {
+        CHANGELOG_IDS_AS_WANTED = 0,
+        CHANGELOG_IDS_DIFFERS   = 1, /* set them: ids are kept longer than
+                                        needed, or never removed */
+        CHANGELOG_IDS_UNSAFE    = 2, /* set them: ids inside the window may
+                                        be removed (shorter retention, a
+                                        size limit), and a restore would
+                                        miss them */
+} changelog_ids_state_t;
+changelog_ids_state_t changelog_ids_check(const struct changelog_ids_conf *want,
+                                          const char *cleanup_policy,
+                                          const char *retention_ms,
+                                          const char *retention_bytes,
+                                          const char *segment_ms);
+
+/* How changelog_ids_topic() found (and left) an ids topic. */
+typedef enum {
+        CHANGELOG_IDS_CREATED = 0, /* made with the settings */
+        CHANGELOG_IDS_KEPT    = 1, /* there, settings as wanted */
+        CHANGELOG_IDS_ALTERED = 2, /* there; its settings were changed
+                                      (what from: 'errstr') */
+        CHANGELOG_IDS_STALE   = 3, /* there; its settings could not be
+                                      read, or they differ and could not
+                                      be changed but keep every id of the
+                                      window ('errstr') */
+        CHANGELOG_IDS_REFUSED = 4, /* could not be made, or its settings
+                                      would lose ids inside the window and
+                                      could not be changed ('errstr') */
+        CHANGELOG_IDS_RETRY   = 5, /* the cluster did not answer in time
+                                      ('errstr') */
+} changelog_ids_end_t;
+
+/* Make the ids topic 'topic' ('partitions' partitions, the broker's
+ * replication factor, the settings of 'want') through the admin handle
+ * 'admin', or, with 'exists', bring an existing one's settings in line:
+ * DescribeConfigs, then (librdkafka 2.0 has no IncrementalAlterConfigs)
+ * AlterConfigs with the topic's other overrides carried over.  Each
+ * admin call waits up to 'timeout_ms'. */
+changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
+                                        int partitions, bool exists,
+                                        const struct changelog_ids_conf *want,
+                                        int timeout_ms, char *errstr,
+                                        size_t errstr_size);
 
 #endif

@@ -81,13 +81,17 @@ struct utopic {
         int32_t               out_parts;
         int                   out_id;          /* the decider's number */
         bool                  ready;           /* output recovered */
-        /* Scale-out: the changelog topic, and whether the owned output
-         * partitions' state is restored from it. */
+        /* Scale-out: the changelog topics (winners and positions; ids),
+         * and whether the owned output partitions' state is restored
+         * from them. */
         char                  state[AAGW_TOPIC_MAX + 1];
-        rd_kafka_topic_t     *state_rkt;
+        char                  ids[AAGW_TOPIC_MAX + 1]; /* "": none (lww) */
+        rd_kafka_topic_t     *state_rkt, *ids_rkt;
         bool                  restored;
-        int64_t              *kept_hw; /* per output partition: its
-                                          changelog's end when a clean
+        int64_t              *kept_hw; /* per output partition p: the end
+                                          of its state partition [p] and
+                                          of its ids partition
+                                          [out_parts + p] when a clean
                                           revocation took it, -1 */
         bool                  inputs_full_logged;
         struct uinput        *in[MAX_INPUTS];
@@ -171,6 +175,7 @@ struct aagw_unify {
                                        watermark of a changelog */
         bool          need_renew;
         bool          kept_pending; /* so_revoking() noted kept_hw */
+        struct changelog_ids_conf ids_conf; /* from unify.window */
         int64_t       renew_since_ms;
         int           renewals;     /* since renew_since_ms */
         rd_kafka_t   *out_producer; /* writes the output: the owner's
@@ -840,6 +845,8 @@ static void utopic_free(struct utopic *ut) {
                 rd_kafka_topic_destroy(ut->out_rkt);
         if (ut->state_rkt)
                 rd_kafka_topic_destroy(ut->state_rkt);
+        if (ut->ids_rkt)
+                rd_kafka_topic_destroy(ut->ids_rkt);
         free(ut->kept_hw);
         aagw_id_rule_destroy(ut->ekey_rule);
         free(ut);
@@ -1438,14 +1445,22 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
  * assignment's metadata still fences then); a member the group already
  * moved on from finds its transaction refused and aborted.
  *
+ * Changelogs (so_state_topic(), format in replicator_int.h), partitioned
+ * as the output.  The state topic (compacted) holds the winners and
+ * positions; the ids topic (dedup topics only) the ids, deleted by the
+ * broker once they are older than unify.window and a margin, so that it
+ * holds about one window of ids, not every id ever delivered.
+ *
  * Restore (so_restore()): on gaining partitions, each newly owned output
- * partition's changelog (one it had before a clean revocation, and that
- * nobody wrote since, is kept: so_kept()) is read from its beginning to
- * its end
+ * partition's changelog partitions (ones it had before a clean
+ * revocation, and that nobody wrote since, are kept: so_kept()) are read
+ * from their beginning to their end, the state topic's first
  * (changelog_read(): read_committed, and the end waits for a transaction
  * a dead owner left open) and folded into the decider (ops->restore:
- * ids and winners, additive) and the positions.  The local RocksDB is a
- * cache: decisions reach it only after their transaction committed.
+ * ids and winners, additive) and the positions; ids decided before the
+ * window's start are skipped, as the decider would drop them.  The
+ * local RocksDB is a cache: decisions reach it only after their
+ * transaction committed.
  * The machinery for exactly once without transactions (the start-up
  * scan of the output, the replay set) is not used.
  */
@@ -1697,16 +1712,19 @@ static void so_refused(aagw_unify_t *u, const char *topic, int32_t p,
         u->txn_poisoned = true;
 }
 
-/* Produce one changelog record into the open transaction. */
+/* Produce one changelog record into the open transaction: an id into
+ * the ids topic, the others into the state topic. */
 static int so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
                     const struct changelog_rec *c) {
         uint8_t             key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
         size_t              klen, vlen;
         rd_kafka_resp_err_t err;
+        bool                id = c->kind == CHANGELOG_ID;
 
         changelog_encode(c, key, &klen, val, &vlen);
         while ((err = rd_kafka_producev(
-                    u->out_producer, RD_KAFKA_V_RKT(ut->state_rkt),
+                    u->out_producer,
+                    RD_KAFKA_V_RKT(id ? ut->ids_rkt : ut->state_rkt),
                     RD_KAFKA_V_PARTITION(p),
                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                     RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
@@ -1715,7 +1733,7 @@ static int so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
                 rd_kafka_poll(u->out_producer, 10);
         if (err) {
                 if (!atomic_load(&u->ctl.stop))
-                        so_refused(u, ut->state, p, err);
+                        so_refused(u, id ? ut->ids : ut->state, p, err);
                 return -1;
         }
         return 0;
@@ -1904,17 +1922,18 @@ static int so_commit(aagw_unify_t *u) {
 /* A partition given back to the process that a clean revocation took it
  * from need not be read again: its state here (RocksDB, the committed
  * positions) is what it committed last, as long as nobody wrote its
- * changelog since.  so_revoking() notes each owned changelog's end (the
- * high watermark) right after its last commit; so_kept() compares.  Any
- * other writer's transaction adds at least a record and its marker (two
- * offsets, also when it was aborted); only this process's own commit
- * marker may land after the note (the coordinator writes markers after
- * it answered the commit): one offset.  And nothing may be open (the
+ * changelog partitions (state and ids) since.  so_revoking() notes the
+ * end (the high watermark) of each owned one right after its last
+ * commit; so_kept() compares.  Any other writer's transaction adds at
+ * least a record and its marker to a partition it wrote (two offsets,
+ * also when it was aborted); only this process's own commit marker may
+ * land after the note (the coordinator writes markers after it answered
+ * the commit): one offset per partition.  And nothing may be open (the
  * last stable offset, from the read_committed reader, is the end). */
 static void so_kept_clear(aagw_unify_t *u) {
         for (size_t t = 0; t < u->ntopics; t++)
                 for (int32_t p = 0; u->topics[t]->kept_hw &&
-                                    p < u->topics[t]->out_parts;
+                                    p < 2 * u->topics[t]->out_parts;
                      p++)
                         u->topics[t]->kept_hw[p] = -1;
 }
@@ -1925,32 +1944,49 @@ static void so_kept_note(aagw_unify_t *u) {
                 if (!ut->ready || !ut->restored)
                         continue;
                 if (!ut->kept_hw &&
-                    !(ut->kept_hw = malloc((size_t)ut->out_parts *
+                    !(ut->kept_hw = malloc(2 * (size_t)ut->out_parts *
                                            sizeof(*ut->kept_hw))))
                         continue; /* (read again: only slower) */
                 for (int32_t p = 0; p < ut->out_parts; p++) {
-                        int64_t lo, hi;
-                        ut->kept_hw[p] = -1;
+                        int64_t lo, hi, hi_ids;
+                        ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
+                        hi_ids = 0; /* (no ids topic: nothing to compare) */
                         if (so_owns(u, p) &&
                             !rd_kafka_query_watermark_offsets(
-                                u->hw_probe, ut->state, p, &lo, &hi, 2000))
-                                ut->kept_hw[p] = hi;
+                                u->hw_probe, ut->state, p, &lo, &hi, 2000) &&
+                            (!ut->ids[0] ||
+                             !rd_kafka_query_watermark_offsets(
+                                 u->hw_probe, ut->ids, p, &lo, &hi_ids,
+                                 2000))) {
+                                ut->kept_hw[p]                 = hi;
+                                ut->kept_hw[ut->out_parts + p] = hi_ids;
+                        }
                 }
         }
         u->kept_pending = true;
 }
 
-static bool so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
-        int64_t kept = ut->kept_hw ? ut->kept_hw[p] : -1, lo, hi, lso;
+/* Whether partition 'p' of 'topic' ended at 'kept' when noted and
+ * nobody wrote it since. */
+static bool so_unmoved(aagw_unify_t *u, const char *topic, int32_t p,
+                       int64_t kept) {
+        int64_t lo, hi, lso;
 
-        if (kept < 0)
-                return false;
-        ut->kept_hw[p] = -1;
-        return !rd_kafka_query_watermark_offsets(u->hw_probe, ut->state, p,
-                                                 &lo, &hi, 5000) &&
-               !rd_kafka_query_watermark_offsets(u->reader, ut->state, p,
-                                                 &lo, &lso, 5000) &&
+        return kept >= 0 &&
+               !rd_kafka_query_watermark_offsets(u->hw_probe, topic, p, &lo,
+                                                 &hi, 5000) &&
+               !rd_kafka_query_watermark_offsets(u->reader, topic, p, &lo,
+                                                 &lso, 5000) &&
                lso == hi && hi >= kept && hi - kept <= 1;
+}
+
+static bool so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
+        if (!ut->kept_hw)
+                return false;
+        int64_t kept = ut->kept_hw[p], kept_ids = ut->kept_hw[ut->out_parts + p];
+        ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
+        return so_unmoved(u, ut->state, p, kept) &&
+               (!ut->ids[0] || so_unmoved(u, ut->ids, p, kept_ids));
 }
 
 struct so_restore_ctx {
@@ -1959,6 +1995,9 @@ struct so_restore_ctx {
         int32_t        p;
         int64_t        assignments; /* owner_assignments() at the start */
         int64_t        n;
+        int64_t        cutoff;      /* ids decided before it left the
+                                       window: skipped */
+        int64_t        ids, expired; /* ids read; of them skipped */
         size_t         unknown;     /* positions of inputs not known yet */
         bool           failed;
         char           err[512];
@@ -1991,6 +2030,16 @@ static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
                 size_t x = (size_t)c->partition * ut->out_parts + rc->p;
                 ui->opos[x] = ui->cpos[x] = c->offset;
                 return true;
+        }
+        if (c->kind == CHANGELOG_ID) {
+                /* Dropped by the decider anyway; the ids topic still
+                 * holds them for its margin, a state topic of an older
+                 * version for good. */
+                rc->ids++;
+                if (c->time_ms < rc->cutoff) {
+                        rc->expired++;
+                        return true;
+                }
         }
         struct aagw_prov     *pv = &u->verdicts[0].prov;
         struct aagw_unify_rec r;
@@ -2035,7 +2084,8 @@ static bool so_restore_tick(void *arg) {
  * then fetch the inputs from the positions restored.  Returns 0, or -1
  * if the stage failed. */
 static int so_restore(aagw_unify_t *u) {
-        int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0;
+        int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0, ids = 0,
+                expired = 0;
         int     parts = 0, kept = 0;
         char    err[512], names[512], owned[sizeof(u->owned)];
         size_t  nn = 0;
@@ -2068,15 +2118,30 @@ static int so_restore(aagw_unify_t *u) {
                         }
                         struct so_restore_ctx rc = {
                             .u = u, .ut = ut, .p = p,
-                            .assignments = owner_assignments(u->owner)};
+                            .assignments = owner_assignments(u->owner),
+                            .cutoff = aagw_wall_ms() - u->conf.window_ms};
+                        /* Positions and winners (and the ids an older
+                         * version wrote there), then the window's ids. */
+                        const char *from = ut->state;
                         changelog_end_t e = changelog_read(
-                            u->reader, u->hw_probe, ut->state, p,
+                            u->reader, u->hw_probe, from, p,
                             u->conf.scale_out->txn_timeout_ms + 60000,
                             &u->ctl.stop, so_restore_rec, so_restore_tick,
                             &rc, &records, &bytes, err, sizeof(err));
+                        if (!rc.failed && e == CHANGELOG_DONE && ut->ids[0]) {
+                                from = ut->ids;
+                                e    = changelog_read(
+                                    u->reader, u->hw_probe, from, p,
+                                    u->conf.scale_out->txn_timeout_ms + 60000,
+                                    &u->ctl.stop, so_restore_rec,
+                                    so_restore_tick, &rc, &records, &bytes,
+                                    err, sizeof(err));
+                        }
+                        ids += rc.ids;
+                        expired += rc.expired;
                         if (rc.failed || e == CHANGELOG_FAILED) {
                                 ufail(u, "member %s: restoring %s [%d]: %s",
-                                      u->conf.scale_out->member, ut->state,
+                                      u->conf.scale_out->member, from,
                                       (int)p, rc.failed ? rc.err : err);
                                 return -1;
                         }
@@ -2107,7 +2172,7 @@ static int so_restore(aagw_unify_t *u) {
                 if (nn < sizeof(names))
                         nn += (size_t)snprintf(names + nn, sizeof(names) - nn,
                                                "%s%s", nn ? ", " : "",
-                                               ut->state);
+                                               ut->out);
         }
         int64_t ms = aagw_mono_ms() - t0;
         ADD(u->restores, (uint64_t)parts);
@@ -2120,11 +2185,13 @@ static int so_restore(aagw_unify_t *u) {
         so_kept_clear(u);
         if (parts)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: member %s restored %d partitions of %s: "
-                         "%" PRId64 " records, %" PRId64 " bytes in %" PRId64
-                         " ms",
+                         "unify@%s: member %s restored %d partitions of %s "
+                         "from their changelogs: %" PRId64
+                         " records, %" PRId64 " bytes in %" PRId64
+                         " ms (%" PRId64 " ids, %" PRId64
+                         " of them past unify.window: skipped)",
                          u->site, u->conf.scale_out->member, parts, names,
-                         records, bytes, ms);
+                         records, bytes, ms, ids, expired);
         if (kept)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: member %s kept %d partitions it had "
@@ -2238,19 +2305,31 @@ static void so_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
                 on_delivery(opaque, m->_private, m);
 }
 
-/* Make the changelog of 'ut' (as many partitions as its output,
- * compacted) if missing.  Returns 0, or -1 (tried again at the next
+/* Make the changelog topics of 'ut' if missing, both with as many
+ * partitions as its output: the state topic (compacted) and, for a dedup
+ * topic, the ids topic (deleting after unify.window and a margin:
+ * changelog_ids_conf()).
+ * An ids topic that is there gets its settings checked and, if they
+ * differ (unify.window changed), set again; if that is refused, the
+ * stage goes on with a warning while no id inside the window can be
+ * lost (or the settings cannot be read), and fails otherwise.  Returns 0, or -1 (tried again at the next
  * discovery; the stage fails if the cluster refused). */
+static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+                        const struct rd_kafka_metadata *md);
+
 static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
                           const struct rd_kafka_metadata *md) {
         static const char *const conf[] = {"cleanup.policy", "compact", NULL};
-        char                     err[512];
+        char                     err[1024];
         int                      have;
 
-        char name[3 * AAGW_TOPIC_MAX];
+        char name[3 * AAGW_TOPIC_MAX], ids[3 * AAGW_TOPIC_MAX];
+        snprintf(ids, sizeof(ids), "aagw.%s.%s.ids.%s", u->conf.gateway_id,
+                 u->site, ut->out);
         if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
                              u->conf.gateway_id, u->site, ut->out) >=
-            sizeof(ut->state)) {
+                sizeof(ut->state) ||
+            strlen(ids) >= sizeof(ut->ids)) {
                 ufail(u, "the changelog of %s, %s, is longer than Kafka's "
                          "%d bytes for a topic name (shorten gateway.id or "
                          "the unified topic's name)",
@@ -2258,6 +2337,7 @@ static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
                 return -1;
         }
         memcpy(ut->state, name, strlen(name) + 1);
+        memcpy(ut->ids, ids, strlen(ids) + 1);
         have = replicator_md_partitions(md, ut->state);
         if (have < 0) {
                 int rc = aagw_kafka_topic_create_conf(u->admin, ut->state,
@@ -2285,13 +2365,90 @@ static int so_state_topic(aagw_unify_t *u, struct utopic *ut,
                       ut->state, have, ut->out, ut->out_parts);
                 return -1;
         }
-        if (!ut->state_rkt &&
-            !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
-                                                 NULL))) {
+        if (ut->mode != AAGW_UNIFY_DEDUP) {
+                ut->ids[0] = '\0'; /* (lww: winners only) */
+        } else if (so_ids_topic(u, ut, md)) {
+                return -1;
+        }
+        if ((!ut->state_rkt &&
+             !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
+                                                  NULL))) ||
+            (ut->ids[0] && !ut->ids_rkt &&
+             !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer, ut->ids,
+                                                NULL)))) {
                 ufail(u, "out of memory");
                 return -1;
         }
         replicator_refresh_leaders(u->out_producer, ut->state, 5000);
+        if (ut->ids[0])
+                replicator_refresh_leaders(u->out_producer, ut->ids, 5000);
+        return 0;
+}
+
+/* so_state_topic() for the ids topic of a dedup topic 'ut'. */
+static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+                        const struct rd_kafka_metadata *md) {
+        char err[1024];
+        int  have = replicator_md_partitions(md, ut->ids);
+
+        if (have >= 0 && have != ut->out_parts) {
+                ufail(u, "changelog %s has %d partitions, its output %s %d: "
+                         "they must match (delete the changelog only with "
+                         "every process of the site stopped)",
+                      ut->ids, have, ut->out, ut->out_parts);
+                return -1;
+        }
+        switch (changelog_ids_topic(u->admin, ut->ids, ut->out_parts,
+                                    have >= 0, &u->ids_conf, 30000, err,
+                                    sizeof(err))) {
+        case CHANGELOG_IDS_CREATED:
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: changelog %s: %d partitions, ids kept "
+                         "%" PRId64 " s (unify.window %" PRId64
+                         " s and a margin), segments of %" PRId64 " s",
+                         u->site, ut->ids, ut->out_parts,
+                         u->ids_conf.retention_ms / 1000,
+                         u->conf.window_ms / 1000,
+                         u->ids_conf.segment_ms / 1000);
+                break;
+        case CHANGELOG_IDS_KEPT:
+                break;
+        case CHANGELOG_IDS_ALTERED:
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: changelog %s (unify.window %" PRId64
+                         " s): %s",
+                         u->site, ut->ids, u->conf.window_ms / 1000, err);
+                break;
+        case CHANGELOG_IDS_STALE:
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: changelog %s (unify.window %" PRId64
+                         " s): %s; going on with the topic as it is: set "
+                         "cleanup.policy=delete retention.ms=%" PRId64
+                         " retention.bytes=-1 segment.ms=%" PRId64
+                         " on it by hand, or grant aagw DescribeConfigs and "
+                         "AlterConfigs on it",
+                         u->site, ut->ids, u->conf.window_ms / 1000, err,
+                         u->ids_conf.retention_ms, u->ids_conf.segment_ms);
+                break;
+        case CHANGELOG_IDS_REFUSED:
+                if (have < 0) {
+                        ufail(u, "creating the changelog %s at %s: %s",
+                              ut->ids, u->site, err);
+                        return -1;
+                }
+                ufail(u, "changelog %s (unify.window %" PRId64 " s): %s; "
+                         "with these settings ids inside the window would "
+                         "be removed and a new owner would deliver them "
+                         "again: set them by hand, or grant aagw "
+                         "AlterConfigs on the topic",
+                      ut->ids, u->conf.window_ms / 1000, err);
+                return -1;
+        case CHANGELOG_IDS_RETRY:
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: changelog %s: %s; trying again", u->site,
+                         ut->ids, err);
+                return -1;
+        }
         return 0;
 }
 
@@ -2397,7 +2554,9 @@ static int so_renew(aagw_unify_t *u) {
                         rd_kafka_topic_destroy(ut->out_rkt);
                 if (ut->state_rkt)
                         rd_kafka_topic_destroy(ut->state_rkt);
-                ut->out_rkt = ut->state_rkt = NULL;
+                if (ut->ids_rkt)
+                        rd_kafka_topic_destroy(ut->ids_rkt);
+                ut->out_rkt = ut->state_rkt = ut->ids_rkt = NULL;
         }
         u->out_producer = u->producer; /* (no handle of the old one left) */
         if (owner_renew(u->owner, err, sizeof(err)) != AAGW_OWNER_OK) {
@@ -2412,7 +2571,10 @@ static int so_renew(aagw_unify_t *u) {
                 if (!(ut->out_rkt = rd_kafka_topic_new(u->out_producer,
                                                        ut->out, NULL)) ||
                     !(ut->state_rkt = rd_kafka_topic_new(u->out_producer,
-                                                         ut->state, NULL))) {
+                                                         ut->state, NULL)) ||
+                    (ut->ids[0] &&
+                     !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer,
+                                                        ut->ids, NULL)))) {
                         ufail(u, "out of memory");
                         return -1;
                 }
@@ -2613,6 +2775,9 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
                 return NULL;
         }
         u->conf        = *c;
+        if (u->conf.window_ms <= 0)
+                u->conf.window_ms = 24 * 3600 * 1000LL;
+        changelog_ids_conf(u->conf.window_ms, &u->ids_conf);
         u->ops         = c->state;
         u->st          = c->state_opaque;
         u->tokens.size = sizeof(struct token);
@@ -2735,6 +2900,10 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                 if (u->topics[t]->state_rkt) {
                         rd_kafka_topic_destroy(u->topics[t]->state_rkt);
                         u->topics[t]->state_rkt = NULL;
+                }
+                if (u->topics[t]->ids_rkt) {
+                        rd_kafka_topic_destroy(u->topics[t]->ids_rkt);
+                        u->topics[t]->ids_rkt = NULL;
                 }
         }
         /* Aborts what is still open, leaves the group: the others take

@@ -29,8 +29,9 @@ static const char LOG4J[] =
     "rootLogger.level = warn\n"
     "rootLogger.appenderRef.err.ref = err\n";
 
-void rk_produce(struct rk *r, const char *alias, const char *topic,
-                int parts, const char *prefix, int n) {
+static void produce(struct rk *r, const char *alias, const char *topic,
+                    int parts, const char *prefix, int from, int n,
+                    bool keyed) {
         char             err[512];
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
@@ -42,12 +43,14 @@ void rk_produce(struct rk *r, const char *alias, const char *topic,
                          RD_KAFKA_CONF_OK);
         rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
         assert_non_null(p);
-        for (int i = 0; i < n; i++) {
+        for (int i = from; i < from + n; i++) {
                 char v[160];
                 int  len = snprintf(v, sizeof(v), "%s%d", prefix, i);
                 assert_int_equal(
                     rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
                                       RD_KAFKA_V_PARTITION(i % parts),
+                                      RD_KAFKA_V_KEY(keyed ? v : NULL,
+                                                     keyed ? (size_t)len : 0),
                                       RD_KAFKA_V_VALUE(v, (size_t)len),
                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                       RD_KAFKA_V_END),
@@ -55,6 +58,16 @@ void rk_produce(struct rk *r, const char *alias, const char *topic,
         }
         assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
         rd_kafka_destroy(p);
+}
+
+void rk_produce(struct rk *r, const char *alias, const char *topic,
+                int parts, const char *prefix, int n) {
+        produce(r, alias, topic, parts, prefix, 0, n, false);
+}
+
+void rk_produce_keyed(struct rk *r, const char *alias, const char *topic,
+                      int parts, const char *prefix, int from, int n) {
+        produce(r, alias, topic, parts, prefix, from, n, true);
 }
 
 char *rk_path(struct rk *r, const char *name) {
@@ -500,6 +513,68 @@ int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
                 sum += hi - lo;
         }
         return sum;
+}
+
+int64_t rk_count(struct rk *r, const char *alias, const char *topic,
+                 const char *isolation, struct rk_bag *values) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        const struct rd_kafka_metadata *md;
+        int64_t n = 0;
+
+        rd_kafka_conf_set(conf, "bootstrap.servers", rk_bs(r, alias), err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "group.id", "rk-count", err, sizeof(err));
+        rd_kafka_conf_set(conf, "isolation.level", isolation, err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
+                          sizeof(err));
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
+                          sizeof(err));
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+        assert_non_null(c);
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(c, topic, NULL);
+        assert_int_equal(rd_kafka_metadata(c, 0, rkt, &md, 10000), 0);
+        int parts = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(parts);
+        for (int p = 0; p < parts; p++)
+                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
+                    RD_KAFKA_OFFSET_BEGINNING;
+        assert_int_equal(rd_kafka_assign(c, l), 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        int64_t deadline = harness_now_ms() + 60000;
+        int     eofs     = 0;
+        bool   *eof      = calloc((size_t)parts, sizeof(*eof));
+        while (eofs < parts && harness_now_ms() < deadline) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
+                if (!m)
+                        continue;
+                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        if (!eof[m->partition]) {
+                                eof[m->partition] = true;
+                                eofs++;
+                        }
+                } else if (!m->err) {
+                        n++;
+                        if (values) {
+                                char v[256];
+                                snprintf(v, sizeof(v), "%.*s",
+                                         (int)(m->len < 255 ? m->len : 255),
+                                         m->payload ? (const char *)m->payload
+                                                    : "");
+                                rk_bag_add(values, v);
+                        }
+                }
+                rd_kafka_message_destroy(m);
+        }
+        free(eof);
+        assert_int_equal(eofs, parts);
+        rd_kafka_consumer_close(c);
+        rd_kafka_destroy(c);
+        return n;
 }
 
 struct size_arg {
@@ -1388,4 +1463,34 @@ int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms) {
 
 void rk_gwn_dump_log(const struct rk_gw *g, int lines) {
         dump_log_file(g->log, lines);
+}
+
+int rk_log_count(const char *path, const char *needle) {
+        char *text = harness_read_file(path, NULL);
+        int   n    = 0;
+
+        for (const char *p = text; p && (p = strstr(p, needle)); p++)
+                n++;
+        free(text);
+        return n;
+}
+
+struct log_wait {
+        const char *path, *needle;
+        int         above;
+};
+
+static bool log_grew(void *arg) {
+        struct log_wait *w = arg;
+        return rk_log_count(w->path, w->needle) > w->above;
+}
+
+void rk_gwn_expect_log(struct rk_gw *g, const char *needle, int above,
+                       int timeout_ms) {
+        struct log_wait w = {g->log, needle, above};
+        if (!harness_wait_until(log_grew, &w, timeout_ms)) {
+                rk_gwn_dump_log(g, 40);
+                fail_msg("%s: no new \"%s\" within %d ms", g->log, needle,
+                         timeout_ms);
+        }
 }

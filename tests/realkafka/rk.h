@@ -127,6 +127,16 @@ bool rk_wait_isr(struct rk *r, const char *alias, const char *topic, int isr,
  *  summed), -1 if it cannot tell. */
 int64_t rk_size(struct rk *r, const char *alias, const char *topic);
 
+struct rk_bag;
+/** Read @p topic at @p alias from its beginning to its end with
+ *  isolation.level @p isolation (read_committed, read_uncommitted),
+ *  adding each record's value to @p values (may be NULL).  Unlike
+ *  rk_size() it counts records only, not transaction markers.
+ *  @returns the records read; fails the test if the end is not reached
+ *  within 60 s. */
+int64_t rk_count(struct rk *r, const char *alias, const char *topic,
+                 const char *isolation, struct rk_bag *values);
+
 /** @returns true once rk_size() reaches @p want, false after
  *  @p timeout_ms (printing what it holds). */
 bool rk_wait_size(struct rk *r, const char *alias, const char *topic,
@@ -181,6 +191,13 @@ int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms);
 
 /** Print the last @p lines of @p g's current log to stderr. */
 void rk_gwn_dump_log(const struct rk_gw *g, int lines);
+/** @returns how often @p needle occurs in the file @p path (0 if it
+ *  cannot be read). */
+int rk_log_count(const char *path, const char *needle);
+/** Wait until @p g's current log holds @p needle more than @p above
+ *  times; fail the test (with the log's tail) after @p timeout_ms. */
+void rk_gwn_expect_log(struct rk_gw *g, const char *needle, int above,
+                       int timeout_ms);
 /** Print the lines of the file @p path that hold @p tag (NULL: any line)
  *  and one of @p needles (NULL-terminated) to stderr, under a header. */
 void rk_grep_file(const char *path, const char *tag,
@@ -216,6 +233,10 @@ char *rk_path(struct rk *r, const char *name);
  *  value "<prefix><i>"; assert every one was acknowledged. */
 void rk_produce(struct rk *r, const char *alias, const char *topic,
                 int parts, const char *prefix, int n);
+/** rk_produce() for i in [@p from, @p from + @p n), each record with the
+ *  key "<prefix><i>" as well (an id under `--id key`). */
+void rk_produce_keyed(struct rk *r, const char *alias, const char *topic,
+                      int parts, const char *prefix, int from, int n);
 
 /** Write @p text to <dir>/<name>; @returns the path, malloc()ed. */
 char *rk_write(struct rk *r, const char *name, const char *text);

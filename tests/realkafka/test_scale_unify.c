@@ -169,16 +169,6 @@ static void traffic_stop(struct traffic *t) {
 
 /* ---------------------------------------------------------------- LOGS --- */
 
-static int log_count(const char *path, const char *needle) {
-        char *text = harness_read_file(path, NULL);
-        int   n    = 0;
-
-        for (const char *p = text; p && (p = strstr(p, needle)); p++)
-                n++;
-        free(text);
-        return n;
-}
-
 struct log_wait {
         const char *path, *needle;
         int         above;
@@ -186,18 +176,7 @@ struct log_wait {
 
 static bool log_grew(void *arg) {
         struct log_wait *w = arg;
-        return log_count(w->path, w->needle) > w->above;
-}
-
-/* Wait until 'g''s current log holds 'needle' more than 'above' times. */
-static void expect_log(struct rk_gw *g, const char *needle, int above,
-                       int timeout_ms) {
-        struct log_wait w = {g->log, needle, above};
-        if (!harness_wait_until(log_grew, &w, timeout_ms)) {
-                rk_gwn_dump_log(g, 40);
-                fail_msg("%s: no new \"%s\" within %d ms", g->log, needle,
-                         timeout_ms);
-        }
+        return rk_log_count(w->path, w->needle) > w->above;
 }
 
 #define DONE "rebalance done"
@@ -208,57 +187,7 @@ static void expect_log(struct rk_gw *g, const char *needle, int above,
 /* Records of 'topic' at west read with 'isolation' up to the end. */
 static int64_t count_records(struct rk *r, const char *topic,
                              const char *isolation) {
-        char             err[512];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        const struct rd_kafka_metadata *md;
-        int64_t n = 0;
-
-        rd_kafka_conf_set(conf, "bootstrap.servers", rk_bs(r, "west"), err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "group.id", "rk-scale-count", err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "isolation.level", isolation, err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
-                          sizeof(err));
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-                          sizeof(err));
-        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-        assert_non_null(c);
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(c, topic, NULL);
-        assert_int_equal(rd_kafka_metadata(c, 0, rkt, &md, 10000), 0);
-        int parts = md->topics[0].partition_cnt;
-        rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(rkt);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts);
-        for (int p = 0; p < parts; p++)
-                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
-                    RD_KAFKA_OFFSET_BEGINNING;
-        assert_int_equal(rd_kafka_assign(c, l), 0);
-        rd_kafka_topic_partition_list_destroy(l);
-        int64_t deadline = harness_now_ms() + 60000;
-        int     eofs     = 0;
-        bool   *eof      = calloc((size_t)parts, sizeof(*eof));
-        while (eofs < parts && harness_now_ms() < deadline) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
-                if (!m)
-                        continue;
-                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                        if (!eof[m->partition]) {
-                                eof[m->partition] = true;
-                                eofs++;
-                        }
-                } else if (!m->err) {
-                        n++;
-                }
-                rd_kafka_message_destroy(m);
-        }
-        free(eof);
-        assert_int_equal(eofs, parts);
-        rd_kafka_consumer_close(c);
-        rd_kafka_destroy(c);
-        return n;
+        return rk_count(r, "west", topic, isolation, NULL);
 }
 
 /* The records the zombie had produced into the transaction it then lost:
@@ -321,33 +250,33 @@ static void test_scale_unify(void **state) {
         for (int i = 0; i < 3; i++)
                 rk_gwn_start(r, &g[i], names[i], args);
         for (int i = 0; i < 3; i++)
-                expect_log(&g[i], DONE, 0, 60000);
+                rk_gwn_expect_log(&g[i], DONE, 0, 60000);
         traffic_start(r, &t);
         double t_start = rk_elapsed(r);
 
         /* Everyone busy for a moment, then b dies. */
         rk_expect_size(r, "west", "clicks.unified", 500, 30000);
-        int a_done = log_count(g[0].log, DONE);
-        int c_done = log_count(g[2].log, DONE);
+        int a_done = rk_log_count(g[0].log, DONE);
+        int c_done = rk_log_count(g[2].log, DONE);
         rk_gwn_stop(r, &g[1], SIGKILL, 10000);
         double t_kill = rk_elapsed(r);
-        expect_log(&g[0], DONE, a_done, 30000);
-        expect_log(&g[2], DONE, c_done, 30000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 30000);
+        rk_gwn_expect_log(&g[2], DONE, c_done, 30000);
         double takeover = rk_elapsed(r) - t_kill;
         /* b comes back: a and c let go of everything (eager) and get
          * back a share in which each keeps a partition it had (the
          * roundrobin assignor over members a, b, c): that one is not
          * read again (so_kept()). */
-        int a_kept = log_count(g[0].log, KEPT);
-        int c_kept = log_count(g[2].log, KEPT);
-        a_done = log_count(g[0].log, DONE);
-        c_done = log_count(g[2].log, DONE);
+        int a_kept = rk_log_count(g[0].log, KEPT);
+        int c_kept = rk_log_count(g[2].log, KEPT);
+        a_done = rk_log_count(g[0].log, DONE);
+        c_done = rk_log_count(g[2].log, DONE);
         rk_gwn_start(r, &g[1], NULL, args);
-        expect_log(&g[1], DONE, 0, 30000);
-        expect_log(&g[0], DONE, a_done, 30000);
-        expect_log(&g[2], DONE, c_done, 30000);
-        int kept = log_count(g[0].log, KEPT) - a_kept +
-                   log_count(g[2].log, KEPT) - c_kept;
+        rk_gwn_expect_log(&g[1], DONE, 0, 30000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 30000);
+        rk_gwn_expect_log(&g[2], DONE, c_done, 30000);
+        int kept = rk_log_count(g[0].log, KEPT) - a_kept +
+                   rk_log_count(g[2].log, KEPT) - c_kept;
         print_message("# after b's return, a and c logged %d times that they "
                       "kept partitions without reading them again\n",
                       kept);
@@ -357,19 +286,19 @@ static void test_scale_unify(void **state) {
         }
 
         /* c stops cleanly: a and b take its partitions at once. */
-        a_done = log_count(g[0].log, DONE);
-        int b_done = log_count(g[1].log, DONE);
+        a_done = rk_log_count(g[0].log, DONE);
+        int b_done = rk_log_count(g[1].log, DONE);
         assert_int_equal(rk_gwn_stop(r, &g[2], SIGTERM, 30000), 0);
-        expect_log(&g[0], DONE, a_done, 30000);
-        expect_log(&g[1], DONE, b_done, 30000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 30000);
+        rk_gwn_expect_log(&g[1], DONE, b_done, 30000);
 
         /* a stalls past its session: b takes everything; a wakes up as a
          * zombie with an open transaction. */
-        b_done = log_count(g[1].log, DONE);
-        a_done = log_count(g[0].log, DONE);
+        b_done = rk_log_count(g[1].log, DONE);
+        a_done = rk_log_count(g[0].log, DONE);
         assert_int_equal(harness_proc_signal(g[0].proc, SIGSTOP), 0);
         double t_stop = rk_elapsed(r);
-        expect_log(&g[1], DONE, b_done, 40000);
+        rk_gwn_expect_log(&g[1], DONE, b_done, 40000);
         double zombie_takeover = rk_elapsed(r) - t_stop;
         assert_int_equal(harness_proc_signal(g[0].proc, SIGCONT), 0);
         struct log_wait fenced = {g[0].log, "moved on without this member",
@@ -391,7 +320,7 @@ static void test_scale_unify(void **state) {
                                              "is aborted", NULL};
         rk_grep_file(g[0].log, NULL, zombie);
         /* It rejoins. */
-        expect_log(&g[0], DONE, a_done, 40000);
+        rk_gwn_expect_log(&g[0], DONE, a_done, 40000);
 
         traffic_stop(&t);
         int ids = atomic_load(&t.ids);

@@ -3,7 +3,10 @@
  * changelog (replicator/changelog.c, format in replicator_int.h): each
  * kind survives encode -> decode field for field, and what is not a
  * record of this version, or is cut short, is refused rather than
- * misread (a restore skips it).
+ * misread (a restore skips it).  And the ids topic's settings: what
+ * unify.window makes of them, and how an existing topic's settings are
+ * judged (too short a retention, or a size limit, loses ids inside the
+ * window; longer ones only cost restore time).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,12 +116,90 @@ static void test_refused(void **state) {
         assert_false(changelog_decode(ki, sizeof(ki), bad, sizeof(bad), &d));
 }
 
+/* ------------------------------------------------------ IDS SETTINGS --- */
+
+static void test_ids_conf(void **state) {
+        struct changelog_ids_conf c;
+        (void)state;
+        /* A day: a tenth of it as the margin, segments of an eighth. */
+        changelog_ids_conf(24 * 3600 * 1000LL, &c);
+        assert_true(c.retention_ms == 24 * 3600 * 1000LL + 8640000);
+        assert_true(c.segment_ms == 3 * 3600 * 1000LL);
+        /* Ten minutes: the margin's minute is more than a tenth. */
+        changelog_ids_conf(600000, &c);
+        assert_true(c.retention_ms == 660000);
+        assert_true(c.segment_ms == 75000);
+        /* Under a minute: the window itself is the margin; segments
+         * still a minute at least. */
+        changelog_ids_conf(20000, &c);
+        assert_true(c.retention_ms == 40000);
+        assert_true(c.segment_ms == 60000);
+        /* The smallest window the configuration takes (1 s). */
+        changelog_ids_conf(1000, &c);
+        assert_true(c.retention_ms == 2000);
+        assert_true(c.segment_ms == 60000);
+        /* Never below the window: nothing inside it is removed. */
+        for (int64_t w = 1000; w < 400LL * 24 * 3600 * 1000; w = w * 3 + 7) {
+                changelog_ids_conf(w, &c);
+                assert_true(c.retention_ms > w);
+                assert_true(c.segment_ms >= 60000);
+        }
+}
+
+static void test_ids_check(void **state) {
+        struct changelog_ids_conf c = {.retention_ms = 40000,
+                                       .segment_ms   = 60000};
+        static const struct {
+                const char           *policy, *retention, *bytes, *segment;
+                changelog_ids_state_t want;
+        } cases[] = {
+            {"delete", "40000", "-1", "60000", CHANGELOG_IDS_AS_WANTED},
+            /* Kept longer than needed: set again, no id lost meanwhile. */
+            {"delete", "80000", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "-1", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "40000", "-1", "604800000", CHANGELOG_IDS_DIFFERS},
+            {"compact", "40000", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"compact,delete", "40000", "-1", "60000",
+             CHANGELOG_IDS_DIFFERS},
+            /* A compacted topic never removes an id, whatever its
+             * retention. */
+            {"compact", "1000", "10", "60000", CHANGELOG_IDS_DIFFERS},
+            /* Removed while still inside the window: unsafe. */
+            {"delete", "39999", "-1", "60000", CHANGELOG_IDS_UNSAFE},
+            {"compact, delete", "1000", "-1", "60000", CHANGELOG_IDS_UNSAFE},
+            {"delete", "40000", "1073741824", "60000", CHANGELOG_IDS_UNSAFE},
+            /* Not told, or not a number: set them. */
+            {NULL, NULL, NULL, NULL, CHANGELOG_IDS_DIFFERS},
+            {"delete", "40000", NULL, "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "4e4", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            {"delete", "40000x", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+            /* "delete" as a word of the list, not a part of one. */
+            {"nodelete", "1", "-1", "60000", CHANGELOG_IDS_DIFFERS},
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                changelog_ids_state_t got = changelog_ids_check(
+                    &c, cases[i].policy, cases[i].retention, cases[i].bytes,
+                    cases[i].segment);
+                if (got != cases[i].want)
+                        fail_msg("case %zu (%s, %s, %s, %s): %d, not %d", i,
+                                 cases[i].policy ? cases[i].policy : "NULL",
+                                 cases[i].retention ? cases[i].retention
+                                                    : "NULL",
+                                 cases[i].bytes ? cases[i].bytes : "NULL",
+                                 cases[i].segment ? cases[i].segment : "NULL",
+                                 (int)got, (int)cases[i].want);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_id),
             cmocka_unit_test(test_winner),
             cmocka_unit_test(test_pos),
             cmocka_unit_test(test_refused),
+            cmocka_unit_test(test_ids_conf),
+            cmocka_unit_test(test_ids_check),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
