@@ -664,9 +664,25 @@ static void dlq_send(aagw_flow_t *f, struct token *tok,
                 produce_dlq_stub(f, tok, m, rd_kafka_err2str(err));
                 return;
         }
-        flow_fail(f, "%s [%d] offset %" PRId64 ": cannot dead-letter to %s: %s",
-                  pt->tt->topic, (int)pt->partition, sl->src_off, f->dlq_topic,
-                  rd_kafka_err2str(err));
+        if (f->owner && !target_gone(err) && !atomic_load(&f->ctl.stop)) {
+                /* Scale-out: the transaction is unusable (its state, a
+                 * fence), as in handle(): it is redone, this record with
+                 * it. */
+                if (!f->txn_broken)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": produce to "
+                                 "%s: %s; aborting the transaction",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, f->dlq_topic,
+                                 rd_kafka_err2str(err));
+                f->txn_broken = true;
+        } else if (!atomic_load(&f->ctl.stop)) {
+                flow_fail(f,
+                          "%s [%d] offset %" PRId64
+                          ": cannot dead-letter to %s: %s",
+                          pt->tt->topic, (int)pt->partition, sl->src_off,
+                          f->dlq_topic, rd_kafka_err2str(err));
+        }
         ADD(f->inflight, -1);
         token_put(f, tok);
 }

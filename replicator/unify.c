@@ -287,10 +287,13 @@ static rd_kafka_resp_err_t produce_stub(aagw_unify_t *u, struct token *tok,
         snprintf(name, sizeof(name), "%.*sunify.oversize",
                  (int)(strlen(u->in_hdr) - 2), u->in_hdr);
         rd_kafka_header_add(h, name, -1, note, -1);
-        /* (Scale-out: counted when its transaction commits.) */
+        /* (Scale-out: counted when its transaction commits; 'tok' already
+         * a stand-in is one the redo writes for a record so_refusal()
+         * logged.) */
+        bool     logged = tok->stub;
         uint64_t n = u->scale ? atomic_load(&u->oversized) + ++u->txn_stubs
                               : atomic_fetch_add(&u->oversized, 1) + 1;
-        if (!(n & (n - 1)))
+        if (!(n & (n - 1)) && !logged)
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: the unified copy of %s [%d] offset "
                          "%" PRId64 " is too large for %s (%s): written "
@@ -1215,6 +1218,7 @@ static int produce(aagw_unify_t *u, struct item *it,
                  * stand-in goes in its place, as on_delivery() sends it
                  * in single-process mode. */
                 rr->resolved = true;
+                tok->stub    = true; /* (logged: no second line) */
                 if (!(err = produce_stub(u, tok, part, m, h, rr->err)))
                         rd_kafka_headers_destroy(h);
         } else {
