@@ -2054,8 +2054,6 @@ static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
                           pt->tt->topic, (int)pt->partition, pt->read_next);
 }
 
-/* Decide and act on one consumed record.  Returns true if 'm' now belongs
- * to an in-flight produce (destroyed with its final delivery report). */
 /* Scale-out: what the transactions before found of this record
  * (refused.c); NULL: nothing. */
 static struct refused_rec *refused_of(aagw_flow_t *f, const struct ttrack *tt,
@@ -2077,6 +2075,8 @@ static void settle_inflight(aagw_flow_t *f, int64_t until, int timeout_ms) {
         }
 }
 
+/* Decide and act on one consumed record.  Returns true if 'm' now belongs
+ * to an in-flight produce (destroyed with its final delivery report). */
 static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         struct aagw_verdict *v = &f->verdict;
         struct ttrack       *tt;
