@@ -2611,13 +2611,19 @@ static void scale_failed(aagw_flow_t *f, struct token *tok,
         f->txn_broken = true;
 }
 
-/* refused_each() at a commit: what it dead-lettered is done with; and a
- * source partition no longer owned is another member's to find out. */
+/* refused_each() at a commit: what it dead-lettered is done with, as is
+ * anything before the committed position (a suspect copied with others
+ * after its wait to be alone ran out); and a source partition no longer
+ * copied here is another member's to find out. */
 static bool refused_keep(void *arg, struct refused_rec *r) {
         aagw_flow_t   *f  = arg;
         struct ttrack *tt = topic_find(f, r->topic);
+        struct ptrack *pt = tt && r->partition < tt->partition_cnt
+                                ? tt->parts[r->partition]
+                                : NULL;
 
-        return !r->resolved && tt && owned(f, tt, r->partition);
+        return !r->resolved && pt && pt->assigned && !pt->held &&
+               owned(f, tt, r->partition) && r->offset >= pt->c_next;
 }
 
 /* refused_each() at an abort: what it dead-lettered goes again. */
@@ -2810,8 +2816,6 @@ static void scale_commit(aagw_flow_t *f) {
                 ADD(f->dead_lettered, f->txn_dlq);
                 ADD(f->produce_errors, f->txn_errs);
                 f->txn_dlq = f->txn_errs = 0;
-                if (refused_count(f->refused))
-                        refused_each(f->refused, refused_keep, f);
                 for (size_t i = 0; i < f->ntopics; i++) {
                         struct ttrack *tt = f->topics[i];
                         for (int32_t p = 0; p < tt->partition_cnt; p++) {
@@ -2825,6 +2829,8 @@ static void scale_commit(aagw_flow_t *f) {
                                                    pt->out_next, false);
                         }
                 }
+                if (refused_count(f->refused))
+                        refused_each(f->refused, refused_keep, f);
                 break;
         case AAGW_OWNER_ABORTED:
                 INC(f->aborted_txns);
