@@ -106,6 +106,15 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
 /* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
 #define WAKE_INTERVAL_MS 20
 #define MAX_TOPICS 4096
+/* Scale-out: how long a suspect (a record refused with its batch, see
+ * SCALE-OUT) waits for the records before it, and then for its own
+ * answer, to be sent alone.  A few ms normally (linger.ms 5 and a round
+ * trip); past this, it goes with the others and stays a suspect. */
+#define ALONE_MS 5000
+/* Records remembered as refused at once, at most: a refused batch makes
+ * every record of it a suspect, and librdkafka batches up to
+ * batch.num.messages (10,000) records per partition. */
+#define REFUSED_MAX 100000
 
 /* --------------------------------------------------------------- TYPES -- */
 
@@ -181,6 +190,9 @@ struct token {
         bool                    dlq;
         bool                    stub; /* the dead-letter copy without key,
                                          value and the producer's headers */
+        bool                    alone; /* scale-out: a suspect, sent with
+                                          nothing else in flight (see
+                                          SCALE-OUT) */
 };
 
 struct aagw_flow {
@@ -296,6 +308,11 @@ struct aagw_flow {
         int              renewals;    /* within the window since ... */
         int64_t          renew_since_ms;
         atomic_bool      leads_mm2; /* owns work partition 0 */
+        /* The records a transaction was aborted for (refused.c), and
+         * what the open one dead-lettered and counts as produce errors:
+         * added to the counters when it commits. */
+        struct refused  *refused;
+        uint64_t         txn_dlq, txn_errs;
         _Atomic uint64_t rebalances, fenced_txns, aborted_txns,
             committed_txns;
         _Atomic int32_t  owned_work;
@@ -433,6 +450,18 @@ static bool too_large(rd_kafka_resp_err_t err) {
                err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE;
 }
 
+/* A record the target refused for good (produce_errors).  Scale-out:
+ * counted when its transaction commits, as the redo meets it again. */
+static void count_refusal(aagw_flow_t *f) {
+        if (f->owner)
+                f->txn_errs++;
+        else
+                INC(f->produce_errors);
+}
+
+static void scale_failed(aagw_flow_t *f, struct token *tok,
+                         const rd_kafka_message_t *m);
+
 /* Delivery report: runs on the flow thread (rd_kafka_poll(producer)). */
 /* The target topic or partition does not exist (any more): deleted while
  * the flow ran.  Records in flight get this, as does a produce call. */
@@ -478,34 +507,8 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 /* Scale-out: any failed record fails its transaction
                  * (librdkafka makes it abortable), which can take no
                  * dead-letter copy either: scale_poll() aborts it and
-                 * copies the partitions again.  Mostly a stall past the
-                 * transaction timeout (message.timeout.ms follows it).
-                 * A record the target refuses for good would be refused
-                 * again at every try: fail closed instead. */
-                if ((too_large(m->err) ||
-                     m->err == RD_KAFKA_RESP_ERR_INVALID_RECORD) &&
-                    !atomic_load(&f->ctl.stop))
-                        flow_fail(f,
-                                  "member %s: %s [%d] offset %" PRId64
-                                  ": %s refused its copy: %s; under "
-                                  "scale-out a refused record cannot be "
-                                  "dead-lettered (its transaction fails "
-                                  "with it): raise max.message.bytes of "
-                                  "%s at %s, or run the site without "
-                                  "scale_out",
-                                  f->conf.scale_out->member, pt->tt->topic,
-                                  (int)pt->partition, sl->src_off, f->target,
-                                  rd_kafka_err2str(m->err), pt->tt->remote,
-                                  f->target);
-                else if (!f->txn_broken)
-                        aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: %s [%d] offset %" PRId64 ": delivery "
-                                 "to %s failed: %s; aborting the "
-                                 "transaction",
-                                 f->name, pt->tt->topic, (int)pt->partition,
-                                 sl->src_off, rd_kafka_topic_name(m->rkt),
-                                 rd_kafka_err2str(m->err));
-                f->txn_broken = true;
+                 * copies the partitions again (scale_failed()). */
+                scale_failed(f, tok, m);
                 ADD(f->inflight, -1);
                 token_put(f, tok);
                 return;
@@ -530,7 +533,7 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * copy too large for the target goes again without the
                  * record's key, value and headers; if that fails too,
                  * the flow fails closed rather than drop it. */
-                INC(f->produce_errors);
+                count_refusal(f);
                 if (tok->dlq && !tok->stub && too_large(m->err)) {
                         produce_dlq_stub(f, tok, m, rd_kafka_err2str(m->err));
                         return;
@@ -566,8 +569,20 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         }
         sl->done = 1;
         if (tok->dlq) {
-                INC(f->dead_lettered);
+                if (f->owner)
+                        f->txn_dlq++; /* counted at the commit */
+                else
+                        INC(f->dead_lettered);
         } else {
+                if (tok->alone) {
+                        /* A suspect, acknowledged alone: it was only
+                         * batched with the record refused for good. */
+                        struct refused_rec *rr = refused_find(
+                            f->refused, pt->tt->topic, pt->partition,
+                            sl->src_off);
+                        if (rr)
+                                refused_del(f->refused, rr);
+                }
                 sl->out_off = m->offset;
                 INC(f->records_out);
                 INC(pt->records_out);
@@ -645,13 +660,29 @@ static void dlq_send(aagw_flow_t *f, struct token *tok,
                 return;
         rd_kafka_headers_destroy(h);
         if (with_record && too_large(err)) {
-                INC(f->produce_errors);
+                count_refusal(f);
                 produce_dlq_stub(f, tok, m, rd_kafka_err2str(err));
                 return;
         }
-        flow_fail(f, "%s [%d] offset %" PRId64 ": cannot dead-letter to %s: %s",
-                  pt->tt->topic, (int)pt->partition, sl->src_off, f->dlq_topic,
-                  rd_kafka_err2str(err));
+        if (f->owner && !target_gone(err) && !atomic_load(&f->ctl.stop)) {
+                /* Scale-out: the transaction is unusable (its state, a
+                 * fence), as in handle(): it is redone, this record with
+                 * it. */
+                if (!f->txn_broken)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": produce to "
+                                 "%s: %s; aborting the transaction",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, f->dlq_topic,
+                                 rd_kafka_err2str(err));
+                f->txn_broken = true;
+        } else if (!atomic_load(&f->ctl.stop)) {
+                flow_fail(f,
+                          "%s [%d] offset %" PRId64
+                          ": cannot dead-letter to %s: %s",
+                          pt->tt->topic, (int)pt->partition, sl->src_off,
+                          f->dlq_topic, rd_kafka_err2str(err));
+        }
         ADD(f->inflight, -1);
         token_put(f, tok);
 }
@@ -2022,6 +2053,27 @@ static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
                           pt->tt->topic, (int)pt->partition, pt->read_next);
 }
 
+/* Scale-out: what the transactions before found of this record
+ * (refused.c); NULL: nothing. */
+static struct refused_rec *refused_of(aagw_flow_t *f, const struct ttrack *tt,
+                                      const rd_kafka_message_t *m) {
+        if (!f->owner || !refused_count(f->refused))
+                return NULL;
+        return refused_find(f->refused, tt->topic, m->partition, m->offset);
+}
+
+/* Serve delivery reports until at most 'until' records are in flight,
+ * or 'timeout_ms' passed. */
+static void settle_inflight(aagw_flow_t *f, int64_t until, int timeout_ms) {
+        int64_t deadline = aagw_mono_ms() + timeout_ms;
+
+        while (atomic_load(&f->inflight) > until &&
+               aagw_mono_ms() < deadline && !atomic_load(&f->ctl.stop)) {
+                rd_kafka_poll(f->out, 10);
+                f->now_cache = aagw_wall_ms();
+        }
+}
+
 /* Decide and act on one consumed record.  Returns true if 'm' now belongs
  * to an in-flight produce (destroyed with its final delivery report). */
 static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
@@ -2147,6 +2199,17 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 tok->seq = seq;
                 tok->base.src = m;
                 ADD(f->inflight, 1);
+                struct refused_rec *rr = refused_of(f, tt, m);
+                if (rr && rr->dlq_err) {
+                        /* Scale-out: its dead-letter copy was too large
+                         * for the target when the transaction was tried
+                         * before: without the record this time. */
+                        rr->resolved = true;
+                        count_refusal(f);
+                        produce_dlq_stub(f, tok, m,
+                                         rd_kafka_err2str(rr->dlq_err));
+                        return true;
+                }
                 produce_dlq(f, tok, m,
                             aagw_reason_name(v->reason ? v->reason
                                                        : v->id_reason));
@@ -2178,11 +2241,35 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 flow_fail(f, "out of memory");
                 return false;
         }
-        tok->pt  = pt;
-        tok->seq = seq;
-        tok->dlq = false;
+        tok->pt    = pt;
+        tok->seq   = seq;
+        tok->dlq   = false;
+        tok->alone = false;
         tok->base.src = m;
         ADD(f->inflight, 1);
+        struct refused_rec *rr = refused_of(f, tt, m);
+        if (rr && rr->confirmed) {
+                /* Scale-out: the target refused this copy for good when
+                 * the transaction was tried before (scale_failed()): its
+                 * dead-letter copy goes into this one instead, with the
+                 * copy's headers, as on_delivery() sends it in
+                 * single-process mode. */
+                rd_kafka_message_set_headers(m, h);
+                rr->resolved = true;
+                count_refusal(f);
+                if (rr->dlq_err)
+                        produce_dlq_stub(f, tok, m,
+                                         rd_kafka_err2str(rr->dlq_err));
+                else
+                        produce_dlq(f, tok, m, rd_kafka_err2str(rr->err));
+                return true;
+        }
+        if (rr && !f->txn_broken) {
+                /* A suspect: alone in its batch, so that the target's
+                 * answer is about this record. */
+                settle_inflight(f, 1, ALONE_MS);
+                tok->alone = atomic_load(&f->inflight) == 1;
+        }
         rd_kafka_resp_err_t err;
         if (produce_retry(f, tt->rkt, m->partition, m, h, rec.timestamp_ms,
                           tok, &err)) {
@@ -2193,8 +2280,10 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                         rd_kafka_message_set_headers(m, h);
                         /* Over the producer's message.max.bytes with our
                          * headers: permanent, as a refusal by the broker
-                         * would be (on_delivery()). */
-                        INC(f->produce_errors);
+                         * would be (on_delivery()).  Scale-out as well:
+                         * nothing was sent, the transaction goes on. */
+                        tok->alone = false;
+                        count_refusal(f);
                         aagw_log(AAGW_LOG_WARN, "FLOW",
                                  "%s: %s [%d] offset %" PRId64
                                  ": the copy is too large (%s); "
@@ -2228,6 +2317,14 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                         flow_fail(f, "produce to %s [%d]: %s", tt->remote,
                                   (int)m->partition, rd_kafka_err2str(err));
                 return false;
+        }
+        if (tok->alone) {
+                /* Its answer before anything else is sent.  (Still
+                 * unanswered, the token is still ours: nothing else is in
+                 * flight.) */
+                settle_inflight(f, 0, ALONE_MS);
+                if (atomic_load(&f->inflight) > 0)
+                        tok->alone = false;
         }
         return true;
 }
@@ -2409,7 +2506,138 @@ static void lease_regained(aagw_flow_t *f) {
  * partition, and those still owned are reconciled again against what the
  * target holds read_committed (stable_end(), reconcile()).  No identity
  * lease: the owners' group is the identity.
+ *
+ * A record the target refuses for good (too large for the copy's
+ * max.message.bytes, invalid: replicator_refused_for_good()) takes its
+ * transaction with it, and the redo would meet it again.  So the abort
+ * remembers it (refused.c) and the redo writes its dead-letter copy
+ * (produce_dlq(), the same topic and headers as in single-process mode)
+ * in its place, inside the transaction that moves past it; the copy's
+ * other records go on.  The broker refuses a batch, not a record: every
+ * record librdkafka had batched with the culprit comes back refused too.
+ * So a refusal first makes a record a suspect, which the redo sends
+ * alone (nothing else of the flow in flight, its answer awaited): refused
+ * alone, it is refused for good (the next redo dead-letters it);
+ * acknowledged, it is forgotten.  That costs a second abort per refused
+ * batch, and a round trip per suspect, once.  A record over the
+ * producer's own message.max.bytes is refused by producev() before it is
+ * sent: dead-lettered at once, no abort.  Dead-lettered records and
+ * produce errors are counted when their transaction commits.  A refused
+ * dead-letter copy (too large) is remembered the same way and goes
+ * without the record next time (produce_dlq_stub()), not sent alone
+ * first.
  */
+
+/* A record of the open transaction failed (its delivery report): the
+ * transaction is aborted and redone (scale_poll()).  Timeouts, fencing
+ * and the like the redo gets past; a refusal for good is remembered, see
+ * above. */
+static void scale_failed(aagw_flow_t *f, struct token *tok,
+                         const rd_kafka_message_t *m) {
+        struct ptrack      *pt = tok->pt;
+        struct slot        *sl = &pt->ring[tok->seq & (pt->cap - 1)];
+        struct refused_rec *rr = NULL;
+
+        if (!replicator_refused_for_good(m->err) ||
+            atomic_load(&f->ctl.stop)) {
+                if (!f->txn_broken && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+                    m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": delivery "
+                                 "to %s failed: %s; aborting the "
+                                 "transaction",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, rd_kafka_topic_name(m->rkt),
+                                 rd_kafka_err2str(m->err));
+                f->txn_broken = true;
+                return;
+        }
+        if (tok->dlq && (tok->stub || !too_large(m->err))) {
+                /* As in single-process mode: nowhere left to put it. */
+                flow_fail(f,
+                          "%s [%d] offset %" PRId64
+                          ": dead-letter delivery failed: %s",
+                          pt->tt->topic, (int)pt->partition, sl->src_off,
+                          rd_kafka_err2str(m->err));
+                return;
+        }
+        if (!(rr = refused_add(f->refused, pt->tt->topic, pt->partition,
+                               sl->src_off))) {
+                flow_fail(f,
+                          "member %s: %s [%d] offset %" PRId64 ": %s refused "
+                          "it (%s) and %zu refused records are remembered "
+                          "already (out of memory, or more than %d)",
+                          f->conf.scale_out->member, pt->tt->topic,
+                          (int)pt->partition, sl->src_off, f->target,
+                          rd_kafka_err2str(m->err),
+                          refused_count(f->refused), REFUSED_MAX);
+                return;
+        }
+        if (tok->dlq) {
+                /* Its dead-letter copy is too large: the redo sends one
+                 * without the record. */
+                rr->dlq_err = m->err;
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: the dead-letter copy of %s [%d] offset %" PRId64
+                         " is too large for %s (%s); aborting the "
+                         "transaction, the redo dead-letters it without its "
+                         "key, value and headers",
+                         f->name, pt->tt->topic, (int)pt->partition,
+                         sl->src_off, f->dlq_topic, rd_kafka_err2str(m->err));
+        } else if (tok->alone && !rr->confirmed) {
+                rr->confirmed = true;
+                rr->err       = m->err;
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: %s [%d] offset %" PRId64 ": %s refuses its copy "
+                         "for good (%s); the transaction is redone with its "
+                         "dead-letter copy in %s instead",
+                         f->name, pt->tt->topic, (int)pt->partition,
+                         sl->src_off, f->target, rd_kafka_err2str(m->err),
+                         f->dlq_topic);
+        } else if (!rr->confirmed) {
+                rr->err = m->err;
+                if (!f->txn_broken)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": %s refused "
+                                 "it with its batch (%s); aborting the "
+                                 "transaction; the redo sends each record "
+                                 "of the batch alone to find the one refused "
+                                 "for good",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, f->target,
+                                 rd_kafka_err2str(m->err));
+        }
+        f->txn_broken = true;
+}
+
+/* refused_each() at a commit: what it dead-lettered is done with, as is
+ * anything before the committed position (a suspect copied with others
+ * after its wait to be alone ran out); and a source partition no longer
+ * copied here is another member's to find out. */
+static bool refused_keep(void *arg, struct refused_rec *r) {
+        aagw_flow_t   *f  = arg;
+        struct ttrack *tt = topic_find(f, r->topic);
+        struct ptrack *pt = tt && r->partition < tt->partition_cnt
+                                ? tt->parts[r->partition]
+                                : NULL;
+
+        return !r->resolved && pt && pt->assigned && !pt->held &&
+               owned(f, tt, r->partition) && r->offset >= pt->c_next;
+}
+
+/* refused_each() at an abort: what it dead-lettered goes again. */
+static bool refused_unmark(void *arg, struct refused_rec *r) {
+        (void)arg;
+        r->resolved = false;
+        return true;
+}
+
+/* The open transaction is gone: its counts and marks with it. */
+static void scale_forget(aagw_flow_t *f) {
+        f->txn_dlq = f->txn_errs = 0;
+        if (refused_count(f->refused))
+                refused_each(f->refused, refused_unmark, NULL);
+}
 
 /* "0,3" of a partition list ("none" if empty), for the log. */
 static void parts_str(const rd_kafka_topic_partition_list_t *l, char *buf,
@@ -2516,7 +2744,9 @@ static void scale_drop(aagw_flow_t *f) {
         f->txn_dirty = false;
         /* The purged records' reports, and the committed positions
          * stored. */
-        if (unassign(f, NULL, DRAIN_MS))
+        int gone = unassign(f, NULL, DRAIN_MS);
+        scale_forget(f);
+        if (gone)
                 return;
         f->txn_broken = false;
         f->gained     = true;
@@ -2582,6 +2812,9 @@ static void scale_commit(aagw_flow_t *f) {
         case AAGW_OWNER_OK:
                 INC(f->committed_txns);
                 f->txn_dirty = false;
+                ADD(f->dead_lettered, f->txn_dlq);
+                ADD(f->produce_errors, f->txn_errs);
+                f->txn_dlq = f->txn_errs = 0;
                 for (size_t i = 0; i < f->ntopics; i++) {
                         struct ttrack *tt = f->topics[i];
                         for (int32_t p = 0; p < tt->partition_cnt; p++) {
@@ -2595,6 +2828,8 @@ static void scale_commit(aagw_flow_t *f) {
                                                    pt->out_next, false);
                         }
                 }
+                if (refused_count(f->refused))
+                        refused_each(f->refused, refused_keep, f);
                 break;
         case AAGW_OWNER_ABORTED:
                 INC(f->aborted_txns);
@@ -2703,6 +2938,10 @@ static int scale_start(aagw_flow_t *f) {
             .dr_msg_cb          = scale_dr,
             .dr_opaque          = f,
             .stop               = &f->ctl.stop};
+        if (!(f->refused = refused_new(REFUSED_MAX))) {
+                flow_fail(f, "member %s: out of memory", so->member);
+                return -1;
+        }
         if (!(f->owner = owner_new(&oc, errstr, sizeof(errstr)))) {
                 flow_fail(f, "member %s: %s", so->member, errstr);
                 return -1;
@@ -2752,6 +2991,7 @@ static int scale_renew(aagw_flow_t *f) {
         }
         f->txn_open = f->txn_dirty = f->txn_broken = false;
         f->gained   = true;
+        scale_forget(f);
         return 0;
 }
 
@@ -3217,6 +3457,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         /* After the topic handles on its producer: aborts what is open
          * and leaves the owners' group (the others take over at once). */
         owner_destroy(f->owner);
+        refused_destroy(f->refused);
         if (f->producer)
                 rd_kafka_destroy(f->producer);
         aagw_fetch_waker_destroy(f->waker);

@@ -566,6 +566,50 @@ int owner_txn_enforced(const char *bootstraps, const char *const *props,
 bool members_describe(rd_kafka_t *admin, struct aagw_group_info *g,
                       size_t n, int timeout_ms);
 
+/* ------------------ RECORDS REFUSED FOR GOOD (refused.c) ----------------- */
+
+/* Whether the broker's 'err' for a produced record refuses its content
+ * for good (too large, invalid, a timestamp out of range): sent again it
+ * would be refused again.  Timeouts, leader moves, fencing and the
+ * transaction's own state are not refusals: a redo gets past them. */
+bool replicator_refused_for_good(rd_kafka_resp_err_t err);
+
+/* A record a transaction was aborted for, by its input coordinates (the
+ * flow: source topic, partition, offset; the unify stage: input topic,
+ * partition, offset). */
+struct refused_rec {
+        char                topic[AAGW_TOPIC_MAX + 1];
+        int32_t             partition;
+        int64_t             offset;
+        rd_kafka_resp_err_t err;       /* the refusal */
+        rd_kafka_resp_err_t dlq_err;   /* the flow: its dead-letter copy's
+                                          refusal (then sent without the
+                                          record), 0 none */
+        int32_t             out_part;  /* the unify stage: its output
+                                          partition */
+        bool                confirmed; /* refused when sent alone */
+        bool                resolved;  /* its replacement is in the open
+                                          transaction */
+};
+
+/* The set of one flow or stage (one thread), at most 'max' records.
+ * NULL when out of memory; refused_destroy(NULL) is a no-op. */
+struct refused *refused_new(size_t max);
+void            refused_destroy(struct refused *rs);
+size_t          refused_count(const struct refused *rs);
+/* Borrowed, valid until it is deleted; NULL: not in the set. */
+struct refused_rec *refused_find(struct refused *rs, const char *topic,
+                                 int32_t partition, int64_t offset);
+/* The record's entry, added (zeroed but for its coordinates) if new;
+ * NULL when the set is full or memory is short. */
+struct refused_rec *refused_add(struct refused *rs, const char *topic,
+                                int32_t partition, int64_t offset);
+void refused_del(struct refused *rs, struct refused_rec *r);
+/* Call 'keep' for every record (in no order); those it returns false
+ * for are deleted.  'keep' NULL deletes all. */
+void refused_each(struct refused *rs,
+                  bool (*keep)(void *arg, struct refused_rec *r), void *arg);
+
 /* ------------------------- UNIFY CHANGELOG (changelog.c) ------------------ */
 
 /* The scale-out unify stage's state of one output partition p of the

@@ -105,6 +105,9 @@ struct token {
         struct utopic          *ut;
         unsigned                ep;   /* the decider's epoch */
         bool                    stub; /* the too-large record's stand-in */
+        bool                    alone; /* scale-out: a suspect, sent with
+                                          no other output record in flight
+                                          (so_refusal()) */
 };
 
 /* Per-record scratch of one consumed batch. */
@@ -186,6 +189,11 @@ struct aagw_unify {
         bool          txn_open, txn_poisoned, need_restore;
         int64_t       txn_started_ms, last_commit_ms, fence_seq, lost_ms;
         int64_t       txn_records; /* records produced in the open one */
+        /* The records a transaction was aborted for (refused.c,
+         * so_refusal()), and the stand-ins the open one holds: counted
+         * (oversized) when it commits. */
+        struct refused *refused;
+        uint64_t        txn_stubs;
         pthread_mutex_t owned_lock; /* 'owned' for aagw_unify_owned() */
         char            owned[1024];
         _Atomic uint64_t rebalances, restores, restore_ms_total,
@@ -221,6 +229,10 @@ static void   so_refused(aagw_unify_t *u, const char *topic, int32_t p,
 static int    so_decided(aagw_unify_t *u, struct item *it,
                          const struct aagw_unify_rec *r, int64_t now);
 static int    so_commit(aagw_unify_t *u);
+static void   so_refusal(aagw_unify_t *u, struct token *tok,
+                         const rd_kafka_message_t *m);
+static void   so_settle(aagw_unify_t *u, int64_t until);
+static bool   so_refused_keep(void *arg, struct refused_rec *r);
 static rd_kafka_t *make_client(aagw_unify_t *u, rd_kafka_type_t type,
                                const char *role, const char *const *extra,
                                char *errstr, size_t errstr_size);
@@ -280,8 +292,13 @@ static rd_kafka_resp_err_t produce_stub(aagw_unify_t *u, struct token *tok,
         snprintf(name, sizeof(name), "%.*sunify.oversize",
                  (int)(strlen(u->in_hdr) - 2), u->in_hdr);
         rd_kafka_header_add(h, name, -1, note, -1);
-        uint64_t n = atomic_fetch_add(&u->oversized, 1) + 1;
-        if (!(n & (n - 1)))
+        /* (Scale-out: counted when its transaction commits; 'tok' already
+         * a stand-in is one the redo writes for a record so_refusal()
+         * logged.) */
+        bool     logged = tok->stub;
+        uint64_t n = u->scale ? atomic_load(&u->oversized) + ++u->txn_stubs
+                              : atomic_fetch_add(&u->oversized, 1) + 1;
+        if (!(n & (n - 1)) && !logged)
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: the unified copy of %s [%d] offset "
                          "%" PRId64 " is too large for %s (%s): written "
@@ -320,12 +337,15 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                         return;
         }
         ADD(u->inflight, -1);
+        if (u->scale && replicator_refused_for_good(m->err) &&
+            !atomic_load(&u->ctl.stop))
+                so_refusal(u, tok, m); /* remembered for the redo */
         if (u->scale && (m->err || m->offset < 0)) {
                 /* In a transaction: whatever went wrong with a record
                  * (an implicit acknowledgement included, see below), the
                  * transaction is aborted and redone rather than trusted
                  * (so_commit()). */
-                if (!u->txn_poisoned &&
+                if (!u->txn_poisoned && !replicator_refused_for_good(m->err) &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
                         aagw_log(AAGW_LOG_WARN, "UNIFY",
@@ -366,6 +386,15 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
                 return;
+        }
+        if (tok->alone) {
+                /* A suspect acknowledged alone: it was only batched with
+                 * the record refused for good. */
+                struct refused_rec *rr = refused_find(
+                    u->refused, rd_kafka_topic_name(tok->base.src->rkt),
+                    tok->base.src->partition, tok->base.src->offset);
+                if (rr)
+                        refused_del(u->refused, rr);
         }
         u->ops->acked(u->st, tok->ep, tok->ut->out_id, m->partition,
                       m->offset);
@@ -1183,14 +1212,40 @@ static int produce(aagw_unify_t *u, struct item *it,
         tok->ut       = ut;
         tok->ep  = u->ops->sent(u->st);
         rd_kafka_timestamp_type_t tstype;
-        int64_t             ts  = rd_kafka_message_timestamp(m, &tstype);
-        rd_kafka_resp_err_t err =
-            replicator_produce(u->out_producer, ut->out_rkt, part, m, h, ts,
-                               tok, &u->ctl.stop, NULL);
-        /* Over the producer's message.max.bytes with our headers: the
-         * stand-in goes instead. */
-        if (too_large(err) && !(err = produce_stub(u, tok, part, m, h, err)))
-                rd_kafka_headers_destroy(h);
+        int64_t             ts = rd_kafka_message_timestamp(m, &tstype);
+        rd_kafka_resp_err_t err;
+        struct refused_rec *rr =
+            u->scale && refused_count(u->refused)
+                ? refused_find(u->refused, it->ui->topic, m->partition,
+                               m->offset)
+                : NULL;
+        if (rr && rr->confirmed) {
+                /* Scale-out: the output refused it as too large when the
+                 * transaction was tried before (so_refusal()): the
+                 * stand-in goes in its place, as on_delivery() sends it
+                 * in single-process mode. */
+                rr->resolved = true;
+                tok->stub    = true; /* (logged: no second line) */
+                if (!(err = produce_stub(u, tok, part, m, h, rr->err)))
+                        rd_kafka_headers_destroy(h);
+        } else {
+                if (rr && !u->txn_poisoned) {
+                        /* A suspect: alone in its batch, so that the
+                         * broker's answer is about this record. */
+                        so_settle(u, 0);
+                        tok->alone = atomic_load(&u->inflight) == 0;
+                }
+                err = replicator_produce(u->out_producer, ut->out_rkt, part,
+                                         m, h, ts, tok, &u->ctl.stop, NULL);
+                /* Over the producer's message.max.bytes with our headers:
+                 * the stand-in goes instead (scale-out too: nothing was
+                 * sent, the transaction goes on). */
+                if (too_large(err)) {
+                        tok->alone = false;
+                        if (!(err = produce_stub(u, tok, part, m, h, err)))
+                                rd_kafka_headers_destroy(h);
+                }
+        }
         if (err) {
                 rd_kafka_headers_destroy(h);
                 tok->base.src = NULL;
@@ -1207,6 +1262,14 @@ static int produce(aagw_unify_t *u, struct item *it,
         ADD(u->inflight, 1);
         u->txn_records++;
         it->m = NULL; /* the token owns it now */
+        if (tok->alone) {
+                /* Its answer before anything else is sent.  (Still
+                 * unanswered, the token is still ours: nothing else is in
+                 * flight.) */
+                so_settle(u, 0);
+                if (atomic_load(&u->inflight) > 0)
+                        tok->alone = false;
+        }
         return 0;
 }
 
@@ -1587,7 +1650,10 @@ static void so_reassign(aagw_unify_t *u) {
 /* The open transaction is gone (aborted, fenced): forget its decisions
  * and go back to the committed positions. */
 static void so_redo(aagw_unify_t *u) {
-        u->txn_open = false;
+        u->txn_open  = false;
+        u->txn_stubs = 0;
+        if (refused_count(u->refused))
+                refused_each(u->refused, so_refused_keep, NULL);
         if (so_drain(u))
                 return;
         u->txn_poisoned = false;
@@ -1710,6 +1776,106 @@ static void so_refused(aagw_unify_t *u, const char *topic, int32_t p,
                          u->site, u->conf.scale_out->member, topic, (int)p,
                          rd_kafka_err2str(err));
         u->txn_poisoned = true;
+}
+
+/*
+ * A record too large for the output (the topic's max.message.bytes)
+ * makes its transaction abortable, and the redo decides it again: sent
+ * again, it would be refused at every redo.  So each refusal for good
+ * (replicator_refused_for_good()) is remembered by the record's input
+ * coordinates (refused.c), and the redo writes its stand-in
+ * (produce_stub(), as single-process mode does) in its place: the
+ * decision stands (the changelog says delivered, ops->acked on the
+ * stand-in's acknowledgement), the output holds one record for it.
+ * The broker refuses a batch, not a record, so the refused batch's
+ * records are suspects first: the redo sends each alone (no other
+ * output record in flight, its answer awaited).  Refused alone, it is
+ * too large for good (the next redo writes its stand-in); acknowledged,
+ * it is forgotten.  A refusal other than the size, or of a stand-in,
+ * fails the stage, as in single-process mode.  A record over the
+ * producer's own message.max.bytes is refused by producev() before it is
+ * sent: its stand-in goes at once, no abort.  Stand-ins are counted
+ * (oversized) when their transaction commits.
+ */
+
+#define SO_ALONE_MS   5000   /* a suspect's wait to be alone, then for
+                                its answer */
+#define SO_REFUSED_MAX 100000 /* a batch is up to batch.num.messages */
+
+static void so_refusal(aagw_unify_t *u, struct token *tok,
+                       const rd_kafka_message_t *m) {
+        const rd_kafka_message_t *src = tok->base.src;
+        const char               *in  = rd_kafka_topic_name(src->rkt);
+        struct refused_rec       *rr;
+
+        if (tok->stub) {
+                ufail(u, "delivery to %s [%d] failed: %s", tok->ut->out,
+                      (int)m->partition, rd_kafka_err2str(m->err));
+                return;
+        }
+        if (!(rr = refused_add(u->refused, in, src->partition,
+                               src->offset))) {
+                ufail(u, "member %s: %s [%d] offset %" PRId64 ": %s [%d] "
+                         "refused its unified copy (%s) and %zu refused "
+                         "records are remembered already (out of memory, "
+                         "or more than %d)",
+                      u->conf.scale_out->member, in, (int)src->partition,
+                      src->offset, tok->ut->out, (int)m->partition,
+                      rd_kafka_err2str(m->err), refused_count(u->refused),
+                      SO_REFUSED_MAX);
+                return;
+        }
+        rr->out_part = m->partition;
+        if (rr->confirmed)
+                return;
+        rr->err = m->err;
+        if (tok->alone && !too_large(m->err)) {
+                ufail(u, "delivery to %s [%d] failed: %s", tok->ut->out,
+                      (int)m->partition, rd_kafka_err2str(m->err));
+        } else if (tok->alone) {
+                rr->confirmed = true;
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: %s [%d] offset %" PRId64
+                         ": its unified copy is too large for %s [%d] (%s); "
+                         "the transaction is redone with its stand-in "
+                         "instead",
+                         u->site, u->conf.scale_out->member, in,
+                         (int)src->partition, src->offset, tok->ut->out,
+                         (int)m->partition, rd_kafka_err2str(m->err));
+        } else if (!u->txn_poisoned) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: %s [%d] refused a batch (%s; "
+                         "%s [%d] offset %" PRId64 " among it); the "
+                         "transaction is aborted, and the redo sends each "
+                         "record of the batch alone to find the one "
+                         "refused for good",
+                         u->site, u->conf.scale_out->member, tok->ut->out,
+                         (int)m->partition, rd_kafka_err2str(m->err), in,
+                         (int)src->partition, src->offset);
+        }
+}
+
+/* Serve delivery reports until at most 'until' output records are in
+ * flight (SO_ALONE_MS at most). */
+static void so_settle(aagw_unify_t *u, int64_t until) {
+        int64_t deadline = aagw_mono_ms() + SO_ALONE_MS;
+
+        while (atomic_load(&u->inflight) > until &&
+               aagw_mono_ms() < deadline && !atomic_load(&u->ctl.stop))
+                rd_kafka_poll(u->out_producer, 10);
+}
+
+/* refused_each() at a commit: its stand-ins are in; an output partition
+ * no longer owned is another member's to find out.  At an abort (arg
+ * NULL): its stand-ins go again. */
+static bool so_refused_keep(void *arg, struct refused_rec *r) {
+        aagw_unify_t *u = arg;
+
+        if (!u) {
+                r->resolved = false;
+                return true;
+        }
+        return !r->resolved && so_owns(u, r->out_part);
 }
 
 /* Produce one changelog record into the open transaction: an id into
@@ -1877,6 +2043,11 @@ static int so_commit(aagw_unify_t *u) {
         }
         u->txn_open = false;
         INC(u->txn_commits);
+        /* Its stand-ins are in the output. */
+        ADD(u->oversized, u->txn_stubs);
+        u->txn_stubs = 0;
+        if (refused_count(u->refused))
+                refused_each(u->refused, so_refused_keep, u);
         if (so_drain(u))
                 return -1;
         if (u->txn_poisoned) {
@@ -2508,6 +2679,10 @@ static int so_start(aagw_unify_t *u) {
 
         u->scale      = true;
         u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
+        if (!(u->refused = refused_new(SO_REFUSED_MAX))) {
+                ufail(u, "member %s: out of memory", so->member);
+                return -1;
+        }
         snprintf(u->work, sizeof(u->work), "aagw.%s.%s.unify.work",
                  u->conf.gateway_id, u->site);
         if (!(u->hw_probe = make_client(u, RD_KAFKA_CONSUMER, "reader",
@@ -2909,6 +3084,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         /* Aborts what is still open, leaves the group: the others take
          * over at once. */
         owner_destroy(u->owner);
+        refused_destroy(u->refused);
         if (u->producer)
                 rd_kafka_destroy(u->producer);
         if (u->reader) {

@@ -357,6 +357,12 @@ bool rk_wait_isr(struct rk *r, const char *alias, const char *topic, int isr,
 
 void rk_create_topic(struct rk *r, const char *alias, const char *topic,
                      int parts, int rf, int min_isr) {
+        rk_create_topic_with(r, alias, topic, parts, rf, min_isr, NULL);
+}
+
+void rk_create_topic_with(struct rk *r, const char *alias, const char *topic,
+                          int parts, int rf, int min_isr,
+                          const char *const *configs) {
         rd_kafka_t                     *rk = cluster(r, alias)->admin;
         rd_kafka_NewTopic_t            *nt;
         rd_kafka_AdminOptions_t        *o;
@@ -375,6 +381,10 @@ void rk_create_topic(struct rk *r, const char *alias, const char *topic,
                                      nt, "min.insync.replicas", v),
                                  0);
         }
+        for (size_t i = 0; configs && configs[i]; i += 2)
+                assert_int_equal(rd_kafka_NewTopic_set_config(nt, configs[i],
+                                                              configs[i + 1]),
+                                 0);
         o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
         rd_kafka_AdminOptions_set_request_timeout(o, 30000, NULL, 0);
         rd_kafka_AdminOptions_set_operation_timeout(o, 30000, NULL, 0);

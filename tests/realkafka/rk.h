@@ -95,6 +95,12 @@ void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
 void rk_create_topic(struct rk *r, const char *alias, const char *topic,
                      int parts, int rf, int min_isr);
 
+/** rk_create_topic() with topic configs: NAME, VALUE pairs, NULL-ended
+ *  (may be NULL). */
+void rk_create_topic_with(struct rk *r, const char *alias, const char *topic,
+                          int parts, int rf, int min_isr,
+                          const char *const *configs);
+
 /** Start `east` with @p east_brokers brokers and `west` with one, and
  *  create at both `clicks`, the remote copy (`west.clicks` at east,
  *  `east.clicks` at west) and `clicks.unified`, @p parts partitions each:
