@@ -541,15 +541,18 @@ static int output_wait(aagw_unify_t *u, struct utopic *ut) {
 /* Fold one record found in the output (delivered by an earlier run whose
  * epoch did not commit) in.  Returns 1 if folded, 0 if not ours (or an
  * lww record without an entity key), -1 (the stage fails). */
-static int fold_record(aagw_unify_t *u, struct utopic *ut,
-                       const rd_kafka_message_t *m) {
-        struct aagw_rec       rec;
-        struct aagw_prov     *p = &u->verdicts[0].prov;
-        const char           *inv = NULL;
-        size_t                inlen = 0;
-        char                  in_topic[AAGW_TOPIC_MAX + 1];
-        char                  ebuf[AAGW_ID_MAX + 1], err[256];
-        struct aagw_unify_rec r;
+/* Decode output record 'm' of 'ut' into 'r' (prov in u->verdicts[0],
+ * the input topic in 'in_topic', the entity key in 'ebuf'): what the
+ * stage decided when it wrote it.  Returns 1, or 0 if aagw did not write
+ * it (logged) or it has no entity key. */
+static int decode_output(aagw_unify_t *u, struct utopic *ut,
+                         const rd_kafka_message_t *m,
+                         struct aagw_unify_rec *r, char *in_topic,
+                         size_t in_size, char *ebuf, size_t ebuf_size) {
+        struct aagw_rec   rec;
+        struct aagw_prov *p   = &u->verdicts[0].prov;
+        const char       *inv = NULL;
+        size_t            inlen = 0;
 
         fill_rec(u, m, ut->out, &rec);
         for (size_t i = 0; i < rec.hdr_cnt; i++)
@@ -557,21 +560,21 @@ static int fold_record(aagw_unify_t *u, struct utopic *ut,
                         inv   = rec.hdrs[i].value;
                         inlen = rec.hdrs[i].size;
                 }
-        memset(&r, 0, sizeof(r));
+        memset(r, 0, sizeof(*r));
         bool ok = aagw_prov_decode(u->conf.policy, rec.hdrs, rec.hdr_cnt,
                                    p) == AAGW_REASON_OK &&
                   p->path_len;
         if (ok && inv) {
-                ok = aagw_coords_parse(inv, inlen, in_topic, sizeof(in_topic),
-                                       &r.partition, &r.offset);
+                ok = aagw_coords_parse(inv, inlen, in_topic, in_size,
+                                       &r->partition, &r->offset);
         } else if (ok) {
                 /* No input header: the stage stamped this record's
                  * provenance itself (origin here, one hop), so its source
                  * coordinates are where the stage read it. */
                 ok = p->path_len == 1 && !strcmp(p->origin, u->site);
-                copy_str(in_topic, sizeof(in_topic), p->src_topic);
-                r.partition = p->src_partition;
-                r.offset    = p->src_offset;
+                copy_str(in_topic, in_size, p->src_topic);
+                r->partition = p->src_partition;
+                r->offset    = p->src_offset;
         }
         if (!ok) {
                 /* Not ours: someone else wrote into the unified topic.
@@ -584,17 +587,29 @@ static int fold_record(aagw_unify_t *u, struct utopic *ut,
                          u->prov_hdr, u->in_hdr);
                 return 0;
         }
-        r.mode      = ut->mode;
-        r.prov      = p;
-        r.scope     = ut->scope;
-        r.topic     = in_topic;
-        r.tombstone = m->payload == NULL;
+        r->mode      = ut->mode;
+        r->prov      = p;
+        r->scope     = ut->scope;
+        r->topic     = in_topic;
+        r->tombstone = m->payload == NULL;
         if (ut->mode == AAGW_UNIFY_LWW) {
                 rec.topic = in_topic; /* the rule may derive from it */
-                if (!entity_key(ut, &rec, p->origin, ebuf, sizeof(ebuf),
-                                &r.ekey, &r.ekey_len))
+                if (!entity_key(ut, &rec, p->origin, ebuf, ebuf_size,
+                                &r->ekey, &r->ekey_len))
                         return 0;
         }
+        return 1;
+}
+
+static int fold_record(aagw_unify_t *u, struct utopic *ut,
+                       const rd_kafka_message_t *m) {
+        char                  in_topic[AAGW_TOPIC_MAX + 1];
+        char                  ebuf[AAGW_ID_MAX + 1], err[256];
+        struct aagw_unify_rec r;
+
+        if (!decode_output(u, ut, m, &r, in_topic, sizeof(in_topic), ebuf,
+                           sizeof(ebuf)))
+                return 0;
         if (u->ops->fold(u->st, &r, aagw_wall_ms(), err, sizeof(err)))
                 return -1;
         INC(u->recovered);
@@ -1521,8 +1536,11 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
  * (changelog_read(): read_committed, and the end waits for a transaction
  * a dead owner left open) and folded into the decider (ops->restore:
  * ids and winners, additive) and the positions; ids decided before the
- * window's start are skipped, as the decider would drop them.  The
- * local RocksDB is a cache: decisions reach it only after their
+ * window's start are skipped, as the decider would drop them.  A
+ * partition whose changelog holds no position while its output holds
+ * records was written by a single process (the site ran without
+ * scale-out): its state is rebuilt from the output instead (so_seed()).
+ * The local RocksDB is a cache: decisions reach it only after their
  * transaction committed.
  * The machinery for exactly once without transactions (the start-up
  * scan of the output, the replay set) is not used.
@@ -2170,6 +2188,7 @@ struct so_restore_ctx {
                                        window: skipped */
         int64_t        ids, expired; /* ids read; of them skipped */
         size_t         unknown;     /* positions of inputs not known yet */
+        int64_t        pos;         /* position records read */
         bool           failed;
         char           err[512];
 };
@@ -2180,6 +2199,7 @@ static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
         struct utopic         *ut = rc->ut;
 
         if (c->kind == CHANGELOG_POS) {
+                rc->pos++;
                 struct uinput *ui = input_of(ut, c->topic);
                 if (!ui) {
                         /* Not discovered here yet: it starts from its
@@ -2233,6 +2253,264 @@ static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
                 return false;
         }
         return true;
+}
+
+/*
+ * A partition whose changelog holds no position was never decided under
+ * scale-out; if its output holds records, a single process wrote them
+ * (the site ran without scale-out before), and its state is in that
+ * process's RocksDB only.  It is rebuilt from the output itself, as the
+ * single-process stage does when its state dir is lost: every record
+ * names what it delivered (provenance, input coordinates), so the ids
+ * and winners are folded in and written to the changelogs, and each
+ * input partition's position for this output partition is past the last
+ * input record delivered there (what follows it is decided again, and
+ * found delivered or not newer where it was).  In transactions of at
+ * most SO_SEED_TXN records; the positions go last, so a seed cut short
+ * (a crash, a rebalance) is done again by the next owner, which writes
+ * the same ids and winners again (harmless: the same keys).
+ */
+#define SO_SEED_TXN 20000
+
+struct seed_pos {
+        char    topic[AAGW_TOPIC_MAX + 1];
+        int32_t partition;
+        int64_t next;
+};
+
+struct seed_ctx {
+        aagw_unify_t    *u;
+        struct utopic   *ut;
+        int32_t          p;
+        struct seed_pos *pos;
+        size_t           npos, cap;
+        int64_t          n, foreign, other_part, in_txn, assignments;
+        bool             failed, abandoned;
+        char             err[512];
+};
+
+static bool seed_pos_note(struct seed_ctx *sc, const char *topic,
+                          int32_t partition, int64_t offset) {
+        for (size_t i = 0; i < sc->npos; i++)
+                if (sc->pos[i].partition == partition &&
+                    !strcmp(sc->pos[i].topic, topic)) {
+                        if (offset + 1 > sc->pos[i].next)
+                                sc->pos[i].next = offset + 1;
+                        return true;
+                }
+        if (sc->npos == sc->cap) {
+                size_t           cap = sc->cap ? 2 * sc->cap : 16;
+                struct seed_pos *np  = realloc(sc->pos, cap * sizeof(*np));
+                if (!np)
+                        return false;
+                sc->pos = np;
+                sc->cap = cap;
+        }
+        struct seed_pos *sp = &sc->pos[sc->npos++];
+        copy_str(sp->topic, sizeof(sp->topic), topic);
+        sp->partition = partition;
+        sp->next      = offset + 1;
+        return true;
+}
+
+/* Close the seed's open transaction (and open the next one). */
+static bool seed_commit(struct seed_ctx *sc) {
+        aagw_unify_t *u = sc->u;
+
+        if (u->ops->fold_commit(u->st, false, sc->err, sizeof(sc->err)))
+                return false;
+        if (so_commit(u) || u->txn_open || u->txn_poisoned) {
+                snprintf(sc->err, sizeof(sc->err),
+                         "its transaction did not commit");
+                return false;
+        }
+        sc->in_txn = 0;
+        return true;
+}
+
+static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
+        struct seed_ctx      *sc = arg;
+        aagw_unify_t         *u  = sc->u;
+        struct utopic        *ut = sc->ut;
+        struct aagw_unify_rec r;
+        struct changelog_rec  c;
+        char                  in_topic[AAGW_TOPIC_MAX + 1];
+        char                  ebuf[AAGW_ID_MAX + 1];
+        rd_kafka_timestamp_type_t tstype;
+
+        if (!decode_output(u, ut, m, &r, in_topic, sizeof(in_topic), ebuf,
+                           sizeof(ebuf))) {
+                sc->foreign++;
+                return true;
+        }
+        u->ops->key(u->st, &r);
+        if (out_part(ut, &r) != sc->p) {
+                /* Written by a process with another partition count or
+                 * hash: not this partition's to decide. */
+                sc->other_part++;
+                return true;
+        }
+        int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+        if (ts < 0)
+                ts = aagw_wall_ms();
+        if (!seed_pos_note(sc, in_topic, r.partition, r.offset) ||
+            u->ops->restore(u->st, &r, ts, sc->err, sizeof(sc->err))) {
+                if (!sc->err[0])
+                        snprintf(sc->err, sizeof(sc->err), "out of memory");
+                sc->failed = true;
+                return false;
+        }
+        memset(&c, 0, sizeof(c));
+        c.kind    = r.mode == AAGW_UNIFY_LWW ? CHANGELOG_WIN : CHANGELOG_ID;
+        memcpy(c.key, r.key, 16);
+        c.hlc     = r.prov->hlc;
+        c.time_ms = ts;
+        copy_str(c.origin, sizeof(c.origin), r.prov->origin);
+        if (c.kind == CHANGELOG_ID) {
+                copy_str(c.topic, sizeof(c.topic), in_topic);
+                c.partition = r.partition;
+                c.offset    = r.offset;
+        } else {
+                c.tombstone = r.tombstone;
+                c.id_len    = r.prov->id_len;
+                memcpy(c.id, r.prov->id, r.prov->id_len);
+                c.id[r.prov->id_len] = '\0';
+        }
+        if ((!u->txn_open && so_begin(u)) || so_state(u, ut, sc->p, &c)) {
+                snprintf(sc->err, sizeof(sc->err),
+                         "writing its changelog failed");
+                sc->failed = true;
+                return false;
+        }
+        sc->n++;
+        if (++sc->in_txn >= SO_SEED_TXN && !seed_commit(sc)) {
+                sc->failed = true;
+                return false;
+        }
+        /* Serve the group; the ownership moved: the next owner seeds. */
+        if (!(sc->n & 1023)) {
+                char err[512];
+                if (owner_poll(u->owner, 0, err, sizeof(err)) ==
+                    AAGW_OWNER_FATAL) {
+                        ufail(u, "member %s: %s", u->conf.scale_out->member,
+                              err);
+                        sc->failed = true;
+                        return false;
+                }
+                if (u->need_renew ||
+                    owner_assignments(u->owner) != sc->assignments ||
+                    !so_owns(u, sc->p)) {
+                        sc->abandoned = true;
+                        return false;
+                }
+        }
+        return true;
+}
+
+/* Seed output partition 'p' of 'ut' from the output if it holds records
+ * (its changelog holds no position).  Returns 0, 1 (abandoned: the
+ * ownership changed meanwhile), or -1 (the stage failed). */
+static int so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
+        struct seed_ctx sc = {.u = u, .ut = ut, .p = p,
+                              .assignments = owner_assignments(u->owner)};
+        int64_t         lo, hi, t0 = aagw_mono_ms(), n;
+        rd_kafka_resp_err_t kerr;
+
+        if ((kerr = watermarks(u->hw_probe, ut->out, p, &lo, &hi, 10000))) {
+                ufail(u, "reading the end of %s [%d]: %s", ut->out, (int)p,
+                      rd_kafka_err2str(kerr));
+                return -1;
+        }
+        if (lo >= hi)
+                return 0;
+        struct aagw_kafka_range r = {.topic      = ut->out,
+                                     .partition  = p,
+                                     .from       = lo,
+                                     .to         = hi,
+                                     .timeout_ms = SCAN_TIMEOUT_MS,
+                                     .progress   = true,
+                                     .stop       = &u->ctl.stop,
+                                     .fn         = seed_rec,
+                                     .arg        = &sc};
+        aagw_kafka_range_end_t end = aagw_kafka_read_range(u->reader, &r, &n);
+        if (sc.abandoned) {
+                /* (What it committed is written again by the next
+                 * owner's seed: no position was written yet.) */
+                if (u->txn_open) {
+                        char err[512];
+                        if (owner_abort(u->owner, err, sizeof(err)) ==
+                            AAGW_OWNER_FATAL)
+                                so_fatal(u, err);
+                        u->txn_open = u->txn_poisoned = false;
+                }
+                free(sc.pos);
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1
+                                                                       : 1;
+        }
+        if (end == AAGW_RANGE_DONE && !sc.failed) {
+                /* The positions, last. */
+                struct changelog_rec c;
+                memset(&c, 0, sizeof(c));
+                c.kind = CHANGELOG_POS;
+                for (size_t i = 0; i < sc.npos && !sc.failed; i++) {
+                        copy_str(c.topic, sizeof(c.topic), sc.pos[i].topic);
+                        c.partition = sc.pos[i].partition;
+                        c.offset    = sc.pos[i].next;
+                        if ((!u->txn_open && so_begin(u)) ||
+                            so_state(u, ut, p, &c)) {
+                                snprintf(sc.err, sizeof(sc.err),
+                                         "writing its positions failed");
+                                sc.failed = true;
+                        }
+                }
+                if (!sc.failed && u->txn_open && !seed_commit(&sc))
+                        sc.failed = true;
+        }
+        if (end != AAGW_RANGE_DONE || sc.failed) {
+                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
+                    !atomic_load(&u->ctl.stop))
+                        ufail(u, "member %s: seeding %s [%d] from %s [%d] "
+                                 "(no changelog yet: the site ran without "
+                                 "scale-out): %s",
+                              u->conf.scale_out->member, ut->state, (int)p,
+                              ut->out, (int)p,
+                              sc.failed ? sc.err
+                                        : "the output could not be read "
+                                          "to its end");
+                free(sc.pos);
+                return atomic_load(&u->ctl.stop) &&
+                               atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED
+                           ? 0
+                           : -1;
+        }
+        /* What the inputs start from for p. */
+        for (size_t i = 0; i < sc.npos; i++) {
+                struct uinput *ui = input_of(ut, sc.pos[i].topic);
+                if (!ui || sc.pos[i].partition < 0)
+                        continue;
+                if ((sc.pos[i].partition >= ui->nparts &&
+                     uinput_resize(ui, sc.pos[i].partition + 1)) ||
+                    opos_fit(ut, ui)) {
+                        free(sc.pos);
+                        ufail(u, "out of memory");
+                        return -1;
+                }
+                size_t x = (size_t)sc.pos[i].partition * ut->out_parts + p;
+                ui->opos[x] = ui->cpos[x] = sc.pos[i].next;
+        }
+        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                 "unify@%s: member %s: %s [%d] had no changelog but holds "
+                 "%" PRId64 " records (the site ran without scale-out): "
+                 "its state was rebuilt from them and written to its "
+                 "changelogs (%" PRId64 " ids or winners, %zu input "
+                 "positions, %" PRId64
+                 " records not aagw's, %" PRId64 " of another partition) "
+                 "in %" PRId64 " ms; nothing is delivered again",
+                 u->site, u->conf.scale_out->member, ut->out, (int)p,
+                 hi - lo, sc.n, sc.npos, sc.foreign,
+                 sc.other_part, aagw_mono_ms() - t0);
+        free(sc.pos);
+        return 0;
 }
 
 /* Serve the group while a restore runs; false (abandon it) once the
@@ -2316,6 +2594,13 @@ static int so_restore(aagw_unify_t *u) {
                                       (int)p, rc.failed ? rc.err : err);
                                 return -1;
                         }
+                        int seed = e == CHANGELOG_DONE && !rc.pos
+                                           ? so_seed(u, ut, p)
+                                           : 0;
+                        if (seed < 0)
+                                return -1;
+                        if (seed > 0)
+                                e = CHANGELOG_ABANDONED;
                         if (rc.unknown)
                                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                                          "unify@%s: %s [%d]: %zu positions of "

@@ -6,6 +6,7 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -13,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "aagw_replicator.h"
 #include "rk.h"
@@ -1503,4 +1507,55 @@ void rk_gwn_expect_log(struct rk_gw *g, const char *needle, int above,
                 fail_msg("%s: no new \"%s\" within %d ms", g->log, needle,
                          timeout_ms);
         }
+}
+
+char *rk_gwn_http_get(const struct rk_gw *g, const char *url) {
+        char   path[700], *addr, *colon, req[256], *buf = NULL, *body;
+        size_t len = 0;
+        int    fd;
+
+        snprintf(path, sizeof(path), "%s/admin.addr", g->state);
+        if (!(addr = harness_read_file(path, NULL)))
+                return NULL;
+        addr[strcspn(addr, "\n")] = '\0';
+        if (!(colon = strrchr(addr, ':'))) {
+                free(addr);
+                return NULL;
+        }
+        *colon = '\0';
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port   = htons((uint16_t)atoi(colon + 1))};
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0 || inet_pton(AF_INET, addr, &sa.sin_addr) != 1 ||
+            connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+                if (fd >= 0)
+                        close(fd);
+                free(addr);
+                return NULL;
+        }
+        snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n",
+                 url, addr, colon + 1);
+        if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+                close(fd);
+                free(addr);
+                return NULL;
+        }
+        for (;;) {
+                char    chunk[8192];
+                ssize_t got = read(fd, chunk, sizeof(chunk));
+                if (got <= 0)
+                        break;
+                buf = realloc(buf, len + (size_t)got + 1);
+                memcpy(buf + len, chunk, (size_t)got);
+                len += (size_t)got;
+                buf[len] = '\0';
+        }
+        close(fd);
+        free(addr);
+        if (!buf || !(body = strstr(buf, "\r\n\r\n"))) {
+                free(buf);
+                return NULL;
+        }
+        memmove(buf, body + 4, strlen(body + 4) + 1);
+        return buf;
 }

@@ -196,6 +196,10 @@ void rk_gwn_start(struct rk *r, struct rk_gw *g, const char *name,
 int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms);
 
 /** Print the last @p lines of @p g's current log to stderr. */
+/** GET @p url from the admin endpoint of @p g (its state dir's
+ *  admin.addr; start it with `--admin 127.0.0.1:0`).  @returns the body,
+ *  malloc()ed, or NULL. */
+char *rk_gwn_http_get(const struct rk_gw *g, const char *url);
 void rk_gwn_dump_log(const struct rk_gw *g, int lines);
 /** @returns how often @p needle occurs in the file @p path (0 if it
  *  cannot be read). */

@@ -198,52 +198,6 @@ static void step_begin(struct rk *r, struct grow *g) {
                 g->want[p] += GROW;
 }
 
-/* GET 'url' from the admin endpoint of 'g' (the address it wrote in
- * its state dir); the body, malloc()ed, or NULL. */
-static char *http_get(const struct rk_gw *g, const char *url) {
-        char   path[700], *addr, *colon, req[256], *buf = NULL, *body;
-        size_t len = 0;
-        int    fd;
-
-        snprintf(path, sizeof(path), "%s/admin.addr", g->state);
-        if (!(addr = harness_read_file(path, NULL)))
-                return NULL;
-        addr[strcspn(addr, "\n")] = '\0';
-        colon = strrchr(addr, ':');
-        assert_non_null(colon);
-        *colon = '\0';
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port   = htons((uint16_t)atoi(colon + 1))};
-        assert_int_equal(inet_pton(AF_INET, addr, &sa.sin_addr), 1);
-        fd = socket(AF_INET, SOCK_STREAM, 0);
-        assert_true(fd >= 0);
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-                close(fd);
-                free(addr);
-                return NULL;
-        }
-        snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n",
-                 url, addr, colon + 1);
-        assert_true(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
-        for (;;) {
-                char    chunk[8192];
-                ssize_t got = read(fd, chunk, sizeof(chunk));
-                if (got <= 0)
-                        break;
-                buf = realloc(buf, len + (size_t)got + 1);
-                memcpy(buf + len, chunk, (size_t)got);
-                len += (size_t)got;
-                buf[len] = '\0';
-        }
-        close(fd);
-        free(addr);
-        if (!buf || !(body = strstr(buf, "\r\n\r\n"))) {
-                free(buf);
-                return NULL;
-        }
-        memmove(buf, body + 4, strlen(body + 4) + 1);
-        return buf;
-}
 
 /* What the running members' /status say they copy: 'seen[p]' counts
  * the members that copy clicks [p]; false if a member did not answer or
@@ -261,7 +215,7 @@ static bool owned_once(void *arg) {
         for (int i = 0; i < 3; i++) {
                 if (!o->gw[i].proc)
                         continue;
-                char        *body = http_get(&o->gw[i], "/status");
+                char        *body = rk_gwn_http_get(&o->gw[i], "/status");
                 json_object *st   = body ? json_tokener_parse(body) : NULL;
                 json_object *flows, *so, *v, *owned, *parts;
                 free(body);
@@ -381,7 +335,7 @@ static bool ckpts_all(void *arg) {
  * heartbeats') assigned, by its /status. */
 static bool solo_running(void *arg) {
         struct rk_gw *g    = arg;
-        char         *body = http_get(g, "/status");
+        char         *body = rk_gwn_http_get(g, "/status");
         json_object  *st   = body ? json_tokener_parse(body) : NULL;
         json_object  *flows, *v;
         bool          ok = false;
@@ -507,7 +461,7 @@ static void test_scale_flow(void **state) {
         struct owned own = {.gw = gw};
         if (!harness_wait_until(owned_once, &own, 20000))
                 fail_msg("/status of a and c: %s", own.why);
-        char *m = http_get(&gw[0], "/metrics");
+        char *m = rk_gwn_http_get(&gw[0], "/metrics");
         assert_non_null(m);
         assert_non_null(strstr(m, "aagw_scale_rebalances_total{flow=\"east->"
                                   "west\",member=\"a\"}"));
@@ -515,7 +469,7 @@ static void test_scale_flow(void **state) {
                                   "flow=\"east->west\",member=\"a\"}"));
         free(m);
         /* The text `aagw status` prints. */
-        char *t = http_get(&gw[2], "/status?format=text");
+        char *t = rk_gwn_http_get(&gw[2], "/status?format=text");
         assert_non_null(t);
         assert_non_null(strstr(t, "\nmember:c\n"));
         assert_non_null(strstr(t, "\nowned:"));
