@@ -450,10 +450,8 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
                     rd_kafka_DescribeConfigs_result_resources(
                         rd_kafka_event_DescribeConfigs_result(ev), &rn);
                 rd_kafka_resp_err_t e =
-                    rn ? rd_kafka_ConfigResource_error(rr[0])
-                       : RD_KAFKA_RESP_ERR__FAIL;
+                    aagw_kafka_config_err(rr, rn, err, sizeof(err));
                 if (e) {
-                        snprintf(err, sizeof(err), "%s", rd_kafka_err2str(e));
                         rd_kafka_event_destroy(ev);
                         ev = NULL;
                 } else {
@@ -505,14 +503,7 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
                     rd_kafka_AlterConfigs_result_resources(
                         rd_kafka_event_AlterConfigs_result(ev), &rn);
                 rd_kafka_resp_err_t e =
-                    rn ? rd_kafka_ConfigResource_error(rr[0])
-                       : RD_KAFKA_RESP_ERR__FAIL;
-                if (e)
-                        snprintf(err, sizeof(err), "%s",
-                                 rd_kafka_ConfigResource_error_string(rr[0])
-                                     ? rd_kafka_ConfigResource_error_string(
-                                           rr[0])
-                                     : rd_kafka_err2str(e));
+                    aagw_kafka_config_err(rr, rn, err, sizeof(err));
                 rd_kafka_event_destroy(ev);
                 altered = !e;
         }

@@ -671,3 +671,20 @@ void replicator_unsure_ack(struct replicator_ctl *ctl, const char *topic,
                         topic, (int)partition, src_topic, (int)src_partition,
                         src_offset);
 }
+
+/* ------------------------------------------------------ CONFIG ANSWERS --- */
+
+rd_kafka_resp_err_t aagw_kafka_config_err(
+    const rd_kafka_ConfigResource_t **rr, size_t rn, char *err,
+    size_t err_size) {
+        if (!rn) {
+                snprintf(err, err_size, "the answer names no topic");
+                return RD_KAFKA_RESP_ERR__FAIL;
+        }
+        rd_kafka_resp_err_t e   = rd_kafka_ConfigResource_error(rr[0]);
+        const char         *msg = rd_kafka_ConfigResource_error_string(rr[0]);
+        if (e)
+                snprintf(err, err_size, "%s",
+                         msg && *msg ? msg : rd_kafka_err2str(e));
+        return e;
+}

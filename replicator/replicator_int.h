@@ -14,6 +14,14 @@
 
 /* ------------------- SHARED MECHANICS (kafka_common.c) ------------------- */
 
+/* The outcome of the one resource of a DescribeConfigs or AlterConfigs
+ * answer ('rr', 'rn' as the result gives them): its error, with the
+ * broker's message (or the error's name) in 'err'; __FAIL if the answer
+ * names no resource. */
+rd_kafka_resp_err_t aagw_kafka_config_err(
+    const rd_kafka_ConfigResource_t **rr, size_t rn, char *err,
+    size_t err_size);
+
 /* Where a producer's delivery reports go: 'fn' gets each record's token
  * (the produce opaque; reports without one are not passed on).  Lives as
  * long as the producer. */

@@ -176,11 +176,8 @@ static int describe_overrides(struct topics *t, rd_kafka_t *rk,
                     rd_kafka_DescribeConfigs_result_resources(
                         rd_kafka_event_DescribeConfigs_result(ev), &rn);
                 rd_kafka_resp_err_t e =
-                    rn ? rd_kafka_ConfigResource_error(rr[0])
-                       : RD_KAFKA_RESP_ERR__FAIL;
+                    aagw_kafka_config_err(rr, rn, errstr, errstr_size);
                 if (e) {
-                        snprintf(errstr, errstr_size, "%s",
-                                 rd_kafka_err2str(e));
                         n = lacks_feature(e) ? -2 : -1;
                 } else {
                         const rd_kafka_ConfigEntry_t **ce =
@@ -303,11 +300,7 @@ static void sync_configs(struct topics *t, const char *topic,
                             rd_kafka_AlterConfigs_result_resources(
                                 rd_kafka_event_AlterConfigs_result(ev), &rn);
                         rd_kafka_resp_err_t e =
-                            rn ? rd_kafka_ConfigResource_error(rr[0])
-                               : RD_KAFKA_RESP_ERR__FAIL;
-                        if (e)
-                                snprintf(err, sizeof(err), "%s",
-                                         rd_kafka_err2str(e));
+                            aagw_kafka_config_err(rr, rn, err, sizeof(err));
                         rd_kafka_event_destroy(ev);
                         if (!e) {
                                 atomic_fetch_add(&t->configs_synced, 1);
