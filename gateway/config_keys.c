@@ -76,6 +76,12 @@ const struct cfg_key aagw_config_keys[] = {
      NULL, 0,
      "How often a process commits its open transaction: the latency a "
      "read_committed reader of the unified topics and copies sees."},
+    {"scale_out.standby", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+     "Keep a warm copy of the unify partitions other processes own: each "
+     "process reads their changelogs as they are written, so that when it "
+     "takes one over it restores only what was written since, not the "
+     "whole changelog (docs/deployment.md). Costs every process a read of "
+     "every changelog."},
 
     /* --------------------------------------------------------- clusters */
     {"clusters.*.bootstrap_servers", CT_STR, NULL, 1, 4096, NULL,

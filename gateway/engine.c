@@ -361,6 +361,7 @@ static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
             cfg, "scale_out.transaction_timeout");
         e->scale.commit_interval_ms =
             (int)aagw_config_duration_ms(cfg, "scale_out.commit_interval");
+        e->scale.standby = aagw_config_bool(cfg, "scale_out.standby");
 
         snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
         nprops = aagw_config_cluster_props(cfg, site, &props);

@@ -440,6 +440,8 @@ struct aagw_scale_out {
         int         txn_timeout_ms;     /**< transaction.timeout.ms */
         int         commit_interval_ms; /**< open transaction's age at
                                              which it is committed */
+        bool        standby;            /**< warm copies of the unify
+                                             partitions others own */
 };
 
 /**

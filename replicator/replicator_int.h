@@ -719,6 +719,17 @@ changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
                                bool (*tick)(void *arg), void *arg,
                                int64_t *records, int64_t *bytes,
                                char *errstr, size_t errstr_size);
+/* changelog_read() from offset 'from' on (< 0: the beginning): a standby
+ * that read the partition up to 'from' goes on from there. */
+changelog_end_t changelog_read_from(rd_kafka_t *reader, rd_kafka_t *hw,
+                                    const char *topic, int32_t partition,
+                                    int64_t from, int idle_ms,
+                                    const atomic_bool *stop,
+                                    bool (*fn)(void *arg,
+                                               const struct changelog_rec *c),
+                                    bool (*tick)(void *arg), void *arg,
+                                    int64_t *records, int64_t *bytes,
+                                    char *errstr, size_t errstr_size);
 
 /* The ids topic's settings for a window of 'window_ms' (unify.window):
  * records are removed by whole segments once the newest record of a

@@ -64,6 +64,8 @@ struct uinput {
          * last committed transaction got; -1: from the beginning).  Only
          * entries of owned p mean anything. */
         int64_t *opos, *cpos;
+        int64_t *spos;     /* the standby's (scale_out.standby): from the
+                              changelogs of output partitions others own */
         int32_t  opos_parts; /* input partitions they have room for */
         bool     seen;     /* in the last discovery */
         bool     led;      /* every partition had a leader at a
@@ -88,6 +90,11 @@ struct utopic {
         char                  ids[AAGW_TOPIC_MAX + 1]; /* "": none (lww) */
         rd_kafka_topic_t     *state_rkt, *ids_rkt;
         bool                  restored;
+        int64_t              *sb_next; /* scale_out.standby: per output
+                                          partition p the next offset of
+                                          its state partition [p] and ids
+                                          partition [out_parts + p] the
+                                          standby read, -1 none */
         int64_t              *kept_hw; /* per output partition p: the end
                                           of its state partition [p] and
                                           of its ids partition
@@ -174,6 +181,14 @@ struct aagw_unify {
          * "SCALE-OUT" below. */
         bool          scale;        /* scale-out: the mode, for good */
         struct owner *owner;        /* NULL only while it is renewed */
+        rd_kafka_t   *standby;      /* scale_out.standby: reads the
+                                       changelogs of partitions others
+                                       own (sb_poll()) */
+        rd_kafka_queue_t *sbq;
+        bool          sb_reassign;  /* ownership or topics changed */
+        int64_t       sb_sig;       /* what sb_assign() assigned for */
+        int64_t       sb_read;      /* records folded in, since the last
+                                       log line */
         rd_kafka_t   *hw_probe;     /* read_uncommitted: the high
                                        watermark of a changelog */
         bool          need_renew;
@@ -883,6 +898,7 @@ static void utopic_free(struct utopic *ut) {
                 free(ut->in[i]->start);
                 free(ut->in[i]->opos);
                 free(ut->in[i]->cpos);
+                free(ut->in[i]->spos);
                 free(ut->in[i]);
         }
         if (ut->out_rkt)
@@ -892,6 +908,7 @@ static void utopic_free(struct utopic *ut) {
         if (ut->ids_rkt)
                 rd_kafka_topic_destroy(ut->ids_rkt);
         free(ut->kept_hw);
+        free(ut->sb_next);
         aagw_id_rule_destroy(ut->ekey_rule);
         free(ut);
 }
@@ -1572,9 +1589,13 @@ static int opos_fit(const struct utopic *ut, struct uinput *ui) {
         if (!c)
                 return -1;
         ui->cpos = c;
+        int64_t *sp = realloc(ui->spos, n * sizeof(*sp));
+        if (!sp)
+                return -1;
+        ui->spos = sp;
         for (size_t k = (size_t)ui->opos_parts * (size_t)ut->out_parts; k < n;
              k++)
-                o[k] = c[k] = -1;
+                o[k] = c[k] = sp[k] = -1;
         ui->opos_parts = ui->nparts;
         return 0;
 }
@@ -2193,6 +2214,27 @@ struct so_restore_ctx {
         char           err[512];
 };
 
+/* Fold the id or winner of changelog record 'c' into the decider. */
+static int restore_decision(aagw_unify_t *u, const struct changelog_rec *c,
+                            char *err, size_t err_size) {
+        struct aagw_prov     *pv = &u->verdicts[0].prov;
+        struct aagw_unify_rec r;
+
+        memset(&r, 0, sizeof(r));
+        r.mode = c->kind == CHANGELOG_WIN ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
+        memcpy(r.key, c->key, 16);
+        copy_str(pv->origin, sizeof(pv->origin), c->origin);
+        pv->hlc     = c->hlc;
+        pv->id_len  = c->id_len;
+        memcpy(pv->id, c->id, c->id_len);
+        r.prov      = pv;
+        r.topic     = c->topic;
+        r.partition = c->partition;
+        r.offset    = c->offset;
+        r.tombstone = c->tombstone;
+        return u->ops->restore(u->st, &r, c->time_ms, err, err_size);
+}
+
 static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
         struct so_restore_ctx *rc = arg;
         aagw_unify_t          *u  = rc->u;
@@ -2232,21 +2274,7 @@ static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
                         return true;
                 }
         }
-        struct aagw_prov     *pv = &u->verdicts[0].prov;
-        struct aagw_unify_rec r;
-        memset(&r, 0, sizeof(r));
-        r.mode = c->kind == CHANGELOG_WIN ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
-        memcpy(r.key, c->key, 16);
-        copy_str(pv->origin, sizeof(pv->origin), c->origin);
-        pv->hlc      = c->hlc;
-        pv->id_len   = c->id_len;
-        memcpy(pv->id, c->id, c->id_len);
-        r.prov       = pv;
-        r.topic      = c->topic;
-        r.partition  = c->partition;
-        r.offset     = c->offset;
-        r.tombstone  = c->tombstone;
-        if (u->ops->restore(u->st, &r, c->time_ms, rc->err, sizeof(rc->err)) ||
+        if (restore_decision(u, c, rc->err, sizeof(rc->err)) ||
             (!(++rc->n & 1023) &&
              u->ops->fold_commit(u->st, false, rc->err, sizeof(rc->err)))) {
                 rc->failed = true;
@@ -2535,7 +2563,7 @@ static bool so_restore_tick(void *arg) {
 static int so_restore(aagw_unify_t *u) {
         int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0, ids = 0,
                 expired = 0;
-        int     parts = 0, kept = 0;
+        int     parts = 0, kept = 0, warmed = 0;
         char    err[512], names[512], owned[sizeof(u->owned)];
         size_t  nn = 0;
 
@@ -2549,6 +2577,18 @@ static int so_restore(aagw_unify_t *u) {
                         if (!so_owns(u, p))
                                 continue;
                         bool keep = so_kept(u, ut, p);
+                        /* The standby read this partition up to
+                         * sb_next: go on from there (given up now:
+                         * owned). */
+                        int64_t sb_state = -1, sb_ids = -1;
+                        if (ut->sb_next) {
+                                sb_state = ut->sb_next[p];
+                                sb_ids   = ut->sb_next[ut->out_parts + p];
+                                ut->sb_next[p] =
+                                    ut->sb_next[ut->out_parts + p] = -1;
+                        }
+                        bool warm = !keep && (sb_state >= 0 || sb_ids >= 0);
+                        bool sb_pos = false;
                         for (size_t k = 0; k < ut->nin; k++) {
                                 struct uinput *ui = ut->in[k];
                                 if (opos_fit(ut, ui)) {
@@ -2557,14 +2597,20 @@ static int so_restore(aagw_unify_t *u) {
                                 }
                                 for (int32_t i = 0; i < ui->nparts; i++) {
                                         size_t x = (size_t)i * ut->out_parts + p;
+                                        sb_pos |= warm && ui->spos[x] >= 0;
                                         ui->opos[x] = ui->cpos[x] =
-                                            keep ? ui->cpos[x] : -1;
+                                            keep   ? ui->cpos[x]
+                                            : warm ? ui->spos[x]
+                                                   : -1;
+                                        ui->spos[x] = -1;
                                 }
                         }
+                        u->sb_reassign |= u->standby != NULL;
                         if (keep) {
                                 kept++;
                                 continue;
                         }
+                        warmed += warm;
                         struct so_restore_ctx rc = {
                             .u = u, .ut = ut, .p = p,
                             .assignments = owner_assignments(u->owner),
@@ -2572,15 +2618,15 @@ static int so_restore(aagw_unify_t *u) {
                         /* Positions and winners (and the ids an older
                          * version wrote there), then the window's ids. */
                         const char *from = ut->state;
-                        changelog_end_t e = changelog_read(
-                            u->reader, u->hw_probe, from, p,
+                        changelog_end_t e = changelog_read_from(
+                            u->reader, u->hw_probe, from, p, sb_state,
                             u->conf.scale_out->txn_timeout_ms + 60000,
                             &u->ctl.stop, so_restore_rec, so_restore_tick,
                             &rc, &records, &bytes, err, sizeof(err));
                         if (!rc.failed && e == CHANGELOG_DONE && ut->ids[0]) {
                                 from = ut->ids;
-                                e    = changelog_read(
-                                    u->reader, u->hw_probe, from, p,
+                                e    = changelog_read_from(
+                                    u->reader, u->hw_probe, from, p, sb_ids,
                                     u->conf.scale_out->txn_timeout_ms + 60000,
                                     &u->ctl.stop, so_restore_rec,
                                     so_restore_tick, &rc, &records, &bytes,
@@ -2594,7 +2640,7 @@ static int so_restore(aagw_unify_t *u) {
                                       (int)p, rc.failed ? rc.err : err);
                                 return -1;
                         }
-                        int seed = e == CHANGELOG_DONE && !rc.pos
+                        int seed = e == CHANGELOG_DONE && !rc.pos && !sb_pos
                                            ? so_seed(u, ut, p)
                                            : 0;
                         if (seed < 0)
@@ -2645,9 +2691,11 @@ static int so_restore(aagw_unify_t *u) {
                          "from their changelogs: %" PRId64
                          " records, %" PRId64 " bytes in %" PRId64
                          " ms (%" PRId64 " ids, %" PRId64
-                         " of them past unify.window: skipped)",
+                         " of them past unify.window: skipped; %d "
+                         "partitions warm: read on from the standby's "
+                         "offsets)",
                          u->site, u->conf.scale_out->member, parts, names,
-                         records, bytes, ms, ids, expired);
+                         records, bytes, ms, ids, expired, warmed);
         if (kept)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: member %s kept %d partitions it had "
@@ -2667,6 +2715,148 @@ static int so_restore(aagw_unify_t *u) {
         return 0;
 }
 
+/* ------------------------------------------------- SCALE-OUT: STANDBY --- */
+
+/*
+ * scale_out.standby: every process keeps a warm copy of the output
+ * partitions the others own.  An assign-only read_committed consumer
+ * ('standby') reads the state and ids partitions of every output
+ * partition this process does not own, from where it got to (ut->sb_next)
+ * or their beginning, and folds each record in as a restore does: ids
+ * and winners into the decider (stored at once), positions into the
+ * inputs' 'spos'.  When the process gains such a partition, its restore
+ * takes the positions from 'spos' and reads the changelogs from
+ * ut->sb_next on: what was written since the standby's last read, not
+ * the whole changelog (so_restore()).  A partition it owned and lost
+ * starts over from the beginning (its standby offsets were given up at
+ * the gain: the process's own state stopped at its last commit, which
+ * no offset names).  Every process reads every changelog, as it reads
+ * every input.
+ */
+
+/* Take changelog record 'm' of the standby into the state.  Returns 0, or
+ * -1 with the reason in 'err'. */
+static int sb_apply(aagw_unify_t *u, const rd_kafka_message_t *m,
+                    int64_t cutoff, char *err, size_t err_size) {
+        const char          *topic = rd_kafka_topic_name(m->rkt);
+        struct utopic       *ut    = NULL;
+        struct changelog_rec c;
+        int32_t              p     = m->partition;
+        size_t               idx   = 0;
+
+        for (size_t t = 0; t < u->ntopics && !ut; t++) {
+                struct utopic *x = u->topics[t];
+                if (!x->sb_next || p < 0 || p >= x->out_parts)
+                        continue;
+                if (!strcmp(topic, x->state)) {
+                        ut  = x;
+                        idx = (size_t)p;
+                } else if (x->ids[0] && !strcmp(topic, x->ids)) {
+                        ut  = x;
+                        idx = (size_t)x->out_parts + (size_t)p;
+                }
+        }
+        /* Owned meanwhile (the restore reads it), or read already. */
+        if (!ut || so_owns(u, p) ||
+            (ut->sb_next[idx] >= 0 && m->offset < ut->sb_next[idx]))
+                return 0;
+        ut->sb_next[idx] = m->offset + 1;
+        u->sb_read++;
+        if (!changelog_decode(m->key, m->key_len, m->payload, m->len, &c))
+                return 0; /* (another version's: skipped, as a restore) */
+        if (c.kind == CHANGELOG_POS) {
+                struct uinput *ui = input_of(ut, c.topic);
+                if (!ui || c.partition < 0)
+                        return 0;
+                if ((c.partition >= ui->nparts &&
+                     uinput_resize(ui, c.partition + 1)) ||
+                    opos_fit(ut, ui)) {
+                        snprintf(err, err_size, "out of memory");
+                        return -1;
+                }
+                ui->spos[(size_t)c.partition * ut->out_parts + p] = c.offset;
+                return 0;
+        }
+        if (c.kind == CHANGELOG_ID && c.time_ms < cutoff)
+                return 0;
+        return restore_decision(u, &c, err, err_size);
+}
+
+/* Give the standby every changelog partition of an output partition this
+ * process does not own, from where it got to. */
+static void sb_assign(aagw_unify_t *u) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(16);
+
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->state_rkt || ut->out_parts <= 0)
+                        continue;
+                if (!ut->sb_next) {
+                        size_t n = 2 * (size_t)ut->out_parts;
+                        if (!(ut->sb_next = malloc(n * sizeof(int64_t))))
+                                continue; /* (cold restores: only slower) */
+                        for (size_t k = 0; k < n; k++)
+                                ut->sb_next[k] = -1;
+                }
+                for (int32_t p = 0; p < ut->out_parts; p++) {
+                        int64_t s = ut->sb_next[p],
+                                i = ut->sb_next[ut->out_parts + p];
+                        if (so_owns(u, p))
+                                continue;
+                        rd_kafka_topic_partition_list_add(l, ut->state, p)
+                            ->offset = s >= 0 ? s : RD_KAFKA_OFFSET_BEGINNING;
+                        if (ut->ids[0])
+                                rd_kafka_topic_partition_list_add(l, ut->ids,
+                                                                  p)
+                                    ->offset =
+                                    i >= 0 ? i : RD_KAFKA_OFFSET_BEGINNING;
+                }
+        }
+        rd_kafka_resp_err_t err = rd_kafka_assign(u->standby, l);
+        if (err)
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: the standby's %d changelog "
+                         "partitions: %s (tried again)",
+                         u->site, u->conf.scale_out->member, l->cnt,
+                         rd_kafka_err2str(err));
+        else
+                u->sb_reassign = false;
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Serve the standby: reassign after a change, fold in what arrived.
+ * Returns 0, or -1 (the stage failed). */
+static int sb_poll(aagw_unify_t *u) {
+        rd_kafka_message_t *msgs[512];
+        char                err[512];
+        int64_t             sig = owner_assignments(u->owner) * 1024;
+
+        for (size_t t = 0; t < u->ntopics; t++)
+                sig += u->topics[t]->ready && u->topics[t]->state_rkt;
+        if (u->sb_reassign || sig != u->sb_sig) {
+                u->sb_sig = sig;
+                sb_assign(u);
+        }
+        ssize_t n = rd_kafka_consume_batch_queue(u->sbq, 0, msgs, 512);
+        int64_t cutoff = aagw_wall_ms() - u->conf.window_ms;
+        int     rc     = 0;
+        for (ssize_t i = 0; i < n; i++) {
+                if (!rc && !msgs[i]->err &&
+                    sb_apply(u, msgs[i], cutoff, err, sizeof(err)))
+                        rc = -1;
+                rd_kafka_message_destroy(msgs[i]);
+        }
+        /* Stored at once: nothing the standby read waits in memory. */
+        if (!rc && n > 0 &&
+            u->ops->fold_commit(u->st, true, err, sizeof(err)))
+                rc = -1;
+        if (rc)
+                ufail(u, "member %s: the standby: %s",
+                      u->conf.scale_out->member, err);
+        return rc;
+}
+
 /* ------------------------------------------ SCALE-OUT: MEMBERSHIP --- */
 
 /* owner.c: partitions gained (an assignment). */
@@ -2684,6 +2874,7 @@ static void so_gained(void *opaque,
         for (size_t t = 0; t < u->ntopics; t++)
                 u->topics[t]->restored = false;
         u->need_restore = true;
+        u->sb_reassign  = true;
 }
 
 /* owner.c: a rebalance is about to take every owned partition: commit
@@ -2750,6 +2941,7 @@ static void so_lost(void *opaque,
         for (size_t t = 0; t < u->ntopics; t++)
                 u->topics[t]->restored = false;
         rd_kafka_assign(u->consumer, NULL);
+        u->sb_reassign = true;
         so_publish(u);
 }
 
@@ -2975,6 +3167,24 @@ static int so_start(aagw_unify_t *u) {
                 ufail(u, "member %s: %s", so->member, err);
                 return -1;
         }
+        if (so->standby) {
+                char sb_group[AAGW_TOPIC_MAX + 16];
+                snprintf(sb_group, sizeof(sb_group), "%s.standby",
+                         u->owners_group);
+                const char *sb_extra[] = {
+                    "group.id", sb_group, /* never joined: assign only */
+                    "enable.auto.commit", "false",
+                    "enable.partition.eof", "false",
+                    "isolation.level", "read_committed", NULL};
+                if (!(u->standby = make_client(u, RD_KAFKA_CONSUMER,
+                                               "standby", sb_extra, err,
+                                               sizeof(err)))) {
+                        ufail(u, "member %s: %s", so->member, err);
+                        return -1;
+                }
+                u->sbq         = rd_kafka_queue_get_consumer(u->standby);
+                u->sb_reassign = true;
+        }
         rc = owner_work_topic(u->admin, u->work, u->work_parts, err,
                               sizeof(err));
         if (rc < 0) {
@@ -3056,6 +3266,8 @@ static int so_poll(aagw_unify_t *u) {
         if (u->need_renew)
                 return 0; /* the stage's loop renews the producer first */
         if (u->need_restore && so_restore(u))
+                return -1;
+        if (u->standby && sb_poll(u))
                 return -1;
         now = aagw_mono_ms();
         int iv = u->conf.scale_out->commit_interval_ms > 0
@@ -3384,6 +3596,11 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                 rd_kafka_destroy(u->admin);
         if (u->hw_probe)
                 rd_kafka_destroy(u->hw_probe);
+        if (u->sbq)
+                rd_kafka_queue_destroy(u->sbq);
+        if (u->standby)
+                rd_kafka_destroy_flags(u->standby,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         for (size_t t = 0; t < u->ntopics; t++)
                 utopic_free(u->topics[t]);
         aagw_pool_free(&u->tokens);

@@ -24,7 +24,11 @@
  *     logged a rebuild for each of the 6 output partitions.
  *  3. a stops, so b owns every partition: b restores them from the
  *     changelogs the rebuild wrote (no rebuild again), and c100..c199
- *     arriving once more are dropped.
+ *     arriving once more are dropped.  The members run with
+ *     scale_out.standby: b kept a warm copy of a's partitions, so its
+ *     restore reads on from its standby's offsets (the partitions it
+ *     gained are warm, and it reads fewer changelog records than a's
+ *     partitions hold), and c400..c449 are delivered once.
  *
  * Without the rebuild (empty changelogs), step 2 decides the inputs from
  * their beginning and delivers c0..c299 a second time.
@@ -61,6 +65,7 @@ static const char *const scale_args[] = {
     "--set", "scale_out.work_partitions=6",
     "--set", "scale_out.session_timeout=6s",
     "--set", "scale_out.transaction_timeout=10s",
+    "--set", "scale_out.standby=true",
     "--admin", "127.0.0.1:0", NULL};
 
 /* Whether every running member's unify stage runs with no input lag, by
@@ -95,6 +100,26 @@ static bool caught_up(void *arg) {
                         return false;
         }
         return true;
+}
+
+/* The counts of the last restore line in 'path': records read and
+ * partitions warm; false if there is none. */
+static bool last_restore(const char *path, long *records, int *warm) {
+        char       *text = harness_read_file(path, NULL);
+        const char *at = NULL, *p = text;
+
+        while (p && (p = strstr(p, " from their changelogs: ")))
+                at = p++;
+        bool ok = at && sscanf(at, " from their changelogs: %ld records",
+                               records) == 1;
+        const char *w = ok ? strstr(at, " of them past unify.window: skipped; ")
+                           : NULL;
+        ok = ok && w &&
+             sscanf(w, " of them past unify.window: skipped; %d partitions "
+                       "warm",
+                    warm) == 1;
+        free(text);
+        return ok;
 }
 
 /* Every id c<from>..c<to - 1> exactly once in clicks.unified, nothing
@@ -173,17 +198,32 @@ static void test_scale_migrate(void **state) {
          * again by the next owner, which is harmless), never fewer. */
         assert_true(rebuilt >= OUT_PARTS);
 
-        /* 3: b alone restores what the rebuild wrote to the changelogs. */
+        /* 3: b alone restores what the rebuild wrote to the changelogs,
+         * a's partitions warm from its standby. */
         int b_done    = rk_log_count(g[1].log, DONE);
         int b_rebuilt = rk_log_count(g[1].log, REBUILT);
+        int64_t held  = rk_size(r, "west", "aagw.aagw.west.ids.clicks.unified");
         assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
         rk_gwn_expect_log(&g[1], DONE, b_done, 40000);
+        long records = -1;
+        int  warm    = -1;
+        assert_true(last_restore(g[1].log, &records, &warm));
+        print_message("# b took a's partitions over: %d warm from its "
+                      "standby, %ld changelog records read (the ids topic "
+                      "holds %" PRId64 " offsets)\n",
+                      warm, records, held);
+        assert_true(warm >= 1);
+        assert_true(records < held / 2);
         rk_produce_keyed(r, "west", "east.clicks", IN_PARTS, "c", 100, 100);
         struct caught c3 = {g, 2};
         if (!harness_wait_until(caught_up, &c3, 60000))
                 fail_msg("b alone did not catch up in 60 s");
         assert_int_equal(rk_log_count(g[1].log, REBUILT), b_rebuilt);
         expect_once(r, 0, 400);
+        rk_produce_keyed(r, "west", "clicks", IN_PARTS, "c", 400, 50);
+        if (!harness_wait_until(caught_up, &c3, 60000))
+                fail_msg("b alone did not catch up with c400.. in 60 s");
+        expect_once(r, 0, 450);
         assert_int_equal(rk_gwn_stop(r, &g[1], SIGTERM, 30000), 0);
         print_message("# wall %.1f s\n", rk_elapsed(r));
 }
