@@ -143,28 +143,14 @@ bool changelog_decode(const void *key, size_t klen, const void *val,
 #define TICK_MS 200
 
 changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
-                               const char *topic,
-                               int32_t partition, int idle_ms,
+                               const char *topic, int32_t partition,
+                               int64_t from, int idle_ms,
                                const atomic_bool *stop,
                                bool (*fn)(void *arg,
                                           const struct changelog_rec *c),
                                bool (*tick)(void *arg), void *arg,
                                int64_t *records, int64_t *bytes,
                                char *errstr, size_t errstr_size) {
-        return changelog_read_from(reader, hw, topic, partition, -1, idle_ms,
-                                   stop, fn, tick, arg, records, bytes,
-                                   errstr, errstr_size);
-}
-
-changelog_end_t changelog_read_from(rd_kafka_t *reader, rd_kafka_t *hw,
-                                    const char *topic, int32_t partition,
-                                    int64_t from, int idle_ms,
-                                    const atomic_bool *stop,
-                                    bool (*fn)(void *arg,
-                                               const struct changelog_rec *c),
-                                    bool (*tick)(void *arg), void *arg,
-                                    int64_t *records, int64_t *bytes,
-                                    char *errstr, size_t errstr_size) {
         rd_kafka_topic_partition_list_t *a;
         rd_kafka_message_t              *msgs[1024];
         rd_kafka_queue_t                *q;

@@ -695,7 +695,8 @@ typedef enum {
         CHANGELOG_FAILED    = 2, /* reason in errstr */
 } changelog_end_t;
 
-/* Read 'topic' ['partition'] from its beginning to its end through
+/* Read 'topic' ['partition'] from offset 'from' (< 0: its beginning; a
+ * standby goes on where it got to) to its end through
  * 'reader' (an assign-only consumer with isolation.level read_committed
  * and enable.partition.eof; assigned for the call), handing each decoded
  * record to 'fn'.  The end is the high watermark when the read starts,
@@ -711,25 +712,14 @@ typedef enum {
  * false abandons.  Fails after 'idle_ms' without progress.  Counts
  * records and bytes (key + value) into 'records', 'bytes'. */
 changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
-                               const char *topic,
-                               int32_t partition, int idle_ms,
+                               const char *topic, int32_t partition,
+                               int64_t from, int idle_ms,
                                const atomic_bool *stop,
                                bool (*fn)(void *arg,
                                           const struct changelog_rec *c),
                                bool (*tick)(void *arg), void *arg,
                                int64_t *records, int64_t *bytes,
                                char *errstr, size_t errstr_size);
-/* changelog_read() from offset 'from' on (< 0: the beginning): a standby
- * that read the partition up to 'from' goes on from there. */
-changelog_end_t changelog_read_from(rd_kafka_t *reader, rd_kafka_t *hw,
-                                    const char *topic, int32_t partition,
-                                    int64_t from, int idle_ms,
-                                    const atomic_bool *stop,
-                                    bool (*fn)(void *arg,
-                                               const struct changelog_rec *c),
-                                    bool (*tick)(void *arg), void *arg,
-                                    int64_t *records, int64_t *bytes,
-                                    char *errstr, size_t errstr_size);
 
 /* The ids topic's settings for a window of 'window_ms' (unify.window):
  * records are removed by whole segments once the newest record of a

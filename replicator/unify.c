@@ -2618,14 +2618,14 @@ static int so_restore(aagw_unify_t *u) {
                         /* Positions and winners (and the ids an older
                          * version wrote there), then the window's ids. */
                         const char *from = ut->state;
-                        changelog_end_t e = changelog_read_from(
+                        changelog_end_t e = changelog_read(
                             u->reader, u->hw_probe, from, p, sb_state,
                             u->conf.scale_out->txn_timeout_ms + 60000,
                             &u->ctl.stop, so_restore_rec, so_restore_tick,
                             &rc, &records, &bytes, err, sizeof(err));
                         if (!rc.failed && e == CHANGELOG_DONE && ut->ids[0]) {
                                 from = ut->ids;
-                                e    = changelog_read_from(
+                                e    = changelog_read(
                                     u->reader, u->hw_probe, from, p, sb_ids,
                                     u->conf.scale_out->txn_timeout_ms + 60000,
                                     &u->ctl.stop, so_restore_rec,

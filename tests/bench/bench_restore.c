@@ -210,7 +210,7 @@ int main(int argc, char **argv) {
         int64_t     n = 0, b = 0;
         memset(&f, 0, sizeof(f));
         t0 = harness_now_ms();
-        if (changelog_read(reader, hw, topic, 0, 60000, NULL, count_only, NULL,
+        if (changelog_read(reader, hw, topic, 0, -1, 60000, NULL, count_only, NULL,
                            &f, &n, &b, err, sizeof(err)) != CHANGELOG_DONE ||
             f.n != ids) {
                 fprintf(stderr, "bench_restore: read %" PRId64 " of %" PRId64
@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
         }
         f.n = n = b = 0;
         t0      = harness_now_ms();
-        if (changelog_read(reader, hw, topic, 0, 60000, NULL, fold_one, NULL, &f,
+        if (changelog_read(reader, hw, topic, 0, -1, 60000, NULL, fold_one, NULL, &f,
                            &n, &b, err, sizeof(err)) != CHANGELOG_DONE ||
             f.failed ||
             aagw_decider_fold_commit(f.d, true, f.err, sizeof(f.err))) {
