@@ -187,8 +187,6 @@ struct aagw_unify {
         rd_kafka_queue_t *sbq;
         bool          sb_reassign;  /* ownership or topics changed */
         int64_t       sb_sig;       /* what sb_assign() assigned for */
-        int64_t       sb_read;      /* records folded in, since the last
-                                       log line */
         rd_kafka_t   *hw_probe;     /* read_uncommitted: the high
                                        watermark of a changelog */
         bool          need_renew;
@@ -553,9 +551,6 @@ static int output_wait(aagw_unify_t *u, struct utopic *ut) {
         }
 }
 
-/* Fold one record found in the output (delivered by an earlier run whose
- * epoch did not commit) in.  Returns 1 if folded, 0 if not ours (or an
- * lww record without an entity key), -1 (the stage fails). */
 /* Decode output record 'm' of 'ut' into 'r' (prov in u->verdicts[0],
  * the input topic in 'in_topic', the entity key in 'ebuf'): what the
  * stage decided when it wrote it.  Returns 1, or 0 if aagw did not write
@@ -616,6 +611,9 @@ static int decode_output(aagw_unify_t *u, struct utopic *ut,
         return 1;
 }
 
+/* Fold one record found in the output (delivered by an earlier run whose
+ * epoch did not commit) in.  Returns 1 if folded, 0 if not ours (or an
+ * lww record without an entity key), -1 (the stage fails). */
 static int fold_record(aagw_unify_t *u, struct utopic *ut,
                        const rd_kafka_message_t *m) {
         char                  in_topic[AAGW_TOPIC_MAX + 1];
@@ -2761,7 +2759,6 @@ static int sb_apply(aagw_unify_t *u, const rd_kafka_message_t *m,
             (ut->sb_next[idx] >= 0 && m->offset < ut->sb_next[idx]))
                 return 0;
         ut->sb_next[idx] = m->offset + 1;
-        u->sb_read++;
         if (!changelog_decode(m->key, m->key_len, m->payload, m->len, &c))
                 return 0; /* (another version's: skipped, as a restore) */
         if (c.kind == CHANGELOG_POS) {
