@@ -30,6 +30,12 @@
  *     gained are warm, and it reads fewer changelog records than a's
  *     partitions hold), and c400..c449 are delivered once.
  *
+ * The same for the lww topic `profiles` (20 keys, versions with
+ * increasing timestamps; `east.profiles` gets stale versions again):
+ * profiles.unified holds each version once, each key's last record its
+ * newest, through the single process, the switch (rebuilt winners: the
+ * stale versions are dropped) and the warm takeover.
+ *
  * Without the rebuild (empty changelogs), step 2 decides the inputs from
  * their beginning and delivers c0..c299 a second time.
  */
@@ -46,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rk.h"
 
@@ -53,14 +60,114 @@
 #define OUT_PARTS 6
 #define DONE      "rebalance done"
 #define REBUILT   "its state was rebuilt from them"
+#define KEYS      20
+#define LWW_PARTS 2
+
+/* Versions 'from'..'to' of every lww key k<j> to 'topic' at west: value
+ * k<j>.<v>, timestamp t0 + 10 v (a version sent again keeps its
+ * timestamp); all acknowledged. */
+static void put_versions(struct rk *r, const char *topic, int64_t t0,
+                         int from, int to) {
+        char             err[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+                                           rk_bs(r, "west"), err,
+                                           sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        assert_int_equal(rd_kafka_conf_set(conf, "enable.idempotence", "true",
+                                           err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+                                     sizeof(err));
+        assert_non_null(p);
+        for (int v = from; v <= to; v++)
+                for (int j = 0; j < KEYS; j++) {
+                        char key[16], val[32];
+                        snprintf(key, sizeof(key), "k%d", j);
+                        snprintf(val, sizeof(val), "k%d.%d", j, v);
+                        assert_int_equal(
+                            rd_kafka_producev(
+                                p, RD_KAFKA_V_TOPIC(topic),
+                                RD_KAFKA_V_PARTITION(j % LWW_PARTS),
+                                RD_KAFKA_V_KEY(key, strlen(key)),
+                                RD_KAFKA_V_VALUE(val, strlen(val)),
+                                RD_KAFKA_V_TIMESTAMP(t0 + 10 * v),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_END),
+                            RD_KAFKA_RESP_ERR_NO_ERROR);
+                }
+        assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(rd_kafka_outq_len(p), 0);
+        rd_kafka_destroy(p);
+}
+
+/* profiles.unified holds versions 0..'newest' of every key once each,
+ * and each key's last record is its version 'newest'. */
+static void expect_versions(struct rk *r, int newest) {
+        static int        reads;
+        const char *const topics[] = {"profiles.unified", NULL};
+        char              name[32];
+        int64_t           deadline = harness_now_ms() + 30000;
+
+        /* (As in expect_once(): the last commit may come a moment after
+         * lag 0.) */
+        while (rk_count(r, "west", "profiles.unified", "read_committed",
+                        NULL) < KEYS * (newest + 1) &&
+               harness_now_ms() < deadline) {
+                struct timespec ts = {0, 200 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        snprintf(name, sizeof(name), "read-profiles-%d", ++reads);
+        char *out = rk_read_topics(r, "west", name, topics);
+        struct rk_read pu;
+        int            last[KEYS], doubled = 0, wrong = 0, missing = 0;
+
+        rk_read_parse(out, "profiles.unified", &pu);
+        assert_true(pu.done);
+        for (int j = 0; j < KEYS; j++)
+                last[j] = -1;
+        for (int p = 0; p < pu.nparts; p++)
+                for (size_t i = 0; i < pu.part_cnt[p]; i++) {
+                        int j, v;
+                        if (sscanf(pu.part[p][i], "k%d.%d", &j, &v) != 2 ||
+                            j < 0 || j >= KEYS)
+                                fail_msg("profiles.unified holds %s",
+                                         pu.part[p][i]);
+                        last[j] = v;
+                }
+        for (int j = 0; j < KEYS; j++) {
+                for (int v = 0; v <= newest; v++) {
+                        char    val[32];
+                        snprintf(val, sizeof(val), "k%d.%d", j, v);
+                        int64_t k = rk_bag_count(pu.values, val);
+                        missing += k == 0;
+                        doubled += k > 1;
+                }
+                wrong += last[j] != newest;
+        }
+        print_message("# profiles.unified: %" PRId64 " records, want %d; %d "
+                      "missing, %d doubled, %d keys not at version %d\n",
+                      pu.records, KEYS * (newest + 1), missing, doubled,
+                      wrong, newest);
+        assert_int_equal(missing, 0);
+        assert_int_equal(doubled, 0);
+        assert_int_equal(wrong, 0);
+        assert_int_equal(pu.records, KEYS * (newest + 1));
+        rk_read_deinit(&pu);
+        free(out);
+}
 
 static const char *const single_args[] = {
     "--cluster", "east=127.0.0.1:9", "--site", "west", "--id", "key",
-    "--topic", "clicks", "--admin", "127.0.0.1:0", NULL};
+    "--topic", "clicks", "--topic", "profiles",
+    "--set", "unify.topics.profiles.mode=lww",
+    "--admin", "127.0.0.1:0", NULL};
 
 static const char *const scale_args[] = {
     "--cluster", "east=127.0.0.1:9", "--site", "west", "--id", "key",
-    "--topic", "clicks",
+    "--topic", "clicks", "--topic", "profiles",
+    "--set", "unify.topics.profiles.mode=lww",
     "--scale-out", "true",
     "--set", "scale_out.work_partitions=6",
     "--set", "scale_out.session_timeout=6s",
@@ -126,9 +233,19 @@ static bool last_restore(const char *path, long *records, int *warm) {
  * else; prints what is wrong. */
 static void expect_once(struct rk *r, int from, int to) {
         struct rk_bag *vals = rk_bag_new();
-        int64_t        n    = rk_count(r, "west", "clicks.unified",
-                                       "read_committed", vals);
+        int64_t        n, deadline = harness_now_ms() + 30000;
         int            missing = 0, doubled = 0;
+
+        /* Lag 0 says the inputs were read; the last transaction may
+         * commit a moment later. */
+        while ((n = rk_count(r, "west", "clicks.unified", "read_committed",
+                             vals)) < to - from &&
+               harness_now_ms() < deadline) {
+                rk_bag_destroy(vals);
+                vals = rk_bag_new();
+                struct timespec ts = {0, 200 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
 
         for (int i = from; i < to; i++) {
                 char    id[16];
@@ -161,15 +278,21 @@ static void test_scale_migrate(void **state) {
         rk_create_topic(r, "west", "clicks", IN_PARTS, 1, 0);
         rk_create_topic(r, "west", "east.clicks", IN_PARTS, 1, 0);
         rk_create_topic(r, "west", "clicks.unified", OUT_PARTS, 1, 0);
+        rk_create_topic(r, "west", "profiles", LWW_PARTS, 1, 0);
+        rk_create_topic(r, "west", "east.profiles", LWW_PARTS, 1, 0);
+        rk_create_topic(r, "west", "profiles.unified", 4, 1, 0);
+        int64_t t0 = (int64_t)time(NULL) * 1000;
 
         /* 1: one process, no scale-out. */
         rk_produce_keyed(r, "west", "clicks", IN_PARTS, "c", 0, 300);
         rk_produce_keyed(r, "west", "east.clicks", IN_PARTS, "c", 0, 100);
+        put_versions(r, "profiles", t0, 0, 4);
         rk_gwn_start(r, &one, "one", single_args);
         struct caught c1 = {&one, 1};
         if (!harness_wait_until(caught_up, &c1, 60000))
                 fail_msg("the single process did not catch up in 60 s");
         expect_once(r, 0, 300);
+        expect_versions(r, 4);
         assert_int_equal(rk_gwn_stop(r, &one, SIGTERM, 30000), 0);
 
         /* 2: two scale-out members on new state directories. */
@@ -179,6 +302,8 @@ static void test_scale_migrate(void **state) {
         rk_gwn_expect_log(&g[1], DONE, 0, 60000);
         rk_produce_keyed(r, "west", "east.clicks", IN_PARTS, "c", 0, 150);
         rk_produce_keyed(r, "west", "clicks", IN_PARTS, "c", 300, 100);
+        put_versions(r, "east.profiles", t0, 1, 3); /* stale */
+        put_versions(r, "profiles", t0, 5, 5);
         struct caught c2 = {g, 2};
         if (!harness_wait_until(caught_up, &c2, 60000)) {
                 rk_gwn_dump_log(&g[0], 30);
@@ -186,17 +311,18 @@ static void test_scale_migrate(void **state) {
         }
         int rebuilt = rk_log_count(g[0].log, REBUILT) +
                       rk_log_count(g[1].log, REBUILT);
-        print_message("# a and b rebuilt %d output partitions from "
-                      "clicks.unified\n",
+        print_message("# a and b rebuilt %d output partitions from the "
+                      "unified topics\n",
                       rebuilt);
         static const char *const what[] = {REBUILT, NULL};
         rk_grep_file(g[0].log, "UNIFY", what);
         rk_grep_file(g[1].log, "UNIFY", what);
         expect_once(r, 0, 400);
+        expect_versions(r, 5);
         /* Every partition once: a rebalance between the two starts may
          * have moved one before its rebuild committed (then rebuilt
          * again by the next owner, which is harmless), never fewer. */
-        assert_true(rebuilt >= OUT_PARTS);
+        assert_true(rebuilt >= OUT_PARTS + 4);
 
         /* 3: b alone restores what the rebuild wrote to the changelogs,
          * a's partitions warm from its standby. */
@@ -221,9 +347,12 @@ static void test_scale_migrate(void **state) {
         assert_int_equal(rk_log_count(g[1].log, REBUILT), b_rebuilt);
         expect_once(r, 0, 400);
         rk_produce_keyed(r, "west", "clicks", IN_PARTS, "c", 400, 50);
+        put_versions(r, "east.profiles", t0, 2, 2); /* stale */
+        put_versions(r, "profiles", t0, 6, 6);
         if (!harness_wait_until(caught_up, &c3, 60000))
                 fail_msg("b alone did not catch up with c400.. in 60 s");
         expect_once(r, 0, 450);
+        expect_versions(r, 6);
         assert_int_equal(rk_gwn_stop(r, &g[1], SIGTERM, 30000), 0);
         print_message("# wall %.1f s\n", rk_elapsed(r));
 }
