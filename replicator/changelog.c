@@ -365,32 +365,6 @@ static void ids_values(const struct changelog_ids_conf *want,
         snprintf(val[3], sizeof(val[3]), "%" PRId64, want->segment_ms);
 }
 
-/* Wait for the answer of an admin call on 'q'; NULL (reason in
- * 'errstr', 'timed_out' set if it is only late) if there is none or it
- * failed as a whole. */
-static rd_kafka_event_t *admin_answer(rd_kafka_queue_t *q, int timeout_ms,
-                                      bool *timed_out, char *errstr,
-                                      size_t errstr_size) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
-
-        *timed_out = !ev;
-        if (!ev) {
-                snprintf(errstr, errstr_size, "no answer in %d ms",
-                         timeout_ms);
-                return NULL;
-        }
-        if (rd_kafka_event_error(ev)) {
-                *timed_out =
-                    rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__TIMED_OUT ||
-                    rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__TRANSPORT;
-                snprintf(errstr, errstr_size, "%s",
-                         rd_kafka_event_error_string(ev));
-                rd_kafka_event_destroy(ev);
-                return NULL;
-        }
-        return ev;
-}
-
 static rd_kafka_AdminOptions_t *admin_options(rd_kafka_t *rk,
                                               rd_kafka_admin_op_t op,
                                               int timeout_ms) {
@@ -445,7 +419,7 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
         o = admin_options(admin, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
         rd_kafka_DescribeConfigs(admin, &res, 1, o, q);
         rd_kafka_AdminOptions_destroy(o);
-        ev = admin_answer(q, timeout_ms, &late, err, sizeof(err));
+        ev = aagw_kafka_admin_answer(q, timeout_ms, &late, err, sizeof(err));
         if (ev) {
                 size_t                            rn, cn;
                 const rd_kafka_ConfigResource_t **rr =
@@ -497,7 +471,7 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
         o = admin_options(admin, RD_KAFKA_ADMIN_OP_ALTERCONFIGS, timeout_ms);
         rd_kafka_AlterConfigs(admin, &alter, 1, o, q);
         rd_kafka_AdminOptions_destroy(o);
-        ev      = admin_answer(q, timeout_ms, &late, err, sizeof(err));
+        ev      = aagw_kafka_admin_answer(q, timeout_ms, &late, err, sizeof(err));
         altered = ev != NULL;
         if (ev) {
                 size_t                            rn;

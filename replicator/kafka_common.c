@@ -688,3 +688,26 @@ rd_kafka_resp_err_t aagw_kafka_config_err(
                          msg && *msg ? msg : rd_kafka_err2str(e));
         return e;
 }
+
+rd_kafka_event_t *aagw_kafka_admin_answer(rd_kafka_queue_t *q, int timeout_ms,
+                                          bool *timed_out, char *errstr,
+                                          size_t errstr_size) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
+
+        *timed_out = !ev;
+        if (!ev) {
+                snprintf(errstr, errstr_size, "no answer in %d ms",
+                         timeout_ms);
+                return NULL;
+        }
+        if (rd_kafka_event_error(ev)) {
+                *timed_out =
+                    rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                    rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR__TRANSPORT;
+                snprintf(errstr, errstr_size, "%s",
+                         rd_kafka_event_error_string(ev));
+                rd_kafka_event_destroy(ev);
+                return NULL;
+        }
+        return ev;
+}

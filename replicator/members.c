@@ -113,14 +113,9 @@ bool members_describe(rd_kafka_t *admin, struct aagw_group_info *g,
         rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, err,
                                                   sizeof(err));
         rd_kafka_DescribeConsumerGroups(admin, names, n, opt, q);
-        ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
-        if (!ev)
-                snprintf(err, sizeof(err), "no answer within %d ms",
-                         timeout_ms + 2000);
-        else if (rd_kafka_event_error(ev))
-                snprintf(err, sizeof(err), "%s",
-                         rd_kafka_event_error_string(ev));
-        else {
+        bool late;
+        ev = aagw_kafka_admin_answer(q, timeout_ms, &late, err, sizeof(err));
+        if (ev) {
                 const rd_kafka_DescribeConsumerGroups_result_t *res =
                     rd_kafka_event_DescribeConsumerGroups_result(ev);
                 size_t cnt = 0;

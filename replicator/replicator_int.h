@@ -14,6 +14,14 @@
 
 /* ------------------- SHARED MECHANICS (kafka_common.c) ------------------- */
 
+/* Wait for the answer of an admin call on 'q' (request timeout
+ * 'timeout_ms'): the result event, or NULL with the reason in 'errstr'
+ * ('timed_out' set when it is only late: no answer, a timeout or a
+ * transport error) if there is none or it failed as a whole. */
+rd_kafka_event_t *aagw_kafka_admin_answer(rd_kafka_queue_t *q, int timeout_ms,
+                                          bool *timed_out, char *errstr,
+                                          size_t errstr_size);
+
 /* The outcome of the one resource of a DescribeConfigs or AlterConfigs
  * answer ('rr', 'rn' as the result gives them): its error, with the
  * broker's message (or the error's name) in 'err'; __FAIL if the answer
