@@ -467,8 +467,12 @@ typedef struct aagw_members aagw_members_t;
 #define AAGW_MEMBERS_MAX       64   /**< members shown per group */
 #define AAGW_MEMBERS_PARTS_MAX 1000 /**< = the most work partitions */
 
+#define AAGW_MEMBER_INSTANCE_MAX 24
+
 struct aagw_member_info {
         char    member[160]; /**< scale_out.member (from its client id) */
+        char    instance[AAGW_MEMBER_INSTANCE_MAX]; /**< the process's
+                                 owner instance ("" if none) */
         char    id[200];     /**< the group's member id for it */
         char    host[128];   /**< as the coordinator saw it ("/10.1.2.3") */
         int32_t nparts;

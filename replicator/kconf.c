@@ -53,7 +53,7 @@ rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
 
         /* librdkafka's own lines go through aagw's log format. */
         rd_kafka_conf_set_log_cb(conf, aagw_kafka_log_cb);
-        char             client_id[128];
+        char             client_id[300];
 
         snprintf(client_id, sizeof(client_id), "aagw-%s", role ? role : "client");
         /* Recover from a broker restart in about a second instead of the

@@ -33,17 +33,26 @@ struct aagw_members {
         bool                    refused; /* a description failed */
 };
 
-/* The member's name from its owner consumer's client.id
- * ("aagw-MEMBER-owner", see owner.c): the client id itself if it has
- * another shape (another tool in the group). */
-static void member_name(const char *client_id, char *buf, size_t size) {
-        size_t len = strlen(client_id);
+/* The member's name and instance from its owner consumer's client.id
+ * ("aagw-MEMBER-owner~INSTANCE", see owner.c; "aagw-MEMBER-owner" from
+ * a version before instances): the client id itself and no instance if
+ * it has another shape (another tool in the group). */
+static void member_name(const char *client_id, struct aagw_member_info *m) {
+        const char *tilde = strrchr(client_id, '~');
+        size_t      len   = tilde ? (size_t)(tilde - client_id)
+                                  : strlen(client_id);
 
+        m->instance[0] = '\0';
         if (len > 11 && !strncmp(client_id, "aagw-", 5) &&
-            !strcmp(client_id + len - 6, "-owner"))
-                snprintf(buf, size, "%.*s", (int)(len - 11), client_id + 5);
-        else
-                snprintf(buf, size, "%s", client_id);
+            !strncmp(client_id + len - 6, "-owner", 6)) {
+                snprintf(m->member, sizeof(m->member), "%.*s",
+                         (int)(len - 11), client_id + 5);
+                if (tilde)
+                        snprintf(m->instance, sizeof(m->instance), "%s",
+                                 tilde + 1);
+        } else {
+                snprintf(m->member, sizeof(m->member), "%s", client_id);
+        }
 }
 
 static int cmp_part(const void *a, const void *b) {
@@ -76,8 +85,7 @@ static void take_group(struct aagw_group_info *g,
                         rd_kafka_MemberDescription_assignment(md));
                 struct aagw_member_info *m = &g->m[g->n++];
 
-                member_name(rd_kafka_MemberDescription_client_id(md),
-                            m->member, sizeof(m->member));
+                member_name(rd_kafka_MemberDescription_client_id(md), m);
                 snprintf(m->id, sizeof(m->id), "%s",
                          rd_kafka_MemberDescription_consumer_id(md));
                 snprintf(m->host, sizeof(m->host), "%s",

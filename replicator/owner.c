@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +68,11 @@ struct owner {
         bool    fatal;   /* the producer failed for good */
         bool    changed; /* ownership changed during this owner_poll() */
         bool    name_check; /* name_free() before a producer is made */
+        /* This owner's instance, in its consumer's client.id
+         * ("aagw-MEMBER-owner~INSTANCE"): tells its own membership from
+         * another process's of the same name, whatever member id the
+         * group gave either at the moment. */
+        char instance[AAGW_MEMBER_INSTANCE_MAX];
         int     commit_timeout_ms;
         void (*on_gained)(void *opaque,
                           const rd_kafka_topic_partition_list_t *parts);
@@ -215,7 +221,7 @@ static rd_kafka_t *owner_consumer(struct owner *o, const struct owner_conf *c,
         rd_kafka_resp_err_t              err;
         rd_kafka_t                      *rk;
 
-        snprintf(name, sizeof(name), "%s-owner", c->member);
+        snprintf(name, sizeof(name), "%s-owner~%s", c->member, o->instance);
         snprintf(session, sizeof(session), "%d", sess);
         ms_str(poll_iv, sizeof(poll_iv), c->max_poll_interval_ms, 30000);
         /* A third of the session, at most librdkafka's 3 s default. */
@@ -299,13 +305,16 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
  * other at every renewal.  Before this process uses the name, no other
  * member of the group may carry it.  A run of this process killed just
  * before stays in the group until its session times out: waited for, up
- * to 'wait_ms' (then, or at once with 0, refused).  'self' is this
- * process's own member id in the group ("" before it joined).  Returns
- * 0 (the name is free, or the group could not be described: logged, and
- * not in the way), or -1 with the reason in 'errstr'. */
+ * to 'wait_ms' (then, or at once with 0, refused).  This owner's own
+ * membership is told by its instance, not by its member id: a consumer
+ * the group dropped (a pause past the session) rejoins under a new id,
+ * and while it does the id it reports and the one the group lists
+ * differ.  Returns 0 (the name is free, or the group could not be
+ * described: logged, and not in the way), or -1 with the reason in
+ * 'errstr'. */
 #define NAME_POLL_MS 1000
 
-static int name_free(struct owner *o, const char *self, int wait_ms,
+static int name_free(struct owner *o, int wait_ms,
                      const atomic_bool *stop, char *errstr,
                      size_t errstr_size) {
         char                     name[256];
@@ -346,7 +355,7 @@ static int name_free(struct owner *o, const char *self, int wait_ms,
                 }
                 for (size_t i = 0; i < g->n && !dup; i++)
                         if (!strcmp(g->m[i].member, o->member) &&
-                            strcmp(g->m[i].id, self))
+                            strcmp(g->m[i].instance, o->instance))
                                 dup = &g->m[i];
                 int64_t ms = aagw_mono_ms() - t0;
                 if (!dup) {
@@ -408,6 +417,20 @@ out:
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
 
+/* 64 random bits in hex (the process id and the clock where the kernel
+ * has no randomness to give). */
+static void new_instance(char *buf, size_t size) {
+        uint64_t v;
+
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                v = ((uint64_t)getpid() << 40) ^ (uint64_t)ts.tv_sec << 20 ^
+                    (uint64_t)ts.tv_nsec;
+        }
+        snprintf(buf, size, "%016" PRIx64, v);
+}
+
 struct owner *owner_new(const struct owner_conf *c, char *errstr,
                         size_t errstr_size) {
         struct owner *o;
@@ -450,6 +473,7 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
                 snprintf(errstr, errstr_size, "out of memory");
                 goto fail;
         }
+        new_instance(o->instance, sizeof(o->instance));
         o->owned     = rd_kafka_topic_partition_list_new(0);
         o->on_gained = c->on_gained;
         o->on_lost   = c->on_lost;
@@ -469,7 +493,7 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
         int sess = c->session_timeout_ms > 0 ? c->session_timeout_ms : 10000;
         o->name_check = !c->no_name_check;
         if (o->name_check &&
-            name_free(o, "", sess + 5000, c->stop, errstr, errstr_size))
+            name_free(o, sess + 5000, c->stop, errstr, errstr_size))
                 goto fail;
         /* The producer first: a cluster without working transactions
          * fails here, before this process joins the group and is given
@@ -570,13 +594,7 @@ owner_result_t owner_renew(struct owner *o, char *errstr,
         o->producer = NULL;
         /* A producer fenced by another process of the same name is not
          * made again (it would fence that one in turn). */
-        char *self  = rd_kafka_memberid(o->consumer);
-        int   taken = o->name_check ? name_free(o, self ? self : "", 0, NULL,
-                                                errstr, errstr_size)
-                                    : 0;
-        if (self)
-                rd_kafka_mem_free(o->consumer, self);
-        if (taken) {
+        if (o->name_check && name_free(o, 0, NULL, errstr, errstr_size)) {
                 o->fatal = true;
                 return AAGW_OWNER_FATAL;
         }
@@ -646,6 +664,10 @@ int64_t owner_assignments(const struct owner *o) {
 
 int64_t owner_dropped(const struct owner *o) {
         return o->dropped;
+}
+
+const char *owner_instance(const struct owner *o) {
+        return o->instance;
 }
 
 /* ------------------------------------------------------- TRANSACTIONS --- */

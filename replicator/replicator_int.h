@@ -423,7 +423,7 @@ struct owner_conf {
         size_t             prop_cnt;
         const char        *group;  /* consumer group of the owners */
         const char        *topic;  /* the work topic */
-        const char        *member; /* client.id "aagw-MEMBER-owner" and
+        const char        *member; /* client.id "aagw-MEMBER-owner~INSTANCE" and
                                       "aagw-MEMBER-txn"; log name */
         const char        *transactional_id;
         int session_timeout_ms;   /* 0: 10 s */
@@ -515,6 +515,11 @@ int64_t owner_assignments(const struct owner *o);
  * (and dropped) although its partitions are paused: 0 unless a fetch
  * slipped in before a pause. */
 int64_t owner_dropped(const struct owner *o);
+
+/* This owner's instance: what its consumer's client.id carries after
+ * "aagw-MEMBER-owner~", and what tells its membership from another
+ * process's of the same member name. */
+const char *owner_instance(const struct owner *o);
 
 /* Begin a transaction.  Returns AAGW_OWNER_OK, or a result with the
  * reason ('errstr'). */

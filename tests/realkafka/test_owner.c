@@ -202,6 +202,73 @@ static int64_t read_out(const char *bs, const char *isolation,
         return end;
 }
 
+/* Polls 'c' (if any), 'a' and 'b' until the coordinator lists 'n'
+ * members of the owners' group, Stable; fails after 30 s. */
+static void wait_members(const char *bs, size_t n, rd_kafka_t *c,
+                         struct owner *a, struct owner *b, const char *what) {
+        char                    err[512];
+        aagw_members_t         *ms = owners_view(bs);
+        struct aagw_group_info *g  = calloc(1, sizeof(*g));
+        int64_t                 t0 = harness_now_ms();
+
+        assert_non_null(ms);
+        assert_non_null(g);
+        for (;;) {
+                assert_int_equal(aagw_members_get(ms, g, 1), 1);
+                if (g->n == n && !strcmp(g->state, "Stable"))
+                        break;
+                if (harness_now_ms() - t0 > 30000)
+                        fail_msg("%s: the group has %zu members (%s), not %zu",
+                                 what, g->n, g->state, n);
+                rd_kafka_message_t *m = c ? rd_kafka_consumer_poll(c, 50)
+                                          : NULL;
+                if (m)
+                        rd_kafka_message_destroy(m);
+                owner_poll(a, c ? 0 : 50, err, sizeof(err));
+                owner_poll(b, 0, err, sizeof(err));
+        }
+        aagw_members_destroy(ms);
+        free(g);
+}
+
+/* A plain consumer in the owners' group with client id 'cid', once the
+ * coordinator lists it next to owners 'a' and 'b'. */
+static rd_kafka_t *join_as(const char *bs, const char *cid, struct owner *a,
+                           struct owner *b) {
+        char             err[512];
+        rd_kafka_conf_t *dc   = rd_kafka_conf_new();
+        const char      *kv[] = {"bootstrap.servers", bs,
+                                 "group.id", "owners",
+                                 "client.id", cid,
+                                 "partition.assignment.strategy", "roundrobin",
+                                 "session.timeout.ms", "6000",
+                                 "log_level", "3", NULL};
+
+        for (size_t i = 0; kv[i]; i += 2)
+                assert_int_equal(
+                    rd_kafka_conf_set(dc, kv[i], kv[i + 1], err, sizeof(err)),
+                    RD_KAFKA_CONF_OK);
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, dc, err, sizeof(err));
+        assert_non_null(c);
+        rd_kafka_poll_set_consumer(c);
+        rd_kafka_topic_partition_list_t *sub =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(sub, "work", RD_KAFKA_PARTITION_UA);
+        assert_int_equal(rd_kafka_subscribe(c, sub), 0);
+        rd_kafka_topic_partition_list_destroy(sub);
+        wait_members(bs, 3, c, a, b, cid);
+        return c;
+}
+
+/* 'c' leaves the group; returns once the coordinator lists 'a' and 'b'
+ * alone again. */
+static void leave(const char *bs, rd_kafka_t *c, struct owner *a,
+                  struct owner *b) {
+        rd_kafka_consumer_close(c);
+        rd_kafka_destroy(c);
+        wait_members(bs, 2, NULL, a, b, "after the leave");
+}
+
 static void test_owner(void **state) {
         struct rk *r = rk_new("rk-owner");
         char       err[1024] = "";
@@ -329,6 +396,9 @@ static void test_owner(void **state) {
                                                                    : &g->m[0];
                 assert_string_equal(ma->member, "A");
                 assert_string_equal(mb->member, "B");
+                assert_string_equal(ma->instance, owner_instance(a));
+                assert_string_equal(mb->instance, owner_instance(b));
+                assert_string_not_equal(ma->instance, mb->instance);
                 assert_int_equal(ma->nparts, 1);
                 assert_int_equal(mb->nparts, 1);
                 assert_int_equal(ma->parts[0], mine[0]);
@@ -377,56 +447,32 @@ static void test_owner(void **state) {
         if (rc)
                 fail_msg("A's renewal after the twin: %d: %s", rc, err);
 
-        /* Another process named A joins the group (a consumer with the
-         * client id an owner A has): A may not renew, and a new owner A
-         * is refused once the other did not leave within its session
-         * (2 s) plus 5 s. */
+        /* A's own membership under a member id A's consumer does not
+         * report (what the group lists while a consumer it dropped
+         * after a pause rejoins): the same instance, so A renews. */
         {
-                rd_kafka_conf_t *dc  = rd_kafka_conf_new();
-                const char      *kv[] = {"bootstrap.servers", bs,
-                                         "group.id", "owners",
-                                         "client.id", "aagw-A-owner",
-                                         "partition.assignment.strategy",
-                                         "roundrobin",
-                                         "session.timeout.ms", "6000",
-                                         "log_level", "3", NULL};
-                for (size_t i = 0; kv[i]; i += 2)
-                        assert_int_equal(rd_kafka_conf_set(dc, kv[i], kv[i + 1],
-                                                           err, sizeof(err)),
-                                         RD_KAFKA_CONF_OK);
-                rd_kafka_t *dup = rd_kafka_new(RD_KAFKA_CONSUMER, dc, err,
-                                               sizeof(err));
-                assert_non_null(dup);
-                rd_kafka_poll_set_consumer(dup);
-                rd_kafka_topic_partition_list_t *sub =
-                    rd_kafka_topic_partition_list_new(1);
-                rd_kafka_topic_partition_list_add(sub, "work",
-                                                  RD_KAFKA_PARTITION_UA);
-                assert_int_equal(rd_kafka_subscribe(dup, sub), 0);
-                rd_kafka_topic_partition_list_destroy(sub);
-                /* Until the coordinator lists it next to A and B. */
-                aagw_members_t *ms = owners_view(bs);
-                struct aagw_group_info *g = calloc(1, sizeof(*g));
-                assert_non_null(ms);
-                assert_non_null(g);
-                t0 = harness_now_ms();
-                for (;;) {
-                        assert_int_equal(aagw_members_get(ms, g, 1), 1);
-                        if (g->n == 3 && !strcmp(g->state, "Stable"))
-                                break;
-                        if (harness_now_ms() - t0 > 30000)
-                                fail_msg("the second A never joined: %s, "
-                                         "%zu members",
-                                         g->state, g->n);
-                        rd_kafka_message_t *m = rd_kafka_consumer_poll(dup, 50);
-                        if (m)
-                                rd_kafka_message_destroy(m);
-                        owner_poll(a, 0, err, sizeof(err));
-                        owner_poll(b, 0, err, sizeof(err));
-                }
-                aagw_members_destroy(ms);
-                free(g);
-                rc = owner_renew(a, err, sizeof(err));
+                char cid[128];
+                snprintf(cid, sizeof(cid), "aagw-A-owner~%s",
+                         owner_instance(a));
+                rd_kafka_t *self = join_as(bs, cid, a, b);
+                rc               = owner_renew(a, err, sizeof(err));
+                if (rc)
+                        fail_msg("A's renewal beside its own instance under "
+                                 "another member id: %d: %s",
+                                 rc, err);
+                print_message("# A renews beside its own instance (%s) "
+                              "under another member id\n",
+                              owner_instance(a));
+                leave(bs, self, a, b);
+        }
+
+        /* Another process named A joins the group (a consumer with the
+         * client id an owner A of an earlier version has, no instance):
+         * A may not renew, and a new owner A is refused once the other
+         * did not leave within its session (2 s) plus 5 s. */
+        {
+                rd_kafka_t *dup = join_as(bs, "aagw-A-owner", a, b);
+                rc              = owner_renew(a, err, sizeof(err));
                 print_message("# A's renewal with a second A in the group: "
                               "%d: %s\n",
                               rc, err);
