@@ -203,9 +203,12 @@ static int64_t read_out(const char *bs, const char *isolation,
 }
 
 /* Polls 'c' (if any), 'a' and 'b' until the coordinator lists 'n'
- * members of the owners' group, Stable; fails after 30 s. */
-static void wait_members(const char *bs, size_t n, rd_kafka_t *c,
-                         struct owner *a, struct owner *b, const char *what) {
+ * members of the owners' group, Stable; fails after 30 s.  Returns the
+ * group as described then (the caller frees it). */
+static struct aagw_group_info *wait_members(const char *bs, size_t n,
+                                            rd_kafka_t *c, struct owner *a,
+                                            struct owner *b,
+                                            const char *what) {
         char                    err[512];
         aagw_members_t         *ms = owners_view(bs);
         struct aagw_group_info *g  = calloc(1, sizeof(*g));
@@ -215,20 +218,22 @@ static void wait_members(const char *bs, size_t n, rd_kafka_t *c,
         assert_non_null(g);
         for (;;) {
                 assert_int_equal(aagw_members_get(ms, g, 1), 1);
-                if (g->n == n && !strcmp(g->state, "Stable"))
+                if (!g->error[0] && g->n == n && !strcmp(g->state, "Stable"))
                         break;
                 if (harness_now_ms() - t0 > 30000)
-                        fail_msg("%s: the group has %zu members (%s), not %zu",
-                                 what, g->n, g->state, n);
+                        fail_msg("%s: the group has %zu members (%s), not "
+                                 "%zu; error \"%s\"",
+                                 what, g->n, g->state, n, g->error);
                 rd_kafka_message_t *m = c ? rd_kafka_consumer_poll(c, 50)
                                           : NULL;
                 if (m)
                         rd_kafka_message_destroy(m);
-                owner_poll(a, c ? 0 : 50, err, sizeof(err));
-                owner_poll(b, 0, err, sizeof(err));
+                assert_int_equal(
+                    owner_poll(a, c ? 0 : 50, err, sizeof(err)), 0);
+                assert_int_equal(owner_poll(b, 0, err, sizeof(err)), 0);
         }
         aagw_members_destroy(ms);
-        free(g);
+        return g;
 }
 
 /* A plain consumer in the owners' group with client id 'cid', once the
@@ -256,7 +261,7 @@ static rd_kafka_t *join_as(const char *bs, const char *cid, struct owner *a,
         rd_kafka_topic_partition_list_add(sub, "work", RD_KAFKA_PARTITION_UA);
         assert_int_equal(rd_kafka_subscribe(c, sub), 0);
         rd_kafka_topic_partition_list_destroy(sub);
-        wait_members(bs, 3, c, a, b, cid);
+        free(wait_members(bs, 3, c, a, b, cid));
         return c;
 }
 
@@ -266,7 +271,7 @@ static void leave(const char *bs, rd_kafka_t *c, struct owner *a,
                   struct owner *b) {
         rd_kafka_consumer_close(c);
         rd_kafka_destroy(c);
-        wait_members(bs, 2, NULL, a, b, "after the leave");
+        free(wait_members(bs, 2, NULL, a, b, "after the leave"));
 }
 
 static void test_owner(void **state) {
@@ -370,26 +375,9 @@ static void test_owner(void **state) {
         /* The members view (/status, /metrics) describes the group as
          * its coordinator sees it: A and B, one work partition each. */
         {
-                aagw_members_t *ms = owners_view(bs);
-                struct aagw_group_info *g = calloc(1, sizeof(*g));
                 int64_t                 t1 = harness_now_ms();
-
-                assert_non_null(ms);
-                assert_non_null(g);
-                for (;;) {
-                        assert_int_equal(aagw_members_get(ms, g, 1), 1);
-                        if (!g->error[0] && g->n == 2 &&
-                            !strcmp(g->state, "Stable"))
-                                break;
-                        if (harness_now_ms() - t1 > 20000)
-                                fail_msg("members view: state %s, %zu "
-                                         "members, error \"%s\"",
-                                         g->state, g->n, g->error);
-                        assert_int_equal(owner_poll(a, 50, err, sizeof(err)),
-                                         0);
-                        assert_int_equal(owner_poll(b, 50, err, sizeof(err)),
-                                         0);
-                }
+                struct aagw_group_info *g =
+                    wait_members(bs, 2, NULL, a, b, "members view");
                 const struct aagw_member_info *ma =
                     !strcmp(g->m[0].member, "A") ? &g->m[0] : &g->m[1];
                 const struct aagw_member_info *mb = ma == &g->m[0] ? &g->m[1]
@@ -410,7 +398,6 @@ static void test_owner(void **state) {
                               g->state, ma->member, (int)ma->parts[0],
                               mb->member, (int)mb->parts[0],
                               harness_now_ms() - t1);
-                aagw_members_destroy(ms);
                 free(g);
         }
 
