@@ -882,7 +882,10 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         char                why[512];
         int                 have, rc;
 
-        err = rd_kafka_metadata(f->admin, 1, NULL, &md, 5000);
+        err = aagw_kafka_metadata(f->admin, true, NULL, &md, 5000,
+                                  &f->ctl.stop);
+        if (err == RD_KAFKA_RESP_ERR__INTR)
+                return -2; /* stopping */
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: metadata of %s failed: %s; retrying later",
@@ -957,7 +960,10 @@ static void discover(aagw_flow_t *f) {
         rd_kafka_resp_err_t              err;
         bool                             changed = false;
 
-        err = rd_kafka_metadata(f->meta, 1, NULL, &md, 5000);
+        err = aagw_kafka_metadata(f->meta, true, NULL, &md, 5000,
+                                  &f->ctl.stop);
+        if (err == RD_KAFKA_RESP_ERR__INTR)
+                return; /* stopping */
         aagw_reach_note(&f->src_reach, err);
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "FLOW",

@@ -67,6 +67,32 @@ void replicator_ctl_init(struct replicator_ctl *ctl, const char *tag,
         snprintf(ctl->who, sizeof(ctl->who), "%s", who);
 }
 
+rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
+                                        rd_kafka_topic_t *only,
+                                        const struct rd_kafka_metadata **mdp,
+                                        int timeout_ms,
+                                        const atomic_bool *stop) {
+        int64_t             deadline = aagw_mono_ms() + timeout_ms;
+        rd_kafka_resp_err_t err      = RD_KAFKA_RESP_ERR__TIMED_OUT;
+
+        for (;;) {
+                if (stop && atomic_load(stop))
+                        return RD_KAFKA_RESP_ERR__INTR;
+                int64_t left = deadline - aagw_mono_ms();
+                if (left <= 0)
+                        return err;
+                err = rd_kafka_metadata(rk, all_topics, only, mdp,
+                                        (int)(left < 500 ? left : 500));
+                /* No answer yet, or no broker reachable yet: asked
+                 * again until the time is up, as one long request would
+                 * have waited; any other answer is the answer. */
+                if (err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+                    err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+                    err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+                        return err;
+        }
+}
+
 void replicator_ctl_deinit(struct replicator_ctl *ctl) {
         pthread_mutex_destroy(&ctl->lock);
 }

@@ -395,7 +395,8 @@ static int ensure_topic(struct mm2 *m, rd_kafka_t *admin, const char *topic,
         char                            err[256];
         bool                            have = false;
 
-        if (!admin || rd_kafka_metadata(admin, 1, NULL, &md, ADMIN_TIMEOUT_MS))
+        if (!admin || aagw_kafka_metadata(admin, true, NULL, &md,
+                                          ADMIN_TIMEOUT_MS, &m->stopping))
                 return 0; /* the produce reports what is wrong */
         for (int i = 0; i < md->topic_cnt; i++)
                 have |= !strcmp(md->topics[i].topic, topic) &&

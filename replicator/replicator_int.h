@@ -22,6 +22,18 @@ rd_kafka_event_t *aagw_kafka_admin_answer(rd_kafka_queue_t *q, int timeout_ms,
                                           bool *timed_out, char *errstr,
                                           size_t errstr_size);
 
+/* rd_kafka_metadata() that gives up when '*stop' is set: asked in
+ * slices of at most half a second until 'timeout_ms' has passed, so a
+ * stage that discovers topics while its cluster is unreachable stops
+ * within half a second, not at the end of the request timeout.  Returns
+ * rd_kafka_metadata()'s result, or RD_KAFKA_RESP_ERR__INTR (nothing in
+ * '*mdp') once '*stop' was set. */
+rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
+                                        rd_kafka_topic_t *only,
+                                        const struct rd_kafka_metadata **mdp,
+                                        int timeout_ms,
+                                        const atomic_bool *stop);
+
 /* The outcome of the one resource of a DescribeConfigs or AlterConfigs
  * answer ('rr', 'rn' as the result gives them): its error, with the
  * broker's message (or the error's name) in 'err'; __FAIL if the answer

@@ -1016,8 +1016,10 @@ static void discover(aagw_unify_t *u) {
         const struct rd_kafka_metadata *md = NULL;
         const aagw_repl_policy_t       *pol = u->conf.policy;
         bool                            changed = false;
-        rd_kafka_resp_err_t err = rd_kafka_metadata(u->admin, 1, NULL, &md,
-                                                    5000);
+        rd_kafka_resp_err_t err = aagw_kafka_metadata(u->admin, true, NULL,
+                                                      &md, 5000, &u->ctl.stop);
+        if (err == RD_KAFKA_RESP_ERR__INTR)
+                return; /* stopping */
         u->inputs_leaderless = false;
         aagw_reach_note(&u->reach, err);
         if (err) {

@@ -415,8 +415,12 @@ static void test_second_instance_refused(void **state) {
                 dup2(in, 0);
                 dup2(err, 1);
                 dup2(err, 2);
-                execl(getenv("AAGW_BIN"), "aagw", "--state-dir", dir,
-                      "--duration", "60", (char *)NULL);
+                /* Clusters nobody listens on: the lock is taken before
+                 * any cluster is reached (the demo's mock clusters would
+                 * add its 20 s check at the stop). */
+                execl(getenv("AAGW_BIN"), "aagw", "--cluster",
+                      "east=127.0.0.1:1", "--cluster", "west=127.0.0.1:2",
+                      "--state-dir", dir, "--duration", "60", (char *)NULL);
                 _exit(127);
         }
         /* Wait (30 s deadline) until the first one runs its flows. */
