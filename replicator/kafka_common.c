@@ -74,6 +74,7 @@ rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
                                         const atomic_bool *stop) {
         int64_t             deadline = aagw_mono_ms() + timeout_ms;
         rd_kafka_resp_err_t err      = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        int                 slice    = 500;
 
         for (;;) {
                 if (stop && atomic_load(stop))
@@ -82,13 +83,16 @@ rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
                 if (left <= 0)
                         return err;
                 err = rd_kafka_metadata(rk, all_topics, only, mdp,
-                                        (int)(left < 500 ? left : 500));
-                /* No answer yet, or no broker reachable yet: asked
-                 * again until the time is up, as one long request would
-                 * have waited; any other answer is the answer. */
-                if (err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
-                    err != RD_KAFKA_RESP_ERR__TRANSPORT &&
-                    err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+                                        (int)(left < slice ? left : slice));
+                /* No broker reachable yet: asked again every half second
+                 * until the time is up, as one long request would have
+                 * waited.  No answer yet: a slow cluster gets a longer
+                 * slice each time (a request that timed out is not
+                 * answered to the next one), up to 2 s. */
+                if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
+                        slice = slice >= 1000 ? 2000 : slice * 2;
+                else if (err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+                         err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
                         return err;
         }
 }

@@ -23,11 +23,12 @@ rd_kafka_event_t *aagw_kafka_admin_answer(rd_kafka_queue_t *q, int timeout_ms,
                                           size_t errstr_size);
 
 /* rd_kafka_metadata() that gives up when '*stop' is set: asked in
- * slices of at most half a second until 'timeout_ms' has passed, so a
+ * slices until 'timeout_ms' has passed (half a second while no broker
+ * is reachable; growing to 2 s while a cluster is slow to answer), so a
  * stage that discovers topics while its cluster is unreachable stops
- * within half a second, not at the end of the request timeout.  Returns
- * rd_kafka_metadata()'s result, or RD_KAFKA_RESP_ERR__INTR (nothing in
- * '*mdp') once '*stop' was set. */
+ * within half a second (2 s at most), not at the end of the request
+ * timeout.  Returns rd_kafka_metadata()'s result, or
+ * RD_KAFKA_RESP_ERR__INTR (nothing in '*mdp') once '*stop' was set. */
 rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
                                         rd_kafka_topic_t *only,
                                         const struct rd_kafka_metadata **mdp,
