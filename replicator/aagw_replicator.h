@@ -709,7 +709,9 @@ struct aagw_flow_part_stats {
                                  its work partition is owned here) */
 };
 
-/** Copy up to @p max partition figures; @returns how many there are. */
+/** Copy up to @p max partition figures; @returns how many it copied,
+ *  or with @p out NULL how many there are (the count may grow between
+ *  the two calls: a topic discovered meanwhile). */
 size_t aagw_flow_partitions(const aagw_flow_t *flow,
                             struct aagw_flow_part_stats *out, size_t max);
 
@@ -723,7 +725,8 @@ struct aagw_flow_missing {
         char    fix[1024];   /**< the command that adds the partitions */
 };
 
-/** Copy up to @p max such topics; @returns how many there are. */
+/** Copy up to @p max such topics; @returns how many it copied, or with
+ *  @p out NULL how many there are. */
 size_t aagw_flow_missing(const aagw_flow_t *flow,
                          struct aagw_flow_missing *out, size_t max);
 

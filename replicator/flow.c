@@ -3612,7 +3612,7 @@ size_t aagw_flow_partitions(const aagw_flow_t *fc,
                 }
         }
         pthread_mutex_unlock(&f->ctl.lock);
-        return n;
+        return out && n > max ? max : n;
 }
 
 size_t aagw_flow_missing(const aagw_flow_t *fc, struct aagw_flow_missing *out,
@@ -3641,5 +3641,5 @@ size_t aagw_flow_missing(const aagw_flow_t *fc, struct aagw_flow_missing *out,
                 n++;
         }
         pthread_mutex_unlock(&f->ctl.lock);
-        return n;
+        return out && n > max ? max : n;
 }

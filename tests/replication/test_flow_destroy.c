@@ -5,7 +5,9 @@
  * target's broker answers only after 30 s, so records stay in flight,
  * and destroying the flow with a 500 ms timeout must return within a few
  * seconds, not after the 8 s the thread used to drain for whatever it
- * was given (and the 10 s more of the revoke callback's drain).
+ * was given (and the 10 s more of the revoke callback's drain).  On the
+ * way, aagw_flow_partitions() copies no more than it is given room for
+ * and says how many it copied.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,6 +84,9 @@ static void test_destroy_timeout(void **state) {
 
         cluster_new(&east, "clicks");
         cluster_new(&west, "east.clicks");
+        assert_int_equal(rd_kafka_mock_topic_create(east.mc, "views", 1, 1), 0);
+        assert_int_equal(
+            rd_kafka_mock_topic_create(west.mc, "east.views", 1, 1), 0);
         aagw_repl_conf_init(&rc);
         rc.sites    = sites;
         rc.site_cnt = 2;
@@ -110,6 +115,25 @@ static void test_destroy_timeout(void **state) {
                 aagw_flow_stats(f, &st);
         } while (st.records_out < 10 && mono_ms() < deadline);
         assert_int_equal(st.records_out, 10);
+
+        /* The partition figures (/status, /metrics, checkpoints) are
+         * asked for twice: how many, then into an array that many long.
+         * A partition found between the two calls must not be written
+         * or counted past the array: the second call says how many it
+         * copied (it used to say how many there were, and /status read
+         * past its array under ASan). */
+        size_t all;
+        deadline = mono_ms() + 30000;
+        while ((all = aagw_flow_partitions(f, NULL, 0)) < 2 &&
+               mono_ms() < deadline)
+                sleep_ms(50);
+        assert_true(all >= 2); /* clicks [0] and views [0] */
+        struct aagw_flow_part_stats one[1];
+        memset(one, 0, sizeof(one));
+        assert_int_equal(aagw_flow_partitions(f, one, 1), 1);
+        assert_true(!strcmp(one[0].topic, "clicks") ||
+                    !strcmp(one[0].topic, "views"));
+        assert_int_equal(aagw_flow_partitions(f, NULL, 0), all);
 
         /* The target stops answering in time: records stay in flight. */
         rd_kafka_mock_broker_set_rtt(west.mc, -1, 30000);
