@@ -1178,6 +1178,25 @@ void rk_read_deinit(struct rk_read *rd) {
         memset(rd, 0, sizeof(*rd));
 }
 
+int64_t rk_lww_last(const struct rk_read *rd, const char *topic, int keys,
+                    int *last) {
+        int64_t doubled = 0;
+
+        for (int j = 0; j < keys; j++)
+                last[j] = -1;
+        for (int p = 0; p < rd->nparts; p++)
+                for (size_t i = 0; i < rd->part_cnt[p]; i++) {
+                        int j, v;
+                        if (sscanf(rd->part[p][i], "k%d.%d", &j, &v) != 2 ||
+                            j < 0 || j >= keys)
+                                fail_msg("%s holds %s", topic, rd->part[p][i]);
+                        if (rk_bag_count(rd->values, rd->part[p][i]) > 1)
+                                doubled++;
+                        last[j] = v;
+                }
+        return doubled;
+}
+
 struct cmp_arg {
         const struct rk_bag *want, *allowed, *got;
         struct rk_diff      *d;

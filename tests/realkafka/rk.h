@@ -305,6 +305,13 @@ struct rk_read {
 void rk_read_parse(const char *path, const char *topic, struct rk_read *out);
 void rk_read_deinit(struct rk_read *rd);
 
+/** A last-write-wins topic read with values "k<j>.<v>" (0 <= j < @p keys,
+ *  version v): @p last[j] is the last version of key j in partition order
+ *  (a key's versions share a partition), -1 if none; fails on any other
+ *  value.  @returns the records whose value occurs more than once. */
+int64_t rk_lww_last(const struct rk_read *rd, const char *topic, int keys,
+                    int *last);
+
 /** Run ReadToEnd (read_committed) at @p alias on @p topics
  *  (NULL-terminated) into <dir>/<name> and assert it read to the end. */
 char *rk_read_topics(struct rk *r, const char *alias, const char *name,

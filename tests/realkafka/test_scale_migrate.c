@@ -125,17 +125,8 @@ static void expect_versions(struct rk *r, int newest) {
 
         rk_read_parse(out, "profiles.unified", &pu);
         assert_true(pu.done);
-        for (int j = 0; j < KEYS; j++)
-                last[j] = -1;
-        for (int p = 0; p < pu.nparts; p++)
-                for (size_t i = 0; i < pu.part_cnt[p]; i++) {
-                        int j, v;
-                        if (sscanf(pu.part[p][i], "k%d.%d", &j, &v) != 2 ||
-                            j < 0 || j >= KEYS)
-                                fail_msg("profiles.unified holds %s",
-                                         pu.part[p][i]);
-                        last[j] = v;
-                }
+        /* (Doubled versions are counted per version below.) */
+        (void)rk_lww_last(&pu, "profiles.unified", KEYS, last);
         for (int j = 0; j < KEYS; j++) {
                 for (int v = 0; v <= newest; v++) {
                         char    val[32];

@@ -406,20 +406,8 @@ static void test_scale_unify(void **state) {
         /* lww: each version at most once; the last record of each key
          * is its newest version. */
         int     last[KEYS];
-        int64_t vdups = 0, wrong = 0;
-        for (int j = 0; j < KEYS; j++)
-                last[j] = -1;
-        for (int p = 0; p < pu.nparts; p++)
-                for (size_t i = 0; i < pu.part_cnt[p]; i++) {
-                        int j, v;
-                        if (sscanf(pu.part[p][i], "k%d.%d", &j, &v) != 2 ||
-                            j < 0 || j >= KEYS)
-                                fail_msg("profiles.unified holds %s",
-                                         pu.part[p][i]);
-                        if (rk_bag_count(pu.values, pu.part[p][i]) > 1)
-                                vdups++;
-                        last[j] = v;
-                }
+        int64_t wrong = 0;
+        int64_t vdups = rk_lww_last(&pu, "profiles.unified", KEYS, last);
         for (int j = 0; j < KEYS; j++)
                 if (last[j] != t.newest[j] && !wrong++)
                         print_message("# k%d: last unified version %d, "
