@@ -264,9 +264,8 @@ aagw_err_t harness_kcat_produce(const char *bootstraps, const char *topic,
  *                for the output to split into one line per record.
  * @param lines   receives the output lines; release with
  *                harness_lines_deinit().
- * @remark On the embedded clusters, reading a topic that does not exist
- *         creates it with 4 partitions (the mock auto-creates on metadata
- *         requests).
+ * @remark A topic that does not exist reads as empty (no lines, AAGW_OK)
+ *         and is not created, on real and embedded clusters alike.
  */
 aagw_err_t harness_kcat_consume(const char *bootstraps, const char *topic,
                                 const char *format, int timeout_ms,
