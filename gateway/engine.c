@@ -5,6 +5,8 @@
 #include "gateway_int.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
@@ -108,6 +110,44 @@ static int pos_save(void *opaque, const char *scope,
 
 /* ---------------------------------------------------------------- SETUP -- */
 
+static void *flow_destroy_thread(void *arg) {
+        aagw_flow_destroy(arg, 10000);
+        return NULL;
+}
+
+static void *unify_destroy_thread(void *arg) {
+        aagw_unify_destroy(arg);
+        return NULL;
+}
+
+/* Destroy the flows and unify stages at once, one thread each: each
+ * closes several Kafka clients, and a close can take a second (a broker
+ * thread that missed its wake-up); one stage after another, that was a
+ * stop of many seconds. */
+static void destroy_stages(struct engine *e) {
+        size_t    n = e->nflows + e->nunify;
+        pthread_t t[GW_MAX_FLOWS * 2];
+        bool      own[GW_MAX_FLOWS * 2] = {false};
+
+        for (size_t i = 0; i < n && i < GW_MAX_FLOWS * 2; i++) {
+                bool flow = i < e->nflows;
+                void *arg = flow ? (void *)e->flows[i]
+                                 : (void *)e->unify[i - e->nflows];
+                own[i] = !pthread_create(&t[i], NULL,
+                                         flow ? flow_destroy_thread
+                                              : unify_destroy_thread,
+                                         arg);
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (i < GW_MAX_FLOWS * 2 && own[i])
+                        pthread_join(t[i], NULL);
+                else if (i < e->nflows)
+                        aagw_flow_destroy(e->flows[i], 10000);
+                else
+                        aagw_unify_destroy(e->unify[i - e->nflows]);
+        }
+}
+
 static void engine_free(struct engine *e) {
         /* The endpoint reads the flows: it goes first. */
         gw_admin_stop(e->admin);
@@ -120,12 +160,9 @@ static void engine_free(struct engine *e) {
                 aagw_flow_stop(e->flows[i]);
         for (size_t i = 0; i < e->nunify; i++)
                 aagw_unify_stop(e->unify[i]);
-        for (size_t i = 0; i < e->nflows; i++)
-                aagw_flow_destroy(e->flows[i], 10000);
-        for (size_t i = 0; i < e->nunify; i++) {
-                aagw_unify_destroy(e->unify[i]);
+        destroy_stages(e);
+        for (size_t i = 0; i < e->nunify; i++)
                 aagw_decider_destroy(e->deciders[i]);
-        }
         for (size_t i = 0; i < GW_MAX_FLOWS; i++)
                 aagw_repl_policy_destroy(e->flow_pols[i]);
         for (size_t i = 0; i < e->ntopic_rules; i++)

@@ -78,8 +78,11 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
 
 #define SAVE_INTERVAL_MS 1000
 /* How long a stopping flow waits for its in-flight records to be
- * acknowledged, unless aagw_flow_destroy() says otherwise. */
-#define DRAIN_MS 8000
+ * acknowledged, unless aagw_flow_destroy() says otherwise.  A healthy
+ * target acknowledges within milliseconds; one that does not answer for
+ * 3 s will not answer before the stop must end (5 s), and whatever it
+ * did not acknowledge is copied again by the next start. */
+#define DRAIN_MS 3000
 /* How long reconcile() waits for the target partition to answer (a dead
  * leader is replaced within the broker session timeout, 9 s by default)
  * before it fails the flow rather than guess. */
@@ -3464,26 +3467,20 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
          * and leaves the owners' group (the others take over at once). */
         owner_destroy(f->owner);
         refused_destroy(f->refused);
-        if (f->producer)
-                rd_kafka_destroy(f->producer);
         aagw_fetch_waker_destroy(f->waker);
         if (f->cq)
                 rd_kafka_queue_destroy(f->cq);
-        if (f->consumer)
-                rd_kafka_destroy(f->consumer);
-        if (f->lease)
-                rd_kafka_destroy_flags(f->lease,
-                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-        if (f->reader)
-                rd_kafka_destroy(f->reader);
-        if (f->end_probe)
-                rd_kafka_destroy(f->end_probe);
-        if (f->hw_probe)
-                rd_kafka_destroy(f->hw_probe);
-        if (f->meta)
-                rd_kafka_destroy(f->meta);
-        if (f->admin)
-                rd_kafka_destroy(f->admin);
+        replicator_destroy_clients(
+            (const struct replicator_doomed[]){
+                {f->producer, 0},
+                {f->consumer, 0},
+                {f->lease, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->reader, 0},
+                {f->end_probe, 0},
+                {f->hw_probe, 0},
+                {f->meta, 0},
+                {f->admin, 0}},
+            8);
         aagw_pool_free(&f->tokens);
         free(f->hdrs);
         replicator_ctl_deinit(&f->ctl);

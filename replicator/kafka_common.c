@@ -16,6 +16,32 @@
 
 /* ------------------------------------------------------------- CLIENTS --- */
 
+static void *destroy_one(void *arg) {
+        const struct replicator_doomed *d = arg;
+        rd_kafka_destroy_flags(d->rk, d->flags);
+        return NULL;
+}
+
+void replicator_destroy_clients(const struct replicator_doomed *v, size_t n) {
+        pthread_t t[16];
+        bool      own[16] = {false};
+
+        for (size_t i = 0; i < n; i++) {
+                if (!v[i].rk)
+                        continue;
+                /* Without a thread (or past the array) it is destroyed
+                 * here, which is only slower. */
+                if (i < 16 && !pthread_create(&t[i], NULL, destroy_one,
+                                              (void *)&v[i]))
+                        own[i] = true;
+                else
+                        rd_kafka_destroy_flags(v[i].rk, v[i].flags);
+        }
+        for (size_t i = 0; i < n && i < 16; i++)
+                if (own[i])
+                        pthread_join(t[i], NULL);
+}
+
 /* Delivery report: the producer's poller (the flow or stage thread). */
 static void dr_thunk(rd_kafka_t *rk, const rd_kafka_message_t *m,
                      void *opaque) {

@@ -607,12 +607,11 @@ void mm2_destroy(struct mm2 *m, int timeout_ms) {
                 rd_kafka_topic_destroy(m->sync_rkt);
         if (m->ckpt_rkt)
                 rd_kafka_topic_destroy(m->ckpt_rkt);
-        if (m->src_producer)
-                rd_kafka_destroy(m->src_producer);
-        if (m->src_admin)
-                rd_kafka_destroy(m->src_admin);
-        if (m->tgt_admin)
-                rd_kafka_destroy(m->tgt_admin);
+        replicator_destroy_clients(
+            (const struct replicator_doomed[]){{m->src_producer, 0},
+                                               {m->src_admin, 0},
+                                               {m->tgt_admin, 0}},
+            3);
         for (size_t i = 0; i < m->nparts; i++)
                 free(m->parts[i]);
         free(m->parts);

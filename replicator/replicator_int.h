@@ -43,6 +43,19 @@ rd_kafka_resp_err_t aagw_kafka_config_err(
     const rd_kafka_ConfigResource_t **rr, size_t rn, char *err,
     size_t err_size);
 
+/* One client to destroy: rd_kafka_destroy_flags(rk, flags); rk may be
+ * NULL. */
+struct replicator_doomed {
+        rd_kafka_t *rk;
+        int         flags;
+};
+
+/* Destroy 'n' clients at once, one thread each, and return when all are
+ * gone.  A librdkafka destroy can wait up to a second for a broker
+ * thread that missed its wake-up, and a stage has up to nine clients:
+ * one after another that added up to several seconds of a stop. */
+void replicator_destroy_clients(const struct replicator_doomed *v, size_t n);
+
 /* Where a producer's delivery reports go: 'fn' gets each record's token
  * (the produce opaque; reports without one are not passed on).  Lives as
  * long as the producer. */

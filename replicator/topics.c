@@ -746,10 +746,8 @@ void topics_destroy(struct topics *t) {
                 free(t->list[i].remote);
         }
         free(t->list);
-        if (t->src)
-                rd_kafka_destroy(t->src);
-        if (t->tgt)
-                rd_kafka_destroy(t->tgt);
+        replicator_destroy_clients(
+            (const struct replicator_doomed[]){{t->src, 0}, {t->tgt, 0}}, 2);
         pthread_cond_destroy(&t->cond);
         pthread_mutex_destroy(&t->lock);
         free(t);

@@ -3581,25 +3581,21 @@ void aagw_unify_destroy(aagw_unify_t *u) {
          * over at once. */
         owner_destroy(u->owner);
         refused_destroy(u->refused);
-        if (u->producer)
-                rd_kafka_destroy(u->producer);
-        if (u->reader) {
+        if (u->reader)
                 rd_kafka_consumer_close(u->reader);
-                rd_kafka_destroy(u->reader);
-        }
-        if (u->end_probe) {
+        if (u->end_probe)
                 rd_kafka_consumer_close(u->end_probe);
-                rd_kafka_destroy(u->end_probe);
-        }
-        if (u->admin)
-                rd_kafka_destroy(u->admin);
-        if (u->hw_probe)
-                rd_kafka_destroy(u->hw_probe);
         if (u->sbq)
                 rd_kafka_queue_destroy(u->sbq);
-        if (u->standby)
-                rd_kafka_destroy_flags(u->standby,
-                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        replicator_destroy_clients(
+            (const struct replicator_doomed[]){
+                {u->producer, 0},
+                {u->reader, 0},
+                {u->end_probe, 0},
+                {u->admin, 0},
+                {u->hw_probe, 0},
+                {u->standby, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE}},
+            6);
         for (size_t t = 0; t < u->ntopics; t++)
                 utopic_free(u->topics[t]);
         aagw_pool_free(&u->tokens);
