@@ -12,6 +12,7 @@
 #include "config_int.h" /* and gateway_int.h: gw_split_hostport, ... */
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -1136,6 +1137,29 @@ static const char *managed_property(const char *name) {
 #undef ONE_IN_FLIGHT
 }
 
+/* librdkafka before 2.6.1 sends the SCRAM client nonce twice, which
+ * Kafka 4 refuses as bad credentials (it checks RFC 5802 strictly).  aagw
+ * is built against a newer one, but an older one can still be loaded in
+ * its place (LD_LIBRARY_PATH): say so at the start, not as a login that
+ * fails for no visible reason.  Returns true with the reason in 'why'. */
+static bool scram_unusable(const char *mechanism, char *why, size_t size) {
+        Dl_info where;
+
+        if (strncasecmp(mechanism, "SCRAM-", 6) ||
+            rd_kafka_version() >= 0x020601ff)
+                return false;
+        if (!dladdr((void *)(uintptr_t)rd_kafka_version, &where) || !where.dli_fname)
+                where.dli_fname = "?";
+        snprintf(why, size,
+                 "%s needs librdkafka >= 2.6.1, but this aagw runs with "
+                 "librdkafka %s (%s), whose SCRAM login Kafka 4 brokers "
+                 "refuse as invalid credentials; run aagw without "
+                 "LD_LIBRARY_PATH pointing at it (scripts/setup builds a "
+                 "current one)",
+                 mechanism, rd_kafka_version_str(), where.dli_fname);
+        return true;
+}
+
 static void check_cluster(aagw_config_t *cfg, const struct cfg_inst *in) {
         char            path[512], why[1024];
         struct cfg_val *v;
@@ -1166,6 +1190,10 @@ static void check_cluster(aagw_config_t *cfg, const struct cfg_inst *in) {
                                         sizeof(why)))
                         err_at(cfg, &v->srcs[i + 1], ppath, "librdkafka: %s",
                                why + strlen(base) + 2);
+                else if ((!strcmp(base, "sasl.mechanism") ||
+                          !strcmp(base, "sasl.mechanisms")) &&
+                         scram_unusable(v->items[i + 1], why, sizeof(why)))
+                        err_at(cfg, &v->srcs[i + 1], ppath, "%s", why);
         }
         rd_kafka_conf_destroy(conf);
 }
