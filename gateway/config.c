@@ -527,13 +527,9 @@ static char *scalar_item(struct walk *w, const struct cfg_key *k,
                 err_at(w->cfg, &src, path, "%s", why);
                 return NULL;
         }
-        if (gw_cfg_check_value(k, raw, &norm, why, sizeof(why)) == -1) {
-                /* Never echo a secret's value back in an error. */
-                if (k->flags & CF_SECRET)
-                        err_at(w->cfg, &src, path, "invalid value");
-                else
-                        err_at(w->cfg, &src, path, "%s", why);
-        }
+        /* The reason never holds a secret's value (gw_cfg_check_value()). */
+        if (gw_cfg_check_value(k, raw, &norm, why, sizeof(why)) == -1)
+                err_at(w->cfg, &src, path, "%s", why);
         free(raw);
         return norm;
 }
@@ -985,10 +981,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                 return AAGW_OK;
         }
         if (gw_cfg_check_value(k, value, &norm, why, sizeof(why)) == -1) {
-                if (k->flags & CF_SECRET)
-                        err_at(cfg, &src, key, "invalid value");
-                else
-                        err_at(cfg, &src, key, "%s", why);
+                err_at(cfg, &src, key, "%s", why);
                 return AAGW_ERR_CONFIG;
         }
         if (!(v = val_get(cfg, k, key))) {

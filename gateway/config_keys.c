@@ -93,8 +93,10 @@ const struct cfg_key aagw_config_keys[] = {
      "protocol, sasl.*, ssl.*, ...), checked with librdkafka during "
      "`aagw config check`. A consumer., producer. or admin. prefix applies "
      "a property to that kind of client only (consumer.session.timeout.ms). "
-     "Values whose name contains password, secret or token are redacted in "
-     "all output."},
+     "Values whose name contains password, secret or token, and those "
+     "librdkafka marks sensitive (ssl.key.pem, ssl.key.location, "
+     "ssl.ca.pem, sasl.username, sasl.oauthbearer.config, ...), are "
+     "redacted in all output."},
 
     /* ------------------------------------------------------ replication */
     {"replication.policy", CT_ENUM, "prefix", NOLIMIT, "prefix|identity",

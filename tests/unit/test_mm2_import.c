@@ -366,7 +366,9 @@ static void slurp(const char *path, char *buf, size_t size) {
                 fclose(f);
 }
 
-static void run5(struct result *r, const char *env, const char *a1,
+/* Run aagw with the arguments and the NULL-terminated "NAME=VALUE" list
+ * 'env' (may be NULL) added to the environment. */
+static void run5(struct result *r, const char *const *env, const char *a1,
                  const char *a2, const char *a3, const char *a4,
                  const char *a5) {
         char  outp[512], errp[512];
@@ -380,8 +382,8 @@ static void run5(struct result *r, const char *env, const char *a1,
         if (pid == 0) {
                 if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
                         _exit(99);
-                if (env)
-                        putenv((char *)env);
+                for (size_t i = 0; env && env[i]; i++)
+                        putenv((char *)env[i]);
                 execl(getenv("AAGW_BIN"), "aagw", a1, a2, a3, a4, a5,
                       (char *)NULL);
                 _exit(98);
@@ -392,7 +394,7 @@ static void run5(struct result *r, const char *env, const char *a1,
         slurp(errp, r->err, sizeof(r->err));
 }
 
-static void run(struct result *r, const char *env, const char *a1,
+static void run(struct result *r, const char *const *env, const char *a1,
                 const char *a2, const char *a3, const char *a4) {
         run5(r, env, a1, a2, a3, a4, NULL);
 }
@@ -422,6 +424,9 @@ static void test_cli_round_trip(void **state) {
         assert_null(strstr(imp.out, "s3cret"));
         assert_non_null(strstr(imp.out, "sasl.password: "
                                         "\"${MM2_EAST_SASL_PASSWORD}\""));
+        /* librdkafka marks the user name sensitive too. */
+        assert_non_null(strstr(imp.out, "sasl.username: "
+                                        "\"${MM2_EAST_SASL_USERNAME}\""));
         assert_non_null(strstr(imp.err, "tasks.max: ignored"));
         assert_non_null(strstr(imp.out, "unify:\n  mode: \"off\"  # "));
         write_file(yaml, imp.out);
@@ -430,8 +435,10 @@ static void test_cli_round_trip(void **state) {
         assert_int_equal(direct.status, 0);
         assert_non_null(strstr(direct.err, "read as a MirrorMaker 2 "
                                            "properties file"));
-        run(&viayaml, "MM2_EAST_SASL_PASSWORD=s3cret", "config", "check",
-            "-c", yaml);
+        run(&viayaml,
+            (const char *const[]){"MM2_EAST_SASL_PASSWORD=s3cret",
+                                  "MM2_EAST_SASL_USERNAME=mm2", NULL},
+            "config", "check", "-c", yaml);
         assert_int_equal(viayaml.status, 0);
         assert_string_equal(viayaml.out, direct.out);
 
