@@ -257,6 +257,15 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                 aagw_config_destroy(cfg);
                 return EXIT_USAGE;
         }
+        /* The group probes (child processes) inherit no variable the
+         * file's ${VAR} references read: those hold the secrets. */
+        const char *const *refs;
+        size_t             nrefs = aagw_config_env_refs(cfg, &refs);
+        if (aagw_kafka_child_env_hide(refs, nrefs)) {
+                gw_errorf("out of memory");
+                aagw_config_destroy(cfg);
+                return EXIT_RUNTIME;
+        }
         *cfgp = cfg;
         return EXIT_OK;
 }

@@ -76,6 +76,14 @@ aagw_err_t aagw_config_load_file(aagw_config_t *cfg, const char *path);
 aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
                                    const char *yaml, size_t len);
 
+/* The names of the environment variables that ${VAR} references in the
+ * loaded files read (each once, in order of first use).  They may hold
+ * secrets: the children aagw starts are given an environment without them
+ * (aagw_kafka_child_env_hide()).  Returns the count; '*namesp' is
+ * borrowed, valid until the config is destroyed. */
+size_t aagw_config_env_refs(const aagw_config_t *cfg,
+                            const char *const **namesp);
+
 /*
  * Set one key from the command line, overriding the file.  'key' is a
  * concrete path ("replication.policy", "clusters.east.bootstrap_servers");

@@ -50,6 +50,8 @@ struct aagw_config {
         char            *warns; /* settings read but not applied */
         size_t           warnlen, warncap;
         bool             from_mm2; /* a file was read as mm2.properties */
+        char           **envrefs; /* variables ${VAR} references read */
+        size_t           nenvrefs;
 };
 
 /* config_values.c */

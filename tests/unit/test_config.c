@@ -584,6 +584,31 @@ static void test_env_substitution(void **state) {
                             "/x/def/${y}");
 }
 
+/* The variables ${VAR} read are listed once each, property values
+ * included, so the program can keep them from its children; an unset one
+ * that fell back to its default read nothing. */
+static void test_env_refs(void **state) {
+        struct fixture     *f = *state;
+        const char *const *names;
+
+        setenv("AAGW_T_ID", "from-env", 1);
+        setenv("AAGW_T_PW", "pw-from-env", 1);
+        unsetenv("AAGW_T_UNSET");
+        assert_int_equal(load(f, "gateway:\n"
+                                 "  id: ${AAGW_T_ID}\n"
+                                 "  state_dir: /x/${AAGW_T_UNSET:-def}\n"
+                                 "clusters:\n"
+                                 "  east:\n"
+                                 "    bootstrap_servers: h:1\n"
+                                 "    properties:\n"
+                                 "      sasl.password: ${AAGW_T_PW}\n"
+                                 "      sasl.username: u-${AAGW_T_ID}\n"),
+                         AAGW_OK);
+        assert_int_equal(aagw_config_env_refs(f->cfg, &names), 2);
+        assert_string_equal(names[0], "AAGW_T_ID");
+        assert_string_equal(names[1], "AAGW_T_PW");
+}
+
 static void test_env_errors(void **state) {
         struct fixture *f = *state;
 
@@ -1127,6 +1152,7 @@ int main(void) {
             T(test_err_mode_needs),
             T(test_err_admin_needs_token),
             T(test_env_substitution),
+            T(test_env_refs),
             T(test_env_errors),
             T(test_flags_override_file),
             T(test_flag_errors),
