@@ -43,7 +43,9 @@ const struct cfg_key aagw_config_keys[] = {
      "admin.token."},
     {"admin.token", CT_STR, NULL, 16, 256, NULL, NULL, CF_SECRET,
      "Bearer token required by the admin endpoint (at least 16 "
-     "characters)."},
+     "characters). Write it as ${AAGW_ADMIN_TOKEN} and keep the variable in "
+     "a file only aagw's user can read (a systemd EnvironmentFile), not on "
+     "the command line (--set), which every local user can see."},
 
     /* -------------------------------------------------------- scale_out */
     {"scale_out.enabled", CT_BOOL, "false", NOLIMIT, NULL, "--scale-out", 0,
