@@ -1,9 +1,12 @@
 /*
  * tests/unit/test_mm2_import.c: MirrorMaker 2 properties files as aagw
- * config (gateway/mm2_import.c): Java properties syntax, the key
- * translation with its line numbers, ignored and refused keys, detection
- * by content, and `aagw config import-mm2` against `-c mm2.properties`
- * (the printed YAML must give the same effective config).
+ * config (gateway/mm2_import.c, mm2_security.c): Java properties syntax,
+ * the key translation with its line numbers, ignored and refused keys,
+ * the Java client's key and trust stores and JAAS logins as librdkafka's
+ * settings (PKCS#12 trust stores made with openssl at test time),
+ * detection by content, and `aagw config import-mm2` against `-c
+ * mm2.properties` (the printed YAML must give the same effective
+ * config).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -819,6 +822,24 @@ static void test_pkcs12_trust_store_converted(void **state) {
         assert_non_null(strstr(aagw_config_errors(cfg), path));
         assert_int_not_equal(sh("ls pems/*.pem"), 0);
         free(yaml);
+        aagw_config_destroy(cfg);
+
+        /* No type and a name that does not tell: the first bytes do. */
+        assert_int_equal(sh("cp ts.p12 trust.store && cp ca.pem ca.bundle"),
+                         0);
+        snprintf(text, sizeof(text),
+                 "clusters = a, b\n"
+                 "a.bootstrap.servers = x:1\n"
+                 "b.bootstrap.servers = y:1\n"
+                 "a->b.enabled = true\n"
+                 "a.ssl.truststore.location = %s/trust.store\n"
+                 "a.ssl.truststore.password = changeit\n"
+                 "b.ssl.truststore.location = %s/ca.bundle\n",
+                 tmpdir, tmpdir);
+        cfg = load(text, AAGW_OK);
+        assert_string_equal(prop_of(cfg, "a", "ssl.ca.pem"), ca);
+        snprintf(path, sizeof(path), "%s/ca.bundle", tmpdir);
+        assert_string_equal(prop_of(cfg, "b", "ssl.ca.location"), path);
         aagw_config_destroy(cfg);
 
         /* Only a regular file is read: a FIFO would block the import. */
