@@ -5,9 +5,13 @@
 #include "gateway_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Long-option codes: table rows get 1000+row, the rest below. */
 enum {
@@ -257,6 +261,15 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                 aagw_config_destroy(cfg);
                 return EXIT_USAGE;
         }
+        /* The group probes (child processes) inherit no variable the
+         * file's ${VAR} references read: those hold the secrets. */
+        const char *const *refs;
+        size_t             nrefs = aagw_config_env_refs(cfg, &refs);
+        if (aagw_kafka_child_env_hide(refs, nrefs)) {
+                gw_errorf("out of memory");
+                aagw_config_destroy(cfg);
+                return EXIT_RUNTIME;
+        }
         *cfgp = cfg;
         return EXIT_OK;
 }
@@ -282,7 +295,7 @@ static void usage_config(FILE *out) {
         fprintf(out,
                 "Usage: aagw config check [-c FILE] [OPTIONS]\n"
                 "       aagw config reference [--markdown]\n"
-                "       aagw config import-mm2 [--show-secrets] FILE\n"
+                "       aagw config import-mm2 [--show-secrets] [-o OUT] FILE\n"
                 "\n"
                 "check       validate a config and print it normalized\n"
                 "reference   describe every config key (--markdown: the text "
@@ -294,20 +307,43 @@ static void usage_config(FILE *out) {
                 "honour\n"
                 "            errors (exit 2). Secrets become ${MM2_...} "
                 "references\n"
-                "            unless --show-secrets.\n");
+                "            unless --show-secrets. -o OUT writes the YAML "
+                "to OUT\n"
+                "            (mode 0600); a PKCS#12 trust store is converted "
+                "to a PEM\n"
+                "            file next to it (without -o: in the current "
+                "directory).\n");
 }
 
-/* `aagw config import-mm2 [--show-secrets] FILE`: the YAML on stdout,
- * warnings and errors on stderr; the YAML is checked as `config check`
- * would (librdkafka properties included) before it is printed. */
+/* The absolute directory that holds 'out' (the current one when NULL),
+ * for the PEM files the import writes next to its YAML; NULL on error. */
+static char *output_dir(const char *out) {
+        char *dir, *abs;
+
+        if (!out)
+                return realpath(".", NULL);
+        if (!(dir = strdup(out)))
+                return NULL;
+        abs = realpath(dirname(dir), NULL);
+        free(dir);
+        return abs;
+}
+
+/* `aagw config import-mm2 [--show-secrets] [-o OUT] FILE`: the YAML on
+ * stdout (or in OUT, mode 0600), warnings, notes and errors on stderr.
+ * The file is first checked as `-c FILE` would take it (librdkafka
+ * properties included): nothing is written for a file that would not
+ * run.  A PKCS#12 trust store is converted to a PEM file next to the
+ * YAML (in the current directory without -o), which the YAML names. */
 static int cmd_import_mm2(int argc, char **argv) {
-        const char    *path    = NULL;
+        const char    *path = NULL, *outp = NULL;
         bool           secrets = false;
-        aagw_config_t *cfg;
-        char          *text = NULL, *yaml = NULL;
+        aagw_config_t *cfg = NULL, *chk = NULL;
+        char          *text = NULL, *yaml = NULL, *dir = NULL;
         size_t         tlen = 0, ylen = 0;
         FILE          *f, *mem;
-        int            rc = EXIT_USAGE;
+        aagw_err_t     err;
+        int            rc = EXIT_USAGE, fd;
 
         for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--show-secrets"))
@@ -315,6 +351,15 @@ static int cmd_import_mm2(int argc, char **argv) {
                 else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
                         usage_config(stdout);
                         return EXIT_OK;
+                } else if (!strcmp(argv[i], "-o")) {
+                        if (i + 1 == argc || outp) {
+                                gw_errorf("config import-mm2: -o %s",
+                                          outp ? "given twice"
+                                               : "requires an argument");
+                                usage_config(stderr);
+                                return EXIT_USAGE;
+                        }
+                        outp = argv[++i];
                 } else if (argv[i][0] == '-' && argv[i][1]) {
                         gw_errorf("config import-mm2: unknown option %s",
                                   argv[i]);
@@ -345,37 +390,54 @@ static int cmd_import_mm2(int argc, char **argv) {
                 free(text);
                 return EXIT_RUNTIME;
         }
-        if (!(cfg = aagw_config_new())) {
-                free(text);
-                return EXIT_RUNTIME;
+        /* The file through the loader, as `-c` would take it: the YAML
+         * must be a config that runs. */
+        if (!(chk = aagw_config_new()) || !(cfg = aagw_config_new())) {
+                rc = EXIT_RUNTIME;
+                goto out;
         }
-        mem = open_memstream(&yaml, &ylen);
-        if (mem && aagw_config_mm2_to_yaml(cfg, path, text, tlen, secrets,
-                                           mem) == AAGW_OK &&
-            !fclose(mem)) {
-                mem = NULL;
-                /* The same file through the loader, as `-c` would take it:
-                 * the printed YAML must be a config that runs. */
-                aagw_config_t *chk = aagw_config_new();
-                if (chk && aagw_config_load_mm2(chk, path, text, tlen) ==
-                               AAGW_OK &&
-                    aagw_config_validate(chk) == AAGW_OK) {
-                        print_warnings(cfg);
-                        fwrite(yaml, 1, ylen, stdout);
-                        rc = EXIT_OK;
-                } else if (chk) {
-                        print_warnings(cfg);
-                        gw_config_print_errors(chk);
-                }
-                aagw_config_destroy(chk);
-        } else {
-                print_warnings(cfg);
+        if (aagw_config_load_mm2(chk, path, text, tlen) != AAGW_OK ||
+            aagw_config_validate(chk) != AAGW_OK) {
+                print_warnings(chk);
+                gw_config_print_errors(chk);
+                goto out;
+        }
+        if (!(dir = output_dir(outp))) {
+                gw_errorf("%s: %s", outp ? outp : ".", strerror(errno));
+                rc = EXIT_RUNTIME;
+                goto out;
+        }
+        if (!(mem = open_memstream(&yaml, &ylen))) {
+                rc = EXIT_RUNTIME;
+                goto out;
+        }
+        err = aagw_config_mm2_to_yaml(cfg, path, text, tlen, secrets, dir, mem);
+        if (fclose(mem) && err == AAGW_OK)
+                err = AAGW_ERR_NOMEM;
+        print_warnings(cfg);
+        if (err != AAGW_OK) {
                 gw_config_print_errors(cfg);
+                rc = err == AAGW_ERR_CONFIG ? EXIT_USAGE : EXIT_RUNTIME;
+                goto out;
         }
-        if (mem)
-                fclose(mem);
+        if (!outp) {
+                fwrite(yaml, 1, ylen, stdout);
+                rc = EXIT_OK;
+                goto out;
+        }
+        /* It may hold secrets (--show-secrets): for aagw's user only. */
+        fd = open(outp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, yaml, ylen) != (ssize_t)ylen || close(fd)) {
+                gw_errorf("%s: cannot write: %s", outp, strerror(errno));
+                rc = EXIT_RUNTIME;
+                goto out;
+        }
+        rc = EXIT_OK;
+out:
+        free(dir);
         free(yaml);
         free(text);
+        aagw_config_destroy(chk);
         aagw_config_destroy(cfg);
         return rc;
 }

@@ -30,7 +30,9 @@ static void usage(FILE *out) {
                 "  --state-dir DIR     the gateway's state dir (default "
                 "aagw-state)\n"
                 "  --token T           bearer token (default: "
-                "$AAGW_ADMIN_TOKEN)\n"
+                "$AAGW_ADMIN_TOKEN; prefer the\n"
+                "                      variable: a command line is "
+                "visible to all local users)\n"
                 "  --json              the /status JSON instead of text\n"
                 "Exit status: 0 shown, 1 gateway unreachable or a flow "
                 "failed, 2 usage.\n");

@@ -333,17 +333,45 @@ void aagw_config_destroy(aagw_config_t *cfg) {
         free(cfg->names);
         free(cfg->errs);
         free(cfg->warns);
+        for (size_t i = 0; i < cfg->nenvrefs; i++)
+                free(cfg->envrefs[i]);
+        free(cfg->envrefs);
         free(cfg);
 }
 
 /* ---------------------------- ENV SUBSTITUTION ------------------------- */
+
+/* Remember that the config read variable 'var' (once per name): it may
+ * hold a secret, which the children aagw starts must not inherit
+ * (aagw_config_env_refs()).  Out of memory: the name is lost, which
+ * only weakens that protection. */
+static void note_env_ref(aagw_config_t *cfg, const char *var) {
+        char **nv;
+
+        for (size_t i = 0; i < cfg->nenvrefs; i++)
+                if (!strcmp(cfg->envrefs[i], var))
+                        return;
+        nv = realloc(cfg->envrefs, (cfg->nenvrefs + 1) * sizeof(*nv));
+        if (!nv)
+                return;
+        cfg->envrefs = nv;
+        if ((nv[cfg->nenvrefs] = strdup(var)))
+                cfg->nenvrefs++;
+}
+
+size_t aagw_config_env_refs(const aagw_config_t *cfg,
+                            const char *const **namesp) {
+        *namesp = (const char *const *)cfg->envrefs;
+        return cfg->nenvrefs;
+}
 
 /*
  * Replace ${NAME} and ${NAME:-default} with the environment's value; "$${"
  * stands for a literal "${".  Secrets thus stay out of the file.  Returns a
  * malloc()ed string, or NULL with the reason in 'why'.
  */
-static char *subst_env(const char *in, char *why, size_t size) {
+static char *subst_env(aagw_config_t *cfg, const char *in, char *why,
+                       size_t size) {
         size_t cap = strlen(in) + 64, o = 0;
         char  *out = malloc(cap);
 
@@ -399,8 +427,10 @@ static char *subst_env(const char *in, char *why, size_t size) {
                                 goto fail;
                         }
                         val = getenv(var);
-                        if (val)
+                        if (val) {
                                 vlen = strlen(val);
+                                note_env_ref(cfg, var);
+                        }
                         else if (def) {
                                 val  = def;
                                 vlen = dlen;
@@ -523,18 +553,15 @@ static char *scalar_item(struct walk *w, const struct cfg_key *k,
                        node_kind(n));
                 return NULL;
         }
-        raw = subst_env((const char *)n->data.scalar.value, why, sizeof(why));
+        raw = subst_env(w->cfg, (const char *)n->data.scalar.value, why,
+                        sizeof(why));
         if (!raw) {
                 err_at(w->cfg, &src, path, "%s", why);
                 return NULL;
         }
-        if (gw_cfg_check_value(k, raw, &norm, why, sizeof(why)) == -1) {
-                /* Never echo a secret's value back in an error. */
-                if (k->flags & CF_SECRET)
-                        err_at(w->cfg, &src, path, "invalid value");
-                else
-                        err_at(w->cfg, &src, path, "%s", why);
-        }
+        /* The reason never holds a secret's value (gw_cfg_check_value()). */
+        if (gw_cfg_check_value(k, raw, &norm, why, sizeof(why)) == -1)
+                err_at(w->cfg, &src, path, "%s", why);
         free(raw);
         return norm;
 }
@@ -588,7 +615,8 @@ static void walk_props(struct walk *w, const struct cfg_key *k,
                                node_kind(vn));
                         continue;
                 }
-                char *val = subst_env((const char *)vn->data.scalar.value,
+                char *val = subst_env(w->cfg,
+                                      (const char *)vn->data.scalar.value,
                                       why, sizeof(why));
                 if (!val) {
                         err_at(w->cfg, &vs, sub, "%s", why);
@@ -986,10 +1014,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
                 return AAGW_OK;
         }
         if (gw_cfg_check_value(k, value, &norm, why, sizeof(why)) == -1) {
-                if (k->flags & CF_SECRET)
-                        err_at(cfg, &src, key, "invalid value");
-                else
-                        err_at(cfg, &src, key, "%s", why);
+                err_at(cfg, &src, key, "%s", why);
                 return AAGW_ERR_CONFIG;
         }
         if (!(v = val_get(cfg, k, key))) {

@@ -76,6 +76,14 @@ aagw_err_t aagw_config_load_file(aagw_config_t *cfg, const char *path);
 aagw_err_t aagw_config_load_string(aagw_config_t *cfg, const char *name,
                                    const char *yaml, size_t len);
 
+/* The names of the environment variables that ${VAR} references in the
+ * loaded files read (each once, in order of first use).  They may hold
+ * secrets: the children aagw starts are given an environment without them
+ * (aagw_kafka_child_env_hide()).  Returns the count; '*namesp' is
+ * borrowed, valid until the config is destroyed. */
+size_t aagw_config_env_refs(const aagw_config_t *cfg,
+                            const char *const **namesp);
+
 /*
  * Set one key from the command line, overriding the file.  'key' is a
  * concrete path ("replication.policy", "clusters.east.bootstrap_servers");
@@ -142,11 +150,16 @@ aagw_err_t aagw_config_load_mm2(aagw_config_t *cfg, const char *file,
 
 /* The same translation printed as aagw YAML on 'out' (nothing is printed
  * when a key is refused).  Secret properties are written as ${MM2_...}
- * environment references unless 'secrets'.  Errors and warnings go to
- * 'cfg' as for aagw_config_load_mm2(). */
+ * environment references unless 'secrets'.  A PKCS#12 trust store is
+ * converted to a PEM file in 'pem_dir' (an absolute path; the YAML names
+ * the file), written once the translation is accepted; NULL: inline
+ * ssl.ca.pem, as aagw_config_load_mm2() does.  Errors and warnings
+ * (notes on converted files among them) go to 'cfg' as for
+ * aagw_config_load_mm2().  Returns AAGW_OK, AAGW_ERR_CONFIG (refused), or
+ * AAGW_ERR_STORE (a PEM file could not be written). */
 aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
                                    const char *text, size_t len, bool secrets,
-                                   FILE *out);
+                                   const char *pem_dir, FILE *out);
 
 /* Write 's' as a double-quoted YAML scalar. */
 void aagw_config_yaml_quote(FILE *out, const char *s);

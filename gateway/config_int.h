@@ -2,8 +2,8 @@
  * gateway/config_int.h: what the files of the configuration share (not
  * for the rest of gateway/): config.c (loading: the YAML walk, flags,
  * getters, validation), config_values.c (keys and values: matching a path
- * to the key table, the value checks) and config_out.c (output: dump and
- * reference).
+ * to the key table, the value checks), config_out.c (output: dump and
+ * reference), and mm2_import.c with its PKCS#12 reader, pkcs12.c.
  */
 #ifndef GW_CONFIG_INT_H
 #define GW_CONFIG_INT_H
@@ -50,6 +50,8 @@ struct aagw_config {
         char            *warns; /* settings read but not applied */
         size_t           warnlen, warncap;
         bool             from_mm2; /* a file was read as mm2.properties */
+        char           **envrefs; /* variables ${VAR} references read */
+        size_t           nenvrefs;
 };
 
 /* config_values.c */
@@ -70,5 +72,17 @@ void gw_cfg_choices_text(const char *choices, char *buf, size_t size);
 
 /* config.c */
 struct cfg_val *gw_cfg_val_find(const aagw_config_t *cfg, const char *path);
+
+/* The largest key or trust store file the MM2 import reads. */
+#define GW_STORE_MAX (1024 * 1024)
+
+/* pkcs12.c: the certificates of the PKCS#12 trust store 'path', opened
+ * with 'pass' (NULL: none), as PEM text in '*pemp' (malloc()ed, the
+ * caller frees it) and their number in '*ncertsp'.  A private key and its
+ * own certificate, if the store has one, are left out: not CAs.  Returns
+ * 0, or -1 with the reason in 'why' (OpenSSL's, such as "mac verify
+ * failure" for a wrong password). */
+int gw_pkcs12_certs_pem(const char *path, const char *pass, char **pemp,
+                        size_t *ncertsp, char *why, size_t why_size);
 
 #endif

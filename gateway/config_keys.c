@@ -43,7 +43,9 @@ const struct cfg_key aagw_config_keys[] = {
      "admin.token."},
     {"admin.token", CT_STR, NULL, 16, 256, NULL, NULL, CF_SECRET,
      "Bearer token required by the admin endpoint (at least 16 "
-     "characters)."},
+     "characters). Write it as ${AAGW_ADMIN_TOKEN} and keep the variable in "
+     "a file only aagw's user can read (a systemd EnvironmentFile), not on "
+     "the command line (--set), which every local user can see."},
 
     /* -------------------------------------------------------- scale_out */
     {"scale_out.enabled", CT_BOOL, "false", NOLIMIT, NULL, "--scale-out", 0,
@@ -93,8 +95,10 @@ const struct cfg_key aagw_config_keys[] = {
      "protocol, sasl.*, ssl.*, ...), checked with librdkafka during "
      "`aagw config check`. A consumer., producer. or admin. prefix applies "
      "a property to that kind of client only (consumer.session.timeout.ms). "
-     "Values whose name contains password, secret or token are redacted in "
-     "all output."},
+     "Values whose name contains password, secret or token, and those "
+     "librdkafka marks sensitive (ssl.key.pem, ssl.key.location, "
+     "ssl.ca.pem, sasl.username, sasl.oauthbearer.config, ...), are "
+     "redacted in all output."},
 
     /* ------------------------------------------------------ replication */
     {"replication.policy", CT_ENUM, "prefix", NOLIMIT, "prefix|identity",

@@ -296,13 +296,8 @@ static bool valid_hostport(const char *s, char *why, size_t size) {
         return true;
 }
 
-/*
- * Check one scalar (or one list item) against its key's type.  On success
- * '*normp' is a malloc()ed normalized copy (durations in canonical units,
- * booleans as true/false, flows without spaces).  On failure 'why' holds
- * the reason.
- */
-int gw_cfg_check_value(const struct cfg_key *k, const char *s, char **normp,
+/* gw_cfg_check_value() without the care for secrets. */
+static int check_value(const struct cfg_key *k, const char *s, char **normp,
                        char *why, size_t size) {
         char    buf[512];
         int64_t v;
@@ -322,8 +317,11 @@ int gw_cfg_check_value(const struct cfg_key *k, const char *s, char **normp,
                     (k->max && (int64_t)len > k->max)) {
                         snprintf(why, size,
                                  "expected %" PRId64 " to %" PRId64
-                                 " characters, got %zu",
-                                 k->min ? k->min : 1, k->max, len);
+                                 " characters",
+                                 k->min ? k->min : 1, k->max);
+                        if (!(k->flags & CF_SECRET))
+                                snprintf(why + strlen(why),
+                                         size - strlen(why), ", got %zu", len);
                         return -1;
                 }
                 break;
@@ -479,4 +477,21 @@ int gw_cfg_check_value(const struct cfg_key *k, const char *s, char **normp,
                 return -1;
         }
         return 0;
+}
+
+/*
+ * Check one scalar (or one list item) against its key's type.  On success
+ * '*normp' is a malloc()ed normalized copy (durations in canonical units,
+ * booleans as true/false, flows without spaces).  On failure 'why' holds
+ * the reason; for a secret (CF_SECRET) the reason never holds the value:
+ * a length rule is stated without the length, anything else is "invalid
+ * value".
+ */
+int gw_cfg_check_value(const struct cfg_key *k, const char *s, char **normp,
+                       char *why, size_t size) {
+        int rc = check_value(k, s, normp, why, size);
+
+        if (rc == -1 && (k->flags & CF_SECRET) && k->type != CT_STR)
+                snprintf(why, size, "invalid value");
+        return rc;
 }

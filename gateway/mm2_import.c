@@ -18,33 +18,29 @@
  *      warning ("ignored") or an error ("refused"), never dropped silently.
  *
  * "Refused" is for keys whose loss would change what is replicated or how
- * aagw authenticates (a custom replication policy, JKS trust stores, flows
- * that disagree on a setting aagw keeps once); "ignored" for keys that only
- * tune MM2's own machinery (Connect workers, tasks, REST) or name features
- * aagw does not have, each with the reason.  docs/migration.md has the
- * table.
+ * aagw authenticates (a custom replication policy, a JKS key or trust
+ * store, flows that disagree on a setting aagw keeps once); "ignored" for
+ * keys that only tune MM2's own machinery (Connect workers, tasks, REST)
+ * or name features aagw does not have, each with the reason.  A refusal
+ * gives the fix: the properties to write instead, or the command that
+ * converts a file.  docs/migration.md has the table.
+ *
+ * Security settings are the Java client's; what librdkafka takes instead
+ * is worked out per client in mm2_security.c: key and trust stores by
+ * their type, JAAS logins by their module, and a PKCS#12 trust store,
+ * which librdkafka cannot read, converted to PEM (pkcs12.c).
  */
-#include "config.h"
+#include "mm2_int.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <librdkafka/rdkafka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------- READING -------------------------------- */
-
-struct prop {
-        char *key, *val;
-        int   line; /* of the key's first character */
-        bool  used; /* translated or reported */
-};
-
-struct props {
-        struct prop *v;
-        size_t       n, cap;
-};
 
 static void props_free(struct props *ps) {
         for (size_t i = 0; i < ps->n; i++) {
@@ -266,7 +262,7 @@ static int read_props(const char *text, size_t len, struct props *ps,
                         }
                         i = ps->n++;
                 }
-                ps->v[i] = (struct prop){k, v, first, false};
+                ps->v[i] = (struct prop){k, v, first, false, false};
         }
         return 0;
 }
@@ -309,39 +305,15 @@ bool aagw_config_is_mm2_properties(const char *text, size_t len) {
 
 /* ----------------------------- TRANSLATION ------------------------------ */
 
-#define MAX_CLUSTERS 16
-#define MAX_FLOWS    (MAX_CLUSTERS * (MAX_CLUSTERS - 1))
-
-/* One aagw setting produced by the translation. */
-struct setting {
-        char       *key, *val;
-        int         line;
-        const char *mm2key; /* borrowed from the props */
-};
-
-struct mm2 {
-        const char     *file;
-        struct props    ps;
-        char           *aliases[MAX_CLUSTERS];
-        size_t          nalias;
-        char           *flows[MAX_FLOWS]; /* enabled, "A->B" */
-        size_t          nflows;
-        struct setting *sets;
-        size_t          nsets, capsets;
-        aagw_config_t  *cfg;   /* where errors and warnings go */
-        bool            refused;
-        bool            oom;
-};
-
-static struct prop *find(struct mm2 *m, const char *key) {
+struct prop *mm2_find(struct mm2 *m, const char *key) {
         for (size_t i = 0; i < m->ps.n; i++)
                 if (!strcmp(m->ps.v[i].key, key))
                         return &m->ps.v[i];
         return NULL;
 }
 
-static void add_set(struct mm2 *m, const char *key, const char *val,
-                    const struct prop *from) {
+void mm2_add_set_note(struct mm2 *m, const char *key, const char *val,
+                      const struct prop *from, const char *note) {
         if (m->nsets == m->capsets) {
                 size_t          nc = m->capsets ? m->capsets * 2 : 32;
                 struct setting *nv = realloc(m->sets, nc * sizeof(*nv));
@@ -357,6 +329,7 @@ static void add_set(struct mm2 *m, const char *key, const char *val,
         s->val            = strdup(val);
         s->line           = from->line;
         s->mm2key         = from->key;
+        s->note           = note;
         if (!s->key || !s->val) {
                 free(s->key);
                 free(s->val);
@@ -366,31 +339,84 @@ static void add_set(struct mm2 *m, const char *key, const char *val,
         m->nsets++;
 }
 
-static void __attribute__((format(printf, 3, 4)))
-refuse(struct mm2 *m, struct prop *p, const char *fmt, ...) {
-        char    msg[1024];
-        va_list ap;
+void mm2_add_set(struct mm2 *m, const char *key, const char *val,
+                 const struct prop *from) {
+        mm2_add_set_note(m, key, val, from, NULL);
+}
 
-        va_start(ap, fmt);
+static void vrefuse(struct mm2 *m, struct prop *p, const char *fmt,
+                    va_list ap) {
+        char msg[1024];
+
         vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
         p->used    = true;
         m->refused = true;
         aagw_config_error_at(m->cfg, m->file, p->line, p->key,
                              "refused: %s", msg);
 }
 
-static void __attribute__((format(printf, 3, 4)))
-ignore(struct mm2 *m, struct prop *p, const char *fmt, ...) {
-        char    msg[1024];
+void mm2_refuse(struct mm2 *m, struct prop *p, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vrefuse(m, p, fmt, ap);
         va_end(ap);
+}
+
+/* mm2_refuse() once per property: a top-level security key is read by the
+ * client of every cluster, but is one mistake in the file. */
+void mm2_refuse_once(struct mm2 *m, struct prop *p, const char *fmt, ...) {
+        va_list ap;
+
+        m->refused = true;
+        if (p->reported)
+                return;
+        p->reported = true;
+        va_start(ap, fmt);
+        vrefuse(m, p, fmt, ap);
+        va_end(ap);
+}
+
+/* A warning: "ignored: why", or another 'verb' ("converted"). */
+static void vwarn(struct mm2 *m, struct prop *p, const char *verb,
+                  const char *fmt, va_list ap) {
+        char msg[1024];
+
+        vsnprintf(msg, sizeof(msg), fmt, ap);
         p->used = true;
-        aagw_config_warn_at(m->cfg, m->file, p->line, p->key, "ignored: %s",
+        aagw_config_warn_at(m->cfg, m->file, p->line, p->key, "%s: %s", verb,
                             msg);
+}
+
+void mm2_ignore(struct mm2 *m, struct prop *p, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vwarn(m, p, "ignored", fmt, ap);
+        va_end(ap);
+}
+
+void mm2_ignore_once(struct mm2 *m, struct prop *p, const char *fmt, ...) {
+        va_list ap;
+
+        if (p->reported) {
+                p->used = true;
+                return;
+        }
+        p->reported = true;
+        va_start(ap, fmt);
+        vwarn(m, p, "ignored", fmt, ap);
+        va_end(ap);
+}
+
+/* "converted: what was done", for a key translated in a way the operator
+ * should know about (a file aagw wrote). */
+void mm2_converted(struct mm2 *m, struct prop *p, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vwarn(m, p, "converted", fmt, ap);
+        va_end(ap);
 }
 
 /* The next item of an MM2 comma-separated list at '*s' (blanks around it
@@ -423,7 +449,7 @@ static void add_list(struct mm2 *m, const char *key, struct prop *p) {
 
         p->used = true;
         while ((item = next_item(&s, &m->oom))) {
-                add_set(m, key, item, p);
+                mm2_add_set(m, key, item, p);
                 free(item);
         }
 }
@@ -450,7 +476,7 @@ static bool seconds(const char *v, char *out, size_t size) {
 
 /* Connect worker and MM2 machinery keys that may appear under a cluster
  * prefix ("A.offset.flush.interval.ms"); not client properties. */
-static const char *const worker_keys[] = {
+const char *const mm2_worker_keys[] = {
     "offset.flush.interval.ms", "offset.flush.timeout.ms",
     "offset.storage.", "config.storage.", "status.storage.",
     "key.converter", "value.converter", "header.converter",
@@ -458,7 +484,7 @@ static const char *const worker_keys[] = {
     "task.shutdown.graceful.timeout.ms", "scheduled.rebalance.max.delay.ms",
     "exactly.once.source.support", "group.id", NULL};
 
-static bool starts_with_any(const char *k, const char *const *list) {
+bool mm2_starts_with_any(const char *k, const char *const *list) {
         for (size_t i = 0; list[i]; i++) {
                 size_t n = strlen(list[i]);
                 if (list[i][n - 1] == '.' ? !strncmp(k, list[i], n)
@@ -466,120 +492,6 @@ static bool starts_with_any(const char *k, const char *const *list) {
                         return true;
         }
         return false;
-}
-
-/* Does librdkafka know property 'name'? */
-static bool rdkafka_knows(const char *name) {
-        rd_kafka_conf_t *c = rd_kafka_conf_new();
-        char             err[256];
-        bool             known;
-
-        if (!c)
-                return false;
-        known = rd_kafka_conf_set(c, name, "", err, sizeof(err)) !=
-                RD_KAFKA_CONF_UNKNOWN;
-        rd_kafka_conf_destroy(c);
-        return known;
-}
-
-/* Take the value of 'attr' ("username") from a JAAS line:
- * '... required username="u" password="p";'. */
-static char *jaas_attr(const char *jaas, const char *attr) {
-        size_t      n = strlen(attr);
-        const char *p = jaas;
-
-        while ((p = strstr(p, attr))) {
-                const char *q = p + n;
-                if ((p == jaas || isspace((unsigned char)p[-1])) && *q == '=' &&
-                    q[1] == '"') {
-                        const char *e = strchr(q + 2, '"');
-                        return e ? strndup(q + 2, (size_t)(e - q - 2)) : NULL;
-                }
-                p = q;
-        }
-        return NULL;
-}
-
-/*
- * One client property 'name' (role prefix "producer."/"consumer."/"admin."
- * allowed) of cluster 'alias', from 'p'.  librdkafka's names match the Java
- * client's for what matters here (security.protocol, sasl.mechanism, ssl.*
- * locations of PEM files, timeouts); the JAAS line becomes sasl.username /
- * sasl.password; the rest is passed if librdkafka knows the name.
- */
-static void client_prop(struct mm2 *m, const char *alias, const char *name,
-                        struct prop *p) {
-        char        key[1024];
-        const char *role = "", *bare = name;
-        size_t      rl   = 0;
-
-        for (const char *const *r = (const char *const[]){"producer.",
-                                                          "consumer.",
-                                                          "admin.", NULL};
-             *r; r++)
-                if (!strncmp(name, *r, strlen(*r))) {
-                        rl   = strlen(*r);
-                        role = *r;
-                        bare = name + rl;
-                }
-        if (starts_with_any(name, worker_keys)) {
-                ignore(m, p, "a Kafka Connect worker setting; aagw keeps its "
-                             "state in the state directory");
-                return;
-        }
-        if (!strcmp(bare, "sasl.jaas.config")) {
-                char *u = NULL, *pw = NULL;
-                if (strstr(p->val, "PlainLoginModule") ||
-                    strstr(p->val, "ScramLoginModule")) {
-                        u  = jaas_attr(p->val, "username");
-                        pw = jaas_attr(p->val, "password");
-                }
-                if (!u || !pw) {
-                        refuse(m, p,
-                               "only PLAIN and SCRAM logins (username and "
-                               "password) convert; set sasl.* for librdkafka "
-                               "under clusters.%s.properties",
-                               alias);
-                } else {
-                        p->used = true;
-                        snprintf(key, sizeof(key),
-                                 "clusters.%s.properties.%.*ssasl.username",
-                                 alias, (int)rl, role);
-                        add_set(m, key, u, p);
-                        snprintf(key, sizeof(key),
-                                 "clusters.%s.properties.%.*ssasl.password",
-                                 alias, (int)rl, role);
-                        add_set(m, key, pw, p);
-                }
-                free(u);
-                free(pw);
-                return;
-        }
-        if (!strncmp(bare, "ssl.truststore.", 15)) {
-                refuse(m, p,
-                       "librdkafka has no Java trust store: export the CA "
-                       "certificates to PEM and set "
-                       "clusters.%s.properties.ssl.ca.location",
-                       alias);
-                return;
-        }
-        if (!rdkafka_knows(bare)) {
-                if (!strncmp(bare, "ssl.", 4) ||
-                         !strncmp(bare, "sasl.", 5) ||
-                         !strncmp(bare, "security.", 9))
-                        refuse(m, p,
-                               "a Java-only security setting librdkafka does "
-                               "not have; dropping it could change how aagw "
-                               "authenticates");
-                else
-                        ignore(m, p,
-                               "a Java client setting librdkafka does not "
-                               "have");
-                return;
-        }
-        p->used = true;
-        snprintf(key, sizeof(key), "clusters.%s.properties.%s", alias, name);
-        add_set(m, key, p->val, p);
 }
 
 /* ------------------------------------------------------ global settings -- */
@@ -643,16 +555,16 @@ static struct prop *flow_value(struct mm2 *m, const struct flowable *fl,
         struct prop *p;
 
         snprintf(key, sizeof(key), "%s.%s", flow, fl->mm2);
-        if ((p = find(m, key)))
+        if ((p = mm2_find(m, key)))
                 return p;
         if (fl->alias) {
                 snprintf(key, sizeof(key), "%s.%s", flow, fl->alias);
-                if ((p = find(m, key)))
+                if ((p = mm2_find(m, key)))
                         return p;
         }
-        if ((p = find(m, fl->mm2)))
+        if ((p = mm2_find(m, fl->mm2)))
                 return p;
-        return fl->alias ? find(m, fl->alias) : NULL;
+        return fl->alias ? mm2_find(m, fl->alias) : NULL;
 }
 
 static bool flow_enabled(const struct mm2 *m, const char *key) {
@@ -700,26 +612,27 @@ static void translate(struct mm2 *m, const struct flowable *fl,
         else if (!strcmp(k, "replication.policy.class")) {
                 const char *cls = strrchr(v, '.') ? strrchr(v, '.') + 1 : v;
                 if (!strcmp(cls, "DefaultReplicationPolicy"))
-                        add_set(m, "replication.policy", "prefix", p);
+                        mm2_add_set(m, "replication.policy", "prefix", p);
                 else if (!strcmp(cls, "IdentityReplicationPolicy"))
-                        add_set(m, "replication.policy", "identity", p);
+                        mm2_add_set(m, "replication.policy", "identity", p);
                 else
-                        refuse(m, p,
-                               "only MM2's DefaultReplicationPolicy (aagw's "
-                               "prefix policy) and IdentityReplicationPolicy "
-                               "(identity) have an equivalent");
+                        mm2_refuse(
+                            m, p,
+                            "only MM2's DefaultReplicationPolicy (aagw's "
+                            "prefix policy) and IdentityReplicationPolicy "
+                            "(identity) have an equivalent");
         } else if (!strcmp(k, "replication.policy.separator"))
-                add_set(m, "replication.separator", v, p);
+                mm2_add_set(m, "replication.separator", v, p);
         else if (!strcmp(k, "emit.heartbeats.enabled")) {
                 if (!is_bool(v))
-                        refuse(m, p, "expected true or false");
+                        mm2_refuse(m, p, "expected true or false");
                 else if (!is_true(v))
-                        add_set(m, "mm2.heartbeats_interval", "0s", p);
+                        mm2_add_set(m, "mm2.heartbeats_interval", "0s", p);
         } else if (!strcmp(k, "emit.checkpoints.enabled")) {
                 if (!is_bool(v))
-                        refuse(m, p, "expected true or false");
+                        mm2_refuse(m, p, "expected true or false");
                 else if (!is_true(v))
-                        add_set(m, "mm2.checkpoints_interval", "0s", p);
+                        mm2_add_set(m, "mm2.checkpoints_interval", "0s", p);
         } else if (!strcmp(k, "emit.heartbeats.interval.seconds") ||
                    !strcmp(k, "emit.checkpoints.interval.seconds") ||
                    !strcmp(k, "refresh.topics.interval.seconds")) {
@@ -728,80 +641,93 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                     : k[5] == 'c' ? "mm2.checkpoints_interval"
                                   : "replication.refresh_topics_interval";
                 if (!seconds(v, d, sizeof(d)))
-                        refuse(m, p, "expected a number of seconds");
+                        mm2_refuse(m, p, "expected a number of seconds");
                 else
-                        add_set(m, to, d, p);
+                        mm2_add_set(m, to, d, p);
         } else if (!strcmp(k, "emit.offset-syncs.enabled") ||
                    !strcmp(k, "sync.group.offsets.enabled")) {
                 if (!is_bool(v))
-                        refuse(m, p, "expected true or false");
+                        mm2_refuse(m, p, "expected true or false");
                 else
-                        add_set(m, k[0] == 'e' ? "mm2.offset_syncs"
-                                               : "mm2.sync_group_offsets",
-                                is_true(v) ? "true" : "false", p);
+                        mm2_add_set(m,
+                                    k[0] == 'e' ? "mm2.offset_syncs"
+                                                : "mm2.sync_group_offsets",
+                                    is_true(v) ? "true" : "false", p);
         } else if (!strcmp(k, "offset-syncs.topic.location"))
-                add_set(m, "mm2.offset_syncs_location", v, p);
+                mm2_add_set(m, "mm2.offset_syncs_location", v, p);
         else if (!strcmp(k, "sync.group.offsets.interval.seconds"))
-                ignore(m, p, "aagw commits synced group offsets with each "
-                             "checkpoint (mm2.checkpoints_interval)");
+                mm2_ignore(m, p,
+                           "aagw commits synced group offsets with each "
+                           "checkpoint (mm2.checkpoints_interval)");
         else if (!strcmp(k, "refresh.topics.enabled")) {
                 if (!is_true(v))
-                        ignore(m, p, "aagw always discovers new topics, every "
-                                     "replication.refresh_topics_interval");
+                        mm2_ignore(m, p,
+                                   "aagw always discovers new topics, every "
+                                   "replication.refresh_topics_interval");
                 else
                         p->used = true;
         } else if (!strcmp(k, "refresh.groups.enabled") ||
                    !strcmp(k, "refresh.groups.interval.seconds"))
-                ignore(m, p, "aagw lists consumer groups with each checkpoint");
+                mm2_ignore(m, p,
+                           "aagw lists consumer groups with each checkpoint");
         else if (!strcmp(k, "sync.topic.configs.enabled") ||
                  !strcmp(k, "sync.topic.acls.enabled")) {
                 if (!is_bool(v))
-                        refuse(m, p, "expected true or false");
+                        mm2_refuse(m, p, "expected true or false");
                 else
-                        add_set(m, k[11] == 'c'
-                                       ? "replication.sync_topic_configs"
-                                       : "replication.sync_topic_acls",
-                                is_true(v) ? "true" : "false", p);
+                        mm2_add_set(m,
+                                    k[11] == 'c'
+                                        ? "replication.sync_topic_configs"
+                                        : "replication.sync_topic_acls",
+                                    is_true(v) ? "true" : "false", p);
         } else if (!strcmp(k, "sync.topic.configs.interval.seconds") ||
                    !strcmp(k, "sync.topic.acls.interval.seconds")) {
                 if (!seconds(v, d, sizeof(d)))
-                        refuse(m, p, "expected a number of seconds");
+                        mm2_refuse(m, p, "expected a number of seconds");
                 else
-                        add_set(m,
-                                k[11] == 'c'
-                                    ? "replication.sync_topic_configs_interval"
-                                    : "replication.sync_topic_acls_interval",
-                                d, p);
+                        mm2_add_set(
+                            m,
+                            k[11] == 'c'
+                                ? "replication.sync_topic_configs_interval"
+                                : "replication.sync_topic_acls_interval",
+                            d, p);
         } else if (!strcmp(k, "config.properties.exclude"))
                 add_list(m, "replication.topic_configs_exclude", p);
         else if (!strcmp(k, "replication.factor")) {
                 char *end;
                 long  rf = strtol(v, &end, 10);
                 if (end == v || *end || rf < 1 || rf > 32767)
-                        refuse(m, p, "expected a replication factor of 1 to "
-                                     "32767");
+                        mm2_refuse(m, p,
+                                   "expected a replication factor of 1 to "
+                                   "32767");
                 else
-                        add_set(m, "replication.factor", v, p);
+                        mm2_add_set(m, "replication.factor", v, p);
         } else if (strstr(k, ".replication.factor"))
-                ignore(m, p, "aagw creates its internal topics with the "
-                             "target broker's default replication factor");
+                mm2_ignore(m, p,
+                           "aagw creates its internal topics with the "
+                           "target broker's default replication factor");
         else if (!strcmp(k, "tasks.max"))
-                ignore(m, p, "each aagw flow is one consumer and one "
-                             "producer; run more aagw processes to scale");
+                mm2_ignore(m, p,
+                           "each aagw flow is one consumer and one "
+                           "producer; run more aagw processes to scale");
         else if (!strcmp(k, "offset.lag.max"))
-                ignore(m, p, "aagw writes an offset-sync whenever a "
-                             "partition's offset delta changes "
-                             "(mm2.offset_syncs_max_rate bounds them)");
+                mm2_ignore(m, p,
+                           "aagw writes an offset-sync whenever a "
+                           "partition's offset delta changes "
+                           "(mm2.offset_syncs_max_rate bounds them)");
         else if (!strcmp(k, "exactly.once.source.support"))
-                ignore(m, p, "aagw copies exactly once without broker "
-                             "transactions");
+                mm2_ignore(m, p,
+                           "aagw copies exactly once without broker "
+                           "transactions");
         else if (strstr(k, ".class"))
-                refuse(m, p, "a custom Java class has no aagw equivalent; "
-                             "express the filter as topics / topics.exclude "
-                             "/ groups / groups.exclude regexes");
+                mm2_refuse(m, p,
+                           "a custom Java class has no aagw equivalent; "
+                           "express the filter as topics / topics.exclude "
+                           "/ groups / groups.exclude regexes");
         else
-                ignore(m, p, "tunes MirrorMaker 2's own machinery; aagw has "
-                             "no such setting");
+                mm2_ignore(m, p,
+                           "tunes MirrorMaker 2's own machinery; aagw has "
+                           "no such setting");
 }
 
 /* Topic lists that differ between flows: each flow that sets its own
@@ -819,10 +745,10 @@ static bool per_flow_lists(struct mm2 *m, const struct flowable *fl) {
                 return false;
         for (size_t i = 0; i < m->nflows; i++) {
                 snprintf(key, sizeof(key), "%s.%s", m->flows[i], fl->mm2);
-                if (!(p = find(m, key)) && fl->alias) {
+                if (!(p = mm2_find(m, key)) && fl->alias) {
                         snprintf(key, sizeof(key), "%s.%s", m->flows[i],
                                  fl->alias);
-                        p = find(m, key);
+                        p = mm2_find(m, key);
                 }
                 if (!p)
                         continue;
@@ -830,7 +756,8 @@ static bool per_flow_lists(struct mm2 *m, const struct flowable *fl) {
                          m->flows[i], leaf);
                 add_list(m, key, p);
         }
-        if ((p = find(m, fl->mm2)) || (fl->alias && (p = find(m, fl->alias))))
+        if ((p = mm2_find(m, fl->mm2)) ||
+            (fl->alias && (p = mm2_find(m, fl->alias))))
                 add_list(m, !strcmp(leaf, "topics")
                                 ? "replication.topics"
                                 : "replication.topics_exclude",
@@ -858,9 +785,9 @@ static void decide_flowables(struct mm2 *m) {
                 }
                 if (!first) {
                         /* A global key with no flow enabled to use it. */
-                        first = find(m, fl->mm2);
+                        first = mm2_find(m, fl->mm2);
                         if (!first && fl->alias)
-                                first = find(m, fl->alias);
+                                first = mm2_find(m, fl->alias);
                         if (first && !m->nflows) {
                                 mark_all(m, fl);
                                 continue;
@@ -869,18 +796,18 @@ static void decide_flowables(struct mm2 *m) {
                                 continue;
                 }
                 if ((differ || (set_cnt && set_cnt < m->nflows &&
-                                !find(m, fl->mm2))) &&
+                                !mm2_find(m, fl->mm2))) &&
                     per_flow_lists(m, fl))
                         continue;
-                if (differ || (set_cnt && set_cnt < m->nflows &&
-                               !find(m, fl->mm2))) {
+                if (differ ||
+                    (set_cnt && set_cnt < m->nflows && !mm2_find(m, fl->mm2))) {
                         mark_all(m, fl);
-                        refuse(m, first,
-                               "the enabled flows do not agree on %s (a "
-                               "per-flow value differs, or only some flows "
-                               "set it); aagw applies one value to every "
-                               "flow: set it once for all",
-                               fl->mm2);
+                        mm2_refuse(m, first,
+                                   "the enabled flows do not agree on %s (a "
+                                   "per-flow value differs, or only some flows "
+                                   "set it); aagw applies one value to every "
+                                   "flow: set it once for all",
+                                   fl->mm2);
                         continue;
                 }
                 mark_all(m, fl);
@@ -908,7 +835,7 @@ static int alias_idx(const struct mm2 *m, const char *a, size_t n) {
 }
 
 static void translate_all(struct mm2 *m) {
-        struct prop *cl = find(m, "clusters");
+        struct prop *cl = mm2_find(m, "clusters");
 
         if (!cl) {
                 aagw_config_error_at(m->cfg, m->file, 1, "clusters",
@@ -924,16 +851,17 @@ static void translate_all(struct mm2 *m) {
                 char       *al;
                 while ((al = next_item(&s, &m->oom))) {
                         if (!valid_alias(al)) {
-                                refuse(m, cl,
-                                       "cluster alias \"%s\": aagw aliases "
-                                       "are 1 to 64 of A-Z a-z 0-9 _ -",
-                                       al);
+                                mm2_refuse(m, cl,
+                                           "cluster alias \"%s\": aagw aliases "
+                                           "are 1 to 64 of A-Z a-z 0-9 _ -",
+                                           al);
                                 free(al);
                         } else if (m->nalias == MAX_CLUSTERS ||
                                    alias_idx(m, al, strlen(al)) >= 0) {
-                                refuse(m, cl, "cluster alias \"%s\" repeated "
-                                              "or more than %d clusters",
-                                       al, MAX_CLUSTERS);
+                                mm2_refuse(m, cl,
+                                           "cluster alias \"%s\" repeated "
+                                           "or more than %d clusters",
+                                           al, MAX_CLUSTERS);
                                 free(al);
                         } else
                                 m->aliases[m->nalias++] = al;
@@ -954,15 +882,16 @@ static void translate_all(struct mm2 *m) {
                 si = alias_idx(m, p->key, (size_t)(arrow - p->key));
                 ti = alias_idx(m, arrow + 2, (size_t)(dot - arrow - 2));
                 if (si < 0 || ti < 0 || si == ti) {
-                        refuse(m, p, "the flow does not name two different "
-                                     "clusters of 'clusters'");
+                        mm2_refuse(m, p,
+                                   "the flow does not name two different "
+                                   "clusters of 'clusters'");
                         continue;
                 }
                 if (strcmp(dot + 1, "enabled"))
                         continue;
                 p->used = true;
                 if (!is_bool(p->val)) {
-                        refuse(m, p, "expected true or false");
+                        mm2_refuse(m, p, "expected true or false");
                         continue;
                 }
                 if (is_true(p->val) && m->nflows < MAX_FLOWS) {
@@ -972,8 +901,8 @@ static void translate_all(struct mm2 *m) {
                                 m->oom = true;
                                 return;
                         }
-                        add_set(m, "replication.flows", m->flows[m->nflows],
-                                p);
+                        mm2_add_set(m, "replication.flows", m->flows[m->nflows],
+                                    p);
                         m->nflows++;
                 }
         }
@@ -989,7 +918,7 @@ static void translate_all(struct mm2 *m) {
                 struct prop *bs;
                 snprintf(key, sizeof(key), "%s.bootstrap.servers",
                          m->aliases[a]);
-                if (!(bs = find(m, key))) {
+                if (!(bs = mm2_find(m, key))) {
                         aagw_config_error_at(m->cfg, m->file, cl->line, key,
                                              "cluster %s has no bootstrap "
                                              "servers",
@@ -1000,8 +929,10 @@ static void translate_all(struct mm2 *m) {
                 bs->used = true;
                 snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers",
                          m->aliases[a]);
-                add_set(m, key, bs->val, bs);
+                mm2_add_set(m, key, bs->val, bs);
         }
+        /* Key and trust stores first: their keys are read together. */
+        mm2_translate_stores(m);
         /* Per-cluster client properties, then the top-level ones MM2
          * gives every cluster that does not set its own. */
         for (size_t i = 0; i < m->ps.n; i++) {
@@ -1013,7 +944,7 @@ static void translate_all(struct mm2 *m) {
                 ai = alias_idx(m, p->key, (size_t)(dot - p->key));
                 if (ai < 0)
                         continue;
-                client_prop(m, m->aliases[ai], dot + 1, p);
+                mm2_client_prop(m, m->aliases[ai], dot + 1, p);
         }
         for (size_t i = 0; i < m->ps.n; i++) {
                 struct prop *p = &m->ps.v[i];
@@ -1025,8 +956,8 @@ static void translate_all(struct mm2 *m) {
                         char own[512];
                         snprintf(own, sizeof(own), "%s.%s", m->aliases[a],
                                  p->key);
-                        if (!find(m, own))
-                                client_prop(m, m->aliases[a], p->key, p);
+                        if (!mm2_find(m, own))
+                                mm2_client_prop(m, m->aliases[a], p->key, p);
                 }
                 p->used = true;
         }
@@ -1036,8 +967,8 @@ static void translate_all(struct mm2 *m) {
          * (unify.mode), so a migration creates no topic MM2 would not. */
         {
                 static char       why[] = "(MirrorMaker 2 has no unify stage)";
-                const struct prop pseudo = {why, NULL, cl->line, true};
-                add_set(m, "unify.mode", "off", &pseudo);
+                const struct prop pseudo = {why, NULL, cl->line, true, false};
+                mm2_add_set(m, "unify.mode", "off", &pseudo);
         }
         /* Per-flow keys of flows that are not enabled, and anything left. */
         for (size_t i = 0; i < m->ps.n; i++) {
@@ -1045,25 +976,29 @@ static void translate_all(struct mm2 *m) {
                 if (p->used)
                         continue;
                 if (strstr(p->key, "->") && !flow_enabled(m, p->key))
-                        ignore(m, p, "its flow is not enabled");
+                        mm2_ignore(m, p, "its flow is not enabled");
                 else if (strstr(p->key, "->"))
-                        ignore(m, p, "not a per-flow MirrorMaker 2 setting "
-                                     "aagw knows");
+                        mm2_ignore(m, p,
+                                   "not a per-flow MirrorMaker 2 setting "
+                                   "aagw knows");
                 else if (!strncmp(p->key, "config.providers", 16))
-                        refuse(m, p, "aagw does not run MM2's config "
-                                     "providers: write secrets as ${VAR} "
-                                     "environment references in the YAML "
-                                     "instead (values here are taken "
-                                     "literally)");
-                else if (starts_with_any(p->key, worker_keys) ||
+                        mm2_refuse(m, p,
+                                   "aagw does not run MM2's config "
+                                   "providers: write secrets as ${VAR} "
+                                   "environment references in the YAML "
+                                   "instead (values here are taken "
+                                   "literally)");
+                else if (mm2_starts_with_any(p->key, mm2_worker_keys) ||
                          !strncmp(p->key, "dedicated.mode.", 15) ||
                          !strncmp(p->key, "listeners", 9) ||
                          !strncmp(p->key, "rest.", 5))
-                        ignore(m, p, "a Kafka Connect worker or REST setting; "
-                                     "aagw keeps its state in the state "
-                                     "directory");
+                        mm2_ignore(m, p,
+                                   "a Kafka Connect worker or REST setting; "
+                                   "aagw keeps its state in the state "
+                                   "directory");
                 else
-                        ignore(m, p, "not a MirrorMaker 2 setting aagw knows");
+                        mm2_ignore(m, p,
+                                   "not a MirrorMaker 2 setting aagw knows");
         }
 }
 
@@ -1078,17 +1013,23 @@ static void mm2_free(struct mm2 *m) {
                 free(m->sets[i].val);
         }
         free(m->sets);
+        for (size_t i = 0; i < m->npems; i++) {
+                free(m->pems[i].path);
+                free(m->pems[i].pem);
+        }
+        free(m->pems);
 }
 
 /* Read and translate; false if the file could not be read at all. */
 static bool mm2_run(struct mm2 *m, aagw_config_t *cfg, const char *file,
-                    const char *text, size_t len) {
+                    const char *text, size_t len, const char *pem_dir) {
         char why[256] = "out of memory";
         int  line     = 0;
 
         memset(m, 0, sizeof(*m));
-        m->file = file;
-        m->cfg  = cfg;
+        m->file    = file;
+        m->cfg     = cfg;
+        m->pem_dir = pem_dir;
         if (read_props(text, len, &m->ps, &line, why, sizeof(why))) {
                 aagw_config_error_at(cfg, file, line, NULL, "%s", why);
                 return false;
@@ -1106,7 +1047,7 @@ aagw_err_t aagw_config_load_mm2(aagw_config_t *cfg, const char *file,
         struct mm2 m;
         aagw_err_t rc = AAGW_ERR_CONFIG;
 
-        if (mm2_run(&m, cfg, file, text, len) && !m.refused) {
+        if (mm2_run(&m, cfg, file, text, len, NULL) && !m.refused) {
                 rc = AAGW_OK;
                 for (size_t i = 0; i < m.nsets; i++)
                         if (aagw_config_set_at(cfg, m.sets[i].key,
@@ -1148,8 +1089,9 @@ static void emit_section(FILE *out, const struct mm2 *m, const char *prefix,
                 if (!list) {
                         fprintf(out, "%*s%s: ", indent, "", name);
                         aagw_config_yaml_quote(out, s->val);
-                        fprintf(out, "  # %s:%d %s\n", m->file, s->line,
-                                s->mm2key);
+                        fprintf(out, "  # %s:%d %s%s%s\n", m->file, s->line,
+                                s->mm2key, s->note ? " " : "",
+                                s->note ? s->note : "");
                         continue;
                 }
                 fprintf(out, "%*s%s:\n", indent, "", name);
@@ -1171,16 +1113,59 @@ static bool any_under(const struct mm2 *m, const char *prefix) {
         return false;
 }
 
+/* Write 'pem' to 'path' whole or not at all (a temporary file renamed
+ * over it), readable by all: CA certificates are public. */
+static int write_pem(const char *path, const char *pem, char *why,
+                     size_t why_size) {
+        char   tmp[4200];
+        int    fd;
+        size_t len = strlen(pem);
+
+        snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+        if ((fd = mkstemp(tmp)) < 0) {
+                snprintf(why, why_size, "%s", strerror(errno));
+                return -1;
+        }
+        bool ok = !fchmod(fd, 0644) && write(fd, pem, len) == (ssize_t)len &&
+                  !fsync(fd);
+        int e = errno;
+        if (close(fd) && ok) {
+                ok = false;
+                e  = errno;
+        }
+        if (ok && rename(tmp, path)) {
+                ok = false;
+                e  = errno;
+        }
+        if (!ok) {
+                snprintf(why, why_size, "%s", strerror(e));
+                unlink(tmp);
+                return -1;
+        }
+        return 0;
+}
+
 aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
                                    const char *text, size_t len, bool secrets,
-                                   FILE *out) {
+                                   const char *pem_dir, FILE *out) {
         struct mm2 m;
         aagw_err_t rc = AAGW_ERR_CONFIG;
+        char       why[256];
 
-        if (!mm2_run(&m, cfg, file, text, len) || m.refused) {
+        if (!mm2_run(&m, cfg, file, text, len, pem_dir) || m.refused) {
                 mm2_free(&m);
                 return rc;
         }
+        /* The converted trust stores the YAML names, now that it will be
+         * printed. */
+        for (size_t i = 0; i < m.npems; i++)
+                if (write_pem(m.pems[i].path, m.pems[i].pem, why,
+                              sizeof(why))) {
+                        aagw_config_error_at(cfg, m.pems[i].path, 0, NULL,
+                                             "cannot write: %s", why);
+                        mm2_free(&m);
+                        return AAGW_ERR_STORE;
+                }
         fprintf(out, "# aagw configuration converted from MirrorMaker 2's %s\n"
                      "# (aagw config import-mm2); each line names the MM2 key "
                      "it came from.\n",
@@ -1220,8 +1205,9 @@ aagw_err_t aagw_config_mm2_to_yaml(aagw_config_t *cfg, const char *file,
                                         fputs("}\"", out);
                                 } else
                                         aagw_config_yaml_quote(out, s->val);
-                                fprintf(out, "  # %s:%d %s\n", file, s->line,
-                                        s->mm2key);
+                                fprintf(out, "  # %s:%d %s%s%s\n", file,
+                                        s->line, s->mm2key, s->note ? " " : "",
+                                        s->note ? s->note : "");
                         }
                 }
         }

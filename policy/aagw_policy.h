@@ -130,9 +130,11 @@ void aagw_log0(aagw_log_level_t level, const char *fac, const char *fmt, ...)
 
 /**
  * @returns true if a configuration key names a secret whose value must never
- * be printed or logged: any key containing "password" or "secret" (case
- * insensitive), plus "token".  The check looks at the last dotted component
- * and at the whole key.
+ * be printed or logged: any key containing "password", "secret" or "token"
+ * (case insensitive), and every property librdkafka 2.8.0 marks sensitive
+ * (ssl.key.pem, ssl.key.location, ssl_key, ssl.ca.pem, sasl.username,
+ * sasl.oauthbearer.config, ...), alone or as the end of a dotted path
+ * ("clusters.east.properties.producer.ssl.key.pem").
  */
 bool aagw_key_is_secret(const char *key);
 

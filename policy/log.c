@@ -66,14 +66,27 @@ void aagw_log0(aagw_log_level_t level, const char *fac, const char *fmt, ...) {
         log_sink(level, line, log_opaque);
 }
 
-/* A key is secret if it, or its last dotted component, mentions a password,
- * a secret or a token.  Matching the substring errs on the safe side:
- * "sasl.oauthbearer.client.secret" and "ssl.keystore.password" are caught
- * without listing every librdkafka property. */
+/* The properties librdkafka 2.8.0 itself flags as sensitive (_RK_SENSITIVE
+ * in its rdkafka_conf.c), which its own config dump redacts.  Not all of
+ * them say password, secret or token: an inline private key (ssl.key.pem)
+ * does not, nor does a SASL user name.  sasl.oauthbearer.client.secret is
+ * not flagged there, but its name gives it away. */
+static const char *const rdkafka_sensitive[] = {
+    "ssl.key.location", "ssl.key.password",      "ssl.key.pem",
+    "ssl_key",          "ssl.ca.pem",            "ssl.keystore.password",
+    "sasl.username",    "sasl.password",         "sasl.oauthbearer.config",
+    NULL};
+
+/* A key is secret if it mentions a password, a secret or a token anywhere
+ * (matching the substring errs on the safe side: it catches
+ * "sasl.oauthbearer.client.secret" and "admin.token" without a list), or
+ * if its last dotted components are one of librdkafka's sensitive
+ * properties: "ssl.key.pem" itself, and so
+ * "clusters.east.properties.consumer.ssl.key.pem". */
 bool aagw_key_is_secret(const char *key) {
         static const char *words[] = {"password", "secret", "token"};
         char               low[256];
-        size_t             i;
+        size_t             i, n = strlen(key);
 
         for (i = 0; key[i] && i < sizeof(low) - 1; i++)
                 low[i] = (char)tolower((unsigned char)key[i]);
@@ -81,5 +94,12 @@ bool aagw_key_is_secret(const char *key) {
         for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
                 if (strstr(low, words[i]))
                         return true;
+        for (i = 0; rdkafka_sensitive[i]; i++) {
+                size_t sl = strlen(rdkafka_sensitive[i]);
+                if (n >= sl &&
+                    !strcasecmp(key + n - sl, rdkafka_sensitive[i]) &&
+                    (n == sl || key[n - sl - 1] == '.'))
+                        return true;
+        }
         return false;
 }

@@ -784,6 +784,17 @@ aagw_err_t aagw_kafka_list_groups(const char *self_exe,
                                   int timeout_ms, char ***groups, size_t *cnt,
                                   char *errstr, size_t errstr_size);
 
+/**
+ * @brief Name the environment variables that the children of
+ * aagw_kafka_group_members() and aagw_kafka_list_groups() must not
+ * inherit: the ones the config's ${VAR} references read, which may hold
+ * passwords.  The children get their client properties through a pipe
+ * and need none of them.  @p names is copied; a call replaces the last
+ * list.  Call it before the threads that probe start.
+ * @returns AAGW_OK, or AAGW_ERR_NOMEM with the last list kept.
+ */
+aagw_err_t aagw_kafka_child_env_hide(const char *const *names, size_t cnt);
+
 /** The listing itself (run in the child): prints "groups N" and N names,
  *  or "unsupported REASON". */
 int aagw_kafka_list_groups_probe(const char *bootstraps,

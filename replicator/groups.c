@@ -273,6 +273,62 @@ static bool write_all_quiet(int fd, const char *p, size_t len) {
         return ok;
 }
 
+/* ----------------------------------------------- THE CHILD'S ENVIRONMENT -- */
+
+/* Variables the children must not inherit (aagw_kafka_child_env_hide()):
+ * set once at start-up, read by every prober thread after. */
+static char **hidden_vars;
+static size_t hidden_cnt;
+
+aagw_err_t aagw_kafka_child_env_hide(const char *const *names, size_t cnt) {
+        char **v = cnt ? calloc(cnt, sizeof(*v)) : NULL;
+
+        if (cnt && !v)
+                return AAGW_ERR_NOMEM;
+        for (size_t i = 0; i < cnt; i++)
+                if (!(v[i] = strdup(names[i]))) {
+                        while (i--)
+                                free(v[i]);
+                        free(v);
+                        return AAGW_ERR_NOMEM;
+                }
+        for (size_t i = 0; i < hidden_cnt; i++)
+                free(hidden_vars[i]);
+        free(hidden_vars);
+        hidden_vars = v;
+        hidden_cnt  = cnt;
+        return AAGW_OK;
+}
+
+/* True if the environment entry 'entry' ("NAME=value") is a hidden one. */
+static bool env_hidden(const char *entry) {
+        size_t n = strcspn(entry, "=");
+
+        for (size_t i = 0; i < hidden_cnt; i++)
+                if (strlen(hidden_vars[i]) == n &&
+                    !strncmp(entry, hidden_vars[i], n))
+                        return true;
+        return false;
+}
+
+/* The environment for a child: this process's, less the hidden variables.
+ * A malloc()ed array of borrowed entries, built before fork() (the child
+ * of a threaded process may not allocate), or NULL when out of memory. */
+static char **child_env(void) {
+        size_t n = 0, o = 0;
+        char **env;
+
+        while (environ[n])
+                n++;
+        if (!(env = malloc((n + 1) * sizeof(*env))))
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                if (!env_hidden(environ[i]))
+                        env[o++] = environ[i];
+        env[o] = NULL;
+        return env;
+}
+
 /*
  * Run 'argv' with the client properties on its stdin and its stdout to a
  * pipe; collect up to 'size' - 1 bytes until EOF or 'timeout_ms', then
@@ -286,16 +342,24 @@ static void run_child(const char *self_exe, const char **argv,
         int    fds[2], in[2];
         size_t len = 0;
         pid_t  pid;
+        char **env;
 
         buf[0] = '\0';
+        /* No environment, no child: better no answer than a child that
+         * holds the secrets the config read from the environment. */
+        if (!(env = child_env()))
+                return;
         /* Close-on-exec: a child that another thread forks meanwhile must
          * not inherit them (a stray write end would keep the probe from
          * seeing the end of its stdin).  dup2() clears the flag on 0, 1. */
-        if (pipe2(fds, O_CLOEXEC))
+        if (pipe2(fds, O_CLOEXEC)) {
+                free(env);
                 return;
+        }
         if (pipe2(in, O_CLOEXEC)) {
                 close(fds[0]);
                 close(fds[1]);
+                free(env);
                 return;
         }
         pid = fork();
@@ -306,9 +370,10 @@ static void run_child(const char *self_exe, const char **argv,
                 close(in[1]);
                 close(fds[0]);
                 close(fds[1]);
-                execv(self_exe, (char *const *)argv);
+                execve(self_exe, (char *const *)argv, env);
                 _exit(127);
         }
+        free(env);
         close(fds[1]);
         close(in[0]);
         if (pid < 0) {
