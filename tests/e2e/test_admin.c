@@ -1369,8 +1369,9 @@ static const char *pem(const char *name) {
  * a CA). */
 static void make_cert(const char *name, const char *cn, const char *ca,
                       const char *ext) {
+        static int serial = 1;
         char key[4200], crt[4200], csr[4200], subj[300];
-        char cakey[4200], cacrt[4200];
+        char cakey[4200], cacrt[4200], ser[16];
 
         snprintf(key, sizeof(key), "%s/%s.key", pki, name);
         snprintf(crt, sizeof(crt), "%s/%s.pem", pki, name);
@@ -1383,14 +1384,26 @@ static void make_cert(const char *name, const char *cn, const char *ca,
                         key, "-out", crt, "-days", "2", "-subj", subj, NULL);
                 return;
         }
+        snprintf(ser, sizeof(ser), "%d", ++serial);
         snprintf(cakey, sizeof(cakey), "%s/%s.key", pki, ca);
         snprintf(cacrt, sizeof(cacrt), "%s/%s.pem", pki, ca);
         openssl("req", "-new", "-config", pem("pki.cnf"), "-newkey", "ec",
                 "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc",
                 "-keyout", key, "-out", csr, "-subj", subj, NULL);
         openssl("x509", "-req", "-in", csr, "-CA", cacrt, "-CAkey", cakey,
-                "-set_serial", "2", "-days", "2", "-extfile",
+                "-set_serial", ser, "-days", "2", "-extfile",
                 pem("pki.cnf"), "-extensions", ext, "-out", crt, NULL);
+}
+
+/* Append file 'from' of the pki dir to 'to'. */
+static void append(const char *to, const char *from) {
+        char *text = harness_read_file(pem(from), NULL);
+        FILE *f    = fopen(pem(to), "a");
+        assert_non_null(text);
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        free(text);
 }
 
 static int group_setup(void **state) {
@@ -1410,6 +1423,12 @@ static int group_setup(void **state) {
         make_cert("other-ca", "another CA", NULL, "ca");
         make_cert("other-client", "a client of another CA", "other-ca",
                   "client");
+        /* A server certificate from an intermediate CA, which the
+         * certificate file carries after it: clients know the root. */
+        make_cert("inter", "aagw test intermediate CA", "ca", "ca");
+        make_cert("server-inter", "127.0.0.1", "inter", "server");
+        append("server-chain.pem", "server-inter.pem");
+        append("server-chain.pem", "inter.pem");
         openssl("pkey", "-in", pem("server.key"), "-aes256", "-passout",
                 "pass:" KEY_PW, "-out", pem("server-enc.key"), NULL);
         return 0;
@@ -1563,6 +1582,20 @@ static void test_tls(void **state) {
                          0);
         assert_non_null(strstr(o.out, "\"name\":\"east->west\""));
         harness_output_deinit(&o);
+        /* The certificate names IP 127.0.0.1 only: asked for as
+         * localhost (the same address), it is refused. */
+        {
+                char lh[160];
+                snprintf(lh, sizeof(lh), "https://localhost:%s",
+                         strrchr(hostport, ':') + 1);
+                assert_int_equal(status_rc(f, &o, "--admin", lh, "--cacert",
+                                           pem("ca.pem"), "--token",
+                                           TLS_TOKEN, NULL),
+                                 1);
+                assert_non_null(strstr(o.err, "The name in the certificate "
+                                              "does not match"));
+                harness_output_deinit(&o);
+        }
         /* The system's CAs do not know the test CA; nor does another. */
         assert_int_equal(status_rc(f, &o, "--state-dir", f->state, "--token",
                                    TLS_TOKEN, NULL),
@@ -1598,11 +1631,13 @@ static void test_tls(void **state) {
 
 /* With admin.tls.client_ca only clients with a certificate from that CA
  * get past the handshake; the token applies on top.  The plain health
- * listener answers /healthz and /metrics, nothing else, without either. */
+ * listener answers /healthz and /metrics, nothing else, without either.
+ * The server's certificate is an intermediate CA's, the chain in its
+ * file; clients trust the root only. */
 static void test_tls_client_certs(void **state) {
         struct fx        *f       = *state;
-        const char       *extra[] = {"--admin-cert",      pem("server.pem"),
-                                     "--admin-key",       pem("server.key"),
+        const char       *extra[] = {"--admin-cert",      pem("server-chain.pem"),
+                                     "--admin-key",       pem("server-inter.key"),
                                      "--admin-client-ca", pem("ca.pem"),
                                      "--set",             "admin.token=" TLS_TOKEN,
                                      "--admin-health",    "127.0.0.1:0",
