@@ -55,16 +55,20 @@ static char *read_pem(const char *key, const char *path, char *errstr,
         }
         fclose(f);
         if (len > TLS_FILE_MAX) {
-                snprintf(errstr, size, "%s: %s: larger than %u bytes: not a "
-                         "PEM file", key, path, TLS_FILE_MAX);
+                snprintf(errstr, size,
+                         "%s: %s: larger than %u bytes: not a "
+                         "PEM file",
+                         key, path, TLS_FILE_MAX);
                 free(buf);
                 return NULL;
         }
         buf[len] = '\0';
         if (memchr(buf, '\0', len) || !strstr(buf, "-----BEGIN ")) {
-                snprintf(errstr, size, "%s: %s: not a PEM file (no "
+                snprintf(errstr, size,
+                         "%s: %s: not a PEM file (no "
                          "\"-----BEGIN\" line; DER files must be converted "
-                         "to PEM)", key, path);
+                         "to PEM)",
+                         key, path);
                 free(buf);
                 return NULL;
         }
@@ -82,12 +86,14 @@ static int check_certs(const char *key, const char *path, const char *pem,
         gnutls_x509_crt_t *crts = NULL;
         unsigned           n    = 0;
         gnutls_datum_t     d    = datum(pem);
-        int rc = gnutls_x509_crt_list_import2(&crts, &n, &d,
-                                              GNUTLS_X509_FMT_PEM, 0);
+        int                rc =
+            gnutls_x509_crt_list_import2(&crts, &n, &d, GNUTLS_X509_FMT_PEM, 0);
 
         if (rc < 0) {
-                snprintf(errstr, size, "%s: %s: no PEM certificate in it "
-                         "(%s)%s", key, path, gnutls_strerror(rc),
+                snprintf(errstr, size,
+                         "%s: %s: no PEM certificate in it "
+                         "(%s)%s",
+                         key, path, gnutls_strerror(rc),
                          strstr(pem, "PRIVATE KEY-----")
                              ? "; it holds a private key: cert and key "
                                "swapped?"
@@ -117,8 +123,10 @@ static int check_key(const struct gw_admin_tls *t, const char *path,
         gnutls_x509_privkey_deinit(pk);
         encrypted = rc == GNUTLS_E_DECRYPTION_FAILED;
         if (rc < 0 && !encrypted) {
-                snprintf(errstr, size, "admin.tls.key: %s: no PEM private "
-                         "key in it (%s)%s", path, gnutls_strerror(rc),
+                snprintf(errstr, size,
+                         "admin.tls.key: %s: no PEM private "
+                         "key in it (%s)%s",
+                         path, gnutls_strerror(rc),
                          strstr(t->key, "CERTIFICATE-----")
                              ? "; it holds a certificate: cert and key "
                                "swapped?"
@@ -126,13 +134,17 @@ static int check_key(const struct gw_admin_tls *t, const char *path,
                 return -1;
         }
         if (!encrypted && t->key_password) {
-                snprintf(errstr, size, "admin.tls.key_password: set, but %s "
-                         "(admin.tls.key) is not encrypted", path);
+                snprintf(errstr, size,
+                         "admin.tls.key_password: set, but %s "
+                         "(admin.tls.key) is not encrypted",
+                         path);
                 return -1;
         }
         if (encrypted && !t->key_password) {
-                snprintf(errstr, size, "admin.tls.key: %s: the key is "
-                         "encrypted: set admin.tls.key_password", path);
+                snprintf(errstr, size,
+                         "admin.tls.key: %s: the key is "
+                         "encrypted: set admin.tls.key_password",
+                         path);
                 return -1;
         }
         if (!encrypted)
@@ -143,9 +155,10 @@ static int check_key(const struct gw_admin_tls *t, const char *path,
                                          t->key_password, 0);
         gnutls_x509_privkey_deinit(pk);
         if (rc < 0) {
-                snprintf(errstr, size, "admin.tls.key_password: does not "
-                         "decrypt %s (admin.tls.key): %s", path,
-                         gnutls_strerror(rc));
+                snprintf(errstr, size,
+                         "admin.tls.key_password: does not "
+                         "decrypt %s (admin.tls.key): %s",
+                         path, gnutls_strerror(rc));
                 return -1;
         }
         return 0;
@@ -171,12 +184,15 @@ static int check_pair(const struct gw_admin_tls *t, const char *cert_path,
             cred, &c, &k, GNUTLS_X509_FMT_PEM, t->key_password, 0);
         gnutls_certificate_free_credentials(cred);
         if (rc == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
-                snprintf(errstr, size, "admin.tls.key: %s does not match the "
-                         "certificate in %s (admin.tls.cert)", key_path,
-                         cert_path);
+                snprintf(errstr, size,
+                         "admin.tls.key: %s does not match the "
+                         "certificate in %s (admin.tls.cert)",
+                         key_path, cert_path);
         else if (rc < 0)
-                snprintf(errstr, size, "admin.tls.cert: %s with the key in "
-                         "%s: %s", cert_path, key_path, gnutls_strerror(rc));
+                snprintf(errstr, size,
+                         "admin.tls.cert: %s with the key in "
+                         "%s: %s",
+                         cert_path, key_path, gnutls_strerror(rc));
         return rc < 0 ? -1 : 0;
 }
 
@@ -209,18 +225,17 @@ int gw_admin_tls_init(struct gw_admin_tls *t, const aagw_config_t *cfg,
                 snprintf(errstr, errstr_size, "out of memory");
                 return -1;
         }
-        if (!(t->cert = read_pem("admin.tls.cert", cert, errstr,
-                                 errstr_size)) ||
-            check_certs("admin.tls.cert", cert, t->cert, errstr,
-                        errstr_size) ||
+        if (!(t->cert =
+                  read_pem("admin.tls.cert", cert, errstr, errstr_size)) ||
+            check_certs("admin.tls.cert", cert, t->cert, errstr, errstr_size) ||
             !(t->key = read_pem("admin.tls.key", key, errstr, errstr_size)) ||
             check_key(t, key, errstr, errstr_size) ||
             check_pair(t, cert, key, errstr, errstr_size))
                 return -1;
         if (ca && (!(t->client_ca = read_pem("admin.tls.client_ca", ca, errstr,
                                              errstr_size)) ||
-                   check_certs("admin.tls.client_ca", ca, t->client_ca,
-                               errstr, errstr_size)))
+                   check_certs("admin.tls.client_ca", ca, t->client_ca, errstr,
+                               errstr_size)))
                 return -1;
         return 0;
 }

@@ -127,9 +127,8 @@ static void tls_why(struct conn *cn, int rc, const char *addr,
                     const struct tls_files *tf, char *errstr, size_t size) {
         if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
                 gnutls_datum_t txt = {NULL, 0};
-                unsigned       st  = gnutls_session_get_verify_cert_status(
-                    cn->tls);
-                size_t         len;
+                unsigned st = gnutls_session_get_verify_cert_status(cn->tls);
+                size_t   len;
                 gnutls_certificate_verification_status_print(
                     st, GNUTLS_CRT_X509, &txt, 0);
                 len = txt.data ? strlen((char *)txt.data) : 0;
@@ -144,16 +143,19 @@ static void tls_why(struct conn *cn, int rc, const char *addr,
                                       "--cacert");
                 gnutls_free(txt.data);
         } else if (rc == GNUTLS_E_FATAL_ALERT_RECEIVED) {
-                snprintf(errstr, size, "%s: the endpoint refused the TLS "
-                         "session: %s%s", addr,
-                         gnutls_alert_get_name(gnutls_alert_get(cn->tls)),
-                         tf->cert ? "" : " (does it require a client "
-                                         "certificate? --cert and --key)");
+                snprintf(errstr, size,
+                         "%s: the endpoint refused the TLS "
+                         "session: %s%s",
+                         addr, gnutls_alert_get_name(gnutls_alert_get(cn->tls)),
+                         tf->cert ? ""
+                                  : " (does it require a client "
+                                    "certificate? --cert and --key)");
         } else {
                 snprintf(errstr, size, "%s: TLS: %s%s", addr,
                          gnutls_strerror(rc),
-                         tf->cert ? "" : " (does it require a client "
-                                         "certificate? --cert and --key)");
+                         tf->cert ? ""
+                                  : " (does it require a client "
+                                    "certificate? --cert and --key)");
         }
 }
 
@@ -165,7 +167,7 @@ static int tls_start(struct conn *cn, const char *host, const char *addr,
         unsigned char ip[16];
         bool          is_ip = inet_pton(AF_INET, host, ip) == 1 ||
                      inet_pton(AF_INET6, host, ip) == 1;
-        int           rc;
+        int rc;
 
         if ((rc = gnutls_certificate_allocate_credentials(&cn->cred)) < 0) {
                 snprintf(errstr, size, "TLS: %s", gnutls_strerror(rc));
@@ -182,15 +184,15 @@ static int tls_start(struct conn *cn, const char *host, const char *addr,
                 }
         } else if ((rc = gnutls_certificate_set_x509_system_trust(cn->cred)) <
                    0) {
-                snprintf(errstr, size, "the system's CA certificates: %s "
+                snprintf(errstr, size,
+                         "the system's CA certificates: %s "
                          "(name the endpoint's CA with --cacert)",
                          gnutls_strerror(rc));
                 return -1;
         }
-        if (tf->cert &&
-            (rc = gnutls_certificate_set_x509_key_file2(
-                 cn->cred, tf->cert, tf->key, GNUTLS_X509_FMT_PEM, NULL, 0)) <
-                0) {
+        if (tf->cert && (rc = gnutls_certificate_set_x509_key_file2(
+                             cn->cred, tf->cert, tf->key, GNUTLS_X509_FMT_PEM,
+                             NULL, 0)) < 0) {
                 snprintf(errstr, size, "--cert %s --key %s: %s", tf->cert,
                          tf->key, gnutls_strerror(rc));
                 return -1;
@@ -207,8 +209,7 @@ static int tls_start(struct conn *cn, const char *host, const char *addr,
         }
         gnutls_session_set_verify_cert(cn->tls, host, 0);
         gnutls_transport_set_int(cn->tls, cn->fd);
-        gnutls_handshake_set_timeout(cn->tls,
-                                     GNUTLS_DEFAULT_HANDSHAKE_TIMEOUT);
+        gnutls_handshake_set_timeout(cn->tls, GNUTLS_DEFAULT_HANDSHAKE_TIMEOUT);
         do
                 rc = gnutls_handshake(cn->tls);
         while (rc < 0 && !gnutls_error_is_fatal(rc));
@@ -225,8 +226,8 @@ static int conn_write(struct conn *cn, const char *addr, const char *buf,
         while (len) {
                 ssize_t n = cn->tls ? gnutls_record_send(cn->tls, buf, len)
                                     : write(cn->fd, buf, len);
-                if (n < 0 && (cn->tls ? !gnutls_error_is_fatal((int)n)
-                                      : errno == EINTR))
+                if (n < 0 &&
+                    (cn->tls ? !gnutls_error_is_fatal((int)n) : errno == EINTR))
                         continue;
                 if (n <= 0) {
                         snprintf(errstr, size, "%s: write: %s", addr,
@@ -362,7 +363,7 @@ static int http_get(const char *addr, const struct tls_files *tf,
                 return -1;
         }
         body = strstr(buf, "\r\n\r\n");
-        body     = body ? body + 4 : buf + len;
+        body = body ? body + 4 : buf + len;
         /* Content-Length, when sent, must match: an answer cut short
          * (the connection dropped mid-way) is not shown as complete. */
         for (cl = buf; (cl = strchr(cl, '\n')) && cl < body; cl++)
@@ -393,7 +394,7 @@ int gw_cmd_status(int argc, char **argv) {
             {NULL, 0, NULL, 0}};
         const char      *addr = NULL, *dir = "aagw-state";
         const char      *token = getenv("AAGW_ADMIN_TOKEN");
-        bool             json  = false, tls = false;
+        bool             json = false, tls = false;
         char             fileaddr[300], hostport[300], err[1024];
         char            *body = NULL;
         struct tls_files tf   = {NULL, NULL, NULL};

@@ -1316,20 +1316,19 @@ static char *pki;
 
 #define KEY_PW "test-key-pass-0123"
 
-static const char pki_cnf[] =
-    "[req]\n"
-    "distinguished_name = dn\n"
-    "prompt = no\n"
-    "[dn]\n"
-    "CN = aagw test\n"
-    "[ca]\n"
-    "basicConstraints = critical, CA:TRUE\n"
-    "keyUsage = critical, keyCertSign, cRLSign\n"
-    "[server]\n"
-    "subjectAltName = IP:127.0.0.1\n"
-    "extendedKeyUsage = serverAuth\n"
-    "[client]\n"
-    "extendedKeyUsage = clientAuth\n";
+static const char pki_cnf[] = "[req]\n"
+                              "distinguished_name = dn\n"
+                              "prompt = no\n"
+                              "[dn]\n"
+                              "CN = aagw test\n"
+                              "[ca]\n"
+                              "basicConstraints = critical, CA:TRUE\n"
+                              "keyUsage = critical, keyCertSign, cRLSign\n"
+                              "[server]\n"
+                              "subjectAltName = IP:127.0.0.1\n"
+                              "extendedKeyUsage = serverAuth\n"
+                              "[client]\n"
+                              "extendedKeyUsage = clientAuth\n";
 
 /* `openssl ARGS...` in the pki dir; it must succeed. */
 static void openssl(const char *first, ...) {
@@ -1345,9 +1344,9 @@ static void openssl(const char *first, ...) {
                 argv[n++] = a;
         va_end(ap);
         argv[n] = NULL;
-        assert_int_equal(harness_run(argv, NULL, 0, 30000, &o, errstr,
-                                     sizeof(errstr)),
-                         AAGW_OK);
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 30000, &o, errstr, sizeof(errstr)),
+            AAGW_OK);
         if (harness_exit_code(o.status) != 0)
                 fail_msg("openssl %s: exit %d\n%s", first,
                          harness_exit_code(o.status), o.err);
@@ -1370,8 +1369,8 @@ static const char *pem(const char *name) {
 static void make_cert(const char *name, const char *cn, const char *ca,
                       const char *ext) {
         static int serial = 1;
-        char key[4200], crt[4200], csr[4200], subj[300];
-        char cakey[4200], cacrt[4200], ser[16];
+        char       key[4200], crt[4200], csr[4200], subj[300];
+        char       cakey[4200], cacrt[4200], ser[16];
 
         snprintf(key, sizeof(key), "%s/%s.key", pki, name);
         snprintf(crt, sizeof(crt), "%s/%s.pem", pki, name);
@@ -1388,11 +1387,11 @@ static void make_cert(const char *name, const char *cn, const char *ca,
         snprintf(cakey, sizeof(cakey), "%s/%s.key", pki, ca);
         snprintf(cacrt, sizeof(cacrt), "%s/%s.pem", pki, ca);
         openssl("req", "-new", "-config", pem("pki.cnf"), "-newkey", "ec",
-                "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc",
-                "-keyout", key, "-out", csr, "-subj", subj, NULL);
+                "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc", "-keyout",
+                key, "-out", csr, "-subj", subj, NULL);
         openssl("x509", "-req", "-in", csr, "-CA", cacrt, "-CAkey", cakey,
-                "-set_serial", ser, "-days", "2", "-extfile",
-                pem("pki.cnf"), "-extensions", ext, "-out", crt, NULL);
+                "-set_serial", ser, "-days", "2", "-extfile", pem("pki.cnf"),
+                "-extensions", ext, "-out", crt, NULL);
 }
 
 /* Append file 'from' of the pki dir to 'to'. */
@@ -1495,9 +1494,9 @@ static int status_rc(struct fx *f, harness_output_t *o, ...) {
                 argv[n++] = a;
         va_end(ap);
         argv[n] = NULL;
-        assert_int_equal(harness_run(argv, NULL, 0, 20000, o, f->errstr,
-                                     sizeof(f->errstr)),
-                         AAGW_OK);
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 20000, o, f->errstr, sizeof(f->errstr)),
+            AAGW_OK);
         return harness_exit_code(o->status);
 }
 
@@ -1518,22 +1517,22 @@ static char *stop_gw(struct fx *f) {
  * status` get answers when they trust the CA, and nothing when they do
  * not; plain HTTP gets nothing; the token still applies. */
 static void test_tls(void **state) {
-        struct fx        *f       = *state;
-        const char       *extra[] = {"--admin-cert",
-                                     pem("server.pem"),
-                                     "--admin-key",
-                                     pem("server-enc.key"),
-                                     "--set",
-                                     "admin.tls.key_password=" KEY_PW,
-                                     "--set",
-                                     "admin.token=" TLS_TOKEN,
-                                     NULL};
-        const char       *ca[]       = {"--cacert", pem("ca.pem"), NULL};
-        const char       *other[]    = {"--cacert", pem("other-ca.pem"), NULL};
-        const char       *insecure[] = {"--insecure", NULL};
-        char              url[600], hostport[128], https[160];
-        struct http       h;
-        harness_output_t  o;
+        struct fx       *f          = *state;
+        const char      *extra[]    = {"--admin-cert",
+                                       pem("server.pem"),
+                                       "--admin-key",
+                                       pem("server-enc.key"),
+                                       "--set",
+                                       "admin.tls.key_password=" KEY_PW,
+                                       "--set",
+                                       "admin.token=" TLS_TOKEN,
+                                       NULL};
+        const char      *ca[]       = {"--cacert", pem("ca.pem"), NULL};
+        const char      *other[]    = {"--cacert", pem("other-ca.pem"), NULL};
+        const char      *insecure[] = {"--insecure", NULL};
+        char             url[600], hostport[128], https[160];
+        struct http      h;
+        harness_output_t o;
 
         start_gw(f, extra);
         /* admin.addr names the endpoint with its scheme. */
@@ -1577,8 +1576,8 @@ static void test_tls(void **state) {
         assert_non_null(strstr(o.out, "# Flow east->west\nstate:"));
         harness_output_deinit(&o);
         assert_int_equal(status_rc(f, &o, "--admin", https, "--cacert",
-                                   pem("ca.pem"), "--token", TLS_TOKEN, "--json",
-                                   NULL),
+                                   pem("ca.pem"), "--token", TLS_TOKEN,
+                                   "--json", NULL),
                          0);
         assert_non_null(strstr(o.out, "\"name\":\"east->west\""));
         harness_output_deinit(&o);
@@ -1589,8 +1588,8 @@ static void test_tls(void **state) {
                 snprintf(lh, sizeof(lh), "https://localhost:%s",
                          strrchr(hostport, ':') + 1);
                 assert_int_equal(status_rc(f, &o, "--admin", lh, "--cacert",
-                                           pem("ca.pem"), "--token",
-                                           TLS_TOKEN, NULL),
+                                           pem("ca.pem"), "--token", TLS_TOKEN,
+                                           NULL),
                                  1);
                 assert_non_null(strstr(o.err, "The name in the certificate "
                                               "does not match"));
@@ -1610,9 +1609,9 @@ static void test_tls(void **state) {
         assert_non_null(strstr(o.err, "certificate is not trusted"));
         harness_output_deinit(&o);
         /* Plain HTTP to it: no answer, and the hint. */
-        assert_int_equal(status_rc(f, &o, "--admin", hostport, "--token",
-                                   TLS_TOKEN, NULL),
-                         1);
+        assert_int_equal(
+            status_rc(f, &o, "--admin", hostport, "--token", TLS_TOKEN, NULL),
+            1);
         assert_non_null(strstr(o.err, "not an HTTP answer (if the endpoint "
                                       "uses TLS: --admin https://"));
         harness_output_deinit(&o);
@@ -1635,23 +1634,29 @@ static void test_tls(void **state) {
  * The server's certificate is an intermediate CA's, the chain in its
  * file; clients trust the root only. */
 static void test_tls_client_certs(void **state) {
-        struct fx        *f       = *state;
-        const char       *extra[] = {"--admin-cert",      pem("server-chain.pem"),
-                                     "--admin-key",       pem("server-inter.key"),
-                                     "--admin-client-ca", pem("ca.pem"),
-                                     "--set",             "admin.token=" TLS_TOKEN,
-                                     "--admin-health",    "127.0.0.1:0",
-                                     NULL};
-        const char       *no_cert[] = {"--cacert", pem("ca.pem"), NULL};
-        const char       *cert[]    = {"--cacert", pem("ca.pem"), "--cert",
-                                       pem("client.pem"), "--key",
-                                       pem("client.key"), NULL};
-        const char       *other[]   = {"--cacert", pem("ca.pem"), "--cert",
-                                       pem("other-client.pem"), "--key",
-                                       pem("other-client.key"), NULL};
-        char              url[600], health[160];
-        struct http       h;
-        harness_output_t  o;
+        struct fx  *f         = *state;
+        const char *extra[]   = {"--admin-cert",
+                                 pem("server-chain.pem"),
+                                 "--admin-key",
+                                 pem("server-inter.key"),
+                                 "--admin-client-ca",
+                                 pem("ca.pem"),
+                                 "--set",
+                                 "admin.token=" TLS_TOKEN,
+                                 "--admin-health",
+                                 "127.0.0.1:0",
+                                 NULL};
+        const char *no_cert[] = {"--cacert", pem("ca.pem"), NULL};
+        const char *cert[]    = {
+               "--cacert", pem("ca.pem"),     "--cert", pem("client.pem"),
+               "--key",    pem("client.key"), NULL};
+        const char      *other[] = {"--cacert", pem("ca.pem"),
+                                    "--cert",   pem("other-client.pem"),
+                                    "--key",    pem("other-client.key"),
+                                    NULL};
+        char             url[600], health[160];
+        struct http      h;
+        harness_output_t o;
 
         start_gw(f, extra);
         assert_true(!strncmp(f->addr, "https://", 8));
@@ -1680,12 +1685,11 @@ static void test_tls_client_certs(void **state) {
                          1);
         assert_non_null(strstr(o.err, "client certificate"));
         harness_output_deinit(&o);
-        assert_int_equal(status_rc(f, &o, "--state-dir", f->state, "--cacert",
-                                   pem("ca.pem"), "--cert",
-                                   pem("other-client.pem"), "--key",
-                                   pem("other-client.key"), "--token",
-                                   TLS_TOKEN, NULL),
-                         1);
+        assert_int_equal(
+            status_rc(f, &o, "--state-dir", f->state, "--cacert", pem("ca.pem"),
+                      "--cert", pem("other-client.pem"), "--key",
+                      pem("other-client.key"), "--token", TLS_TOKEN, NULL),
+            1);
         assert_non_null(strstr(o.err, "admin.tls.client_ca"));
         harness_output_deinit(&o);
 
@@ -1758,9 +1762,9 @@ static void refused_with(struct fx *f, const char *const *args,
         for (size_t i = 0; args[i]; i++)
                 argv[n++] = args[i];
         argv[n] = NULL;
-        assert_int_equal(harness_run(argv, NULL, 0, 20000, &o, f->errstr,
-                                     sizeof(f->errstr)),
-                         AAGW_OK);
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 20000, &o, f->errstr, sizeof(f->errstr)),
+            AAGW_OK);
         if (harness_exit_code(o.status) != 2)
                 fail_msg("%s: exit %d, stderr:\n%s", args[0],
                          harness_exit_code(o.status), o.err);
@@ -1777,116 +1781,130 @@ static void test_tls_config_errors(void **state) {
         char       missing[4200], want[4300], want2[4300];
 
         /* One of cert and key: both named. */
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"), NULL},
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"), NULL},
                      (const char *[]){"admin.tls.cert", "admin.tls.key", NULL});
-        refused_with(f, (const char *[]){"--admin-key", pem("server.key"), NULL},
-                     (const char *[]){"admin.tls.cert and admin.tls.key", NULL});
+        refused_with(
+            f, (const char *[]){"--admin-key", pem("server.key"), NULL},
+            (const char *[]){"admin.tls.cert and admin.tls.key", NULL});
         /* A key that cannot be read. */
         snprintf(missing, sizeof(missing), "%s/no-such.key", pki);
-        snprintf(want, sizeof(want), "admin.tls.key: %s: cannot read: No such "
-                 "file or directory", missing);
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"),
-                                         "--admin-key", missing, NULL},
+        snprintf(want, sizeof(want),
+                 "admin.tls.key: %s: cannot read: No such "
+                 "file or directory",
+                 missing);
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", missing, NULL},
                      (const char *[]){want, NULL});
         /* A key of another certificate. */
-        snprintf(want, sizeof(want), "admin.tls.key: %s does not match the "
-                 "certificate in %s (admin.tls.cert)", pem("client.key"),
-                 pem("server.pem"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"),
-                                         "--admin-key", pem("client.key"),
-                                         NULL},
+        snprintf(want, sizeof(want),
+                 "admin.tls.key: %s does not match the "
+                 "certificate in %s (admin.tls.cert)",
+                 pem("client.key"), pem("server.pem"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("client.key"), NULL},
                      (const char *[]){want, NULL});
         /* Not PEM (the openssl config file), for each file key. */
         snprintf(want, sizeof(want), "admin.tls.cert: %s: not a PEM file",
                  pem("pki.cnf"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("pki.cnf"),
-                                         "--admin-key", pem("server.key"),
-                                         NULL},
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("pki.cnf"),
+                                      "--admin-key", pem("server.key"), NULL},
                      (const char *[]){want, NULL});
         snprintf(want, sizeof(want), "admin.tls.client_ca: %s: not a PEM file",
                  pem("pki.cnf"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"),
-                                         "--admin-key", pem("server.key"),
-                                         "--admin-client-ca", pem("pki.cnf"),
-                                         NULL},
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("server.key"),
+                                      "--admin-client-ca", pem("pki.cnf"),
+                                      NULL},
                      (const char *[]){want, NULL});
         /* Cert and key swapped. */
         snprintf(want, sizeof(want), "admin.tls.cert: %s: no PEM certificate",
                  pem("server.key"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.key"),
-                                         "--admin-key", pem("server.pem"),
-                                         NULL},
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.key"),
+                                      "--admin-key", pem("server.pem"), NULL},
                      (const char *[]){want, "swapped", NULL});
         /* An encrypted key: without its password, with a wrong one; a
          * password for a key that is not encrypted. */
-        snprintf(want, sizeof(want), "admin.tls.key: %s: the key is "
-                 "encrypted: set admin.tls.key_password", pem("server-enc.key"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"),
-                                         "--admin-key", pem("server-enc.key"),
-                                         NULL},
+        snprintf(want, sizeof(want),
+                 "admin.tls.key: %s: the key is "
+                 "encrypted: set admin.tls.key_password",
+                 pem("server-enc.key"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("server-enc.key"),
+                                      NULL},
                      (const char *[]){want, NULL});
-        snprintf(want, sizeof(want), "admin.tls.key_password: does not "
-                 "decrypt %s", pem("server-enc.key"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"),
-                                         "--admin-key", pem("server-enc.key"),
-                                         "--set",
-                                         "admin.tls.key_password=wrong-pw-1",
-                                         NULL},
-                     (const char *[]){want, NULL});
-        snprintf(want2, sizeof(want2), "admin.tls.key_password: set, but %s "
-                 "(admin.tls.key) is not encrypted", pem("server.key"));
-        refused_with(f, (const char *[]){"--admin-cert", pem("server.pem"),
-                                         "--admin-key", pem("server.key"),
-                                         "--set",
-                                         "admin.tls.key_password=" KEY_PW,
-                                         NULL},
+        snprintf(want, sizeof(want),
+                 "admin.tls.key_password: does not "
+                 "decrypt %s",
+                 pem("server-enc.key"));
+        refused_with(
+            f,
+            (const char *[]){"--admin-cert", pem("server.pem"), "--admin-key",
+                             pem("server-enc.key"), "--set",
+                             "admin.tls.key_password=wrong-pw-1", NULL},
+            (const char *[]){want, NULL});
+        snprintf(want2, sizeof(want2),
+                 "admin.tls.key_password: set, but %s "
+                 "(admin.tls.key) is not encrypted",
+                 pem("server.key"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("server.key"), "--set",
+                                      "admin.tls.key_password=" KEY_PW, NULL},
                      (const char *[]){want2, NULL});
         /* Client certificates without TLS; a health listener that is
          * not on loopback. */
-        refused_with(f, (const char *[]){"--admin-client-ca", pem("ca.pem"),
-                                         NULL},
+        refused_with(f,
+                     (const char *[]){"--admin-client-ca", pem("ca.pem"), NULL},
                      (const char *[]){"admin.tls.client_ca: client "
-                                      "certificates need TLS", NULL});
+                                      "certificates need TLS",
+                                      NULL});
         refused_with(f, (const char *[]){"--admin-health", "0.0.0.0:0", NULL},
                      (const char *[]){"admin.health_listen: must be a "
-                                      "loopback address", NULL});
+                                      "loopback address",
+                                      NULL});
 }
 
 int main(void) {
-        const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_endpoints, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_token, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_methods_and_types, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_non_loopback_needs_token,
-                                            setup, teardown),
-            cmocka_unit_test_setup_teardown(test_metric_names_documented,
-                                            setup, teardown),
-            cmocka_unit_test_setup_teardown(test_counters_move_under_load,
-                                            setup, teardown),
+        const struct CMUnitTest tests[] =
+        { cmocka_unit_test_setup_teardown(test_endpoints, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_token, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_methods_and_types, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_non_loopback_needs_token, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_metric_names_documented, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_counters_move_under_load, setup,
+                                          teardown),
 #if !defined(__SANITIZE_ADDRESS__)
-            /* Whether a backlog needs the waker at all depends on the
-             * stage outrunning its fetchers, which ASan's slowdown turns
-             * around on 2 cores (a CI run: 6 backlogs of "flow 0, unify
-             * 0", nothing parked, nothing wrong; unloaded here: flow 1,
-             * unify 2).  The waker's code runs under ASan in every e2e
-             * test; this test of when it is needed, in the normal build. */
-            cmocka_unit_test_setup_teardown(test_fetch_wakeups, setup,
-                                            teardown),
+          /* Whether a backlog needs the waker at all depends on the
+           * stage outrunning its fetchers, which ASan's slowdown turns
+           * around on 2 cores (a CI run: 6 backlogs of "flow 0, unify
+           * 0", nothing parked, nothing wrong; unloaded here: flow 1,
+           * unify 2).  The waker's code runs under ASan in every e2e
+           * test; this test of when it is needed, in the normal build. */
+          cmocka_unit_test_setup_teardown(test_fetch_wakeups, setup, teardown),
 #endif
-            cmocka_unit_test_setup_teardown(
-                test_heartbeats_under_topic_filter, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_page_in_chromium, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_page_with_token, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(
-                test_idle_connections_do_not_starve, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_tls_client_certs, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_tls_config_errors,
-                                            setup_bare, teardown),
+          cmocka_unit_test_setup_teardown(test_heartbeats_under_topic_filter,
+                                          setup, teardown),
+          cmocka_unit_test_setup_teardown(test_page_in_chromium, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_page_with_token, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_idle_connections_do_not_starve,
+                                          setup, teardown),
+          cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_tls_client_certs, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_tls_config_errors, setup_bare,
+                                          teardown),
         };
 #if defined(__SANITIZE_ADDRESS__)
         printf("# test_fetch_wakeups: left out under ASan (a timing test)\n");

@@ -1082,15 +1082,16 @@ static void test_admin_tls_dump(void **state) {
         assert_int_equal(load(f, yaml), AAGW_OK);
         assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
         first = dump(f->cfg);
-        assert_non_null(strstr(first, "admin:\n"
-                                      "  listen: \"127.0.0.1:9644\"\n"
-                                      "  # token: (unset)\n"
-                                      "  tls:\n"
-                                      "    cert: \"/etc/aagw/admin.pem\"\n"
-                                      "    key: \"/etc/aagw/admin.key\"\n"
-                                      "    key_password: \"[redacted]\"\n"
-                                      "    client_ca: \"/etc/aagw/clients-ca.pem\"\n"
-                                      "  health_listen: \"127.0.0.1:9645\"\n"));
+        assert_non_null(strstr(first,
+                               "admin:\n"
+                               "  listen: \"127.0.0.1:9644\"\n"
+                               "  # token: (unset)\n"
+                               "  tls:\n"
+                               "    cert: \"/etc/aagw/admin.pem\"\n"
+                               "    key: \"/etc/aagw/admin.key\"\n"
+                               "    key_password: \"[redacted]\"\n"
+                               "    client_ca: \"/etc/aagw/clients-ca.pem\"\n"
+                               "  health_listen: \"127.0.0.1:9645\"\n"));
         assert_null(strstr(first, "PW-tls"));
         again = aagw_config_new();
         assert_int_equal(
