@@ -36,6 +36,22 @@
  * sits well above ADMIN_IDLE_MAX, so it is reached only by requests being
  * answered; an inactivity timeout of ADMIN_TIMEOUT_S closes what is left.
  * All of this runs in libmicrohttpd's one polling thread (no locks).
+ *
+ * TLS (admin.tls.*): with a certificate and key the endpoint speaks
+ * HTTPS only (libmicrohttpd over GnuTLS; the files are read and checked
+ * at start, admin_tls.c).  With admin.tls.client_ca the TLS handshake
+ * requires a client certificate that chains to it: each new session is
+ * switched from libmicrohttpd's "request" to "require" and GnuTLS
+ * verifies the certificate during the handshake, so a client without one
+ * never gets to send a request.  The handler checks the verification
+ * again before answering (fail closed should a libmicrohttpd release
+ * start sessions later than the connection notification).  The bearer
+ * token applies on top.
+ *
+ * Health listener (admin.health_listen): a second daemon on a loopback
+ * socket, plain HTTP, answering GET /healthz and /metrics only, with
+ * neither token nor certificate, for probes on the same host.  It has its
+ * own thread, so each listener keeps its own connection bookkeeping.
  */
 #include "admin_int.h"
 
@@ -51,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 
@@ -75,14 +92,25 @@ struct aconn {
         bool                   idle;
 };
 
+/* One libmicrohttpd daemon: the endpoint, or the health listener.
+ * Everything but 'a' is touched by its daemon's thread only. */
+struct listener {
+        struct gw_admin   *a;
+        struct MHD_Daemon *mhd;
+        bool               health_only;
+        char               addr[300];
+        struct aconn      *idle_head, *idle_tail; /* oldest first */
+        unsigned           nidle;
+        uint64_t           evicted;
+        int64_t            log_ms;      /* libmicrohttpd's last line */
+        unsigned           log_dropped; /* lines left out since */
+};
+
 struct gw_admin {
-        struct MHD_Daemon    *mhd;
+        struct listener       main, health;
         struct gw_admin_view  view;
         char                 *token;
-        char                  addr[300];
-        struct aconn         *idle_head, *idle_tail; /* oldest first */
-        unsigned              nidle;
-        uint64_t              evicted;
+        bool                  tls, client_certs;
 };
 
 /* ------------------------------------------------------------ BUFFERS --- */
@@ -970,44 +998,44 @@ static bool degraded(const struct gw_admin *a, char *msg, size_t size) {
 
 /* ------------------------------------------------------- CONNECTIONS --- */
 
-static void idle_remove(struct gw_admin *a, struct aconn *ac) {
+static void idle_remove(struct listener *l, struct aconn *ac) {
         if (!ac->idle)
                 return;
         if (ac->prev)
                 ac->prev->next = ac->next;
         else
-                a->idle_head = ac->next;
+                l->idle_head = ac->next;
         if (ac->next)
                 ac->next->prev = ac->prev;
         else
-                a->idle_tail = ac->prev;
+                l->idle_tail = ac->prev;
         ac->prev = ac->next = NULL;
         ac->idle            = false;
-        a->nidle--;
+        l->nidle--;
 }
 
 /* Put 'ac' at the young end of the idle list; then, above the cap, close
  * the oldest idle connection (never 'ac' itself, the cap is above 1). */
-static void idle_add(struct gw_admin *a, struct aconn *ac) {
+static void idle_add(struct listener *l, struct aconn *ac) {
         if (ac->idle)
                 return;
-        ac->prev = a->idle_tail;
+        ac->prev = l->idle_tail;
         ac->next = NULL;
-        if (a->idle_tail)
-                a->idle_tail->next = ac;
+        if (l->idle_tail)
+                l->idle_tail->next = ac;
         else
-                a->idle_head = ac;
-        a->idle_tail = ac;
+                l->idle_head = ac;
+        l->idle_tail = ac;
         ac->idle     = true;
-        a->nidle++;
-        while (a->nidle > ADMIN_IDLE_MAX) {
-                struct aconn *old = a->idle_head;
+        l->nidle++;
+        while (l->nidle > ADMIN_IDLE_MAX) {
+                struct aconn *old = l->idle_head;
                 const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
                     old->c, MHD_CONNECTION_INFO_CONNECTION_FD);
-                idle_remove(a, old);
+                idle_remove(l, old);
                 if (ci)
                         shutdown(ci->connect_fd, SHUT_RDWR);
-                if (a->evicted++ == 0)
+                if (l->evicted++ == 0)
                         aagw_log(AAGW_LOG_WARN, "ADMIN",
                                  "more than %u idle connections to the admin "
                                  "endpoint; closing the oldest ones (logged "
@@ -1022,20 +1050,54 @@ static struct aconn *conn_of(struct MHD_Connection *c) {
         return ci ? ci->socket_context : NULL;
 }
 
+/* The connection's TLS session; NULL on plain HTTP. */
+static gnutls_session_t tls_session(struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        return ci ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+/* A new TLS session, before its handshake: libmicrohttpd asks for a
+ * client certificate (it was given a trust list) but lets the handshake
+ * go on without one, and does not check it.  Require one, and have GnuTLS
+ * verify it against admin.tls.client_ca in the handshake (no name to
+ * match: any certificate that CA signed is a client). */
+static void require_client_cert(struct MHD_Connection *c) {
+        gnutls_session_t s = tls_session(c);
+
+        if (!s)
+                return; /* the handler refuses the request (client_cert_ok) */
+        gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
+        gnutls_session_set_verify_cert(s, NULL, 0);
+}
+
+/* The client presented a certificate that verified against
+ * admin.tls.client_ca. */
+static bool client_cert_ok(struct MHD_Connection *c) {
+        gnutls_session_t s = tls_session(c);
+        unsigned         status, n = 0;
+
+        return s && gnutls_certificate_get_peers(s, &n) && n > 0 &&
+               gnutls_certificate_verify_peers2(s, &status) == 0 &&
+               status == 0;
+}
+
 /* A connection opened or closed. */
 static void notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
                         enum MHD_ConnectionNotificationCode code) {
-        struct gw_admin *a = cls;
+        struct listener *l = cls;
         struct aconn    *ac;
 
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                if (!l->health_only && l->a->client_certs)
+                        require_client_cert(c);
                 if (!(ac = calloc(1, sizeof(*ac))))
                         return; /* untracked: still served, never evicted */
                 ac->c = c;
                 *ctx  = ac;
-                idle_add(a, ac);
+                idle_add(l, ac);
         } else if ((ac = *ctx)) {
-                idle_remove(a, ac);
+                idle_remove(l, ac);
                 free(ac);
                 *ctx = NULL;
         }
@@ -1045,19 +1107,94 @@ static void notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
  * until its next request (keep-alive). */
 static void notify_done(void *cls, struct MHD_Connection *c, void **con_cls,
                         enum MHD_RequestTerminationCode code) {
-        struct gw_admin *a  = cls;
+        struct listener *l  = cls;
         struct aconn    *ac = conn_of(c);
         (void)con_cls;
         (void)code;
         if (ac)
-                idle_add(a, ac);
+                idle_add(l, ac);
+}
+
+/* libmicrohttpd's own messages (a failed TLS handshake, a connection
+ * refused at the limit) in the log's format.  Anyone who can reach the
+ * port can make it write one per connection, so at most one line a
+ * second gets through, with the count of those left out since. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        struct listener *l   = cls;
+        int64_t          now = aagw_mono_ms();
+        char             raw[400], line[800];
+
+        if (l->log_ms && now - l->log_ms < 1000) {
+                l->log_dropped++;
+                return;
+        }
+        vsnprintf(raw, sizeof(raw), fmt, ap);
+        raw[strcspn(raw, "\n")] = '\0';
+        /* Its words for any failed handshake, whatever the cause. */
+        if (l->a->tls && !l->health_only && strstr(raw, "handshake"))
+                snprintf(line, sizeof(line),
+                         "TLS handshake failed (libmicrohttpd: %s): a client "
+                         "that does not speak TLS, does not trust our "
+                         "certificate%s",
+                         raw,
+                         l->a->client_certs
+                             ? ", or has no certificate signed by "
+                               "admin.tls.client_ca"
+                             : "");
+        else
+                snprintf(line, sizeof(line), "libmicrohttpd: %s", raw);
+        if (l->log_dropped)
+                aagw_log(AAGW_LOG_WARN, "ADMIN",
+                         "%s (%u earlier lines left out: one a second at most)",
+                         line, l->log_dropped);
+        else
+                aagw_log(AAGW_LOG_WARN, "ADMIN", "%s", line);
+        l->log_ms      = now;
+        l->log_dropped = 0;
+}
+
+static enum MHD_Result reply_healthz(const struct gw_admin *a,
+                                     struct MHD_Connection *c) {
+        char msg[2048];
+        return first_failure(a, msg, sizeof(msg)) ||
+                       degraded(a, msg, sizeof(msg))
+                   ? reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg)
+                   : reply_text(c, MHD_HTTP_OK, "ok\n");
+}
+
+static enum MHD_Result reply_metrics(const struct gw_admin *a,
+                                     struct MHD_Connection *c) {
+        char *body = gw_metrics(&a->view);
+        if (!body)
+                return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                  "out of memory\n");
+        return reply(c, MHD_HTTP_OK,
+                     "text/plain; version=0.0.4; charset=utf-8", body,
+                     strlen(body), true);
+}
+
+/* The health listener: /healthz and /metrics, nothing else. */
+static enum MHD_Result handle_health(const struct gw_admin *a,
+                                     struct MHD_Connection *c,
+                                     const char *url, bool get) {
+        bool known = !strcmp(url, "/healthz") || !strcmp(url, "/metrics");
+
+        if (!known)
+                return reply_text(c, MHD_HTTP_NOT_FOUND,
+                                  "not found: this listener serves /healthz "
+                                  "and /metrics only\n");
+        if (!get)
+                return reply_405(c, "GET, HEAD", "use GET\n");
+        return !strcmp(url, "/healthz") ? reply_healthz(a, c)
+                                        : reply_metrics(a, c);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                               const char *url, const char *method,
                               const char *version, const char *upload,
                               size_t *upload_size, void **con_cls) {
-        struct gw_admin *a = cls;
+        struct listener *l = cls;
+        struct gw_admin *a = l->a;
         (void)version;
         (void)upload;
 
@@ -1075,15 +1212,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
         }
         struct aconn *ac = conn_of(c);
         if (ac) /* the whole request arrived: being answered, not idle */
-                idle_remove(a, ac);
+                idle_remove(l, ac);
         bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
-        if (!a->token && !host_ok(c))
+        if (a->client_certs && !l->health_only && !client_cert_ok(c))
+                return reply_text(c, MHD_HTTP_FORBIDDEN,
+                                  "a client certificate signed by "
+                                  "admin.tls.client_ca is required\n");
+        /* The health listener is loopback-only and has no token. */
+        if ((!a->token || l->health_only) && !host_ok(c))
                 return reply_text(c, MHD_HTTP_FORBIDDEN,
                                   "Host must name a loopback address\n");
         if (!same_origin(c))
                 return reply_text(c, MHD_HTTP_FORBIDDEN,
                                   "cross-origin request refused\n");
+        if (l->health_only)
+                return handle_health(a, c, url, get);
         /* The page holds no data; what it shows comes from /status, which
          * needs the token like everything else. */
         if (!strcmp(url, "/") && get)
@@ -1095,13 +1239,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                      !strcmp(url, "/status") || !strcmp(url, "/metrics")))
                 return reply_405(c, "GET, HEAD", "use GET\n");
 
-        if (!strcmp(url, "/healthz") && get) {
-                char msg[2048];
-                return first_failure(a, msg, sizeof(msg)) ||
-                               degraded(a, msg, sizeof(msg))
-                           ? reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg)
-                           : reply_text(c, MHD_HTTP_OK, "ok\n");
-        }
+        if (!strcmp(url, "/healthz") && get)
+                return reply_healthz(a, c);
         if (!strcmp(url, "/status") && get) {
                 const char *fmt =
                     MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
@@ -1116,15 +1255,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                                   : "application/json",
                              body, strlen(body), true);
         }
-        if (!strcmp(url, "/metrics") && get) {
-                char *body = gw_metrics(&a->view);
-                if (!body)
-                        return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                          "out of memory\n");
-                return reply(c, MHD_HTTP_OK,
-                             "text/plain; version=0.0.4; charset=utf-8", body,
-                             strlen(body), true);
-        }
+        if (!strcmp(url, "/metrics") && get)
+                return reply_metrics(a, c);
         if (!strncmp(url, "/flows/", 7)) {
                 const char *name  = url + 7;
                 const char *slash = strrchr(name, '/');
@@ -1282,40 +1414,22 @@ int gw_admin_listen(const char *addr, char *errstr, size_t errstr_size) {
         return fd;
 }
 
-struct gw_admin *gw_admin_start(int fd, const char *token,
-                                const struct gw_admin_view *view,
-                                char *errstr, size_t errstr_size) {
-        struct gw_admin        *a = calloc(1, sizeof(*a));
+/* "HOST:PORT" of the socket 'fd' in 'out'; whether it is IPv6 in '*v6'. */
+static int sock_addr(int fd, char *out, size_t size, bool *v6, char *errstr,
+                     size_t errstr_size) {
         struct sockaddr_storage ss;
         socklen_t               sslen = sizeof(ss);
         char                    host[INET6_ADDRSTRLEN];
-        /* poll(), not select(): the admin socket's number may be above
-         * FD_SETSIZE in a process holding RocksDB files and Kafka
-         * connections. */
-        unsigned                flags = MHD_USE_POLL_INTERNAL_THREAD |
-                         MHD_USE_ERROR_LOG;
-        unsigned                port  = 0;
+        unsigned                port;
 
-        if (!a) {
-                snprintf(errstr, errstr_size, "out of memory");
-                close(fd);
-                return NULL;
-        }
-        a->view = *view;
-        if (token && !(a->token = strdup(token))) {
-                snprintf(errstr, errstr_size, "out of memory");
-                close(fd);
-                goto fail;
-        }
         if (getsockname(fd, (struct sockaddr *)&ss, &sslen)) {
                 snprintf(errstr, errstr_size, "admin socket: %s",
                          strerror(errno));
-                close(fd);
-                goto fail;
+                return -1;
         }
-        if (ss.ss_family == AF_INET6) {
+        *v6 = ss.ss_family == AF_INET6;
+        if (*v6) {
                 const struct sockaddr_in6 *s6 = (const void *)&ss;
-                flags |= MHD_USE_IPv6;
                 inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
                 port = ntohs(s6->sin6_port);
         } else {
@@ -1323,39 +1437,141 @@ struct gw_admin *gw_admin_start(int fd, const char *token,
                 inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
                 port = ntohs(s4->sin_port);
         }
+        snprintf(out, size, "%s%s%s:%u", *v6 ? "[" : "", host, *v6 ? "]" : "",
+                 port);
+        return 0;
+}
+
+/* Start listener 'l' on 'fd' (owned from now on, closed on failure);
+ * 'tls' NULL: plain HTTP. */
+static int listener_start(struct listener *l, int fd,
+                          const struct gw_admin_tls *tls, char *errstr,
+                          size_t errstr_size) {
+        /* poll(), not select(): the admin socket's number may be above
+         * FD_SETSIZE in a process holding RocksDB files and Kafka
+         * connections. */
+        unsigned              flags = MHD_USE_POLL_INTERNAL_THREAD |
+                         MHD_USE_ERROR_LOG;
+        bool                  v6;
+        struct MHD_OptionItem tls_opts[5];
+        size_t                n = 0;
+
+        if (sock_addr(fd, l->addr, sizeof(l->addr), &v6, errstr,
+                      errstr_size)) {
+                close(fd);
+                return -1;
+        }
+        if (v6)
+                flags |= MHD_USE_IPv6;
+        if (tls) {
+                flags |= MHD_USE_TLS;
+                tls_opts[n++] = (struct MHD_OptionItem){
+                    MHD_OPTION_HTTPS_MEM_CERT, 0, tls->cert};
+                tls_opts[n++] = (struct MHD_OptionItem){
+                    MHD_OPTION_HTTPS_MEM_KEY, 0, tls->key};
+                if (tls->key_password)
+                        tls_opts[n++] = (struct MHD_OptionItem){
+                            MHD_OPTION_HTTPS_KEY_PASSWORD, 0,
+                            tls->key_password};
+                /* A trust list makes libmicrohttpd ask for client
+                 * certificates; notify_conn() makes it a must. */
+                if (tls->client_ca)
+                        tls_opts[n++] = (struct MHD_OptionItem){
+                            MHD_OPTION_HTTPS_MEM_TRUST, 0, tls->client_ca};
+        }
+        tls_opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
         /* On success libmicrohttpd owns 'fd' and closes it at the stop. */
-        a->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, a,
+        /* The logger first, or libmicrohttpd logs to stderr until it
+         * gets to it. */
+        l->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, l,
+                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                                   MHD_OPTION_LISTEN_SOCKET, fd,
                                   MHD_OPTION_CONNECTION_TIMEOUT,
                                   ADMIN_TIMEOUT_S,
                                   MHD_OPTION_CONNECTION_LIMIT, ADMIN_CONN_MAX,
-                                  MHD_OPTION_NOTIFY_CONNECTION, notify_conn, a,
-                                  MHD_OPTION_NOTIFY_COMPLETED, notify_done, a,
-                                  MHD_OPTION_END);
-        if (!a->mhd) {
-                snprintf(errstr, errstr_size, "cannot serve on %s:%u",
-                         host, port);
+                                  MHD_OPTION_NOTIFY_CONNECTION, notify_conn, l,
+                                  MHD_OPTION_NOTIFY_COMPLETED, notify_done, l,
+                                  MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        if (!l->mhd) {
+                /* admin_tls.c checked the files as libmicrohttpd would;
+                 * what is left is rare (out of memory, no threads). */
+                snprintf(errstr, errstr_size, "cannot serve %son %s%s",
+                         tls ? "HTTPS " : "", l->addr,
+                         tls ? " (libmicrohttpd refused the TLS setup; see "
+                               "the log line before)"
+                             : "");
                 close(fd);
+                return -1;
+        }
+        return 0;
+}
+
+struct gw_admin *gw_admin_start(const struct gw_admin_conf *conf,
+                                const struct gw_admin_view *view,
+                                char *errstr, size_t errstr_size) {
+        struct gw_admin           *a   = calloc(1, sizeof(*a));
+        const struct gw_admin_tls *tls = conf->tls;
+        int                        health_fd = conf->health_fd;
+
+        if (!a) {
+                snprintf(errstr, errstr_size, "out of memory");
+                close(conf->fd);
+                if (health_fd != -1)
+                        close(health_fd);
+                return NULL;
+        }
+        if (tls && !tls->cert)
+                tls = NULL;
+        a->view         = *view;
+        a->tls          = tls != NULL;
+        a->client_certs = tls && tls->client_ca;
+        a->main.a = a->health.a = a;
+        a->health.health_only   = true;
+        if (conf->token && !(a->token = strdup(conf->token))) {
+                snprintf(errstr, errstr_size, "out of memory");
+                close(conf->fd);
                 goto fail;
         }
-        snprintf(a->addr, sizeof(a->addr), "%s%s%s:%u",
-                 strchr(host, ':') ? "[" : "", host,
-                 strchr(host, ':') ? "]" : "", port);
+        if (listener_start(&a->main, conf->fd, tls, errstr, errstr_size))
+                goto fail;
+        if (health_fd != -1) {
+                health_fd = -1; /* listener_start() owns it */
+                if (listener_start(&a->health, conf->health_fd, NULL, errstr,
+                                   errstr_size)) {
+                        char why[600];
+                        snprintf(why, sizeof(why), "%s", errstr);
+                        snprintf(errstr, errstr_size, "health listener: %s",
+                                 why);
+                        goto fail;
+                }
+        }
         return a;
 fail:
+        if (health_fd != -1)
+                close(health_fd);
         gw_admin_stop(a);
         return NULL;
 }
 
 const char *gw_admin_addr(const struct gw_admin *a) {
-        return a->addr;
+        return a->main.addr;
+}
+
+const char *gw_admin_health_addr(const struct gw_admin *a) {
+        return a->health.mhd ? a->health.addr : NULL;
+}
+
+bool gw_admin_is_tls(const struct gw_admin *a) {
+        return a->tls;
 }
 
 void gw_admin_stop(struct gw_admin *a) {
         if (!a)
                 return;
-        if (a->mhd)
-                MHD_stop_daemon(a->mhd);
+        if (a->health.mhd)
+                MHD_stop_daemon(a->health.mhd);
+        if (a->main.mhd)
+                MHD_stop_daemon(a->main.mhd);
         free(a->token);
         free(a);
 }

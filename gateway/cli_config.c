@@ -64,7 +64,7 @@ void gw_config_flags_usage(FILE *out) {
                         arg = "NAME";
                         break;
                 case CT_STR:
-                        arg = "DIR";
+                        arg = strstr(k->path, "dir") ? "DIR" : "FILE";
                         break;
                 default:
                         break;

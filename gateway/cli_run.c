@@ -1,7 +1,8 @@
 /*
  * gateway/cli_run.c: `aagw [run]`: the gateway's lifecycle.
  *
- *   config -> logging -> state dir lock -> admin port -> clusters
+ *   config (and the admin endpoint's TLS files) -> logging -> state dir
+ *   lock -> admin ports -> clusters
  *   (configured, or the demo's embedded ones, gateway/demo.c) -> flows
  *   and unify stages -> run until SIGINT/SIGTERM or --duration (the demo:
  *   until its checks ran) -> stop consuming, flush, store positions ->
@@ -54,9 +55,11 @@ int gw_cmd_run(int argc, char **argv) {
         aagw_statedir_t       *sd   = NULL;
         struct gw_plan         plan;
         struct gw_engine_hooks hooks;
+        struct gw_admin_tls    tls  = {0};
+        struct gw_admin_conf   admin = {.fd = -1, .health_fd = -1};
         char                   err[1024];
         bool                   is_demo;
-        int                    rc, admin_fd = -1;
+        int                    rc;
 
         rc = gw_config_from_args(argc, argv, true, usage_run, &cfg, &ro);
         if (rc == GW_HELP_SHOWN)
@@ -67,6 +70,13 @@ int gw_cmd_run(int argc, char **argv) {
                 aagw_config_dump(cfg, stdout);
                 aagw_config_destroy(cfg);
                 return EXIT_OK;
+        }
+        /* The TLS files are part of the config: a bad one is a config
+         * error (exit 2), found before anything starts. */
+        if (gw_admin_tls_init(&tls, cfg, err, sizeof(err))) {
+                gw_errorf("%s", err);
+                rc = EXIT_USAGE;
+                goto out;
         }
         /* No clusters: the demo (gateway/demo.c).  Its live lines and
          * summary go to stdout, the log to stderr as always. */
@@ -89,14 +99,23 @@ int gw_cmd_run(int argc, char **argv) {
                 gw_errorf("%s", err);
                 goto out;
         }
-        /* Then the admin port, for the same reason: a gateway that could
-         * not serve it must not have started flows first. */
+        /* Then the admin ports, for the same reason: a gateway that
+         * could not serve them must not have started flows first. */
         if (aagw_config_str(cfg, "admin.listen") &&
-            (admin_fd = gw_admin_listen(aagw_config_str(cfg, "admin.listen"),
+            (admin.fd = gw_admin_listen(aagw_config_str(cfg, "admin.listen"),
                                         err, sizeof(err))) == -1) {
                 gw_errorf("admin endpoint: %s", err);
                 goto out;
         }
+        if (aagw_config_str(cfg, "admin.health_listen") &&
+            (admin.health_fd = gw_admin_listen(
+                 aagw_config_str(cfg, "admin.health_listen"), err,
+                 sizeof(err))) == -1) {
+                gw_errorf("admin health listener: %s", err);
+                goto out;
+        }
+        admin.token = aagw_config_str(cfg, "admin.token");
+        admin.tls   = &tls;
 
         if (is_demo) {
                 if ((rc = gw_demo_check_state_dir(aagw_statedir_path(sd), err,
@@ -131,14 +150,18 @@ int gw_cmd_run(int argc, char **argv) {
                 aagw_log(AAGW_LOG_INFO, "RUN", "flow %s->%s", plan.flows[i].src,
                          plan.flows[i].dst);
 
+        /* The engine takes the sockets (and sets them to -1). */
         rc = gw_engine_run(cfg, &plan, sd, is_demo ? 0 : ro.duration_s,
-                           is_demo ? &hooks : NULL, admin_fd);
-        admin_fd = -1; /* the engine's now */
+                           is_demo ? &hooks : NULL,
+                           admin.fd != -1 ? &admin : NULL);
         if (is_demo)
                 rc = gw_demo_finish(demo, rc);
 out:
-        if (admin_fd != -1)
-                close(admin_fd);
+        if (admin.fd != -1)
+                close(admin.fd);
+        if (admin.health_fd != -1)
+                close(admin.health_fd);
+        gw_admin_tls_deinit(&tls);
         aagw_statedir_close(sd);
         gw_demo_destroy(demo);
         aagw_config_destroy(cfg);

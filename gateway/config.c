@@ -1230,6 +1230,45 @@ static bool is_loopback(const char *hostport) {
                gw_host_is_loopback(host);
 }
 
+/* The admin endpoint's TLS and health listener keys: what goes
+ * together.  Each key set without what makes it do something is an
+ * error, not a silent no-op.  The files themselves are read at start
+ * (gateway/admin_tls.c). */
+static void check_admin_tls(aagw_config_t *cfg) {
+        static const char *const needs_listen[] = {
+            "admin.tls.cert", "admin.tls.key", "admin.tls.key_password",
+            "admin.tls.client_ca", "admin.health_listen"};
+        struct cfg_val *cert   = gw_cfg_val_find(cfg, "admin.tls.cert");
+        struct cfg_val *key    = gw_cfg_val_find(cfg, "admin.tls.key");
+        struct cfg_val *listen = gw_cfg_val_find(cfg, "admin.listen");
+        struct cfg_val *v;
+
+        for (size_t i = 0; i < sizeof(needs_listen) / sizeof(*needs_listen);
+             i++)
+                if (!listen && (v = gw_cfg_val_find(cfg, needs_listen[i])))
+                        err_at(cfg, &v->srcs[0], needs_listen[i],
+                               "set admin.listen (--admin) as well: without "
+                               "it there is no admin endpoint");
+        if (!cert != !key)
+                err_at(cfg, cert ? &cert->srcs[0] : &key->srcs[0],
+                       cert ? "admin.tls.cert" : "admin.tls.key",
+                       "admin.tls.cert and admin.tls.key go together: set "
+                       "both or neither");
+        if (!key && (v = gw_cfg_val_find(cfg, "admin.tls.key_password")))
+                err_at(cfg, &v->srcs[0], "admin.tls.key_password",
+                       "set without admin.tls.key");
+        if ((!cert || !key) &&
+            (v = gw_cfg_val_find(cfg, "admin.tls.client_ca")))
+                err_at(cfg, &v->srcs[0], "admin.tls.client_ca",
+                       "client certificates need TLS: set admin.tls.cert "
+                       "and admin.tls.key as well");
+        if ((v = gw_cfg_val_find(cfg, "admin.health_listen")) && v->n &&
+            !is_loopback(v->items[0]))
+                err_at(cfg, &v->srcs[0], "admin.health_listen",
+                       "must be a loopback address: it answers without "
+                       "token or client certificate");
+}
+
 aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
         int             errs_before = cfg->nerrs;
         size_t          nclusters   = aagw_config_instance_cnt(cfg, "clusters");
@@ -1327,6 +1366,7 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
             !is_loopback(v->items[0]) && !gw_cfg_val_find(cfg, "admin.token"))
                 err_at(cfg, &v->srcs[0], "admin.listen",
                        "a non-loopback address needs admin.token");
+        check_admin_tls(cfg);
 
         return cfg->nerrs > errs_before ? AAGW_ERR_CONFIG : AAGW_OK;
 }

@@ -46,6 +46,28 @@ const struct cfg_key aagw_config_keys[] = {
      "characters). Write it as ${AAGW_ADMIN_TOKEN} and keep the variable in "
      "a file only aagw's user can read (a systemd EnvironmentFile), not on "
      "the command line (--set), which every local user can see."},
+    {"admin.tls.cert", CT_STR, NULL, 1, 4096, NULL, "--admin-cert", 0,
+     "PEM file with the admin endpoint's certificate, then any "
+     "intermediate CA certificates. Set with admin.tls.key, the endpoint "
+     "speaks HTTPS only; both files are read at start."},
+    {"admin.tls.key", CT_STR, NULL, 1, 4096, NULL, "--admin-key", 0,
+     "PEM file with the private key of admin.tls.cert, encrypted if "
+     "admin.tls.key_password is set."},
+    {"admin.tls.key_password", CT_STR, NULL, 1, 1024, NULL, NULL, CF_SECRET,
+     "Password of an encrypted admin.tls.key; set it for an encrypted key "
+     "only."},
+    {"admin.tls.client_ca", CT_STR, NULL, 1, 4096, NULL, "--admin-client-ca",
+     0,
+     "PEM file of the CA certificates that sign the admin endpoint's "
+     "clients: every client must present a certificate signed by one of "
+     "them, or the TLS handshake fails. admin.token, when set, is required "
+     "as well."},
+    {"admin.health_listen", CT_HOSTPORT, NULL, NOLIMIT, NULL,
+     "--admin-health", 0,
+     "Loopback HOST:PORT of a second, plain HTTP listener that answers GET "
+     "/healthz and /metrics only, with neither token nor client "
+     "certificate: for health probes and scrapers on the same host when "
+     "the admin endpoint needs them. Needs admin.listen."},
 
     /* -------------------------------------------------------- scale_out */
     {"scale_out.enabled", CT_BOOL, "false", NOLIMIT, NULL, "--scale-out", 0,

@@ -106,7 +106,7 @@ static void dump_value(FILE *out, const struct cfg_key *k,
  * sections as the dotted paths change.  Instance patterns ("clusters.*")
  * are printed once per instance with all their keys. */
 void aagw_config_dump(const aagw_config_t *cfg, FILE *out) {
-        char prev_top[64] = "";
+        char prev_top[64] = "", prev_sub[64] = "";
 
         fputs("# aagw effective configuration (secrets redacted)\n", out);
         for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
@@ -118,11 +118,27 @@ void aagw_config_dump(const aagw_config_t *cfg, FILE *out) {
                 if (strcmp(top, prev_top)) {
                         fprintf(out, "%s:\n", top);
                         snprintf(prev_top, sizeof(prev_top), "%s", top);
+                        *prev_sub = '\0';
                 }
                 if (!star) {
-                        /* Two-level keys are "section.name"; deeper plain
-                         * keys do not exist in the table. */
-                        dump_value(out, k, gw_cfg_val_find(cfg, k->path), dot + 1, 2);
+                        /* "section.name", or "section.sub.name" (admin.tls.*)
+                         * under a "sub:" mapping opened once. */
+                        const char *dot2 = strchr(dot + 1, '.');
+                        char        sub[64];
+                        if (!dot2) {
+                                *prev_sub = '\0';
+                                dump_value(out, k, gw_cfg_val_find(cfg, k->path),
+                                           dot + 1, 2);
+                                continue;
+                        }
+                        snprintf(sub, sizeof(sub), "%.*s",
+                                 (int)(dot2 - dot - 1), dot + 1);
+                        if (strcmp(sub, prev_sub)) {
+                                fprintf(out, "  %s:\n", sub);
+                                snprintf(prev_sub, sizeof(prev_sub), "%s", sub);
+                        }
+                        dump_value(out, k, gw_cfg_val_find(cfg, k->path),
+                                   dot2 + 1, 4);
                         continue;
                 }
                 char kind[128];

@@ -470,8 +470,9 @@ static int members_start(struct engine *e, char *err, size_t errsize) {
 
 /* Start the admin endpoint and publish its address in the state dir
  * (written to a temporary file and renamed, so readers never see half). */
-static int admin_start(struct engine *e, struct aagw_statedir *sd, int fd,
-                       char *err, size_t errsize) {
+static int admin_start(struct engine *e, struct aagw_statedir *sd,
+                       const struct gw_admin_conf *conf, char *err,
+                       size_t errsize) {
         struct gw_admin_view v = {
             .gateway_id = aagw_config_str(e->cfg, "gateway.id"),
             .site       = aagw_config_str(e->cfg, "gateway.site"),
@@ -489,20 +490,32 @@ static int admin_start(struct engine *e, struct aagw_statedir *sd, int fd,
         char  tmp[4200];
         FILE *f;
 
-        e->admin = gw_admin_start(fd, aagw_config_str(e->cfg, "admin.token"),
-                                  &v, err, errsize);
+        e->admin = gw_admin_start(conf, &v, err, errsize);
         if (!e->admin)
                 return -1;
-        aagw_log(AAGW_LOG_INFO, "ADMIN", "admin endpoint at http://%s/ (%s)",
+        aagw_log(AAGW_LOG_INFO, "ADMIN", "admin endpoint at %s://%s/ (%s%s)",
+                 gw_admin_is_tls(e->admin) ? "https" : "http",
                  gw_admin_addr(e->admin),
-                 aagw_config_str(e->cfg, "admin.token") ? "bearer token "
-                                                          "required"
-                                                        : "no token");
+                 conf->token ? "bearer token required" : "no token",
+                 conf->tls && conf->tls->client_ca
+                     ? ", client certificates required"
+                     : "");
+        /* Before the address file: whoever waits for that file finds
+         * this line in the log. */
+        if (gw_admin_health_addr(e->admin))
+                aagw_log(AAGW_LOG_INFO, "ADMIN",
+                         "health listener at http://%s/ (/healthz and "
+                         "/metrics only)",
+                         gw_admin_health_addr(e->admin));
         snprintf(e->admin_file, sizeof(e->admin_file), "%s/%s",
                  aagw_statedir_path(sd), GW_ADMIN_ADDR_FILE);
         snprintf(tmp, sizeof(tmp), "%s.tmp", e->admin_file);
+        /* "HOST:PORT", as `aagw status --admin` takes it; with TLS
+         * "https://HOST:PORT", so that `aagw status` knows. */
         if (!(f = fopen(tmp, "w")) ||
-            fprintf(f, "%s\n", gw_admin_addr(e->admin)) < 0 || fclose(f) ||
+            fprintf(f, "%s%s\n", gw_admin_is_tls(e->admin) ? "https://" : "",
+                    gw_admin_addr(e->admin)) < 0 ||
+            fclose(f) ||
             rename(tmp, e->admin_file)) {
                 aagw_log(AAGW_LOG_WARN, "ADMIN", "cannot write %s: %s",
                          e->admin_file, strerror(errno));
@@ -599,7 +612,8 @@ static bool hooks_tick(struct engine *e, const struct gw_engine_hooks *hooks,
 
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s,
-                  const struct gw_engine_hooks *hooks, int admin_fd) {
+                  const struct gw_engine_hooks *hooks,
+                  struct gw_admin_conf *admin) {
         struct engine          e;
         struct aagw_store_opts so = {0};
         char                   err[1024];
@@ -693,10 +707,11 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 gw_errorf("scale-out members view: %s", err);
                 goto out;
         }
-        if (admin_fd != -1) {
-                int fd   = admin_fd;
-                admin_fd = -1; /* admin_start() owns it, even on failure */
-                if (admin_start(&e, sd, fd, err, sizeof(err)) == -1) {
+        if (admin && admin->fd != -1) {
+                struct gw_admin_conf conf = *admin;
+                /* admin_start() owns the sockets, even on failure */
+                admin->fd = admin->health_fd = -1;
+                if (admin_start(&e, sd, &conf, err, sizeof(err)) == -1) {
                         gw_errorf("admin endpoint: %s", err);
                         rc = EXIT_RUNTIME;
                         goto out;
@@ -767,8 +782,12 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 }
         }
 out:
-        if (admin_fd != -1)
-                close(admin_fd);
+        if (admin && admin->fd != -1)
+                close(admin->fd);
+        if (admin && admin->health_fd != -1)
+                close(admin->health_fd);
+        if (admin)
+                admin->fd = admin->health_fd = -1;
         engine_free(&e);
         if (rc == EXIT_OK)
                 aagw_log(AAGW_LOG_INFO, "RUN", "stopped");

@@ -118,13 +118,16 @@ struct gw_engine_hooks {
 
 /* Run the flows of 'plan' until a stop signal or 'duration_s' seconds
  * (0: no limit), or until 'hooks' ask to stop ('hooks' may be NULL; it is
- * borrowed for the call).  'admin_fd': the admin endpoint's listening
- * socket (gw_admin_listen()), owned by the engine from now on, or -1 for
- * none.  Returns an exit code. */
+ * borrowed for the call).  'admin': how to serve the admin endpoint, or
+ * NULL for none; its sockets (gw_admin_listen()) are the engine's from
+ * now on, and it sets them to -1; the rest is borrowed for the call.
+ * Returns an exit code. */
 struct aagw_statedir;
+struct gw_admin_conf;
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s,
-                  const struct gw_engine_hooks *hooks, int admin_fd);
+                  const struct gw_engine_hooks *hooks,
+                  struct gw_admin_conf *admin);
 
 /* -------------------------------- DEMO --------------------------------- */
 
@@ -190,14 +193,45 @@ struct gw_admin_view {
  * reason in 'errstr'. */
 int gw_admin_listen(const char *listen, char *errstr, size_t errstr_size);
 
-/* Serve the admin HTTP endpoint on socket 'fd' (from gw_admin_listen(),
- * owned by the endpoint from now on, closed on failure too); 'token' NULL
- * means no authentication.  NULL with the reason on error. */
-struct gw_admin *gw_admin_start(int fd, const char *token,
+/* The admin endpoint's TLS material (admin.tls.*), read at start: PEM
+ * text, NUL-terminated; a member is NULL when its key is unset, all of
+ * them when TLS is off. */
+struct gw_admin_tls {
+        char *cert, *key, *key_password, *client_ca;
+};
+
+/* Read and check the files the admin.tls.* keys of 'cfg' name (admin_tls.c):
+ * each is PEM, the key decrypts with admin.tls.key_password (and that is
+ * set only for an encrypted key), the key matches the certificate.  With
+ * no admin.tls.cert: 0 and 't' empty.  -1 with "KEY: FILE: why" in
+ * 'errstr'.  Call gw_admin_tls_deinit() either way. */
+int gw_admin_tls_init(struct gw_admin_tls *t, const aagw_config_t *cfg,
+                      char *errstr, size_t errstr_size);
+/* Free what 't' holds, wiping the key and its password first. */
+void gw_admin_tls_deinit(struct gw_admin_tls *t);
+
+/* How the admin endpoint serves. */
+struct gw_admin_conf {
+        int         fd;        /* from gw_admin_listen() */
+        int         health_fd; /* plain /healthz and /metrics, or -1 */
+        const char *token;     /* bearer token; NULL: none */
+        /* NULL, or no cert in it: plain HTTP.  Borrowed: must stay valid
+         * until gw_admin_stop(). */
+        const struct gw_admin_tls *tls;
+};
+
+/* Serve the admin HTTP endpoint on the sockets of 'conf' (from
+ * gw_admin_listen(), owned by the endpoint from now on, closed on failure
+ * too).  NULL with the reason on error. */
+struct gw_admin *gw_admin_start(const struct gw_admin_conf *conf,
                                 const struct gw_admin_view *view,
                                 char *errstr, size_t errstr_size);
 /* "HOST:PORT" actually bound; borrowed. */
 const char *gw_admin_addr(const struct gw_admin *a);
+/* The same for the health listener; NULL without one. */
+const char *gw_admin_health_addr(const struct gw_admin *a);
+/* true if the endpoint speaks HTTPS. */
+bool gw_admin_is_tls(const struct gw_admin *a);
 
 /* The flows paused through the admin endpoint are kept in this file of
  * the state dir, one flow name ("east->west") a line, so a restart keeps

@@ -9,6 +9,10 @@
  * name is documented.  Headless Chromium (Debian's chromium, $CHROMIUM)
  * loads the status page at / and the test reads what it drew from the
  * DOM: both sites, the flows, and record counts that follow the traffic.
+ * TLS: a CA, a server and a client certificate, and a second CA with a
+ * client of its own, made with openssl once per run; curl and `aagw
+ * status` over HTTPS, with and without client certificates, the plain
+ * health listener, and the refusals of bad TLS settings.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -63,6 +67,19 @@ static void http_deinit(struct http *h) {
         memset(h, 0, sizeof(*h));
 }
 
+/* Split what `curl -i` printed (h->o.out) into status, head, body. */
+static void http_parse(struct http *h) {
+        char *sep = strstr(h->o.out, "\r\n\r\n");
+        assert_non_null(sep);
+        *sep       = '\0';
+        h->body    = sep + 4;
+        h->headers = strdup(h->o.out);
+        for (char *p = h->headers; *p; p++)
+                if (*p >= 'A' && *p <= 'Z')
+                        *p = (char)(*p - 'A' + 'a');
+        assert_int_equal(sscanf(h->o.out, "HTTP/%*s %d", &h->code), 1);
+}
+
 /* curl -s -i [-X METHOD | -I] [-H auth] [-H header] URL */
 static void http_hdr(struct fx *f, const char *method, const char *path,
                      const char *token, const char *header, struct http *h) {
@@ -96,15 +113,7 @@ static void http_hdr(struct fx *f, const char *method, const char *path,
                                      sizeof(f->errstr)),
                          AAGW_OK);
         assert_int_equal(harness_exit_code(h->o.status), 0);
-        char *sep = strstr(h->o.out, "\r\n\r\n");
-        assert_non_null(sep);
-        *sep       = '\0';
-        h->body    = sep + 4;
-        h->headers = strdup(h->o.out);
-        for (char *p = h->headers; *p; p++)
-                if (*p >= 'A' && *p <= 'Z')
-                        *p = (char)(*p - 'A' + 'a');
-        assert_int_equal(sscanf(h->o.out, "HTTP/%*s %d", &h->code), 1);
+        http_parse(h);
 }
 
 static void http(struct fx *f, const char *method, const char *path,
@@ -1298,39 +1307,608 @@ static void test_idle_connections_do_not_starve(void **state) {
                 close(fds[i]);
 }
 
+/* ---------------------------------------------------------------- TLS --- */
+
+/* A CA, a server certificate for IP 127.0.0.1 (its key also encrypted),
+ * a client certificate, and a second CA with a client of its own: made
+ * with openssl once per run (group setup), in their own temp dir. */
+static char *pki;
+
+#define KEY_PW "test-key-pass-0123"
+
+static const char pki_cnf[] = "[req]\n"
+                              "distinguished_name = dn\n"
+                              "prompt = no\n"
+                              "[dn]\n"
+                              "CN = aagw test\n"
+                              "[ca]\n"
+                              "basicConstraints = critical, CA:TRUE\n"
+                              "keyUsage = critical, keyCertSign, cRLSign\n"
+                              "[server]\n"
+                              "subjectAltName = IP:127.0.0.1\n"
+                              "extendedKeyUsage = serverAuth\n"
+                              "[client]\n"
+                              "extendedKeyUsage = clientAuth\n";
+
+/* `openssl ARGS...` in the pki dir; it must succeed. */
+static void openssl(const char *first, ...) {
+        const char      *argv[40];
+        int              n = 0;
+        va_list          ap;
+        harness_output_t o;
+        char             errstr[512];
+
+        argv[n++] = "openssl";
+        va_start(ap, first);
+        for (const char *a = first; a && n < 39; a = va_arg(ap, const char *))
+                argv[n++] = a;
+        va_end(ap);
+        argv[n] = NULL;
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 30000, &o, errstr, sizeof(errstr)),
+            AAGW_OK);
+        if (harness_exit_code(o.status) != 0)
+                fail_msg("openssl %s: exit %d\n%s", first,
+                         harness_exit_code(o.status), o.err);
+        harness_output_deinit(&o);
+}
+
+/* The path of 'name' in the pki dir, in one of 32 static buffers used in
+ * turn: enough for the argument lists of one test. */
+static const char *pem(const char *name) {
+        static char bufs[32][1024];
+        static int  next;
+        char       *b = bufs[next++ % 32];
+        snprintf(b, sizeof(bufs[0]), "%s/%s", pki, name);
+        return b;
+}
+
+/* A key pair 'name'.key and a certificate 'name'.pem with extensions
+ * 'ext' of pki.cnf, signed by CA 'ca' (its base name; NULL: self-signed,
+ * a CA). */
+static void make_cert(const char *name, const char *cn, const char *ca,
+                      const char *ext) {
+        static int serial = 1;
+        char       key[4200], crt[4200], csr[4200], subj[300];
+        char       cakey[4200], cacrt[4200], ser[16];
+
+        snprintf(key, sizeof(key), "%s/%s.key", pki, name);
+        snprintf(crt, sizeof(crt), "%s/%s.pem", pki, name);
+        snprintf(csr, sizeof(csr), "%s/%s.csr", pki, name);
+        snprintf(subj, sizeof(subj), "/CN=%s", cn);
+        if (!ca) {
+                openssl("req", "-x509", "-config", pem("pki.cnf"),
+                        "-extensions", ext, "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-noenc", "-keyout",
+                        key, "-out", crt, "-days", "2", "-subj", subj, NULL);
+                return;
+        }
+        snprintf(ser, sizeof(ser), "%d", ++serial);
+        snprintf(cakey, sizeof(cakey), "%s/%s.key", pki, ca);
+        snprintf(cacrt, sizeof(cacrt), "%s/%s.pem", pki, ca);
+        openssl("req", "-new", "-config", pem("pki.cnf"), "-newkey", "ec",
+                "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc", "-keyout",
+                key, "-out", csr, "-subj", subj, NULL);
+        openssl("x509", "-req", "-in", csr, "-CA", cacrt, "-CAkey", cakey,
+                "-set_serial", ser, "-days", "2", "-extfile", pem("pki.cnf"),
+                "-extensions", ext, "-out", crt, NULL);
+}
+
+/* Append file 'from' of the pki dir to 'to'. */
+static void append(const char *to, const char *from) {
+        char *text = harness_read_file(pem(from), NULL);
+        FILE *f    = fopen(pem(to), "a");
+        assert_non_null(text);
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        free(text);
+}
+
+static int group_setup(void **state) {
+        FILE *f;
+        char  cnf[4200];
+        (void)state;
+
+        pki = harness_tmpdir_new("admin-pki");
+        snprintf(cnf, sizeof(cnf), "%s/pki.cnf", pki);
+        if (!(f = fopen(cnf, "w")))
+                return -1;
+        fputs(pki_cnf, f);
+        fclose(f);
+        make_cert("ca", "aagw test CA", NULL, "ca");
+        make_cert("server", "127.0.0.1", "ca", "server");
+        make_cert("client", "aagw test client", "ca", "client");
+        make_cert("other-ca", "another CA", NULL, "ca");
+        make_cert("other-client", "a client of another CA", "other-ca",
+                  "client");
+        /* A server certificate from an intermediate CA, which the
+         * certificate file carries after it: clients know the root. */
+        make_cert("inter", "aagw test intermediate CA", "ca", "ca");
+        make_cert("server-inter", "127.0.0.1", "inter", "server");
+        append("server-chain.pem", "server-inter.pem");
+        append("server-chain.pem", "inter.pem");
+        openssl("pkey", "-in", pem("server.key"), "-aes256", "-passout",
+                "pass:" KEY_PW, "-out", pem("server-enc.key"), NULL);
+        return 0;
+}
+
+static int group_teardown(void **state) {
+        (void)state;
+        if (pki)
+                harness_rmtree(pki);
+        free(pki);
+        return 0;
+}
+
+/* curl -s -i OPTS... [-H auth] URL: curl's exit code; when 0, 'h' holds
+ * the answer.  http_deinit() 'h' either way. */
+static int curl_rc(struct fx *f, const char *const *opts, const char *url,
+                   const char *token, struct http *h) {
+        const char *argv[24];
+        char        auth[512];
+        int         n = 0, rc;
+
+        memset(h, 0, sizeof(*h));
+        argv[n++] = "curl";
+        argv[n++] = "-s";
+        argv[n++] = "-i";
+        for (size_t i = 0; opts && opts[i]; i++)
+                argv[n++] = opts[i];
+        if (token) {
+                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+                argv[n++] = "-H";
+                argv[n++] = auth;
+        }
+        argv[n++] = url;
+        argv[n]   = NULL;
+        assert_int_equal(harness_run(argv, NULL, 0, 10000, &h->o, f->errstr,
+                                     sizeof(f->errstr)),
+                         AAGW_OK);
+        rc = harness_exit_code(h->o.status);
+        if (rc == 0)
+                http_parse(h);
+        return rc;
+}
+
+/* curl got no HTTP answer at all: refused before any request. */
+static void assert_refused(struct fx *f, const char *const *opts,
+                           const char *url, const char *token) {
+        struct http h;
+        int         rc = curl_rc(f, opts, url, token, &h);
+        if (rc == 0 || strstr(h.o.out, "HTTP/"))
+                fail_msg("%s: curl exit %d, answer:\n%s", url, rc, h.o.out);
+        http_deinit(&h);
+}
+
+/* `aagw status ARGS... NULL`: its exit code; its output in 'o'. */
+static int status_rc(struct fx *f, harness_output_t *o, ...) {
+        const char *argv[24];
+        int         n = 0;
+        va_list     ap;
+
+        argv[n++] = harness_aagw_bin();
+        argv[n++] = "status";
+        va_start(ap, o);
+        for (const char *a; n < 23 && (a = va_arg(ap, const char *));)
+                argv[n++] = a;
+        va_end(ap);
+        argv[n] = NULL;
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 20000, o, f->errstr, sizeof(f->errstr)),
+            AAGW_OK);
+        return harness_exit_code(o->status);
+}
+
+/* Stop the gateway (SIGTERM, exit 0) and return its log (free() it). */
+static char *stop_gw(struct fx *f) {
+        int st;
+        assert_int_equal(harness_proc_signal(f->gw, SIGTERM), 0);
+        assert_int_equal(harness_proc_wait(f->gw, 15000, &st), AAGW_OK);
+        assert_int_equal(harness_exit_code(st), 0);
+        char *log = harness_read_file(f->log, NULL);
+        assert_non_null(log);
+        return log;
+}
+
+#define TLS_TOKEN "tls-token-0123456789"
+
+/* HTTPS with a server certificate (its key encrypted): curl and `aagw
+ * status` get answers when they trust the CA, and nothing when they do
+ * not; plain HTTP gets nothing; the token still applies. */
+static void test_tls(void **state) {
+        struct fx       *f          = *state;
+        const char      *extra[]    = {"--admin-cert",
+                                       pem("server.pem"),
+                                       "--admin-key",
+                                       pem("server-enc.key"),
+                                       "--set",
+                                       "admin.tls.key_password=" KEY_PW,
+                                       "--set",
+                                       "admin.token=" TLS_TOKEN,
+                                       NULL};
+        const char      *ca[]       = {"--cacert", pem("ca.pem"), NULL};
+        const char      *other[]    = {"--cacert", pem("other-ca.pem"), NULL};
+        const char      *insecure[] = {"--insecure", NULL};
+        char             url[600], hostport[128], https[160];
+        struct http      h;
+        harness_output_t o;
+
+        start_gw(f, extra);
+        /* admin.addr names the endpoint with its scheme. */
+        assert_true(!strncmp(f->addr, "https://", 8));
+        snprintf(https, sizeof(https), "%s", f->addr);
+        snprintf(hostport, sizeof(hostport), "%s", f->addr + 8);
+
+        snprintf(url, sizeof(url), "%s/healthz", https);
+        assert_int_equal(curl_rc(f, ca, url, TLS_TOKEN, &h), 0);
+        assert_int_equal(h.code, 200);
+        assert_string_equal(h.body, "ok\n");
+        http_deinit(&h);
+        /* The bearer token still applies over TLS. */
+        snprintf(url, sizeof(url), "%s/metrics", https);
+        assert_int_equal(curl_rc(f, ca, url, NULL, &h), 0);
+        assert_int_equal(h.code, 401);
+        http_deinit(&h);
+        assert_int_equal(curl_rc(f, ca, url, TLS_TOKEN, &h), 0);
+        assert_int_equal(h.code, 200);
+        assert_true(metric(h.body, "aagw_flow_up{flow=\"east->west\"}") == 1);
+        http_deinit(&h);
+        /* Plain HTTP to the TLS port: no HTTP answer. */
+        snprintf(url, sizeof(url), "http://%s/healthz", hostport);
+        assert_refused(f, NULL, url, TLS_TOKEN);
+        /* A client trusting another CA refuses the certificate (curl's
+         * 60: "peer certificate cannot be authenticated"). */
+        snprintf(url, sizeof(url), "%s/healthz", https);
+        assert_int_equal(curl_rc(f, other, url, TLS_TOKEN, &h), 60);
+        http_deinit(&h);
+        /* Without verification, as a Kubernetes httpGet probe with
+         * scheme HTTPS connects, it answers. */
+        assert_int_equal(curl_rc(f, insecure, url, TLS_TOKEN, &h), 0);
+        assert_int_equal(h.code, 200);
+        http_deinit(&h);
+
+        /* `aagw status`: https:// from the state dir, the CA from
+         * --cacert. */
+        assert_int_equal(status_rc(f, &o, "--state-dir", f->state, "--cacert",
+                                   pem("ca.pem"), "--token", TLS_TOKEN, NULL),
+                         0);
+        assert_non_null(strstr(o.out, "# Flow east->west\nstate:"));
+        harness_output_deinit(&o);
+        assert_int_equal(status_rc(f, &o, "--admin", https, "--cacert",
+                                   pem("ca.pem"), "--token", TLS_TOKEN,
+                                   "--json", NULL),
+                         0);
+        assert_non_null(strstr(o.out, "\"name\":\"east->west\""));
+        harness_output_deinit(&o);
+        /* The certificate names IP 127.0.0.1 only: asked for as
+         * localhost (the same address), it is refused. */
+        {
+                char lh[160];
+                snprintf(lh, sizeof(lh), "https://localhost:%s",
+                         strrchr(hostport, ':') + 1);
+                assert_int_equal(status_rc(f, &o, "--admin", lh, "--cacert",
+                                           pem("ca.pem"), "--token", TLS_TOKEN,
+                                           NULL),
+                                 1);
+                assert_non_null(strstr(o.err, "The name in the certificate "
+                                              "does not match"));
+                harness_output_deinit(&o);
+        }
+        /* The system's CAs do not know the test CA; nor does another. */
+        assert_int_equal(status_rc(f, &o, "--state-dir", f->state, "--token",
+                                   TLS_TOKEN, NULL),
+                         1);
+        assert_non_null(strstr(o.err, "certificate is not trusted"));
+        assert_string_equal(o.out, "");
+        harness_output_deinit(&o);
+        assert_int_equal(status_rc(f, &o, "--admin", https, "--cacert",
+                                   pem("other-ca.pem"), "--token", TLS_TOKEN,
+                                   NULL),
+                         1);
+        assert_non_null(strstr(o.err, "certificate is not trusted"));
+        harness_output_deinit(&o);
+        /* Plain HTTP to it: no answer, and the hint. */
+        assert_int_equal(
+            status_rc(f, &o, "--admin", hostport, "--token", TLS_TOKEN, NULL),
+            1);
+        assert_non_null(strstr(o.err, "not an HTTP answer (if the endpoint "
+                                      "uses TLS: --admin https://"));
+        harness_output_deinit(&o);
+        /* TLS options for a plain address are a usage error. */
+        assert_int_equal(status_rc(f, &o, "--admin", hostport, "--cacert",
+                                   pem("ca.pem"), NULL),
+                         2);
+        harness_output_deinit(&o);
+
+        char *log = stop_gw(f);
+        assert_non_null(strstr(log, "admin endpoint at https://"));
+        assert_null(strstr(log, KEY_PW));
+        assert_null(strstr(log, TLS_TOKEN));
+        free(log);
+}
+
+/* With admin.tls.client_ca only clients with a certificate from that CA
+ * get past the handshake; the token applies on top.  The plain health
+ * listener answers /healthz and /metrics, nothing else, without either.
+ * The server's certificate is an intermediate CA's, the chain in its
+ * file; clients trust the root only. */
+static void test_tls_client_certs(void **state) {
+        struct fx  *f         = *state;
+        const char *extra[]   = {"--admin-cert",
+                                 pem("server-chain.pem"),
+                                 "--admin-key",
+                                 pem("server-inter.key"),
+                                 "--admin-client-ca",
+                                 pem("ca.pem"),
+                                 "--set",
+                                 "admin.token=" TLS_TOKEN,
+                                 "--admin-health",
+                                 "127.0.0.1:0",
+                                 NULL};
+        const char *no_cert[] = {"--cacert", pem("ca.pem"), NULL};
+        const char *cert[]    = {
+               "--cacert", pem("ca.pem"),     "--cert", pem("client.pem"),
+               "--key",    pem("client.key"), NULL};
+        const char      *other[] = {"--cacert", pem("ca.pem"),
+                                    "--cert",   pem("other-client.pem"),
+                                    "--key",    pem("other-client.key"),
+                                    NULL};
+        char             url[600], health[160];
+        struct http      h;
+        harness_output_t o;
+
+        start_gw(f, extra);
+        assert_true(!strncmp(f->addr, "https://", 8));
+        snprintf(url, sizeof(url), "%s/healthz", f->addr);
+
+        assert_refused(f, no_cert, url, TLS_TOKEN);
+        assert_refused(f, other, url, TLS_TOKEN);
+        assert_int_equal(curl_rc(f, cert, url, TLS_TOKEN, &h), 0);
+        assert_int_equal(h.code, 200);
+        assert_string_equal(h.body, "ok\n");
+        http_deinit(&h);
+        /* A certificate does not replace the token. */
+        assert_int_equal(curl_rc(f, cert, url, NULL, &h), 0);
+        assert_int_equal(h.code, 401);
+        http_deinit(&h);
+
+        assert_int_equal(status_rc(f, &o, "--state-dir", f->state, "--cacert",
+                                   pem("ca.pem"), "--cert", pem("client.pem"),
+                                   "--key", pem("client.key"), "--token",
+                                   TLS_TOKEN, NULL),
+                         0);
+        assert_non_null(strstr(o.out, "# Flow east->west\nstate:"));
+        harness_output_deinit(&o);
+        assert_int_equal(status_rc(f, &o, "--state-dir", f->state, "--cacert",
+                                   pem("ca.pem"), "--token", TLS_TOKEN, NULL),
+                         1);
+        assert_non_null(strstr(o.err, "client certificate"));
+        harness_output_deinit(&o);
+        assert_int_equal(
+            status_rc(f, &o, "--state-dir", f->state, "--cacert", pem("ca.pem"),
+                      "--cert", pem("other-client.pem"), "--key",
+                      pem("other-client.key"), "--token", TLS_TOKEN, NULL),
+            1);
+        assert_non_null(strstr(o.err, "admin.tls.client_ca"));
+        harness_output_deinit(&o);
+
+        /* The health listener; its address is logged before admin.addr
+         * is written. */
+        char *log = harness_read_file(f->log, NULL);
+        assert_non_null(log);
+        char *at = strstr(log, "health listener at http://");
+        assert_non_null(at);
+        at += strlen("health listener at ");
+        snprintf(health, sizeof(health), "%.*s",
+                 (int)(strchr(at + strlen("http://"), '/') - at), at);
+        free(log);
+        snprintf(url, sizeof(url), "%s/healthz", health);
+        assert_int_equal(curl_rc(f, NULL, url, NULL, &h), 0);
+        assert_int_equal(h.code, 200);
+        assert_string_equal(h.body, "ok\n");
+        http_deinit(&h);
+        snprintf(url, sizeof(url), "%s/metrics", health);
+        assert_int_equal(curl_rc(f, NULL, url, NULL, &h), 0);
+        assert_int_equal(h.code, 200);
+        assert_true(metric(h.body, "aagw_flow_up{flow=\"east->west\"}") == 1);
+        http_deinit(&h);
+        snprintf(url, sizeof(url), "%s/status", health);
+        assert_int_equal(curl_rc(f, NULL, url, TLS_TOKEN, &h), 0);
+        assert_int_equal(h.code, 404);
+        http_deinit(&h);
+        {
+                const char *post[] = {"-X", "POST", NULL};
+                snprintf(url, sizeof(url), "%s/flows/east-west/pause", health);
+                assert_int_equal(curl_rc(f, post, url, TLS_TOKEN, &h), 0);
+                assert_int_equal(h.code, 404);
+                http_deinit(&h);
+        }
+        free(stop_gw(f));
+}
+
+/* A fixture without clusters: the refusals below come before any. */
+static int setup_bare(void **state) {
+        struct fx *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        f->scope = strdup("");
+        f->dir   = harness_tmpdir_new("admin-cfg");
+        f->state = harness_path_join(f->dir, "state");
+        f->log   = harness_path_join(f->dir, "gw.log");
+        *state   = f;
+        return 0;
+}
+
+/* `aagw ARGS... NULL` with two unreachable clusters and the admin
+ * endpoint on: exit 2, and stderr holds every string of 'want' (NULL-
+ * terminated); nothing was started (no state dir). */
+static void refused_with(struct fx *f, const char *const *args,
+                         const char *const *want) {
+        const char      *argv[32];
+        int              n = 0;
+        harness_output_t o;
+
+        argv[n++] = harness_aagw_bin();
+        argv[n++] = "--cluster";
+        argv[n++] = "east=127.0.0.1:1";
+        argv[n++] = "--cluster";
+        argv[n++] = "west=127.0.0.1:2";
+        argv[n++] = "--state-dir";
+        argv[n++] = f->state;
+        argv[n++] = "--admin";
+        argv[n++] = "127.0.0.1:0";
+        argv[n++] = "--duration";
+        argv[n++] = "1";
+        for (size_t i = 0; args[i]; i++)
+                argv[n++] = args[i];
+        argv[n] = NULL;
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 20000, &o, f->errstr, sizeof(f->errstr)),
+            AAGW_OK);
+        if (harness_exit_code(o.status) != 2)
+                fail_msg("%s: exit %d, stderr:\n%s", args[0],
+                         harness_exit_code(o.status), o.err);
+        for (size_t i = 0; want[i]; i++)
+                if (!strstr(o.err, want[i]))
+                        fail_msg("no '%s' in stderr:\n%s", want[i], o.err);
+        assert_null(strstr(o.err, KEY_PW));
+        assert_int_equal(access(f->state, F_OK), -1);
+        harness_output_deinit(&o);
+}
+
+static void test_tls_config_errors(void **state) {
+        struct fx *f = *state;
+        char       missing[4200], want[4300], want2[4300];
+
+        /* One of cert and key: both named. */
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"), NULL},
+                     (const char *[]){"admin.tls.cert", "admin.tls.key", NULL});
+        refused_with(
+            f, (const char *[]){"--admin-key", pem("server.key"), NULL},
+            (const char *[]){"admin.tls.cert and admin.tls.key", NULL});
+        /* A key that cannot be read. */
+        snprintf(missing, sizeof(missing), "%s/no-such.key", pki);
+        snprintf(want, sizeof(want),
+                 "admin.tls.key: %s: cannot read: No such "
+                 "file or directory",
+                 missing);
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", missing, NULL},
+                     (const char *[]){want, NULL});
+        /* A key of another certificate. */
+        snprintf(want, sizeof(want),
+                 "admin.tls.key: %s does not match the "
+                 "certificate in %s (admin.tls.cert)",
+                 pem("client.key"), pem("server.pem"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("client.key"), NULL},
+                     (const char *[]){want, NULL});
+        /* Not PEM (the openssl config file), for each file key. */
+        snprintf(want, sizeof(want), "admin.tls.cert: %s: not a PEM file",
+                 pem("pki.cnf"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("pki.cnf"),
+                                      "--admin-key", pem("server.key"), NULL},
+                     (const char *[]){want, NULL});
+        snprintf(want, sizeof(want), "admin.tls.client_ca: %s: not a PEM file",
+                 pem("pki.cnf"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("server.key"),
+                                      "--admin-client-ca", pem("pki.cnf"),
+                                      NULL},
+                     (const char *[]){want, NULL});
+        /* Cert and key swapped. */
+        snprintf(want, sizeof(want), "admin.tls.cert: %s: no PEM certificate",
+                 pem("server.key"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.key"),
+                                      "--admin-key", pem("server.pem"), NULL},
+                     (const char *[]){want, "swapped", NULL});
+        /* An encrypted key: without its password, with a wrong one; a
+         * password for a key that is not encrypted. */
+        snprintf(want, sizeof(want),
+                 "admin.tls.key: %s: the key is "
+                 "encrypted: set admin.tls.key_password",
+                 pem("server-enc.key"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("server-enc.key"),
+                                      NULL},
+                     (const char *[]){want, NULL});
+        snprintf(want, sizeof(want),
+                 "admin.tls.key_password: does not "
+                 "decrypt %s",
+                 pem("server-enc.key"));
+        refused_with(
+            f,
+            (const char *[]){"--admin-cert", pem("server.pem"), "--admin-key",
+                             pem("server-enc.key"), "--set",
+                             "admin.tls.key_password=wrong-pw-1", NULL},
+            (const char *[]){want, NULL});
+        snprintf(want2, sizeof(want2),
+                 "admin.tls.key_password: set, but %s "
+                 "(admin.tls.key) is not encrypted",
+                 pem("server.key"));
+        refused_with(f,
+                     (const char *[]){"--admin-cert", pem("server.pem"),
+                                      "--admin-key", pem("server.key"), "--set",
+                                      "admin.tls.key_password=" KEY_PW, NULL},
+                     (const char *[]){want2, NULL});
+        /* Client certificates without TLS; a health listener that is
+         * not on loopback. */
+        refused_with(f,
+                     (const char *[]){"--admin-client-ca", pem("ca.pem"), NULL},
+                     (const char *[]){"admin.tls.client_ca: client "
+                                      "certificates need TLS",
+                                      NULL});
+        refused_with(f, (const char *[]){"--admin-health", "0.0.0.0:0", NULL},
+                     (const char *[]){"admin.health_listen: must be a "
+                                      "loopback address",
+                                      NULL});
+}
+
 int main(void) {
-        const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_endpoints, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_token, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_methods_and_types, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_non_loopback_needs_token,
-                                            setup, teardown),
-            cmocka_unit_test_setup_teardown(test_metric_names_documented,
-                                            setup, teardown),
-            cmocka_unit_test_setup_teardown(test_counters_move_under_load,
-                                            setup, teardown),
+        const struct CMUnitTest tests[] =
+        { cmocka_unit_test_setup_teardown(test_endpoints, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_token, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_methods_and_types, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_non_loopback_needs_token, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_metric_names_documented, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_counters_move_under_load, setup,
+                                          teardown),
 #if !defined(__SANITIZE_ADDRESS__)
-            /* Whether a backlog needs the waker at all depends on the
-             * stage outrunning its fetchers, which ASan's slowdown turns
-             * around on 2 cores (a CI run: 6 backlogs of "flow 0, unify
-             * 0", nothing parked, nothing wrong; unloaded here: flow 1,
-             * unify 2).  The waker's code runs under ASan in every e2e
-             * test; this test of when it is needed, in the normal build. */
-            cmocka_unit_test_setup_teardown(test_fetch_wakeups, setup,
-                                            teardown),
+          /* Whether a backlog needs the waker at all depends on the
+           * stage outrunning its fetchers, which ASan's slowdown turns
+           * around on 2 cores (a CI run: 6 backlogs of "flow 0, unify
+           * 0", nothing parked, nothing wrong; unloaded here: flow 1,
+           * unify 2).  The waker's code runs under ASan in every e2e
+           * test; this test of when it is needed, in the normal build. */
+          cmocka_unit_test_setup_teardown(test_fetch_wakeups, setup, teardown),
 #endif
-            cmocka_unit_test_setup_teardown(
-                test_heartbeats_under_topic_filter, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_page_in_chromium, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(test_page_with_token, setup,
-                                            teardown),
-            cmocka_unit_test_setup_teardown(
-                test_idle_connections_do_not_starve, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_heartbeats_under_topic_filter,
+                                          setup, teardown),
+          cmocka_unit_test_setup_teardown(test_page_in_chromium, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_page_with_token, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_idle_connections_do_not_starve,
+                                          setup, teardown),
+          cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_tls_client_certs, setup,
+                                          teardown),
+          cmocka_unit_test_setup_teardown(test_tls_config_errors, setup_bare,
+                                          teardown),
         };
 #if defined(__SANITIZE_ADDRESS__)
         printf("# test_fetch_wakeups: left out under ASan (a timing test)\n");
 #endif
-        return cmocka_run_group_tests_name("admin", tests, NULL, NULL);
+        return cmocka_run_group_tests_name("admin", tests, group_setup,
+                                           group_teardown);
 }

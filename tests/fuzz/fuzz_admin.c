@@ -60,8 +60,10 @@ static void start(void) {
                         fprintf(stderr, "fuzz_admin: %s\n", err);
                         abort();
                 }
-                adm[i] = gw_admin_start(fd, i ? "fuzz-token" : NULL, &view,
-                                        err, sizeof(err));
+                struct gw_admin_conf conf = {
+                    .fd = fd, .health_fd = -1,
+                    .token = i ? "fuzz-token" : NULL};
+                adm[i] = gw_admin_start(&conf, &view, err, sizeof(err));
                 if (!adm[i]) {
                         fprintf(stderr, "fuzz_admin: %s\n", err);
                         abort();

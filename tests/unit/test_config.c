@@ -1129,6 +1129,100 @@ static void test_err_per_flow(void **state) {
                          AAGW_ERR_CONFIG);
 }
 
+/* ------------------------------- ADMIN TLS ----------------------------- */
+
+/* admin.tls.* is dumped as a "tls:" mapping under admin, the password
+ * redacted, and loads back. */
+static void test_admin_tls_dump(void **state) {
+        struct fixture *f = *state;
+        char           *first, *second;
+        aagw_config_t  *again;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml),
+                 "%sadmin:\n"
+                 "  listen: 127.0.0.1:9644\n"
+                 "  health_listen: 127.0.0.1:9645\n"
+                 "  tls:\n"
+                 "    cert: /etc/aagw/admin.pem\n"
+                 "    key: /etc/aagw/admin.key\n"
+                 "    key_password: PW-tls-123\n"
+                 "    client_ca: /etc/aagw/clients-ca.pem\n",
+                 two_clusters);
+        assert_int_equal(load(f, yaml), AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        first = dump(f->cfg);
+        assert_non_null(strstr(first,
+                               "admin:\n"
+                               "  listen: \"127.0.0.1:9644\"\n"
+                               "  # token: (unset)\n"
+                               "  tls:\n"
+                               "    cert: \"/etc/aagw/admin.pem\"\n"
+                               "    key: \"/etc/aagw/admin.key\"\n"
+                               "    key_password: \"[redacted]\"\n"
+                               "    client_ca: \"/etc/aagw/clients-ca.pem\"\n"
+                               "  health_listen: \"127.0.0.1:9645\"\n"));
+        assert_null(strstr(first, "PW-tls"));
+        again = aagw_config_new();
+        assert_int_equal(
+            aagw_config_load_string(again, "dump", first, strlen(first)),
+            AAGW_OK);
+        assert_int_equal(aagw_config_validate(again), AAGW_OK);
+        second = dump(again);
+        assert_string_equal(first, second);
+        assert_string_equal(aagw_config_str(again, "admin.tls.client_ca"),
+                            "/etc/aagw/clients-ca.pem");
+        free(first);
+        free(second);
+        aagw_config_destroy(again);
+}
+
+/* What goes together, reported at the key that is set. */
+static void test_admin_tls_rules(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml),
+                 "%sadmin:\n  listen: 127.0.0.1:9644\n  tls:\n"
+                 "    key: /k.pem\n    key_password: PW-x-123\n",
+                 two_clusters);
+        assert_string_equal(errors_of(f, yaml),
+                            "gw.yaml:9:10: admin.tls.key: admin.tls.cert and "
+                            "admin.tls.key go together: set both or neither\n");
+}
+
+static void test_admin_tls_needs_listen(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml),
+                 "%sadmin:\n  health_listen: 127.0.0.1:9645\n"
+                 "  tls:\n    client_ca: /ca.pem\n",
+                 two_clusters);
+        assert_string_equal(
+            errors_of(f, yaml),
+            "gw.yaml:9:16: admin.tls.client_ca: set admin.listen (--admin) "
+            "as well: without it there is no admin endpoint\n"
+            "gw.yaml:7:18: admin.health_listen: set admin.listen (--admin) "
+            "as well: without it there is no admin endpoint\n"
+            "gw.yaml:9:16: admin.tls.client_ca: client certificates need "
+            "TLS: set admin.tls.cert and admin.tls.key as well\n");
+}
+
+static void test_admin_health_listen_loopback(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024];
+
+        snprintf(yaml, sizeof(yaml),
+                 "%sadmin:\n  listen: 127.0.0.1:9644\n"
+                 "  health_listen: 0.0.0.0:9645\n",
+                 two_clusters);
+        assert_string_equal(errors_of(f, yaml),
+                            "gw.yaml:8:18: admin.health_listen: must be a "
+                            "loopback address: it answers without token or "
+                            "client certificate\n");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1168,6 +1262,10 @@ int main(void) {
             T(test_policy_keys_with_unify_topics),
             T(test_per_flow_topics),
             T(test_err_per_flow),
+            T(test_admin_tls_dump),
+            T(test_admin_tls_rules),
+            T(test_admin_tls_needs_listen),
+            T(test_admin_health_listen_loopback),
 #undef T
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
