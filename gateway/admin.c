@@ -673,6 +673,43 @@ static void members_text(const struct gw_admin *a, struct sbuf *b) {
         }
         free(g);
 }
+/* Whether aagw can log in to each cluster and is allowed what it does
+ * there: "access" is "ok" or the cause of the failures seen in the last
+ * 30 s (aagw_access_current()). */
+static json_object *clusters_json(void) {
+        char         aliases[16][AAGW_ALIAS_MAX + 1];
+        size_t       n   = aagw_access_aliases(aliases, 16);
+        json_object *arr = json_object_new_array();
+
+        for (size_t i = 0; i < n && i < 16; i++) {
+                struct aagw_access acc;
+                bool         now = aagw_access_current(aliases[i], &acc);
+                json_object *c   = json_object_new_object();
+
+                if (!now)
+                        aagw_access_get(aliases[i], &acc);
+                json_object_object_add(c, "alias",
+                                       json_object_new_string(aliases[i]));
+                json_object_object_add(
+                    c, "access",
+                    json_object_new_string(aagw_access_cause_name(
+                        now ? acc.cause : AAGW_ACCESS_OK)));
+                if (now) {
+                        json_object_object_add(
+                            c, "problem", json_object_new_string(acc.what));
+                        json_object_object_add(
+                            c, "reason", json_object_new_string(acc.reason));
+                        json_object_object_add(
+                            c, "since_ms", json_object_new_int64(acc.since_ms));
+                }
+                json_object_object_add(
+                    c, "access_failures",
+                    json_object_new_int64((int64_t)acc.failures));
+                json_object_array_add(arr, c);
+        }
+        return arr;
+}
+
 
 static char *status_json(const struct gw_admin *a) {
         json_object *o = json_object_new_object(), *flows;
@@ -697,6 +734,7 @@ static char *status_json(const struct gw_admin *a) {
         json_object_object_add(o, "now_ms",
                                json_object_new_int64(aagw_wall_ms()));
         json_object_object_add(o, "sites", sites_json(a));
+        json_object_object_add(o, "clusters", clusters_json());
         flows = json_object_new_array();
         for (size_t i = 0; i < a->view.nflows; i++)
                 json_object_array_add(flows, flow_json(a->view.flows[i]));
@@ -953,7 +991,8 @@ static bool degraded(const struct gw_admin *a, char *msg, size_t size) {
         size_t len = (size_t)snprintf(msg, size, "degraded:");
 
 #define ADD(...)                                                                       do {                                                                                   if (len < size)                                                                        len += (size_t)snprintf(msg + len, size - len,                                                         __VA_ARGS__);                          } while (0)
-        bool any = false;
+        bool               any = false;
+        struct aagw_access acc;
         for (size_t i = 0; i < a->view.nflows; i++) {
                 const aagw_flow_t     *f = a->view.flows[i];
                 struct aagw_flow_stats st;
@@ -965,14 +1004,26 @@ static bool degraded(const struct gw_admin *a, char *msg, size_t size) {
                 snprintf(src, sizeof(src), "%.*s",
                          arrow ? (int)(arrow - aagw_flow_name(f)) : 0,
                          aagw_flow_name(f));
-                if (st.source_down_ms) {
+                if (aagw_access_current(src, &acc)) {
+                        ADD("%s flow %s: cluster %s (source): %s: %s (%s)",
+                            any ? ";" : "", aagw_flow_name(f), src,
+                            aagw_access_cause_text(acc.cause), acc.what,
+                            acc.reason);
+                        any = true;
+                } else if (st.source_down_ms) {
                         ADD("%s flow %s cannot reach %s (source) for %" PRId64
                             " s, lag unknown",
                             any ? ";" : "", aagw_flow_name(f), src,
                             st.source_down_ms / 1000);
                         any = true;
                 }
-                if (st.target_down_ms) {
+                if (arrow && aagw_access_current(arrow + 2, &acc)) {
+                        ADD("%s flow %s: cluster %s (target): %s: %s (%s)",
+                            any ? ";" : "", aagw_flow_name(f), arrow + 2,
+                            aagw_access_cause_text(acc.cause), acc.what,
+                            acc.reason);
+                        any = true;
+                } else if (st.target_down_ms) {
                         ADD("%s flow %s cannot reach %s (target) for %" PRId64
                             " s",
                             any ? ";" : "", aagw_flow_name(f),
@@ -982,7 +1033,16 @@ static bool degraded(const struct gw_admin *a, char *msg, size_t size) {
         }
         for (size_t i = 0; i < a->view.nunify; i++) {
                 struct aagw_unify_stats st;
+                const char *site = aagw_unify_site(a->view.unify[i]);
                 aagw_unify_stats(a->view.unify[i], &st);
+                if (aagw_access_current(site, &acc)) {
+                        ADD("%s unify stage at %s: cluster %s: %s: %s (%s)",
+                            any ? ";" : "", site, site,
+                            aagw_access_cause_text(acc.cause), acc.what,
+                            acc.reason);
+                        any = true;
+                        continue;
+                }
                 if (!st.down_ms)
                         continue;
                 ADD("%s unify stage at %s cannot reach %s for %" PRId64

@@ -621,6 +621,17 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
 
         memset(&e, 0, sizeof(e));
         e.cfg       = cfg;
+        /* A refused login is told by the bootstraps of the client that
+         * met it. */
+        aagw_access_reset();
+        for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "clusters");
+             i++) {
+                const char *alias = aagw_config_instance(cfg, "clusters", i);
+                char        key[256];
+                snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers",
+                         alias);
+                aagw_access_register(alias, aagw_config_str(cfg, key));
+        }
         e.pos_save_fail = getenv("AAGW_TEST_POS_SAVE_FAIL");
         if (e.pos_save_fail && !*e.pos_save_fail)
                 e.pos_save_fail = NULL;

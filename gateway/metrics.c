@@ -395,5 +395,35 @@ char *gw_metrics(const struct gw_admin_view *view) {
                                      g[i].stage, g[i].m[k].member,
                                      (int)g[i].m[k].nparts);
         free(g);
+
+        char   aliases[16][AAGW_ALIAS_MAX + 1];
+        size_t na = aagw_access_aliases(aliases, 16);
+        gw_sb_printf(&b, "# HELP aagw_cluster_access_failing 1 while aagw "
+                         "cannot log in to the cluster or is denied an "
+                         "operation there (cause: authentication, tls, "
+                         "security_protocol, authorization; seen in the "
+                         "last 30 s), else 0 (cause \"none\").\n"
+                         "# TYPE aagw_cluster_access_failing gauge\n");
+        for (size_t i = 0; i < na && i < 16; i++) {
+                struct aagw_access acc;
+                bool now = aagw_access_current(aliases[i], &acc);
+                gw_sb_printf(&b,
+                             "aagw_cluster_access_failing{cluster=\"%s\","
+                             "cause=\"%s\"} %d\n",
+                             aliases[i],
+                             now ? aagw_access_cause_name(acc.cause) : "none",
+                             now ? 1 : 0);
+        }
+        gw_sb_printf(&b, "# HELP aagw_cluster_access_failures_total Failed "
+                         "logins and denied operations seen, per cluster.\n"
+                         "# TYPE aagw_cluster_access_failures_total counter\n");
+        for (size_t i = 0; i < na && i < 16; i++) {
+                struct aagw_access acc;
+                aagw_access_get(aliases[i], &acc);
+                gw_sb_printf(&b,
+                             "aagw_cluster_access_failures_total{cluster="
+                             "\"%s\"} %" PRIu64 "\n",
+                             aliases[i], acc.failures);
+        }
         return b.p;
 }

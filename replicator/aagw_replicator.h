@@ -84,6 +84,9 @@ struct aagw_reach {
         _Atomic int64_t down_since_ms; /**< aagw_mono_ms() of the first
                                             failed request in a row; 0
                                             while requests succeed */
+        const char     *cluster;       /**< its alias: an answer ends a
+                                            login failure noted for it
+                                            (aagw_access_ok()); NULL: none */
 };
 
 /** Record the outcome of a request to the cluster (@p err 0: answered). */
@@ -114,6 +117,78 @@ void aagw_prober_stop(aagw_prober_t *p);
 /** Stop (waits for a ping in progress, at most its timeout) and free;
  *  NULL is a no-op. */
 void aagw_prober_destroy(aagw_prober_t *p);
+
+/* ---------------------------- CLUSTER ACCESS ---------------------------- */
+
+/** Why aagw cannot work with a cluster although it may answer. */
+typedef enum {
+        AAGW_ACCESS_OK = 0,
+        AAGW_ACCESS_AUTHENTICATION, /**< SASL login refused */
+        AAGW_ACCESS_TLS,            /**< TLS handshake failed (CA, host
+                                         name, client certificate) */
+        AAGW_ACCESS_PROTOCOL,       /**< security.protocol does not match
+                                         the listener */
+        AAGW_ACCESS_AUTHORIZATION,  /**< an operation was denied (ACLs) */
+} aagw_access_cause_t;
+
+/** The access state of one cluster. */
+struct aagw_access {
+        aagw_access_cause_t cause;
+        int64_t             since_ms; /**< wall clock of the first failure
+                                           of this run of failures */
+        int64_t             last_ms;  /**< wall clock of the latest */
+        uint64_t            failures; /**< failures seen, ever */
+        char                what[256];   /**< the cause and its fix */
+        char                reason[512]; /**< as the broker or TLS said */
+};
+
+/** How long (ms) a failure counts as current without being seen again. */
+#define AAGW_ACCESS_CURRENT_MS 30000
+
+/** Name a cluster: failures of clients with these bootstraps are its.
+ *  Up to 16 clusters; registering an alias again is a no-op. */
+void aagw_access_register(const char *alias, const char *bootstraps);
+
+/** Forget every cluster (tests, a second engine in one process). */
+void aagw_access_reset(void);
+
+/** "ok", "authentication", "tls", "security_protocol", "authorization". */
+const char *aagw_access_cause_name(aagw_access_cause_t c);
+
+/** "authentication failed", "TLS handshake failed", ...: for messages. */
+const char *aagw_access_cause_text(aagw_access_cause_t c);
+
+/** aagw_access_get() of a failure seen in the last
+ *  AAGW_ACCESS_CURRENT_MS; false while the cluster has none. */
+bool aagw_access_current(const char *alias, struct aagw_access *out);
+
+/** The cause of a librdkafka connection failure line, with the cause and
+ *  its fix in @p what; AAGW_ACCESS_OK if it is no access problem. */
+aagw_access_cause_t aagw_access_classify(const char *line, char *what,
+                                         size_t what_size);
+
+/** A librdkafka log line of client @p rk (aagw_kafka_log_cb() passes them
+ *  all): an access failure is noted for its cluster, and logged once per
+ *  new cause as an ERROR of facility ACCESS naming the cluster. */
+void aagw_access_note_line(const rd_kafka_t *rk, const char *fac,
+                           const char *line);
+
+/** Note a failure of cluster @p alias found by a stage (authorization). */
+void aagw_access_note(const char *alias, aagw_access_cause_t cause,
+                      const char *what, const char *reason);
+
+/** A request to @p alias succeeded: a failure of @p cause is over;
+ *  AAGW_ACCESS_OK ends a login failure (authentication, TLS, protocol),
+ *  not a denied operation, which only ages out (AAGW_ACCESS_CURRENT_MS). */
+void aagw_access_ok(const char *alias, aagw_access_cause_t cause);
+
+/** The registered aliases, in registration order, into @p out (up to
+ *  @p max); @returns how many there are. */
+size_t aagw_access_aliases(char (*out)[AAGW_ALIAS_MAX + 1], size_t max);
+
+/** The state of @p alias into @p out; false (and a zeroed @p out) if it
+ *  was never registered. */
+bool aagw_access_get(const char *alias, struct aagw_access *out);
 
 /* -------------------------------- POOLS -------------------------------- */
 

@@ -3215,6 +3215,8 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                 return NULL;
         }
         f->conf        = *c;
+        f->src_reach.cluster = c->source;
+        f->tgt_reach.cluster = c->target;
         f->tokens.size = sizeof(struct token);
         f->pol  = c->policy;
         snprintf(f->source, sizeof(f->source), "%s", c->source);

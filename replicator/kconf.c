@@ -45,6 +45,7 @@ void aagw_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
         else
                 l = AAGW_LOG_DEBUG;
         aagw_log(l, "KAFKA", "%s: %s: %s", rd_kafka_name(rk), fac, buf);
+        aagw_access_note_line(rk, fac, buf);
 }
 
 rd_kafka_conf_t *aagw_kafka_conf_new(const char *bootstraps, const char *role,
@@ -101,6 +102,8 @@ bool aagw_kafka_fatal(rd_kafka_t *rk, rd_kafka_resp_err_t err, char *errstr,
 }
 
 void aagw_reach_note(struct aagw_reach *r, rd_kafka_resp_err_t err) {
+        if (!err && r->cluster)
+                aagw_access_ok(r->cluster, AAGW_ACCESS_OK);
         if (!err)
                 atomic_store(&r->down_since_ms, 0);
         else if (!atomic_load(&r->down_since_ms))

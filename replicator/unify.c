@@ -3453,6 +3453,7 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
         u->st          = c->state_opaque;
         u->tokens.size = sizeof(struct token);
         snprintf(u->site, sizeof(u->site), "%s", c->site);
+        u->reach.cluster = u->site;
         snprintf(u->who, sizeof(u->who), "unify@%s", c->site);
         if (c->scale_out && c->scale_out->enabled)
                 snprintf(u->owners_group, sizeof(u->owners_group),
