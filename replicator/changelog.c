@@ -410,9 +410,8 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
                 return CHANGELOG_IDS_CREATED;
         }
 
-        /* Every config of the topic with its source: the four effective
-         * values, and the topic's other overrides (AlterConfigs replaces
-         * all of them). */
+        /* The four effective values; the topic's other settings are left
+         * alone (IncrementalAlterConfigs sets only what it names). */
         res   = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
         alter = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
         q     = rd_kafka_queue_new(admin);
@@ -436,19 +435,10 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
                         for (size_t i = 0; i < cn; i++) {
                                 const char *n = rd_kafka_ConfigEntry_name(ce[i]);
                                 const char *v = rd_kafka_ConfigEntry_value(ce[i]);
-                                bool        ours = false;
                                 for (int k = 0; k < IDS_NAMES; k++)
-                                        if (!strcmp(n, ids_names[k])) {
-                                                ours = true;
-                                                if (v && !have[k])
-                                                        have[k] = strdup(v);
-                                        }
-                                if (!ours && v &&
-                                    rd_kafka_ConfigEntry_source(ce[i]) ==
-                                        RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG &&
-                                    !rd_kafka_ConfigEntry_is_sensitive(ce[i]))
-                                        rd_kafka_ConfigResource_set_config(
-                                            alter, n, v);
+                                        if (!strcmp(n, ids_names[k]) && v &&
+                                            !have[k])
+                                                have[k] = strdup(v);
                         }
                 }
         }
@@ -465,19 +455,25 @@ changelog_ids_end_t changelog_ids_topic(rd_kafka_t *admin, const char *topic,
                 end = CHANGELOG_IDS_KEPT;
                 goto out;
         }
-        for (int k = 0; k < IDS_NAMES; k++)
-                rd_kafka_ConfigResource_set_config(alter, ids_names[k],
-                                                   val[k]);
-        o = admin_options(admin, RD_KAFKA_ADMIN_OP_ALTERCONFIGS, timeout_ms);
-        rd_kafka_AlterConfigs(admin, &alter, 1, o, q);
+        for (int k = 0; k < IDS_NAMES; k++) {
+                rd_kafka_error_t *e = rd_kafka_ConfigResource_add_incremental_config(
+                    alter, ids_names[k], RD_KAFKA_ALTER_CONFIG_OP_TYPE_SET,
+                    val[k]);
+                if (e)
+                        rd_kafka_error_destroy(e);
+        }
+        o = admin_options(admin, RD_KAFKA_ADMIN_OP_INCREMENTALALTERCONFIGS,
+                          timeout_ms);
+        rd_kafka_IncrementalAlterConfigs(admin, &alter, 1, o, q);
         rd_kafka_AdminOptions_destroy(o);
         ev      = aagw_kafka_admin_answer(q, timeout_ms, &late, err, sizeof(err));
         altered = ev != NULL;
         if (ev) {
                 size_t                            rn;
                 const rd_kafka_ConfigResource_t **rr =
-                    rd_kafka_AlterConfigs_result_resources(
-                        rd_kafka_event_AlterConfigs_result(ev), &rn);
+                    rd_kafka_IncrementalAlterConfigs_result_resources(
+                        rd_kafka_event_IncrementalAlterConfigs_result(ev),
+                        &rn);
                 rd_kafka_resp_err_t e =
                     aagw_kafka_config_err(rr, rn, err, sizeof(err));
                 rd_kafka_event_destroy(ev);

@@ -17,13 +17,12 @@
  * Configs.  Only the source topic's own overrides are copied (config
  * source DYNAMIC_TOPIC_CONFIG: what `kafka-configs --alter` or
  * CreateTopics set on the topic), minus what aagw_repl_config_allowed()
- * refuses (MM2's default exclusions plus the user's list).  librdkafka 2.0
- * has no IncrementalAlterConfigs, so the target is set with AlterConfigs,
- * which replaces every override of the topic: the request carries the
- * copied values plus the target's own overrides of excluded names (a
- * min.insync.replicas set at the target stays), and it is sent only when
- * the copied part differs from what the target holds.  An override
- * removed at the source is removed at the target too.
+ * refuses (MM2's default exclusions plus the user's list), with
+ * IncrementalAlterConfigs: a value that differs is set, an override of a
+ * copied name that the source no longer has is deleted, and the target's
+ * own overrides of excluded names (a min.insync.replicas set at the
+ * target) are never named, so they stay.  Sent only when something
+ * differs.
  *
  * ACLs.  As MM2's sync.topic.acls: the LITERAL topic ACLs of a replicated
  * topic are created for its remote name, with ALLOW ALL turned into ALLOW
@@ -279,26 +278,42 @@ static void sync_configs(struct topics *t, const char *topic,
                 rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(
                     RD_KAFKA_RESOURCE_TOPIC, remote);
                 rd_kafka_queue_t        *q = rd_kafka_queue_new(t->tgt);
-                rd_kafka_AdminOptions_t *o =
-                    admin_opts(t->tgt, RD_KAFKA_ADMIN_OP_ALTERCONFIGS);
+                rd_kafka_AdminOptions_t *o = admin_opts(
+                    t->tgt, RD_KAFKA_ADMIN_OP_INCREMENTALALTERCONFIGS);
                 rd_kafka_event_t        *ev;
+                rd_kafka_error_t        *e1 = NULL;
 
-                for (int i = 0; i < nw; i++)
-                        rd_kafka_ConfigResource_set_config(res, want[i].name,
-                                                           want[i].value);
-                /* AlterConfigs replaces every override: keep the target's
-                 * own ones of names that are not copied. */
-                for (int i = 0; i < nh; i++)
-                        if (!aagw_repl_config_allowed(t->pol, have[i].name))
-                                rd_kafka_ConfigResource_set_config(
-                                    res, have[i].name, have[i].value);
-                rd_kafka_AlterConfigs(t->tgt, &res, 1, o, q);
-                ev = admin_wait(t, q, err, sizeof(err));
+                for (int i = 0; i < nw && !e1; i++) {
+                        const char *v = kv_get(have, (size_t)nh, want[i].name);
+                        if (!v || strcmp(v, want[i].value))
+                                e1 = rd_kafka_ConfigResource_add_incremental_config(
+                                    res, want[i].name,
+                                    RD_KAFKA_ALTER_CONFIG_OP_TYPE_SET,
+                                    want[i].value);
+                }
+                for (int i = 0; i < nh && !e1; i++)
+                        if (aagw_repl_config_allowed(t->pol, have[i].name) &&
+                            !kv_get(want, (size_t)nw, have[i].name))
+                                e1 = rd_kafka_ConfigResource_add_incremental_config(
+                                    res, have[i].name,
+                                    RD_KAFKA_ALTER_CONFIG_OP_TYPE_DELETE, NULL);
+                if (e1) {
+                        /* (Only for a name librdkafka finds malformed.) */
+                        snprintf(err, sizeof(err), "%s",
+                                 rd_kafka_error_string(e1));
+                        rd_kafka_error_destroy(e1);
+                        ev = NULL;
+                } else {
+                        rd_kafka_IncrementalAlterConfigs(t->tgt, &res, 1, o, q);
+                        ev = admin_wait(t, q, err, sizeof(err));
+                }
                 if (ev) {
                         size_t                            rn;
                         const rd_kafka_ConfigResource_t **rr =
-                            rd_kafka_AlterConfigs_result_resources(
-                                rd_kafka_event_AlterConfigs_result(ev), &rn);
+                            rd_kafka_IncrementalAlterConfigs_result_resources(
+                                rd_kafka_event_IncrementalAlterConfigs_result(
+                                    ev),
+                                &rn);
                         rd_kafka_resp_err_t e =
                             aagw_kafka_config_err(rr, rn, err, sizeof(err));
                         rd_kafka_event_destroy(ev);
