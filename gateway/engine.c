@@ -624,6 +624,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         /* A refused login is told by the bootstraps of the client that
          * met it. */
         aagw_access_reset();
+        aagw_kafka_process_stop(false);
         for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "clusters");
              i++) {
                 const char *alias = aagw_config_instance(cfg, "clusters", i);
@@ -770,6 +771,9 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         }
         aagw_log(AAGW_LOG_INFO, "RUN", "stopping: finishing in-flight "
                                        "records and storing positions");
+        /* Waits on a Kafka answer (topic creation, metadata) give up now:
+         * a cluster that is gone would hold them for seconds. */
+        aagw_kafka_process_stop(true);
         /* The drains are bounded (15 s flows, 10 s unify); a client that
          * does not let go is not. */
         gw_stop_watchdog(GW_STOP_BOUND_S);

@@ -72,6 +72,19 @@ aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
  *  "admin."), for validation; a pointer into @p name. */
 const char *aagw_kafka_prop_base(const char *name);
 
+/* ------------------------------ PROCESS STOP ------------------------------ */
+
+/**
+ * @brief The process is stopping (true) or runs (false).  Every wait of
+ * aagw's own on a Kafka answer (metadata, topic creation, admin calls)
+ * gives up within a fraction of a second once it is set, whichever stage
+ * waits: a stop must not sit out a 5 s request to a cluster that is gone.
+ */
+void aagw_kafka_process_stop(bool stopping);
+
+/** @returns whether aagw_kafka_process_stop(true) was said. */
+bool aagw_kafka_process_stopping(void);
+
 /* ---------------------------- REACHABILITY ---------------------------- */
 
 /**

@@ -22,6 +22,7 @@
 struct access_entry {
         char               alias[AAGW_ALIAS_MAX + 1];
         char               bootstraps[1024];
+        bool               answered; /* a request to it succeeded once */
         struct aagw_access st;
 };
 
@@ -218,10 +219,16 @@ void aagw_access_note_line(const rd_kafka_t *rk, const char *fac,
                                "ssl.key.location (or ssl.keystore.location)");
         }
         reason_of(line, reason, sizeof(reason));
+        /* A broker that closes the connection while it is asked for its
+         * API versions reads the same as a plaintext client at a TLS
+         * listener: only a cluster that never answered is taken for the
+         * latter (a listener does not change its protocol under aagw). */
+        bool ambiguous = strstr(line, "connecting to a SSL listener") != NULL;
         pthread_mutex_lock(&lock);
         for (size_t i = 0; i < ntable; i++)
                 if (!strcmp(table[i].bootstraps, bs)) {
-                        note(&table[i], cause, what, reason);
+                        if (!(ambiguous && table[i].answered))
+                                note(&table[i], cause, what, reason);
                         break;
                 }
         pthread_mutex_unlock(&lock);
@@ -240,6 +247,9 @@ void aagw_access_note(const char *alias, aagw_access_cause_t cause,
 
 void aagw_access_ok(const char *alias, aagw_access_cause_t cause) {
         pthread_mutex_lock(&lock);
+        for (size_t i = 0; i < ntable; i++)
+                if (!strcmp(table[i].alias, alias))
+                        table[i].answered = true;
         for (size_t i = 0; i < ntable; i++)
                 if (!strcmp(table[i].alias, alias) &&
                     table[i].st.cause != AAGW_ACCESS_OK &&

@@ -851,7 +851,7 @@ static void dlq_ensure(aagw_flow_t *f) {
         const struct rd_kafka_metadata *md = NULL;
         int                             have;
 
-        if (rd_kafka_metadata(f->admin, 1, NULL, &md, 5000))
+        if (aagw_kafka_metadata(f->admin, true, NULL, &md, 5000, NULL))
                 return; /* the produce reports what is wrong */
         have = replicator_md_partitions(md, f->dlq_topic);
         rd_kafka_metadata_destroy(md);
@@ -865,7 +865,7 @@ static int target_partitions(aagw_flow_t *f, struct ttrack *tt) {
         const struct rd_kafka_metadata *md = NULL;
         int                             n  = -1;
 
-        if (rd_kafka_metadata(f->out, 0, tt->rkt, &md, 5000))
+        if (aagw_kafka_metadata(f->out, false, tt->rkt, &md, 5000, NULL))
                 return -1;
         if (md->topic_cnt == 1 && !md->topics[0].err)
                 n = md->topics[0].partition_cnt;

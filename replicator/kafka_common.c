@@ -93,6 +93,28 @@ void replicator_ctl_init(struct replicator_ctl *ctl, const char *tag,
         snprintf(ctl->who, sizeof(ctl->who), "%s", who);
 }
 
+static atomic_bool process_stopping;
+
+void aagw_kafka_process_stop(bool stopping) {
+        atomic_store(&process_stopping, stopping);
+}
+
+bool aagw_kafka_process_stopping(void) {
+        return atomic_load(&process_stopping);
+}
+
+rd_kafka_event_t *replicator_queue_wait(rd_kafka_queue_t *q, int timeout_ms) {
+        int64_t deadline = aagw_mono_ms() + timeout_ms;
+
+        for (;;) {
+                int64_t left = deadline - aagw_mono_ms();
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(
+                    q, left <= 0 ? 0 : left < 200 ? (int)left : 200);
+                if (ev || left <= 0 || aagw_kafka_process_stopping())
+                        return ev;
+        }
+}
+
 rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
                                         rd_kafka_topic_t *only,
                                         const struct rd_kafka_metadata **mdp,
@@ -103,7 +125,8 @@ rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
         int                 slice    = 500;
 
         for (;;) {
-                if (stop && atomic_load(stop))
+                if ((stop && atomic_load(stop)) ||
+                    aagw_kafka_process_stopping())
                         return RD_KAFKA_RESP_ERR__INTR;
                 int64_t left = deadline - aagw_mono_ms();
                 if (left <= 0)
@@ -748,11 +771,14 @@ rd_kafka_resp_err_t aagw_kafka_config_err(
 rd_kafka_event_t *aagw_kafka_admin_answer(rd_kafka_queue_t *q, int timeout_ms,
                                           bool *timed_out, char *errstr,
                                           size_t errstr_size) {
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
+        rd_kafka_event_t *ev = replicator_queue_wait(q, timeout_ms + 2000);
 
         *timed_out = !ev;
         if (!ev) {
-                snprintf(errstr, errstr_size, "no answer in %d ms",
+                snprintf(errstr, errstr_size,
+                         aagw_kafka_process_stopping()
+                             ? "no answer before the stop"
+                             : "no answer in %d ms",
                          timeout_ms);
                 return NULL;
         }

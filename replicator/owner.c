@@ -1076,7 +1076,7 @@ int owner_work_topic(rd_kafka_t *admin, const char *topic, int want,
                     admin, topic, NULL);
                 int                             have = -1;
 
-                if (rkt && !rd_kafka_metadata(admin, 0, rkt, &md, 5000)) {
+                if (rkt && !aagw_kafka_metadata(admin, false, rkt, &md, 5000, NULL)) {
                         if (md->topic_cnt == 1 && !md->topics[0].err)
                                 have = md->topics[0].partition_cnt;
                         rd_kafka_metadata_destroy(md);

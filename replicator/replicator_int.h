@@ -43,6 +43,10 @@ rd_kafka_resp_err_t aagw_kafka_config_err(
     const rd_kafka_ConfigResource_t **rr, size_t rn, char *err,
     size_t err_size);
 
+/* rd_kafka_queue_poll() for an admin answer that gives up once the
+ * process stops (aagw_kafka_process_stop()). */
+rd_kafka_event_t *replicator_queue_wait(rd_kafka_queue_t *q, int timeout_ms);
+
 /* One client to destroy: rd_kafka_destroy_flags(rk, flags); rk may be
  * NULL. */
 struct replicator_doomed {

@@ -997,7 +997,7 @@ static bool consumer_knows(aagw_unify_t *u, const struct uinput *ui) {
 
         if (!rkt)
                 return false;
-        if (!rd_kafka_metadata(u->consumer, 0, rkt, &md, 5000) &&
+        if (!aagw_kafka_metadata(u->consumer, false, rkt, &md, 5000, NULL) &&
             md->topic_cnt == 1 && !md->topics[0].err &&
             md->topics[0].partition_cnt >= ui->nparts) {
                 ok = true;
