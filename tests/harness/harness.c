@@ -987,6 +987,7 @@ struct harness_clusters {
         char *gw_bootstraps[AAGW_SANDBOX_MAX_CLUSTERS];
         char *security[AAGW_SANDBOX_MAX_CLUSTERS];
         char *java_props[AAGW_SANDBOX_MAX_CLUSTERS];
+        char *gw_props[AAGW_SANDBOX_MAX_CLUSTERS]; /* librdkafka's */
         /* What harness_clusters_gw_args() hands out: "--cluster",
          * "ALIAS=BOOTSTRAPS", then "--set", "clusters.ALIAS.properties.K=V"
          * per librdkafka setting; made once, so the pointers stay valid. */
@@ -1164,6 +1165,8 @@ static harness_clusters_t *clusters_new(const struct var_src *vs,
                                 ok &= !!(hc->security[i] = strdup(sec));
                         if (java)
                                 ok &= !!(hc->java_props[i] = strdup(java));
+                        if (props)
+                                ok &= !!(hc->gw_props[i] = strdup(props));
                 }
                 if (!ok) {
                         snprintf(errstr, errstr_size, "out of memory");
@@ -1259,6 +1262,13 @@ const char *harness_clusters_java_props(const harness_clusters_t *hc,
         int i = alias_idx(hc, alias);
 
         return i >= 0 ? hc->java_props[i] : NULL;
+}
+
+const char *harness_clusters_gw_props(const harness_clusters_t *hc,
+                                      const char               *alias) {
+        int i = alias_idx(hc, alias);
+
+        return i >= 0 ? hc->gw_props[i] : NULL;
 }
 
 aagw_sandbox_t *harness_clusters_sandbox(const harness_clusters_t *hc) {
@@ -1424,6 +1434,7 @@ void harness_clusters_destroy(harness_clusters_t *hc) {
                 free(hc->gw_bootstraps[i]);
                 free(hc->security[i]);
                 free(hc->java_props[i]);
+                free(hc->gw_props[i]);
                 for (size_t k = 0; k < hc->gw_nwords[i]; k++)
                         free(hc->gw_words[i][k]);
                 free(hc->gw_words[i]);

@@ -363,6 +363,13 @@ const char *harness_clusters_security(const harness_clusters_t *hc,
 const char *harness_clusters_java_props(const harness_clusters_t *hc,
                                         const char               *alias);
 
+/** @returns the librdkafka settings file for the secured listener of
+ *  @p alias (AAGW_TEST_GW_PROPS_<ALIAS>, whose lines
+ *  harness_clusters_gw_args() passes as --set), or NULL if it has none;
+ *  borrowed. */
+const char *harness_clusters_gw_props(const harness_clusters_t *hc,
+                                      const char               *alias);
+
 /** @returns the sandbox (for fault injection), or NULL on real clusters;
  *  borrowed. */
 aagw_sandbox_t *harness_clusters_sandbox(const harness_clusters_t *hc);
