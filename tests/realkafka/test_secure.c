@@ -15,6 +15,10 @@
  * plain client is refused by each secured listener shows the copies
  * could not have gone another way.
  *
+ * The user `denied` logs in to each listener as well, and the authorizer
+ * shows it none of the topics `aagw` sees (the ground later tests of
+ * refused operations stand on).
+ *
  * Meanwhile a sixth gateway has the SCRAM-SHA-512 cluster with a wrong
  * password: it copies nothing, librdkafka logs the broker's "invalid
  * credentials", and /healthz says the cluster cannot be reached.  (What
@@ -28,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +61,7 @@ struct fx {
         char                log[KINDS + 1][600];
         char                topic[KINDS + 1][64];
         char                bad_props[700];
+        harness_bootstraps_t *env; /* the launcher's variables */
 };
 
 static int teardown(void **state) {
@@ -71,6 +77,7 @@ static int teardown(void **state) {
                         harness_proc_destroy(f->gw[i]);
                 }
         harness_clusters_destroy(f->hc);
+        harness_bootstraps_destroy(f->env);
         if (f->launcher) {
                 harness_proc_signal(f->launcher, SIGTERM);
                 if (harness_proc_wait(f->launcher, 60000, NULL))
@@ -150,6 +157,9 @@ static void start_clusters(struct fx *f) {
                                       sizeof(f->r->errstr));
         if (!f->hc)
                 fail_msg("%s", f->r->errstr);
+        f->env = harness_bootstraps_load(env, f->r->errstr,
+                                         sizeof(f->r->errstr));
+        assert_non_null(f->env);
         print_message("# %d clusters ready in %.1f s\n", KINDS + 1,
                       (double)(harness_now_ms() - t) / 1000.0);
         for (int i = 0; i < KINDS; i++) {
@@ -190,6 +200,44 @@ static void expect_plain_client_refused(const char *alias, const char *bs) {
                          alias, bs);
         }
         rd_kafka_destroy(rk);
+}
+
+/* Whether a client with the librdkafka settings file 'props' at 'bs' sees
+ * 'topic' in the metadata: 1 yes, 0 no (logged in, the authorizer hides
+ * it), -1 no metadata at all. */
+static int sees_topic(struct fx *f, const char *bs, const char *props,
+                      const char *topic) {
+        char                            err[512];
+        rd_kafka_conf_t                *conf = rd_kafka_conf_new();
+        const struct rd_kafka_metadata *md   = NULL;
+        harness_bootstraps_t           *kv;
+        int                             seen = 0;
+
+        kv = harness_bootstraps_load(props, f->r->errstr, sizeof(f->r->errstr));
+        assert_non_null(kv);
+        assert_int_equal(
+            rd_kafka_conf_set(conf, "bootstrap.servers", bs, err, sizeof(err)),
+            RD_KAFKA_CONF_OK);
+        for (size_t i = 0; i < harness_bootstraps_cnt(kv); i++) {
+                const char *k = harness_bootstraps_alias(kv, i);
+                if (rd_kafka_conf_set(conf, k, harness_bootstraps_get(kv, k),
+                                      err, sizeof(err)))
+                        fail_msg("%s: %s", props, err);
+        }
+        harness_bootstraps_destroy(kv);
+        rd_kafka_conf_set(conf, "log_level", "0", err, sizeof(err));
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+                                      sizeof(err));
+        assert_non_null(rk);
+        if (rd_kafka_metadata(rk, 1, NULL, &md, 10000)) {
+                rd_kafka_destroy(rk);
+                return -1;
+        }
+        for (int i = 0; i < md->topic_cnt; i++)
+                seen |= !strcmp(md->topics[i].topic, topic);
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_destroy(rk);
+        return seen;
 }
 
 /* ------------------------------------------------------------ GATEWAYS -- */
@@ -410,10 +458,31 @@ static void test_secured_listeners(void **state) {
                 if (i < KINDS)
                         produce(f, HUB, f->topic[i], HUB);
         }
-        for (int i = 0; i < KINDS; i++)
-                expect_plain_client_refused(
-                    kind[i][0], harness_clusters_gw_bootstraps(f->hc,
-                                                               kind[i][0]));
+        for (int i = 0; i < KINDS; i++) {
+                const char *bs = harness_clusters_gw_bootstraps(f->hc,
+                                                                kind[i][0]);
+                char        var[96];
+
+                expect_plain_client_refused(kind[i][0], bs);
+                snprintf(var, sizeof(var), "AAGW_TEST_DENIED_PROPS_%s",
+                         kind[i][0]);
+                for (char *c = var; *c; c++)
+                        *c = (char)toupper((unsigned char)*c);
+                const char *denied = harness_bootstraps_get(f->env, var);
+                assert_non_null(denied);
+                assert_int_equal(sees_topic(f, bs,
+                                            harness_clusters_gw_props(
+                                                f->hc, kind[i][0]),
+                                            f->topic[i]),
+                                 1);
+                if (sees_topic(f, bs, denied, f->topic[i]) != 0)
+                        fail_msg("%s: the user denied did not log in, or "
+                                 "sees %s",
+                                 kind[i][1], f->topic[i]);
+        }
+        print_message("# a plain client refused by every secured listener; "
+                      "the user denied logs in to each and sees none of the "
+                      "topics aagw sees\n");
 
         for (int i = 0; i < KINDS; i++) {
                 const char *alias = kind[i][0];
