@@ -133,20 +133,26 @@ static long long metric(const char *body, const char *series) {
         return -1;
 }
 
-static void start_gw(struct fx *f, const char *const *extra) {
-        const char *argv[40];
-        int         n = 0;
-        char        c1[512], c2[512], addrfile[4200];
+/* aagw's --cluster (and --set, on secured clusters) for both sites from
+ * argv[n]; @returns the new n. */
+static size_t cluster_args(struct fx *f, const char **argv, size_t n,
+                           size_t size) {
+        for (int i = 0; i < 2; i++) {
+                size_t k = harness_clusters_gw_args(f->hc, sites[i], argv + n,
+                                                    size - n);
+                assert_true(k > 0);
+                n += k;
+        }
+        return n;
+}
 
-        snprintf(c1, sizeof(c1), "east=%s",
-                 harness_clusters_bootstraps(f->hc, "east"));
-        snprintf(c2, sizeof(c2), "west=%s",
-                 harness_clusters_bootstraps(f->hc, "west"));
+static void start_gw(struct fx *f, const char *const *extra) {
+        const char *argv[96];
+        size_t      n = 0;
+        char        addrfile[4200];
+
         argv[n++] = harness_aagw_bin();
-        argv[n++] = "--cluster";
-        argv[n++] = c1;
-        argv[n++] = "--cluster";
-        argv[n++] = c2;
+        n = cluster_args(f, argv, n, sizeof(argv) / sizeof(argv[0]) - 40);
         argv[n++] = "--state-dir";
         argv[n++] = f->state;
         argv[n++] = "--admin";
@@ -167,8 +173,10 @@ static void start_gw(struct fx *f, const char *const *extra) {
                 argv[n++] = "--gateway-id"; /* its groups: aagw.<id>.* */
                 argv[n++] = f->scope;
         }
-        for (size_t i = 0; extra && extra[i]; i++)
+        for (size_t i = 0; extra && extra[i]; i++) {
+                assert_true(n < sizeof(argv) / sizeof(argv[0]) - 1);
                 argv[n++] = extra[i];
+        }
         argv[n] = NULL;
         f->gw   = harness_proc_spawn(argv, NULL, f->log, f->errstr,
                                      sizeof(f->errstr));
@@ -575,16 +583,19 @@ static void test_methods_and_types(void **state) {
  * gateway starts; with a token it starts, and the token is required. */
 static void test_non_loopback_needs_token(void **state) {
         struct fx       *f = *state;
-        char             c1[512], c2[512];
         harness_output_t o;
+        const char      *argv[96];
+        size_t           n = 0;
 
-        snprintf(c1, sizeof(c1), "east=%s",
-                 harness_clusters_bootstraps(f->hc, "east"));
-        snprintf(c2, sizeof(c2), "west=%s",
-                 harness_clusters_bootstraps(f->hc, "west"));
-        const char *argv[] = {harness_aagw_bin(), "--cluster", c1, "--cluster",
-                              c2, "--state-dir", f->state, "--admin",
-                              "0.0.0.0:0", "--duration", "1", NULL};
+        argv[n++] = harness_aagw_bin();
+        n = cluster_args(f, argv, n, sizeof(argv) / sizeof(argv[0]) - 10);
+        argv[n++] = "--state-dir";
+        argv[n++] = f->state;
+        argv[n++] = "--admin";
+        argv[n++] = "0.0.0.0:0";
+        argv[n++] = "--duration";
+        argv[n++] = "1";
+        argv[n]   = NULL;
         assert_int_equal(harness_run(argv, NULL, 0, 20000, &o, f->errstr,
                                      sizeof(f->errstr)),
                          AAGW_OK);

@@ -84,20 +84,20 @@ static int teardown(void **state) {
 
 /* Start the gateway ('unify': "on" or "off"); its log is f->log. */
 static void start_gw(struct fx *f, const char *unify) {
-        const char *argv[40];
-        int         n = 0;
-        char        c1[512], c2[512], addrfile[4200];
+        const char *argv[96];
+        size_t      n = 0;
+        char        addrfile[4200];
 
-        snprintf(c1, sizeof(c1), "east=%s",
-                 harness_clusters_bootstraps(f->hc, "east"));
-        snprintf(c2, sizeof(c2), "west=%s",
-                 harness_clusters_bootstraps(f->hc, "west"));
         snprintf(f->log, sizeof(f->log), "%s/gw-%d.log", f->dir, ++f->run);
         argv[n++] = harness_aagw_bin();
-        argv[n++] = "--cluster";
-        argv[n++] = c1;
-        argv[n++] = "--cluster";
-        argv[n++] = c2;
+        for (int i = 0; i < 2; i++) {
+                /* the secured listener and its settings, if any */
+                size_t k = harness_clusters_gw_args(
+                    f->hc, i ? "west" : "east", argv + n,
+                    sizeof(argv) / sizeof(argv[0]) - n - 20);
+                assert_true(k > 0);
+                n += k;
+        }
         argv[n++] = "--state-dir";
         argv[n++] = f->state;
         argv[n++] = "--admin";

@@ -15,6 +15,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -987,12 +988,25 @@ struct harness_clusters {
         size_t          cnt;
         char           *alias[AAGW_SANDBOX_MAX_CLUSTERS];
         char           *bootstraps[AAGW_SANDBOX_MAX_CLUSTERS]; /* real only */
+        /* A secured listener for the gateway, if the cluster has one (real
+         * only; NULL otherwise), its kind and the Java clients' settings
+         * file. */
+        char *gw_bootstraps[AAGW_SANDBOX_MAX_CLUSTERS];
+        char *security[AAGW_SANDBOX_MAX_CLUSTERS];
+        char *java_props[AAGW_SANDBOX_MAX_CLUSTERS];
+        char *gw_props[AAGW_SANDBOX_MAX_CLUSTERS]; /* librdkafka's */
+        /* What harness_clusters_gw_args() hands out: "--cluster",
+         * "ALIAS=BOOTSTRAPS", then "--set", "clusters.ALIAS.properties.K=V"
+         * per librdkafka setting; made once, so the pointers stay valid. */
+        char  **gw_words[AAGW_SANDBOX_MAX_CLUSTERS];
+        size_t  gw_nwords[AAGW_SANDBOX_MAX_CLUSTERS];
 };
 
-/* "AAGW_TEST_BOOTSTRAPS_" + alias in upper case with '-' as '_', since
- * shells do not allow '-' in variable names. */
-static void env_name(const char *alias, char *buf, size_t size) {
-        size_t n = (size_t)snprintf(buf, size, "AAGW_TEST_BOOTSTRAPS_");
+/* "<prefix>" + alias in upper case with '-' as '_', since shells do not
+ * allow '-' in variable names. */
+static void var_name(const char *prefix, const char *alias, char *buf,
+                     size_t size) {
+        size_t n = (size_t)snprintf(buf, size, "%s", prefix);
 
         for (; *alias && n + 1 < size; alias++)
                 buf[n++] =
@@ -1000,12 +1014,103 @@ static void env_name(const char *alias, char *buf, size_t size) {
         buf[n] = '\0';
 }
 
-harness_clusters_t *harness_clusters_new(const char *const *aliases,
-                                         size_t alias_cnt, int brokers,
-                                         char *errstr, size_t errstr_size) {
+/* Where the variables come from: the environment, or a file a launcher
+ * wrote (scripts/kafka-clusters --env-file). */
+struct var_src {
+        const harness_bootstraps_t *file; /* NULL: getenv() */
+};
+
+static const char *var_get(const struct var_src *vs, const char *prefix,
+                           const char *alias) {
+        char        name[160];
+        const char *v;
+
+        var_name(prefix, alias, name, sizeof(name));
+        v = vs->file ? harness_bootstraps_get(vs->file, name) : getenv(name);
+        return v && *v ? v : NULL;
+}
+
+/* Append one malloc()ed word to cluster i's gateway words. */
+static bool gw_word_add(harness_clusters_t *hc, size_t i, char *word) {
+        char **v;
+
+        if (!word)
+                return false;
+        v = realloc(hc->gw_words[i], (hc->gw_nwords[i] + 2) * sizeof(*v));
+        if (!v) {
+                free(word);
+                return false;
+        }
+        v[hc->gw_nwords[i]++] = word;
+        v[hc->gw_nwords[i]]   = NULL;
+        hc->gw_words[i]       = v;
+        return true;
+}
+
+static char *__attribute__((format(printf, 1, 2)))
+str_printf(const char *fmt, ...) {
+        va_list ap;
+        char   *s;
+        int     n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0 || !(s = malloc((size_t)n + 1)))
+                return NULL;
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        return s;
+}
+
+/* Cluster i's gateway words: --cluster with the listener the gateway is
+ * to use, and a --set per line of the librdkafka settings file 'props'
+ * (NULL: none). */
+static aagw_err_t gw_words_make(harness_clusters_t *hc, size_t i,
+                                const char *props, char *errstr,
+                                size_t errstr_size) {
+        const char *alias = hc->alias[i];
+        const char *bs    = harness_clusters_gw_bootstraps(hc, alias);
+        harness_bootstraps_t *kv = NULL;
+        char                  why[512];
+
+        if (!gw_word_add(hc, i, strdup("--cluster")) ||
+            !gw_word_add(hc, i, str_printf("%s=%s", alias, bs)))
+                goto oom;
+        if (!props)
+                return AAGW_OK;
+        /* key=value lines, the format of a bootstraps file. */
+        if (!(kv = harness_bootstraps_load(props, why, sizeof(why)))) {
+                snprintf(errstr, errstr_size,
+                         "cluster %s: librdkafka settings: %s", alias, why);
+                return AAGW_ERR_CONFIG;
+        }
+        for (size_t k = 0; k < harness_bootstraps_cnt(kv); k++) {
+                const char *key = harness_bootstraps_alias(kv, k);
+
+                if (!gw_word_add(hc, i, strdup("--set")) ||
+                    !gw_word_add(hc, i,
+                                 str_printf("clusters.%s.properties.%s=%s",
+                                            alias, key,
+                                            harness_bootstraps_get(kv, key)))) {
+                        harness_bootstraps_destroy(kv);
+                        goto oom;
+                }
+        }
+        harness_bootstraps_destroy(kv);
+        return AAGW_OK;
+oom:
+        snprintf(errstr, errstr_size, "out of memory");
+        return AAGW_ERR_NOMEM;
+}
+
+static harness_clusters_t *clusters_new(const struct var_src *vs,
+                                        const char *const *aliases,
+                                        size_t alias_cnt, int brokers,
+                                        char *errstr, size_t errstr_size) {
         harness_clusters_t *hc;
         size_t              set = 0;
-        char                name[128];
 
         if (alias_cnt < 1 || alias_cnt > AAGW_SANDBOX_MAX_CLUSTERS) {
                 snprintf(errstr, errstr_size,
@@ -1013,18 +1118,20 @@ harness_clusters_t *harness_clusters_new(const char *const *aliases,
                          AAGW_SANDBOX_MAX_CLUSTERS, alias_cnt);
                 return NULL;
         }
-        for (size_t i = 0; i < alias_cnt; i++) {
-                const char *v;
-                env_name(aliases[i], name, sizeof(name));
-                v = getenv(name);
-                if (v && *v)
+        for (size_t i = 0; i < alias_cnt; i++)
+                if (var_get(vs, "AAGW_TEST_BOOTSTRAPS_", aliases[i]))
                         set++;
-        }
         if (set != 0 && set != alias_cnt) {
                 snprintf(errstr, errstr_size,
                          "AAGW_TEST_BOOTSTRAPS_<ALIAS> is set for %zu of %zu "
                          "clusters: set it for all of them or for none",
                          set, alias_cnt);
+                return NULL;
+        }
+        if (set == 0 && vs->file) {
+                snprintf(errstr, errstr_size,
+                         "no AAGW_TEST_BOOTSTRAPS_<ALIAS> line for cluster %s",
+                         aliases[0]);
                 return NULL;
         }
         hc = calloc(1, sizeof(*hc));
@@ -1041,14 +1148,39 @@ harness_clusters_t *harness_clusters_new(const char *const *aliases,
                 }
         }
         for (size_t i = 0; i < alias_cnt; i++) {
+                const char *props = NULL;
+                bool        ok;
+
                 hc->cnt++;
                 hc->alias[i] = strdup(aliases[i]);
-                if (!hc->sb) {
-                        env_name(aliases[i], name, sizeof(name));
-                        hc->bootstraps[i] = strdup(getenv(name));
+                ok           = hc->alias[i] != NULL;
+                if (!hc->sb && ok) {
+                        const char *gw, *sec, *java;
+
+                        hc->bootstraps[i] = strdup(
+                            var_get(vs, "AAGW_TEST_BOOTSTRAPS_", aliases[i]));
+                        ok &= hc->bootstraps[i] != NULL;
+                        gw    = var_get(vs, "AAGW_TEST_GW_BOOTSTRAPS_",
+                                        aliases[i]);
+                        sec   = var_get(vs, "AAGW_TEST_SECURITY_", aliases[i]);
+                        java  = var_get(vs, "AAGW_TEST_JAVA_PROPS_",
+                                        aliases[i]);
+                        props = var_get(vs, "AAGW_TEST_GW_PROPS_", aliases[i]);
+                        if (gw)
+                                ok &= !!(hc->gw_bootstraps[i] = strdup(gw));
+                        if (sec)
+                                ok &= !!(hc->security[i] = strdup(sec));
+                        if (java)
+                                ok &= !!(hc->java_props[i] = strdup(java));
+                        if (props)
+                                ok &= !!(hc->gw_props[i] = strdup(props));
                 }
-                if (!hc->alias[i] || (!hc->sb && !hc->bootstraps[i])) {
+                if (!ok) {
                         snprintf(errstr, errstr_size, "out of memory");
+                        harness_clusters_destroy(hc);
+                        return NULL;
+                }
+                if (gw_words_make(hc, i, props, errstr, errstr_size)) {
                         harness_clusters_destroy(hc);
                         return NULL;
                 }
@@ -1056,18 +1188,94 @@ harness_clusters_t *harness_clusters_new(const char *const *aliases,
         return hc;
 }
 
+harness_clusters_t *harness_clusters_new(const char *const *aliases,
+                                         size_t alias_cnt, int brokers,
+                                         char *errstr, size_t errstr_size) {
+        struct var_src vs = {NULL};
+
+        return clusters_new(&vs, aliases, alias_cnt, brokers, errstr,
+                            errstr_size);
+}
+
+harness_clusters_t *harness_clusters_load(const char        *env_file,
+                                          const char *const *aliases,
+                                          size_t alias_cnt, char *errstr,
+                                          size_t errstr_size) {
+        char                why[512];
+        harness_clusters_t *hc;
+        struct var_src      vs;
+
+        vs.file = harness_bootstraps_load(env_file, why, sizeof(why));
+        if (!vs.file) {
+                snprintf(errstr, errstr_size, "%s", why);
+                return NULL;
+        }
+        hc = clusters_new(&vs, aliases, alias_cnt, 1, errstr, errstr_size);
+        harness_bootstraps_destroy((harness_bootstraps_t *)vs.file);
+        return hc;
+}
+
 bool harness_clusters_are_real(const harness_clusters_t *hc) {
         return hc->sb == NULL;
 }
 
-const char *harness_clusters_bootstraps(const harness_clusters_t *hc,
-                                        const char               *alias) {
-        if (hc->sb)
-                return aagw_sandbox_bootstraps(hc->sb, alias);
+static int alias_idx(const harness_clusters_t *hc, const char *alias) {
         for (size_t i = 0; i < hc->cnt; i++)
                 if (!strcmp(hc->alias[i], alias))
-                        return hc->bootstraps[i];
-        return NULL;
+                        return (int)i;
+        return -1;
+}
+
+const char *harness_clusters_bootstraps(const harness_clusters_t *hc,
+                                        const char               *alias) {
+        int i;
+
+        if (hc->sb)
+                return aagw_sandbox_bootstraps(hc->sb, alias);
+        i = alias_idx(hc, alias);
+        return i < 0 ? NULL : hc->bootstraps[i];
+}
+
+const char *harness_clusters_gw_bootstraps(const harness_clusters_t *hc,
+                                           const char               *alias) {
+        int i = alias_idx(hc, alias);
+
+        if (i >= 0 && hc->gw_bootstraps[i])
+                return hc->gw_bootstraps[i];
+        return harness_clusters_bootstraps(hc, alias);
+}
+
+size_t harness_clusters_gw_args(const harness_clusters_t *hc,
+                                const char *alias, const char **argv,
+                                size_t room) {
+        int i = alias_idx(hc, alias);
+
+        if (i < 0 || hc->gw_nwords[i] > room)
+                return 0;
+        for (size_t k = 0; k < hc->gw_nwords[i]; k++)
+                argv[k] = hc->gw_words[i][k];
+        return hc->gw_nwords[i];
+}
+
+const char *harness_clusters_security(const harness_clusters_t *hc,
+                                      const char               *alias) {
+        int i = alias_idx(hc, alias);
+
+        return i >= 0 && hc->security[i] ? hc->security[i] : "plaintext";
+}
+
+const char *harness_clusters_java_props(const harness_clusters_t *hc,
+                                        const char               *alias) {
+        int i = alias_idx(hc, alias);
+
+        return i >= 0 ? hc->java_props[i] : NULL;
+}
+
+const char *harness_clusters_gw_props(const harness_clusters_t *hc,
+                                      const char               *alias) {
+        int i = alias_idx(hc, alias);
+
+        return i >= 0 ? hc->gw_props[i] : NULL;
 }
 
 aagw_sandbox_t *harness_clusters_sandbox(const harness_clusters_t *hc) {
@@ -1230,6 +1438,13 @@ void harness_clusters_destroy(harness_clusters_t *hc) {
         for (size_t i = 0; i < hc->cnt; i++) {
                 free(hc->alias[i]);
                 free(hc->bootstraps[i]);
+                free(hc->gw_bootstraps[i]);
+                free(hc->security[i]);
+                free(hc->java_props[i]);
+                free(hc->gw_props[i]);
+                for (size_t k = 0; k < hc->gw_nwords[i]; k++)
+                        free(hc->gw_words[i][k]);
+                free(hc->gw_words[i]);
         }
         free(hc);
 }

@@ -22,7 +22,13 @@
  *  KCAT                         the kcat program; "kcat" on PATH if unset.
  *  AAGW_TEST_BOOTSTRAPS_<ALIAS> bootstrap list of a real cluster for site
  *                               <ALIAS> (upper case, '-' as '_'); see
- *                               harness_clusters_new().
+ *                               harness_clusters_new().  The tests' own
+ *                               clients (kcat, librdkafka) use it.
+ *  AAGW_TEST_GW_BOOTSTRAPS_<ALIAS>, AAGW_TEST_GW_PROPS_<ALIAS>,
+ *  AAGW_TEST_JAVA_PROPS_<ALIAS>, AAGW_TEST_SECURITY_<ALIAS>
+ *                               a secured listener of that cluster, for the
+ *                               gateway under test only (see
+ *                               harness_clusters_gw_args()).
  *  TMPDIR                       where temporary directories go (/tmp).
  */
 #ifndef AAGW_HARNESS_H
@@ -299,12 +305,69 @@ harness_clusters_t *harness_clusters_new(const char *const *aliases,
                                          size_t alias_cnt, int brokers,
                                          char *errstr, size_t errstr_size);
 
+/**
+ * @brief Real clusters for @p aliases as a `scripts/kafka-clusters
+ * --env-file` wrote them: NAME=VALUE lines with the variables
+ * harness_clusters_new() reads from the environment.  For tests that start
+ * their own launcher.  Every alias must have its AAGW_TEST_BOOTSTRAPS_
+ * line.
+ * @returns the clusters, or NULL with the reason in @p errstr.
+ */
+harness_clusters_t *harness_clusters_load(const char        *env_file,
+                                          const char *const *aliases,
+                                          size_t alias_cnt, char *errstr,
+                                          size_t errstr_size);
+
 /** @returns true if the clusters came from the environment. */
 bool harness_clusters_are_real(const harness_clusters_t *hc);
 
-/** @returns the bootstraps of @p alias or NULL; borrowed. */
+/** @returns the bootstraps of @p alias or NULL; borrowed.  On a secured
+ *  cluster this is its plaintext listener: the one for the tests' own
+ *  clients and tools, never for the gateway under test. */
 const char *harness_clusters_bootstraps(const harness_clusters_t *hc,
                                         const char               *alias);
+
+/** @returns the bootstraps the gateway under test is to use for @p alias:
+ *  the secured listener (AAGW_TEST_GW_BOOTSTRAPS_<ALIAS>) if the cluster
+ *  has one, else harness_clusters_bootstraps(); NULL for an unknown
+ *  alias.  Borrowed. */
+const char *harness_clusters_gw_bootstraps(const harness_clusters_t *hc,
+                                           const char               *alias);
+
+/**
+ * @brief The aagw arguments that give it cluster @p alias: "--cluster",
+ * "ALIAS=BOOTSTRAPS" (harness_clusters_gw_bootstraps()), then for a
+ * secured cluster "--set", "clusters.ALIAS.properties.KEY=VALUE" for each
+ * line of its librdkafka settings file (AAGW_TEST_GW_PROPS_<ALIAS>, read
+ * by harness_clusters_new()).
+ *
+ * The words are stored in @p argv[0..]; they are borrowed from @p hc and
+ * stay valid until harness_clusters_destroy().  Nothing is NULL-terminated.
+ * @returns the number of words stored (at least 2), or 0 if @p alias is
+ * unknown or they do not fit in @p room.
+ */
+size_t harness_clusters_gw_args(const harness_clusters_t *hc,
+                                const char *alias, const char **argv,
+                                size_t room);
+
+/** @returns the kind of the secured listener of @p alias
+ *  (AAGW_TEST_SECURITY_<ALIAS>: "scram-sha-512", "mtls", ...), or
+ *  "plaintext"; borrowed. */
+const char *harness_clusters_security(const harness_clusters_t *hc,
+                                      const char               *alias);
+
+/** @returns the Java clients' settings file for the secured listener of
+ *  @p alias (AAGW_TEST_JAVA_PROPS_<ALIAS>: MirrorMaker 2's `ALIAS.` keys,
+ *  a tool's --command-config), or NULL if it has none; borrowed. */
+const char *harness_clusters_java_props(const harness_clusters_t *hc,
+                                        const char               *alias);
+
+/** @returns the librdkafka settings file for the secured listener of
+ *  @p alias (AAGW_TEST_GW_PROPS_<ALIAS>, whose lines
+ *  harness_clusters_gw_args() passes as --set), or NULL if it has none;
+ *  borrowed. */
+const char *harness_clusters_gw_props(const harness_clusters_t *hc,
+                                      const char               *alias);
 
 /** @returns the sandbox (for fault injection), or NULL on real clusters;
  *  borrowed. */

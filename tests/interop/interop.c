@@ -52,7 +52,6 @@ static void find_lib(struct io *io) {
 }
 
 void io_begin(struct io *io, const char *tag) {
-        char        name[64];
         const char *e = getenv("AAGW_TEST_BOOTSTRAPS_EAST");
         const char *w = getenv("AAGW_TEST_BOOTSTRAPS_WEST");
 
@@ -61,18 +60,34 @@ void io_begin(struct io *io, const char *tag) {
         assert_non_null(io->dir);
         find_lib(io);
         if (e && *e && w && *w) {
-                char text[2048];
-                snprintf(text, sizeof(text), "east=%s\nwest=%s\n", e, w);
-                io->bs = harness_bootstraps_parse(text, io->errstr,
-                                                  sizeof(io->errstr));
+                io->hc = harness_clusters_new(ALIASES, 2, 1, io->errstr,
+                                              sizeof(io->errstr));
         } else {
                 char       *file = harness_path_join(io->dir, "bootstraps");
+                char       *envf = harness_path_join(io->dir, "clusters.env");
                 char       *log  = harness_path_join(io->dir, "clusters.log");
-                io->run_dir      = harness_path_join(io->dir, "kafka");
-                const char *argv[] = {
-                    env_or("AAGW_KAFKA_CLUSTERS", "scripts/kafka-clusters"),
-                    "--bootstraps-file", file, "--dir", io->run_dir, "east",
-                    "west", NULL};
+                char       *sec  = strdup(env_or("AAGW_TEST_SECURITY", ""));
+                char       *save = NULL;
+                const char *argv[16];
+                size_t      a = 0;
+
+                io->run_dir = harness_path_join(io->dir, "kafka");
+                argv[a++] =
+                    env_or("AAGW_KAFKA_CLUSTERS", "scripts/kafka-clusters");
+                argv[a++] = "--bootstraps-file";
+                argv[a++] = file;
+                argv[a++] = "--env-file";
+                argv[a++] = envf;
+                argv[a++] = "--dir";
+                argv[a++] = io->run_dir;
+                for (char *t = strtok_r(sec, " \t", &save); t && a < 12;
+                     t = strtok_r(NULL, " \t", &save)) {
+                        argv[a++] = "--security";
+                        argv[a++] = t;
+                }
+                argv[a++] = "east";
+                argv[a++] = "west";
+                argv[a]   = NULL;
                 io->launcher = harness_proc_spawn(argv, log, log, io->errstr,
                                                   sizeof(io->errstr));
                 if (!io->launcher)
@@ -89,24 +104,22 @@ void io_begin(struct io *io, const char *tag) {
                                          "%s)",
                                          START_MS / 1000, log);
                 }
-                io->bs = harness_bootstraps_load(file, io->errstr,
-                                                 sizeof(io->errstr));
+                /* The env file is written before the bootstraps file. */
+                io->hc = harness_clusters_load(envf, ALIASES, 2, io->errstr,
+                                               sizeof(io->errstr));
                 free(file);
+                free(envf);
                 free(log);
+                free(sec);
         }
-        if (!io->bs)
-                fail_msg("bootstraps: %s", io->errstr);
-        /* harness_clusters_new() takes real clusters from the env. */
-        for (int i = 0; i < 2; i++) {
-                snprintf(name, sizeof(name), "AAGW_TEST_BOOTSTRAPS_%s",
-                         i ? "WEST" : "EAST");
-                setenv(name, io_bs(io, ALIASES[i]), 1);
-        }
-        io->hc = harness_clusters_new(ALIASES, 2, 1, io->errstr,
-                                      sizeof(io->errstr));
         if (!io->hc)
                 fail_msg("clusters: %s", io->errstr);
         assert_true(harness_clusters_are_real(io->hc));
+        for (int i = 0; i < 2; i++)
+                print_message("# %s: %s, the gateway's listener %s\n",
+                              ALIASES[i],
+                              harness_clusters_security(io->hc, ALIASES[i]),
+                              io_gw_bs(io, ALIASES[i]));
         for (int i = 0; i < 2; i++) {
                 rd_kafka_conf_t *c = rd_kafka_conf_new();
                 char             err[256];
@@ -137,10 +150,7 @@ void io_end(struct io *io) {
                 if (harness_proc_wait(io->launcher, 60000, NULL) != AAGW_OK)
                         harness_proc_signal(io->launcher, SIGKILL);
                 harness_proc_destroy(io->launcher);
-                unsetenv("AAGW_TEST_BOOTSTRAPS_EAST");
-                unsetenv("AAGW_TEST_BOOTSTRAPS_WEST");
         }
-        harness_bootstraps_destroy(io->bs);
         if (io->dir && !getenv("AAGW_TEST_KEEP"))
                 harness_rmtree(io->dir);
         free(io->dir);
@@ -150,9 +160,28 @@ void io_end(struct io *io) {
 }
 
 const char *io_bs(struct io *io, const char *alias) {
-        const char *b = harness_bootstraps_get(io->bs, alias);
+        const char *b = harness_clusters_bootstraps(io->hc, alias);
         assert_non_null(b);
         return b;
+}
+
+const char *io_gw_bs(struct io *io, const char *alias) {
+        const char *b = harness_clusters_gw_bootstraps(io->hc, alias);
+        assert_non_null(b);
+        return b;
+}
+
+/* argv[a..]: aagw's --cluster (and --set for a secured listener) for east
+ * and west; @returns the new a. */
+static size_t cluster_args(struct io *io, const char **argv, size_t a,
+                           size_t size) {
+        for (int i = 0; i < 2; i++) {
+                size_t n = harness_clusters_gw_args(io->hc, ALIASES[i],
+                                                    argv + a, size - a);
+                assert_true(n > 0);
+                a += n;
+        }
+        return a;
 }
 
 void io_topic(struct io *io, const char *alias, const char *topic,
@@ -291,21 +320,16 @@ harness_proc_t *io_spawn(struct io *io, const char *name,
 
 harness_proc_t *io_gateway(struct io *io, const char *name,
                            const char *primary, const char *const *extra) {
-        char        e[600], w[600], sub[128];
-        const char *argv[64];
+        char        sub[128];
+        const char *argv[128];
         size_t      a = 0;
         char       *state;
 
         snprintf(sub, sizeof(sub), "state-%s", name);
         state = harness_path_join(io->dir, sub);
-        snprintf(e, sizeof(e), "east=%s", io_bs(io, "east"));
-        snprintf(w, sizeof(w), "west=%s", io_bs(io, "west"));
         argv[a++] = harness_aagw_bin();
         argv[a++] = "run";
-        argv[a++] = "--cluster";
-        argv[a++] = e;
-        argv[a++] = "--cluster";
-        argv[a++] = w;
+        a = cluster_args(io, argv, a, sizeof(argv) / sizeof(argv[0]) - 48);
         argv[a++] = "--mode";
         argv[a++] = "active-passive";
         argv[a++] = "--primary";
@@ -347,22 +371,16 @@ void io_ctl(struct io *io, const char *verb, const char *alias) {
 }
 
 int io_aagw(struct io *io, const char *const *words, harness_output_t *o) {
-        char        e[600], w[600];
-        const char *argv[64];
+        const char *argv[128];
         size_t      a = 0;
 
-        snprintf(e, sizeof(e), "east=%s", io_bs(io, "east"));
-        snprintf(w, sizeof(w), "west=%s", io_bs(io, "west"));
         argv[a++] = harness_aagw_bin();
         for (size_t i = 0; words[i]; i++) {
-                assert_true(a < sizeof(argv) / sizeof(argv[0]) - 5);
+                assert_true(a < 64);
                 argv[a++] = words[i];
         }
-        argv[a++] = "--cluster";
-        argv[a++] = e;
-        argv[a++] = "--cluster";
-        argv[a++] = w;
-        argv[a]   = NULL;
+        a       = cluster_args(io, argv, a, sizeof(argv) / sizeof(argv[0]) - 1);
+        argv[a] = NULL;
         memset(o, 0, sizeof(*o));
         if (harness_run(argv, NULL, 0, IO_CMD_MS, o, io->errstr,
                         sizeof(io->errstr)) != AAGW_OK)
@@ -412,8 +430,27 @@ harness_proc_t *io_mm2(struct io *io, const char *topics, const char *extra) {
                 "east.offset.flush.interval.ms=1000\n"
                 "west.offset.flush.interval.ms=1000\n"
                 "%s",
-                io_bs(io, "east"), io_bs(io, "west"), topics,
+                io_gw_bs(io, "east"), io_gw_bs(io, "west"), topics,
                 extra ? extra : "");
+        /* A secured cluster's client settings, under its alias (MM2 gives
+         * "ALIAS.KEY" to every client of that cluster). */
+        for (int i = 0; i < 2; i++) {
+                const char *jp = harness_clusters_java_props(io->hc,
+                                                             ALIASES[i]);
+                harness_lines_t l = {0};
+                char           *text;
+
+                if (!jp)
+                        continue;
+                text = harness_read_file(jp, NULL);
+                assert_non_null(text);
+                assert_int_equal(harness_lines_split(text, &l), 0);
+                for (size_t k = 0; k < l.cnt; k++)
+                        if (l.v[k][0] && l.v[k][0] != '#')
+                                fprintf(f, "%s.%s\n", ALIASES[i], l.v[k]);
+                harness_lines_deinit(&l);
+                free(text);
+        }
         fclose(f);
         const char *args[] = {props};
         const char *argv[32];
@@ -466,13 +503,30 @@ json_object *io_mm2_query(struct io *io, const char *const *args,
         harness_output_t o     = {0};
         harness_lines_t  l     = {0};
         json_object     *arr   = json_object_new_array();
+        char             conf[2][1200];
 
         while (args[nargs])
                 nargs++;
-        const char **argv = calloc(nargs + 16, sizeof(*argv));
+        /* --config BS=FILE for each secured cluster, then the queries. */
+        const char **all = calloc(nargs + 5, sizeof(*all));
+        size_t       n   = 0;
+        assert_non_null(all);
+        for (int i = 0; i < 2; i++) {
+                const char *jp = harness_clusters_java_props(io->hc,
+                                                             ALIASES[i]);
+                if (!jp)
+                        continue;
+                snprintf(conf[i], sizeof(conf[i]), "%s=%s",
+                         io_gw_bs(io, ALIASES[i]), jp);
+                all[n++] = "--config";
+                all[n++] = conf[i];
+        }
+        for (size_t i = 0; i < nargs; i++)
+                all[n++] = args[i];
+        const char **argv = calloc(n + 16, sizeof(*argv));
         assert_non_null(argv);
-        io_java_argv(io, argv, "mm2interop.log", "aagw.kafka.Mm2Interop", args,
-                     nargs);
+        io_java_argv(io, argv, "mm2interop.log", "aagw.kafka.Mm2Interop", all,
+                     n);
         if (harness_run(argv, NULL, 0, 120000, &o, io->errstr,
                         sizeof(io->errstr)) != AAGW_OK)
                 fail_msg("Mm2Interop: %s (java is required for the kafka "
@@ -499,6 +553,7 @@ json_object *io_mm2_query(struct io *io, const char *const *args,
         harness_lines_deinit(&l);
         harness_output_deinit(&o);
         free(argv);
+        free(all);
         return arr;
 }
 

@@ -3,8 +3,12 @@
  *
  * They run on real Apache Kafka only (meson suite `kafka`): two clusters,
  * east and west, from AAGW_TEST_BOOTSTRAPS_EAST / _WEST when both are set,
- * else started by the test itself (scripts/kafka-clusters with a
- * bootstraps file).  MirrorMaker 2's own Java code runs as child JVMs from
+ * else started by the test itself (scripts/kafka-clusters with an env
+ * file), secured as AAGW_TEST_SECURITY says ("east=scram-sha-512
+ * west=mtls": the launcher's --security for each word; meson sets it).
+ * The gateways, MirrorMaker 2 and MM2's client code get the clusters'
+ * secured listeners, if any; the tests' own clients (kcat, librdkafka,
+ * Kafka's tools) the plaintext ones.  MirrorMaker 2's own Java code runs as child JVMs from
  * the jar folder of scripts/kafka-fetch: aagw.kafka.Mm2Interop answers
  * MirrorClient / RemoteClusterUtils queries as JSON lines, and
  * org.apache.kafka.connect.mirror.MirrorMaker replicates.  A missing Java
@@ -24,8 +28,7 @@ struct io {
         char                 *dir;      /* the test's temporary directory */
         harness_proc_t       *launcher; /* scripts/kafka-clusters, or NULL */
         bool                  own;      /* clusters started by the test */
-        harness_bootstraps_t *bs;
-        harness_clusters_t   *hc;       /* for topic creation */
+        harness_clusters_t   *hc;       /* the clusters */
         char                 *lib;      /* the jar folder */
         rd_kafka_t           *admin[2]; /* east, west */
         char                 *run_dir;  /* the launcher's --dir, or NULL */
@@ -39,8 +42,14 @@ struct io {
 void io_begin(struct io *io, const char *tag);
 void io_end(struct io *io);
 
-/* "east" or "west" bootstraps. */
+/* "east" or "west" bootstraps: the plaintext listener, for the tests' own
+ * clients and tools. */
 const char *io_bs(struct io *io, const char *alias);
+
+/* The bootstraps the gateway, MirrorMaker 2 and MM2's client code use:
+ * the secured listener if the cluster has one (io_mm2_query() passes its
+ * settings along). */
+const char *io_gw_bs(struct io *io, const char *alias);
 
 /* Create 'topic' with 'partitions' at 'alias'. */
 void io_topic(struct io *io, const char *alias, const char *topic,
@@ -92,7 +101,8 @@ int io_aagw(struct io *io, const char *const *words, harness_output_t *o);
 void io_show(const char *head, int rc, const harness_output_t *o,
              bool with_err);
 
-/* Run aagw.kafka.Mm2Interop with 'args' (one JVM); returns the answers,
+/* Run aagw.kafka.Mm2Interop with 'args' (one JVM), the clusters' Java
+ * client settings given as --config for their io_gw_bs(); returns the answers,
  * one JSON object per query in order (json_object_put() the array).
  * Asserts that the JVM ran and answered every query. */
 json_object *io_mm2_query(struct io *io, const char *const *args,

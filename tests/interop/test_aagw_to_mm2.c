@@ -271,10 +271,10 @@ static void test_mm2_client_reads_aagw(void **state) {
             "names",     ".",     "east",   "west",        //
             "names",     "_",     "east",   "west",        //
             "names",     "-",     "east",   "west",        //
-            "translate", io_bs(&io, "west"), ".", "east", "g-dot", //
-            "translate", io_bs(&io, "east"), "_", "west", "g-us",  //
-            "client",    io_bs(&io, "west"), ".", "east", "west",  //
-            "client",    io_bs(&io, "east"), "_", "west", "east",  //
+            "translate", io_gw_bs(&io, "west"), ".", "east", "g-dot", //
+            "translate", io_gw_bs(&io, "east"), "_", "west", "g-us",  //
+            "client",    io_gw_bs(&io, "west"), ".", "east", "west",  //
+            "client",    io_gw_bs(&io, "east"), "_", "west", "east",  //
             NULL};
         json_object *a = io_mm2_query(&io, q, 7);
 

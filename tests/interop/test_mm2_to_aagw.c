@@ -180,7 +180,7 @@ static void test_aagw_reads_mm2(void **state) {
         }
 
         /* MM2's own translation. */
-        const char *q[] = {"translate", io_bs(&io, "west"), ".", "east", "g",
+        const char *q[] = {"translate", io_gw_bs(&io, "west"), ".", "east", "g",
                            NULL};
         json_object *a    = io_mm2_query(&io, q, 1);
         json_object *offs = get(json_object_array_get_idx(a, 0), "offsets");

@@ -177,8 +177,7 @@ size_t ofs_read_raw(struct repl *r, const char *alias, const char *topic,
 }
 
 int ofs_aagw(struct repl *r, const char *const *words, harness_output_t *o) {
-        const char *argv[64];
-        char        e[700], w[700];
+        const char *argv[128];
         size_t      a = 0;
 
         argv[a++] = harness_aagw_bin();
@@ -188,12 +187,14 @@ int ofs_aagw(struct repl *r, const char *const *words, harness_output_t *o) {
 
                 argv[a++] = group ? repl_topic(r, words[i]) : words[i];
         }
-        snprintf(e, sizeof(e), "east=%s", repl_bs(r, "east"));
-        snprintf(w, sizeof(w), "west=%s", repl_bs(r, "west"));
-        argv[a++] = "--cluster";
-        argv[a++] = e;
-        argv[a++] = "--cluster";
-        argv[a++] = w;
+        for (int i = 0; i < 2; i++) {
+                size_t n = harness_clusters_gw_args(
+                    r->hc, i ? "west" : "east", argv + a,
+                    sizeof(argv) / sizeof(argv[0]) - a - 3);
+
+                assert_true(n > 0);
+                a += n;
+        }
         /* the test gateway's id (see repl_gw_start()): the commands read
          * its replication position from its group aagw.<id>.<flow> */
         argv[a++] = "--gateway-id";

@@ -173,6 +173,8 @@ void rk_destroy(struct rk *r) {
                                 "SIGKILL\n",
                                 c->alias);
                 harness_proc_destroy(c->launcher);
+                harness_clusters_destroy(c->hc);
+                free(c->env_file);
                 free(c->run_dir);
                 free(c->bs_file);
                 free(c->log);
@@ -241,18 +243,34 @@ void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
         c->bs_file = rk_path(r, name);
         snprintf(name, sizeof(name), "launcher-%s.log", alias);
         c->log = rk_path(r, name);
+        snprintf(name, sizeof(name), "%s.env", alias);
+        c->env_file = rk_path(r, name);
         snprintf(script, sizeof(script), "%s/scripts/kafka-clusters", r->src);
         snprintf(nb, sizeof(nb), "%d", brokers);
         /* 384 MiB heaps: four brokers, aagw and the tools share 2 cores
          * and the memory of a test machine. */
         const char *argv[64] = {script,     "--brokers",         nb,
                                 "--dir",    c->run_dir,          "--bootstraps-file",
-                                c->bs_file, "--heap",            "384"};
-        size_t      a        = 9;
-        for (size_t i = 0; props && props[i] && a < 60; i++) {
+                                c->bs_file, "--heap",            "384",
+                                "--env-file", c->env_file};
+        size_t      a        = 11;
+        for (size_t i = 0; props && props[i] && a < 56; i++) {
                 argv[a++] = "--set";
                 argv[a++] = props[i];
         }
+        /* AAGW_TEST_SECURITY: "ALIAS=KIND" words; this cluster's, if any. */
+        char *sec = strdup(getenv("AAGW_TEST_SECURITY") ?
+                               getenv("AAGW_TEST_SECURITY") : "");
+        char *save = NULL;
+        assert_non_null(sec);
+        for (char *t = strtok_r(sec, " \t", &save); t;
+             t = strtok_r(NULL, " \t", &save))
+                if (!strncmp(t, alias, strlen(alias)) &&
+                    t[strlen(alias)] == '=') {
+                        argv[a++] = "--security";
+                        argv[a++] = t;
+                        break;
+                }
         /* With AAGW_TEST_KEEP the launcher keeps the brokers' data and
          * server.log (it removes its run directory otherwise). */
         if (getenv("AAGW_TEST_KEEP"))
@@ -261,6 +279,7 @@ void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
         argv[a]   = NULL;
         c->launcher = harness_proc_spawn(argv, c->log, c->log, r->errstr,
                                          sizeof(r->errstr));
+        free(sec);
         if (!c->launcher)
                 fail_msg("kafka-clusters: %s", r->errstr);
         ra = (struct ready_arg){c, false};
@@ -277,6 +296,12 @@ void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
         assert_non_null(harness_bootstraps_get(b, alias));
         c->bs = strdup(harness_bootstraps_get(b, alias));
         harness_bootstraps_destroy(b);
+        /* The env file is complete before the bootstraps file appears. */
+        const char *const one[] = {alias};
+        c->hc = harness_clusters_load(c->env_file, one, 1, r->errstr,
+                                      sizeof(r->errstr));
+        if (!c->hc)
+                fail_msg("cluster %s: %s", alias, r->errstr);
 
         rd_kafka_conf_t *conf =
             aagw_kafka_conf_new(c->bs, "test-admin", r->errstr, sizeof(r->errstr));
@@ -284,13 +309,30 @@ void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
         c->admin =
             rd_kafka_new(RD_KAFKA_PRODUCER, conf, r->errstr, sizeof(r->errstr));
         assert_non_null(c->admin);
-        print_message("# cluster %s: %d broker%s at %s, ready in %.1f s\n",
+        const char *kind = harness_clusters_security(c->hc, alias);
+        char        note[600] = "";
+        if (strcmp(kind, "plaintext"))
+                snprintf(note, sizeof(note), "; the gateway's: %s at %s", kind,
+                         harness_clusters_gw_bootstraps(c->hc, alias));
+        print_message("# cluster %s: %d broker%s at %s, ready in %.1f s%s\n",
                       alias, brokers, brokers == 1 ? "" : "s", c->bs,
-                      (double)(harness_now_ms() - t) / 1000.0);
+                      (double)(harness_now_ms() - t) / 1000.0, note);
 }
 
 const char *rk_bs(struct rk *r, const char *alias) {
         return cluster(r, alias)->bs;
+}
+
+size_t rk_gw_cluster_args(struct rk *r, const char **argv, size_t room) {
+        size_t a = 0;
+
+        for (size_t i = 0; i < r->ncl; i++) {
+                size_t n = harness_clusters_gw_args(r->c[i].hc, r->c[i].alias,
+                                                    argv + a, room - a);
+                assert_true(n > 0);
+                a += n;
+        }
+        return a;
 }
 
 void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
@@ -631,18 +673,14 @@ void rk_expect_size(struct rk *r, const char *alias, const char *topic,
 
 static harness_proc_t *gw_spawn(struct rk *r, const char *state,
                                 const char *log, const char *const *extra) {
-        const char *argv[128];
-        char        clus[RK_MAX_CLUSTERS][600];
+        const char *argv[192];
         char        props[RK_MAX_CLUSTERS][2][200];
         size_t      a = 0;
 
         argv[a++] = harness_aagw_bin();
         argv[a++] = "run";
+        a += rk_gw_cluster_args(r, argv + a, 64);
         for (size_t i = 0; i < r->ncl; i++) {
-                snprintf(clus[i], sizeof(clus[i]), "%s=%s", r->c[i].alias,
-                         r->c[i].bs);
-                argv[a++] = "--cluster";
-                argv[a++] = clus[i];
                 /* A SIGKILLed member holds the group's partitions until
                  * its session expires: the broker's lowest allowed
                  * session (group.min.session.timeout.ms, 6 s). */

@@ -14,6 +14,10 @@
  * Environment (meson sets the first two):
  *  AAGW_SOURCE_ROOT  the source tree (scripts/kafka-clusters, kafka-fetch)
  *  AAGW_BIN          the aagw program
+ *  AAGW_TEST_SECURITY  "ALIAS=KIND ..." (e.g. "east=scram-sha-512
+ *                    west=mtls"): the launcher's --security for the named
+ *                    clusters; the gateway then gets only their secured
+ *                    listeners, the tests' own clients the plaintext ones
  *  AAGW_KAFKA_DIR    jar folder base, as scripts/kafka-fetch reads it
  *  AAGW_TEST_KEEP    keep the test directory (logs) afterwards
  */
@@ -37,7 +41,9 @@ struct rk_cluster {
         char           *run_dir; /* --dir of the launcher */
         char           *bs_file; /* --bootstraps-file */
         char           *log;     /* the launcher's stderr */
-        char           *bs;      /* bootstraps once ready */
+        char           *bs;      /* bootstraps once ready (plaintext) */
+        char           *env_file; /* --env-file */
+        harness_clusters_t *hc;  /* the gateway's view (secured listener) */
         rd_kafka_t     *admin;   /* metadata / watermarks / admin API */
 };
 
@@ -73,7 +79,8 @@ double rk_elapsed(struct rk *r);
 /* ------------------------------- CLUSTERS ------------------------------- */
 
 /** Spawn `scripts/kafka-clusters --brokers N --dir D --bootstraps-file F
- *  ALIAS` and wait (with a deadline) until it wrote the bootstraps. */
+ *  ALIAS` (with --security ALIAS=KIND if AAGW_TEST_SECURITY names ALIAS)
+ *  and wait (with a deadline) until it wrote the bootstraps. */
 void rk_cluster_start(struct rk *r, const char *alias, int brokers);
 
 /** rk_cluster_start() with extra broker properties ("KEY=VALUE",
@@ -81,8 +88,15 @@ void rk_cluster_start(struct rk *r, const char *alias, int brokers);
 void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
                            const char *const *props);
 
-/** @returns the bootstraps of @p alias; asserts it was started. */
+/** @returns the bootstraps of @p alias; asserts it was started.  The
+ *  plaintext listener: for the tests' own clients and tools. */
 const char *rk_bs(struct rk *r, const char *alias);
+
+/** Store in @p argv the aagw words that give it every started cluster
+ *  (`--cluster ALIAS=BS`, on a secured cluster its secured listener and a
+ *  `--set clusters.ALIAS.properties.K=V` per setting; borrowed from @p r).
+ *  @returns how many; asserts they fit in @p room. */
+size_t rk_gw_cluster_args(struct rk *r, const char **argv, size_t room);
 
 /** `scripts/kafka-clusters ctl --dir D VERB ALIAS NODE` (kill, start,
  *  ...); asserts it exits 0 within @p timeout_ms. */

@@ -137,16 +137,15 @@ static void test_rejoin(void **state) {
 
         /* A second process on the same state dir: refused by the lock,
          * before it could join the group with the same member id. */
-        const char *argv[] = {harness_aagw_bin(), "run",
-                              "--cluster", NULL, "--cluster", NULL,
-                              "--site", "west", "--topic", "clicks|views",
-                              "--state-dir", r->state,
-                              NULL};
-        char east[600], west[600];
-        snprintf(east, sizeof(east), "east=%s", rk_bs(r, "east"));
-        snprintf(west, sizeof(west), "west=%s", rk_bs(r, "west"));
-        argv[3]         = east;
-        argv[5]         = west;
+        const char *argv[96] = {harness_aagw_bin(), "run"};
+        size_t      a        = 2;
+        a += rk_gw_cluster_args(r, argv + a, 80);
+        const char *const tail[] = {"--site", "west", "--topic", "clicks|views",
+                                    "--state-dir", r->state, NULL};
+        for (size_t i = 0; tail[i]; i++)
+                argv[a++] = tail[i];
+        argv[a]         = NULL;
+        size_t state_at = a - 1; /* the --state-dir value */
         char *log2      = rk_path(r, "second.log");
         harness_proc_t *p2 = harness_proc_spawn(argv, NULL, log2, r->errstr,
                                                 sizeof(r->errstr));
@@ -174,7 +173,7 @@ static void test_rejoin(void **state) {
          * flow fails, naming the cause, instead of both copying. */
         char *state2 = rk_path(r, "state2");
         char *log3   = rk_path(r, "third.log");
-        argv[11]     = state2;
+        argv[state_at] = state2;
         harness_proc_t *p3 = harness_proc_spawn(argv, NULL, log3, r->errstr,
                                                 sizeof(r->errstr));
         assert_non_null(p3);

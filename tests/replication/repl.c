@@ -200,8 +200,7 @@ void repl_create_topic(struct repl *r, const char *alias, const char *topic,
 /* ------------------------------- GATEWAY -------------------------------- */
 
 void repl_gw_start(struct repl *r, const char *const *extra) {
-        const char *argv[128];
-        char        clus[REPL_MAX_SITES][600];
+        const char *argv[192];
         char        props[REPL_MAX_SITES][2][160];
         char        topics[200];
         size_t      a = 0;
@@ -210,10 +209,14 @@ void repl_gw_start(struct repl *r, const char *const *extra) {
         argv[a++] = harness_aagw_bin();
         argv[a++] = "run";
         for (size_t i = 0; i < r->nsites; i++) {
-                snprintf(clus[i], sizeof(clus[i]), "%s=%s", r->sites[i],
-                         repl_bs(r, r->sites[i]));
-                argv[a++] = "--cluster";
-                argv[a++] = clus[i];
+                /* The cluster as the gateway sees it: its secured
+                 * listener and settings, if it has one. */
+                size_t n = harness_clusters_gw_args(
+                    r->hc, r->sites[i], argv + a,
+                    sizeof(argv) / sizeof(argv[0]) - a - 64);
+
+                assert_true(n > 0);
+                a += n;
                 /* A SIGKILLed member blocks the group until its session
                  * times out: keep that short. */
                 snprintf(props[i][0], sizeof(props[i][0]),

@@ -22,7 +22,7 @@
 
 static void test_scale_out_refused_on_mock(void **state) {
         static const char *const aliases[] = {"east", "west"};
-        char                     err[512], east[600], west[600];
+        char                     err[512];
         harness_output_t         o;
         (void)state;
 
@@ -32,15 +32,20 @@ static void test_scale_out_refused_on_mock(void **state) {
                 fail_msg("mock clusters: %s", err);
         char *dir = harness_tmpdir_new("scale-refused");
         assert_non_null(dir);
-        snprintf(east, sizeof(east), "east=%s",
-                 harness_clusters_bootstraps(hc, "east"));
-        snprintf(west, sizeof(west), "west=%s",
-                 harness_clusters_bootstraps(hc, "west"));
-        const char *const argv[] = {harness_aagw_bin(), "run",
-                                    "--cluster", east, "--cluster", west,
-                                    "--site", "west", "--state-dir", dir,
+        const char *argv[64] = {harness_aagw_bin(), "run"};
+        size_t      a        = 2;
+        for (size_t i = 0; i < 2; i++) {
+                size_t k = harness_clusters_gw_args(hc, aliases[i], argv + a,
+                                                    48 - a);
+                assert_true(k > 0);
+                a += k;
+        }
+        const char *const tail[] = {"--site", "west", "--state-dir", dir,
                                     "--scale-out", "true", "--member", "m1",
                                     NULL};
+        for (size_t i = 0; tail[i]; i++)
+                argv[a++] = tail[i];
+        argv[a] = NULL;
         memset(&o, 0, sizeof(o));
         assert_int_equal(harness_run(argv, NULL, 0, 60000, &o, err,
                                      sizeof(err)),

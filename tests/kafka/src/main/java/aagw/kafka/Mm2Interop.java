@@ -1,14 +1,17 @@
 package aagw.kafka;
 
 import java.io.File;
+import java.io.FileReader;
 import java.io.FileWriter;
 import java.io.IOException;
+import java.io.Reader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.TreeSet;
 
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -22,7 +25,10 @@ import org.apache.kafka.connect.mirror.RemoteClusterUtils;
  * tests (tests/interop): one JVM answers every query of a test, one JSON
  * object a line on stdout, in the order asked.  Logs go to stderr.
  *
- *   java -cp 'build-kafka/lib/*' aagw.kafka.Mm2Interop QUERY...
+ *   java -cp 'build-kafka/lib/*' aagw.kafka.Mm2Interop [--config BS=FILE]... QUERY...
+ *
+ * --config gives the client settings (a Java properties file: security,
+ * SASL, TLS) for the cluster reached at BS, as a query names it.
  *
  * Queries (SEP is the replication.policy.separator, "." being MM2's
  * default; BS a bootstrap list):
@@ -43,11 +49,26 @@ import org.apache.kafka.connect.mirror.RemoteClusterUtils;
  */
 public final class Mm2Interop {
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    /* bootstrap list -> its client settings (--config) */
+    private static final Map<String, Properties> CONFIGS = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
         quietLogs();
         int rc = 0;
         int i = 0;
+        while (i + 1 < args.length && args[i].equals("--config")) {
+            int eq = args[i + 1].indexOf('=');
+            if (eq <= 0) {
+                System.err.println("Mm2Interop: --config needs BS=FILE");
+                System.exit(2);
+            }
+            Properties p = new Properties();
+            try (Reader r = new FileReader(args[i + 1].substring(eq + 1))) {
+                p.load(r);
+            }
+            CONFIGS.put(args[i + 1].substring(0, eq), p);
+            i += 2;
+        }
         while (i < args.length) {
             String q = args[i];
             int arity;
@@ -95,9 +116,14 @@ public final class Mm2Interop {
     }
 
     /* MirrorClient's and RemoteClusterUtils' properties: the target
-     * cluster's bootstrap servers and the policy's separator. */
+     * cluster's bootstrap servers, its client settings (--config) and the
+     * policy's separator. */
     private static Map<String, Object> props(String bs, String sep) {
         Map<String, Object> p = new HashMap<>();
+        Properties conf = CONFIGS.get(bs);
+        if (conf != null)
+            for (String k : conf.stringPropertyNames())
+                p.put(k, conf.getProperty(k));
         p.put("bootstrap.servers", bs);
         p.put("replication.policy.separator", sep);
         return p;
