@@ -12,8 +12,9 @@
  *
  *   wrong password, unknown user, unsupported sasl.mechanism (east);
  *   a CA that did not sign the brokers' certificates (made here with
- *   openssl), no client certificate, PLAINTEXT against the TLS listener
- *   (west); TLS against east's plaintext listener; the user denied.
+ *   openssl), no client certificate, a client certificate of that CA,
+ *   PLAINTEXT against the TLS listener (west); TLS against east's
+ *   plaintext listener; the user denied.
  *
  * `config check --connect` passes with the good pair (exit 0, each
  * check's line), and fails (exit 1) naming the cluster and the cause for
@@ -67,13 +68,17 @@ static const struct kase cases[] = {
      {"sasl.mechanism"}, "sasl.mechanism=SCRAM-SHA-256", "authentication",
      "authentication failed: the broker does not offer this sasl.mechanism"},
     {"wrong CA", "west", false, false, false, {"ssl.ca.location"},
-     "ssl.ca.location=%s", "tls",
+     "ssl.ca.location=%1$s", "tls",
      "TLS handshake failed: the broker's certificate is not signed by a CA "
      "aagw trusts"},
     {"no client certificate", "west", false, false, false,
      {"ssl.certificate.location", "ssl.key.location"}, NULL, "tls",
      "TLS handshake failed: the broker requires a client certificate and "
      "aagw sends none"},
+    {"untrusted client certificate", "west", false, false, false,
+     {"ssl.certificate.location", "ssl.key.location"},
+     "ssl.certificate.location=%2$s\nssl.key.location=%3$s", "tls",
+     "TLS handshake failed: the broker rejected aagw's client certificate"},
     {"PLAINTEXT against TLS", "west", false, false, false,
      {"security.protocol", "ssl."}, "security.protocol=PLAINTEXT",
      "security_protocol",
@@ -103,6 +108,7 @@ struct fx {
         harness_clusters_t *hc;
         char               *denied_props; /* east's, user denied */
         char               *ca;           /* a CA of nobody's */
+        char *cert, *key; /* a client certificate it signed, its key */
         char               *props[NCASES];
         struct gw           gw[NCASES];
 };
@@ -128,6 +134,8 @@ static int teardown(void **state) {
         }
         free(f->denied_props);
         free(f->ca);
+        free(f->cert);
+        free(f->key);
         rk_destroy(f->r);
         free(f);
         *state = NULL;
@@ -215,25 +223,43 @@ static void start_clusters(struct fx *f) {
         free(dir);
 }
 
-/* A CA that signed nothing the brokers present. */
-static void make_other_ca(struct fx *f) {
-        char            *key = rk_path(f->r, "other-ca.key");
+static void openssl(struct fx *f, const char *const *argv) {
         harness_output_t o;
 
-        f->ca = rk_path(f->r, "other-ca.pem");
-        const char *argv[] = {"openssl", "req", "-x509", "-newkey", "ec",
-                              "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                              "-nodes", "-keyout", key, "-out", f->ca,
-                              "-days", "1", "-subj", "/CN=not-the-brokers-ca",
-                              NULL};
         memset(&o, 0, sizeof(o));
         if (harness_run(argv, NULL, 0, 30000, &o, f->r->errstr,
                         sizeof(f->r->errstr)) ||
             harness_exit_code(o.status))
-                fail_msg("openssl req: %s %s", f->r->errstr,
+                fail_msg("openssl %s: %s %s", argv[1], f->r->errstr,
                          o.err ? o.err : "");
         harness_output_deinit(&o);
-        free(key);
+}
+
+/* A CA that signed nothing the brokers present, and a client
+ * certificate it signed (the brokers trust the launcher's CA only). */
+static void make_other_ca(struct fx *f) {
+        char *cakey = rk_path(f->r, "other-ca.key");
+        char *csr   = rk_path(f->r, "other-client.csr");
+
+        f->ca   = rk_path(f->r, "other-ca.pem");
+        f->cert = rk_path(f->r, "other-client.pem");
+        f->key  = rk_path(f->r, "other-client.key");
+        openssl(f, (const char *const[]){
+                       "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                       "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                       cakey, "-out", f->ca, "-days", "1", "-subj",
+                       "/CN=not-the-brokers-ca", "-addext",
+                       "basicConstraints=critical,CA:TRUE", NULL});
+        openssl(f, (const char *const[]){
+                       "openssl", "req", "-newkey", "ec", "-pkeyopt",
+                       "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                       f->key, "-out", csr, "-subj", "/CN=aagw", NULL});
+        openssl(f, (const char *const[]){
+                       "openssl", "x509", "-req", "-in", csr, "-CA", f->ca,
+                       "-CAkey", cakey, "-set_serial", "7", "-days", "1",
+                       "-out", f->cert, NULL});
+        free(cakey);
+        free(csr);
 }
 
 /* The settings file of case 'k'. */
@@ -255,7 +281,7 @@ static char *case_props(struct fx *f, const struct kase *k, size_t idx) {
                                  "%s\n", l);
         }
         if (k->set) {
-                snprintf(set, sizeof(set), k->set, f->ca);
+                snprintf(set, sizeof(set), k->set, f->ca, f->cert, f->key);
                 snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s\n",
                          set);
         }
