@@ -421,6 +421,54 @@ static bool status_says(const char *body, const char *alias,
         return yes;
 }
 
+/* The denials the user denied meets at east, each named with its
+ * operation and resource (docs/security.md's table), as the source of
+ * east->west and the target of west->east; true once all are logged. */
+static const char *const denials[] = {
+    "use of consumer group aagw.%s.east-west denied: allow aagw's principal "
+    "READ on it",
+    "create topic west.clicks denied: allow aagw's principal CREATE on it",
+    "write to topic heartbeats denied: allow aagw's principal WRITE on it",
+    "a producer id denied: allow aagw's principal IDEMPOTENT_WRITE on the "
+    "cluster, or WRITE on the topics it writes",
+    NULL};
+
+static bool denials_logged(const struct gw *g) {
+        char fmt[512], needle[600];
+
+        for (size_t i = 0; g->k->denied && denials[i]; i++) {
+                snprintf(fmt, sizeof(fmt), " E [ACCESS] cluster east: not "
+                                           "authorized: %s",
+                         denials[i]);
+                snprintf(needle, sizeof(needle), fmt, g->g.name);
+                if (!rk_log_count(g->g.log, needle))
+                        return false;
+        }
+        return true;
+}
+
+/* Whether the gateway 'arg' met denials again after it logged them: its
+ * /status counts 5 more at east than it logged ACCESS lines. */
+static bool retried(void *arg) {
+        struct gw   *g    = arg;
+        char        *body = rk_gwn_http_get(&g->g, "/status");
+        json_object *j = body ? json_tokener_parse(body) : NULL, *cl, *a;
+        int64_t      n = -1;
+
+        if (j && json_object_object_get_ex(j, "clusters", &cl))
+                for (size_t i = 0; i < json_object_array_length(cl); i++) {
+                        json_object *c = json_object_array_get_idx(cl, i);
+                        if (json_object_object_get_ex(c, "alias", &a) &&
+                            !strcmp(json_object_get_string(a), "east") &&
+                            json_object_object_get_ex(c, "access_failures",
+                                                      &a))
+                                n = json_object_get_int64(a);
+                }
+        json_object_put(j);
+        free(body);
+        return n >= rk_log_count(g->g.log, " E [ACCESS] cluster east:") + 5;
+}
+
 /* One poll of every gateway: what each shows already, and when it first
  * did (ms after its start). */
 static bool all_shown(void *arg) {
@@ -436,7 +484,8 @@ static bool all_shown(void *arg) {
 
                 snprintf(needle, sizeof(needle),
                          " E [ACCESS] cluster %s: %s", k->alias, k->words);
-                if (!g->seen[0] && rk_log_count(g->g.log, needle))
+                if (!g->seen[0] && rk_log_count(g->g.log, needle) &&
+                    denials_logged(g))
                         g->seen[0] = at;
                 if (!g->seen[1] &&
                     (body = rk_gwn_http_get_status(&g->g, "/healthz", &st))) {
@@ -608,7 +657,7 @@ static void test_connect(void **state) {
         bool all = harness_wait_until(all_shown, f, WITHIN_MS + 5000);
         for (size_t i = 0; i < NCASES; i++) {
                 struct gw *g = &f->gw[i];
-                print_message("# gateway, %-27s ACCESS line %5.1f s, "
+                print_message("# gateway, %-29s ACCESS line %5.1f s, "
                               "/healthz %5.1f s, /status %5.1f s, metric "
                               "%5.1f s after its start\n",
                               g->k->name, (double)g->seen[0] / 1000.0,
@@ -634,6 +683,20 @@ static void test_connect(void **state) {
                                          g->health);
                         }
         }
+        /* A denial met again at every retry (the copy's creation, at each
+         * discovery, every second) is logged once. */
+        struct gw *dg = &f->gw[NCASES - 1];
+        if (!harness_wait_until(retried, dg, WITHIN_MS))
+                fail_msg("user denied: no denials met again after the "
+                         "first (/status access_failures)");
+        const char *again = " E [ACCESS] cluster east: not authorized: create "
+                            "topic west.clicks denied";
+        if (rk_log_count(dg->g.log, again) != 1)
+                fail_msg("user denied: \"%s\" logged %d times in %.1f s, "
+                         "not once",
+                         again, rk_log_count(dg->g.log, again),
+                         (double)(harness_now_ms() - dg->t0) / 1000.0);
+
         /* They keep running, and stop cleanly. */
         for (size_t i = 0; i < NCASES; i++) {
                 assert_int_equal(harness_proc_wait(f->gw[i].g.proc, 0, NULL),
