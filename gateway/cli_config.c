@@ -22,6 +22,7 @@ enum {
         OPT_DURATION,
         OPT_DUMP,
         OPT_MARKDOWN,
+        OPT_CONNECT,
         OPT_TABLE = 1000,
 };
 
@@ -105,7 +106,7 @@ void gw_config_print_errors(const aagw_config_t *cfg) {
         }
 }
 
-int gw_config_from_args(int argc, char **argv, bool with_run_opts,
+int gw_config_from_args(int argc, char **argv, unsigned opts,
                         void (*usage)(FILE *out), aagw_config_t **cfgp,
                         struct gw_run_opts *ro) {
         struct option  longopts[64];
@@ -124,7 +125,10 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                                             OPT_CLUSTER};
         longopts[nlong++] = (struct option){"set", required_argument, NULL,
                                             OPT_SET};
-        if (with_run_opts) {
+        if (opts & GW_OPTS_CONNECT)
+                longopts[nlong++] = (struct option){"connect", no_argument,
+                                                    NULL, OPT_CONNECT};
+        if (opts & GW_OPTS_RUN) {
                 longopts[nlong++] = (struct option){"duration",
                                                     required_argument, NULL,
                                                     OPT_DURATION};
@@ -187,6 +191,10 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
                 }
                 if (opt == OPT_DUMP) {
                         ro->dump_config = true;
+                        continue;
+                }
+                if (opt == OPT_CONNECT) {
+                        ro->connect = true;
                         continue;
                 }
                 if (npend == MAX_FLAG_ARGS) {
@@ -278,7 +286,7 @@ int gw_config_from_args(int argc, char **argv, bool with_run_opts,
 
 static void usage_check(FILE *out) {
         fprintf(out,
-                "Usage: aagw config check [-c FILE] [OPTIONS]\n"
+                "Usage: aagw config check [--connect] [-c FILE] [OPTIONS]\n"
                 "\n"
                 "Load the config file, apply the command-line overrides, "
                 "validate\n"
@@ -287,17 +295,42 @@ static void usage_check(FILE *out) {
                 "config as YAML with secrets redacted. Exit 0 when valid, 2 "
                 "with\n"
                 "FILE:LINE:COLUMN: key: reason lines on stderr when not.\n"
-                "\nOptions:\n");
+                "\n"
+                "With --connect, instead of printing the config: log in to "
+                "every\n"
+                "cluster with its properties (all at once, 10 s each for "
+                "the login and\n"
+                "for the checks) and check what aagw does there: describe "
+                "the cluster,\n"
+                "read the topics it replicates, write their copies and the "
+                "unified\n"
+                "topics, use its consumer groups, create topics (validate "
+                "only),\n"
+                "idempotent writes, and under scale-out transactions (a\n"
+                "transactional.id of its own).\n"
+                "One line per cluster and check (\"east: login ok (...)\", "
+                "\"west: create\n"
+                "topics: DENIED (...)\"). Exit 0 when all pass, 1 naming "
+                "each failure\n"
+                "(a refused login with its cause: password, CA, client "
+                "certificate,\n"
+                "security.protocol), 2 for config errors.\n"
+                "\nOptions:\n"
+                "      --connect                  check the clusters as "
+                "above\n");
         gw_config_flags_usage(out);
 }
 
 static void usage_config(FILE *out) {
         fprintf(out,
-                "Usage: aagw config check [-c FILE] [OPTIONS]\n"
+                "Usage: aagw config check [--connect] [-c FILE] [OPTIONS]\n"
                 "       aagw config reference [--markdown]\n"
                 "       aagw config import-mm2 [--show-secrets] [-o OUT] FILE\n"
                 "\n"
-                "check       validate a config and print it normalized\n"
+                "check       validate a config and print it normalized;\n"
+                "            --connect: log in to its clusters and check "
+                "what aagw\n"
+                "            may do there instead\n"
                 "reference   describe every config key (--markdown: the text "
                 "of\n"
                 "            docs/configuration.md)\n"
@@ -485,12 +518,17 @@ int gw_cmd_config(int argc, char **argv) {
                 usage_config(stderr);
                 return EXIT_USAGE;
         }
-        rc = gw_config_from_args(argc - 1, argv + 1, false, usage_check, &cfg,
-                                 &ro);
+        rc = gw_config_from_args(argc - 1, argv + 1, GW_OPTS_CONNECT,
+                                 usage_check, &cfg, &ro);
         if (rc == GW_HELP_SHOWN)
                 return EXIT_OK;
         if (rc != EXIT_OK)
                 return rc;
+        if (ro.connect) {
+                rc = gw_connect_check(cfg, stdout);
+                aagw_config_destroy(cfg);
+                return rc;
+        }
         aagw_config_dump(cfg, stdout);
         aagw_config_destroy(cfg);
         return EXIT_OK;

@@ -765,7 +765,7 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        rc = gw_config_from_args(argc, argv, false, usage, &c->cfg, &ro);
+        rc = gw_config_from_args(argc, argv, 0, usage, &c->cfg, &ro);
         if (rc != EXIT_OK)
                 return rc;
         /* Commands print their results: library chatter only from warn

@@ -61,7 +61,7 @@ int gw_cmd_run(int argc, char **argv) {
         bool                   is_demo;
         int                    rc;
 
-        rc = gw_config_from_args(argc, argv, true, usage_run, &cfg, &ro);
+        rc = gw_config_from_args(argc, argv, GW_OPTS_RUN, usage_run, &cfg, &ro);
         if (rc == GW_HELP_SHOWN)
                 return EXIT_OK;
         if (rc != EXIT_OK)

@@ -258,22 +258,6 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         return aagw_flow_start(f, err, errsize) == AAGW_OK ? 0 : -1;
 }
 
-/* Whether any topic is unified: unify.mode, or a per-topic mode. */
-static bool unify_wanted(const aagw_config_t *cfg) {
-        if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
-                return true;
-        for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "unify.topics");
-             i++) {
-                char        key[512];
-                const char *m;
-                snprintf(key, sizeof(key), "unify.topics.%s.mode",
-                         aagw_config_instance(cfg, "unify.topics", i));
-                if ((m = aagw_config_str(cfg, key)) && strcmp(m, "off"))
-                        return true;
-        }
-        return false;
-}
-
 /* How logical topic 'name' is unified: unify.topics.T.* over unify.*. */
 static int topic_conf(void *opaque, const char *name,
                       struct aagw_unify_topic *tc, char *errstr,
@@ -281,22 +265,15 @@ static int topic_conf(void *opaque, const char *name,
         struct engine       *e   = opaque;
         const aagw_config_t *cfg = e->cfg;
         char                 key[AAGW_TOPIC_MAX + 64], err[256];
-        const char          *mode, *ek, *out;
+        const char          *mode, *ek;
 
-        snprintf(key, sizeof(key), "unify.topics.%s.mode", name);
-        if (!(mode = aagw_config_str(cfg, key)))
-                mode = aagw_config_str(cfg, "unify.mode");
+        mode = gw_unify_topic(cfg, name, tc->out, sizeof(tc->out));
         if (!strcmp(mode, "off")) {
                 tc->mode = AAGW_UNIFY_OFF;
                 return 0;
         }
         tc->mode = !strcmp(mode, "lww") ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
-        snprintf(key, sizeof(key), "unify.topics.%s.output", name);
-        if ((out = aagw_config_str(cfg, key)))
-                snprintf(tc->out, sizeof(tc->out), "%s", out);
-        else if ((size_t)snprintf(tc->out, sizeof(tc->out), "%s%s", name,
-                                  aagw_config_str(cfg, "unify.suffix")) >=
-                 sizeof(tc->out)) {
+        if (!tc->out[0]) {
                 snprintf(errstr, errstr_size,
                          "%s: the unified topic name would exceed %d bytes; "
                          "set unify.topics.%s.output",
@@ -701,7 +678,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
-        if (unify_wanted(cfg)) {
+        if (gw_unify_wanted(cfg)) {
                 const char *site = aagw_config_str(cfg, "gateway.site");
                 size_t      n    = aagw_config_instance_cnt(cfg, "clusters");
                 for (size_t i = 0; i < n && e.nunify < AAGW_SITES_MAX; i++) {

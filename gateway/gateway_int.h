@@ -63,7 +63,12 @@ struct gw_run_opts {
         int         duration_s;  /* --duration S; 0: until a signal; -1:
                                     not given */
         bool        dump_config; /* --dump-config: print and exit */
+        bool        connect;     /* --connect (config check) */
 };
+
+/* What gw_config_from_args() accepts besides the shared options. */
+#define GW_OPTS_RUN     0x1 /* --duration, --dump-config */
+#define GW_OPTS_CONNECT 0x2 /* --connect */
 
 /*
  * Parse the options shared by `run` and `config check`: -c FILE, the
@@ -71,10 +76,10 @@ struct gw_run_opts {
  * ALIAS=BOOTSTRAPS and --set KEY=VALUE.  Flags override the file whatever
  * their order.  On success returns EXIT_OK with a loaded and validated
  * config in '*cfgp' (the caller destroys it); on failure the errors are
- * printed and the exit code returned.  'with_run_opts' also accepts the
- * run-only options (--duration, --dump-config).  '-h' prints 'usage'.
+ * printed and the exit code returned.  'opts' (GW_OPTS_*) adds the
+ * options of one command.  '-h' prints 'usage'.
  */
-int gw_config_from_args(int argc, char **argv, bool with_run_opts,
+int gw_config_from_args(int argc, char **argv, unsigned opts,
                         void (*usage)(FILE *out), aagw_config_t **cfgp,
                         struct gw_run_opts *ro);
 
@@ -278,6 +283,22 @@ int gw_cmd_audit(int argc, char **argv);
  * gateway.site when set.  -1 with the reason when nothing is left. */
 int gw_plan_flows(const aagw_config_t *cfg, struct gw_plan *p, char *errstr,
                   size_t errstr_size);
+
+/* `aagw config check --connect` (connect_check.c): log in to every
+ * cluster of 'cfg' and check the operations aagw needs there, one line
+ * per cluster and check on 'out'.  EXIT_OK when all pass, EXIT_RUNTIME
+ * (the failures named on stderr) when one fails. */
+int gw_connect_check(const aagw_config_t *cfg, FILE *out);
+
+/* Whether any topic is unified: unify.mode, or a per-topic mode. */
+bool gw_unify_wanted(const aagw_config_t *cfg);
+
+/* How logical topic 'name' is unified: its mode ("off", "dedup", "lww";
+ * unify.topics.NAME.mode over unify.mode), and unless "off" its output
+ * topic in 'out' (unify.topics.NAME.output, or NAME and unify.suffix;
+ * empty when that would not fit in 'size'). */
+const char *gw_unify_topic(const aagw_config_t *cfg, const char *name,
+                           char *out, size_t size);
 
 /* ------------------------- OFFSETS COMMANDS (offsets issue) ------------- */
 

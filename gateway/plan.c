@@ -227,3 +227,41 @@ aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
         }
         return aagw_repl_policy_new(&rc, err, errsize);
 }
+
+/* -------------------------------------------------------------- UNIFY --- */
+
+bool gw_unify_wanted(const aagw_config_t *cfg) {
+        if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
+                return true;
+        for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "unify.topics");
+             i++) {
+                char        key[512];
+                const char *m;
+                snprintf(key, sizeof(key), "unify.topics.%s.mode",
+                         aagw_config_instance(cfg, "unify.topics", i));
+                if ((m = aagw_config_str(cfg, key)) && strcmp(m, "off"))
+                        return true;
+        }
+        return false;
+}
+
+const char *gw_unify_topic(const aagw_config_t *cfg, const char *name,
+                           char *out, size_t size) {
+        char        key[AAGW_TOPIC_MAX + 64];
+        const char *mode, *o;
+
+        out[0] = '\0';
+        snprintf(key, sizeof(key), "unify.topics.%s.mode", name);
+        if (!(mode = aagw_config_str(cfg, key)))
+                mode = aagw_config_str(cfg, "unify.mode");
+        if (!strcmp(mode, "off"))
+                return mode;
+        snprintf(key, sizeof(key), "unify.topics.%s.output", name);
+        if ((o = aagw_config_str(cfg, key)))
+                snprintf(out, size, "%s", o);
+        else if ((size_t)snprintf(out, size, "%s%s", name,
+                                  aagw_config_str(cfg, "unify.suffix")) >=
+                 size)
+                out[0] = '\0';
+        return mode;
+}

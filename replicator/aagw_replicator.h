@@ -186,6 +186,11 @@ aagw_access_cause_t aagw_access_classify(const char *line, char *what,
 void aagw_access_note_line(const rd_kafka_t *rk, const char *fac,
                            const char *line);
 
+/** The alias of the cluster client @p rk talks to (by its
+ *  bootstrap.servers, as aagw_access_note_line() tells them) into
+ *  @p alias; false if no registered cluster has its bootstraps. */
+bool aagw_access_alias_of(const rd_kafka_t *rk, char *alias, size_t size);
+
 /** Note a failure of cluster @p alias found by a stage (authorization). */
 void aagw_access_note(const char *alias, aagw_access_cause_t cause,
                       const char *what, const char *reason);

@@ -18,12 +18,20 @@
 #include <strings.h>
 
 #define ACCESS_MAX 16
+/* Distinct problems of one cluster remembered for the log: a denied
+ * gateway meets several at once (a group, a topic it creates, one it
+ * writes), each again at every retry. */
+#define SEEN_MAX 8
 
 struct access_entry {
         char               alias[AAGW_ALIAS_MAX + 1];
         char               bootstraps[1024];
         bool               answered; /* a request to it succeeded once */
         struct aagw_access st;
+        struct {
+                uint64_t hash;   /* of cause and what; 0: free */
+                int64_t  last_ms;
+        } seen[SEEN_MAX];
 };
 
 static pthread_mutex_t     lock = PTHREAD_MUTEX_INITIALIZER;
@@ -130,6 +138,12 @@ aagw_access_cause_t aagw_access_classify(const char *line, char *what,
             {"connecting to a PLAINTEXT broker listener", AAGW_ACCESS_PROTOCOL,
              "the listener does not speak TLS: security.protocol should "
              "be PLAINTEXT or SASL_PLAINTEXT"},
+            /* Authorization, where no stage sees it: an idle
+             * idempotent producer's id refused (a fatal error). */
+            {"Cluster authorization failed: Failed to acquire",
+             AAGW_ACCESS_AUTHORIZATION,
+             "a producer id denied: allow aagw's principal IDEMPOTENT_WRITE "
+             "on the cluster, or WRITE on the topics it writes"},
             {"SSL handshake failed", AAGW_ACCESS_TLS,
              "no TLS session with the broker (the reason is the TLS "
              "library's)"},
@@ -164,11 +178,36 @@ static void reason_of(const char *line, char *out, size_t size) {
         snprintf(out, size, "%.*s", (int)n, p);
 }
 
+/* Whether 'cause' and 'what' are new for 'e': not seen within
+ * AAGW_ACCESS_CURRENT_MS (FNV-1a of both; the oldest slot is reused). */
+static bool seen_news(struct access_entry *e, aagw_access_cause_t cause,
+                      const char *what, int64_t now) {
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t)cause;
+        size_t   old = 0;
+
+        for (const char *c = what; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        h |= 1;
+        for (size_t i = 0; i < SEEN_MAX; i++) {
+                if (e->seen[i].hash == h) {
+                        bool news = now - e->seen[i].last_ms >=
+                                    AAGW_ACCESS_CURRENT_MS;
+                        e->seen[i].last_ms = now;
+                        return news;
+                }
+                if (e->seen[i].last_ms < e->seen[old].last_ms)
+                        old = i;
+        }
+        e->seen[old].hash    = h;
+        e->seen[old].last_ms = now;
+        return true;
+}
+
 static void note(struct access_entry *e, aagw_access_cause_t cause,
                  const char *what, const char *reason) {
         struct aagw_access *s = &e->st;
         /* One line per cause and fix, not per broker or retry. */
-        bool news = s->cause != cause || strcmp(s->what, what);
+        bool news = seen_news(e, cause, what, aagw_wall_ms());
 
         if (s->cause == AAGW_ACCESS_OK)
                 s->since_ms = aagw_wall_ms();
@@ -234,6 +273,23 @@ void aagw_access_note_line(const rd_kafka_t *rk, const char *fac,
         pthread_mutex_unlock(&lock);
 }
 
+bool aagw_access_alias_of(const rd_kafka_t *rk, char *alias, size_t size) {
+        char   bs[1024];
+        size_t bsl   = sizeof(bs);
+        bool   found = false;
+
+        if (rd_kafka_conf_get(rd_kafka_conf((rd_kafka_t *)rk),
+                              "bootstrap.servers", bs,
+                              &bsl) != RD_KAFKA_CONF_OK)
+                return false;
+        pthread_mutex_lock(&lock);
+        for (size_t i = 0; i < ntable && !found; i++)
+                if ((found = !strcmp(table[i].bootstraps, bs)))
+                        snprintf(alias, size, "%s", table[i].alias);
+        pthread_mutex_unlock(&lock);
+        return found;
+}
+
 void aagw_access_note(const char *alias, aagw_access_cause_t cause,
                       const char *what, const char *reason) {
         pthread_mutex_lock(&lock);
@@ -262,6 +318,7 @@ void aagw_access_ok(const char *alias, aagw_access_cause_t cause) {
                                  aagw_access_cause_name(table[i].st.cause));
                         table[i].st.cause = AAGW_ACCESS_OK;
                         table[i].st.what[0] = table[i].st.reason[0] = '\0';
+                        memset(table[i].seen, 0, sizeof(table[i].seen));
                 }
         pthread_mutex_unlock(&lock);
 }

@@ -511,6 +511,8 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * (librdkafka makes it abortable), which can take no
                  * dead-letter copy either: scale_poll() aborts it and
                  * copies the partitions again (scale_failed()). */
+                replicator_note_authz(f->target, m->err, "WRITE", "topic %s",
+                                      rd_kafka_topic_name(m->rkt));
                 scale_failed(f, tok, m);
                 ADD(f->inflight, -1);
                 token_put(f, tok);
@@ -537,6 +539,8 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * record's key, value and headers; if that fails too,
                  * the flow fails closed rather than drop it. */
                 count_refusal(f);
+                replicator_note_authz(f->target, m->err, "WRITE", "topic %s",
+                                      rd_kafka_topic_name(m->rkt));
                 if (tok->dlq && !tok->stub && too_large(m->err)) {
                         produce_dlq_stub(f, tok, m, rd_kafka_err2str(m->err));
                         return;
@@ -662,6 +666,8 @@ static void dlq_send(aagw_flow_t *f, struct token *tok,
                            with_record ? m : &none, h, ts, tok, &err))
                 return;
         rd_kafka_headers_destroy(h);
+        replicator_note_authz(f->target, err, "WRITE", "topic %s",
+                              f->dlq_topic);
         if (with_record && too_large(err)) {
                 count_refusal(f);
                 produce_dlq_stub(f, tok, m, rd_kafka_err2str(err));
@@ -2102,6 +2108,11 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                         aagw_log(AAGW_LOG_WARN, "FLOW", "%s: consume: %s",
                                  f->name, rd_kafka_message_errstr(m));
+                replicator_note_authz(f->source, m->err, "READ",
+                                      "topic %s, group %s",
+                                      m->rkt ? rd_kafka_topic_name(m->rkt)
+                                             : "?",
+                                      f->group);
                 return false;
         }
         INC(f->records_in);
@@ -2306,6 +2317,8 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 ADD(f->inflight, -1);
                 tok->base.src = NULL; /* the caller still owns 'm' */
                 token_put(f, tok);
+                replicator_note_authz(f->target, err, "WRITE", "topic %s",
+                                      tt->remote);
                 if (f->owner && !target_gone(err) &&
                     !atomic_load(&f->ctl.stop)) {
                         /* Scale-out: the transaction is unusable (its
@@ -2430,6 +2443,8 @@ static void lease_poll(aagw_flow_t *f) {
                         aagw_log(AAGW_LOG_DEBUG, "FLOW",
                                  "%s: identity lease: %s", f->name,
                                  rd_kafka_message_errstr(m));
+                        replicator_note_authz(f->source, m->err, "READ",
+                                              "group %s", f->lease_group);
                 }
                 rd_kafka_message_destroy(m);
         }

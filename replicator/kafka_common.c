@@ -175,6 +175,132 @@ void replicator_ctl_error(const struct replicator_ctl *ctl, char *buf,
         pthread_mutex_unlock(&c->lock);
 }
 
+/* ------------------------------------------------------------- DENIALS --- */
+
+/* "write to" for "WRITE": the words before the resource in a message. */
+static const char *authz_verb(const char *op) {
+        static const char *const v[][2] = {
+            {"READ", "read"},
+            {"WRITE", "write to"},
+            {"CREATE", "create"},
+            {"DESCRIBE", "describe"},
+            {"ALTER", "alter"},
+            {"DESCRIBE_CONFIGS", "describe the configs of"},
+            {"ALTER_CONFIGS", "alter the configs of"},
+            {"IDEMPOTENT_WRITE", "write idempotently to"},
+        };
+        for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+                if (!strcmp(op, v[i][0]))
+                        return v[i][1];
+        return op;
+}
+
+/* The part of 'list' ("topic T, group G") that starts with 'kind', as
+ * "%.*s" length and start; the first part when none does. */
+static const char *authz_part(const char *list, const char *kind, int *len) {
+        const char *p = list, *q;
+        size_t      kl = strlen(kind);
+
+        for (;;) {
+                q = strstr(p, ", ");
+                if (kl && !strncmp(p, kind, kl)) {
+                        *len = q ? (int)(q - p) : (int)strlen(p);
+                        return p;
+                }
+                if (!q)
+                        break;
+                p = q + 2;
+        }
+        q    = strstr(list, ", ");
+        *len = q ? (int)(q - list) : (int)strlen(list);
+        return list;
+}
+
+/* Whether 'err' is a denial, and which kind of resource it names. */
+static const char *authz_kind(rd_kafka_resp_err_t err) {
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED: return "topic ";
+        case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED: return "group ";
+        case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+                return "transactional.id ";
+        case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_DELEGATION_TOKEN_AUTHORIZATION_FAILED:
+                return "";
+        default: return NULL;
+        }
+}
+
+static void authz_note(const char *alias, rd_kafka_resp_err_t err,
+                       const char *kind, const char *operation,
+                       const char *fmt, va_list ap) {
+        const char *res;
+        char        list[512], what[256];
+        int         len;
+
+        if (!strcmp(kind, "group "))
+                operation = "READ"; /* join, fetch and commit offsets */
+        else if (!strcmp(kind, "transactional.id "))
+                operation = "WRITE";
+        vsnprintf(list, sizeof(list), fmt, ap);
+        res = authz_part(list, kind, &len);
+        if (err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
+                /* The cluster-wide right behind the request: a producer's
+                 * id (IDEMPOTENT_WRITE, or WRITE on any topic), topic
+                 * creation (CREATE), the ACL API (DESCRIBE, ALTER). */
+                snprintf(what, sizeof(what),
+                         "%s %.*s denied: allow aagw's principal %s on the "
+                         "cluster",
+                         authz_verb(operation), len, res,
+                         !strcmp(operation, "WRITE") ? "IDEMPOTENT_WRITE"
+                                                     : operation);
+        else if (err ==
+                 RD_KAFKA_RESP_ERR_DELEGATION_TOKEN_AUTHORIZATION_FAILED)
+                snprintf(what, sizeof(what),
+                         "%s %.*s denied: the delegation token aagw "
+                         "logged in with may not do that",
+                         authz_verb(operation), len, res);
+        else
+                snprintf(what, sizeof(what),
+                         "%s %.*s denied: allow aagw's principal %s on it",
+                         !strcmp(kind, "group ") ? "use of consumer"
+                         : !strcmp(kind, "transactional.id ")
+                             ? "transactions with"
+                             : authz_verb(operation),
+                         len, res, operation);
+        aagw_access_note(alias, AAGW_ACCESS_AUTHORIZATION, what,
+                         rd_kafka_err2str(err));
+}
+
+bool replicator_note_authz(const char *alias, rd_kafka_resp_err_t err,
+                           const char *operation, const char *fmt, ...) {
+        const char *kind = authz_kind(err);
+        va_list     ap;
+
+        if (!kind)
+                return false;
+        va_start(ap, fmt);
+        authz_note(alias, err, kind, operation, fmt, ap);
+        va_end(ap);
+        return true;
+}
+
+bool replicator_note_authz_rk(const rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              const char *operation, const char *fmt, ...) {
+        const char *kind = authz_kind(err);
+        char        alias[AAGW_ALIAS_MAX + 1];
+        va_list     ap;
+
+        if (!kind)
+                return false;
+        if (!aagw_access_alias_of(rk, alias, sizeof(alias)))
+                return true;
+        va_start(ap, fmt);
+        authz_note(alias, err, kind, operation, fmt, ap);
+        va_end(ap);
+        return true;
+}
+
+
 /* -------------------------------------------------------------- TOKENS --- */
 
 void *replicator_token_get(struct aagw_pool *pool) {

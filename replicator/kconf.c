@@ -298,6 +298,11 @@ int aagw_kafka_topic_create_rf(rd_kafka_t *rk, const char *topic,
                 if (rc)
                         snprintf(errstr, errstr_size, "%s",
                                  rd_kafka_err2str(e));
+                /* Every stage creates its topics here: a denial is told
+                 * once, for the cluster of 'rk'. */
+                if (rc)
+                        replicator_note_authz_rk(rk, e, "CREATE", "topic %s",
+                                                 topic);
         }
         if (ev)
                 rd_kafka_event_destroy(ev);

@@ -136,6 +136,9 @@ void mm2_sync(struct mm2 *m, const char *topic, int32_t partition,
         if (err) {
                 if (h)
                         rd_kafka_headers_destroy(h);
+                replicator_note_authz(
+                    m->conf.syncs_at_target ? m->target : m->source, err,
+                    "WRITE", "topic %s", rd_kafka_topic_name(m->sync_rkt));
                 aagw_log(AAGW_LOG_WARN, "MM2",
                          "%s: offset-sync %s [%d] %" PRId64 "->%" PRId64
                          " not written: %s",
@@ -157,10 +160,12 @@ static void heartbeat(struct mm2 *m) {
             m->src_producer, RD_KAFKA_V_RKT(m->hb_rkt), RD_KAFKA_V_PARTITION(0),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, kl),
             RD_KAFKA_V_VALUE(val, vl), RD_KAFKA_V_END);
-        if (err)
+        if (err) {
+                replicator_note_authz(m->source, err, "WRITE", "topic %s",
+                                      AAGW_MM2_HEARTBEATS_TOPIC);
                 aagw_log(AAGW_LOG_WARN, "MM2", "%s: heartbeat: %s",
                          aagw_flow_name(m->flow), rd_kafka_err2str(err));
-        else
+        } else
                 atomic_fetch_add(&m->heartbeats, 1);
 }
 

@@ -284,6 +284,8 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
         if (!(rk = aagw_kafka_client_new(&kc, errstr, errstr_size)))
                 return NULL;
         if ((e = rd_kafka_init_transactions(rk, init_ms))) {
+                replicator_note_authz_rk(rk, rd_kafka_error_code(e), "WRITE",
+                                         "transactional.id %s", txn_id);
                 snprintf(errstr, errstr_size,
                          "init_transactions (transactional.id %s): %s%s",
                          txn_id, rd_kafka_error_string(e),
@@ -635,9 +637,13 @@ int owner_poll(struct owner *o, int timeout_ms, char *errstr,
                                  "%s: not polled within max.poll.interval.ms: "
                                  "group %s gives its partitions to others",
                                  o->member, o->group);
-                else if (m->err)
+                else if (m->err) {
                         aagw_log(AAGW_LOG_DEBUG, "OWNER", "%s: %s", o->member,
                                  rd_kafka_message_errstr(m));
+                        replicator_note_authz_rk(o->consumer, m->err, "READ",
+                                                 "group %s, topic %s",
+                                                 o->group, o->topic);
+                }
                 /* A record fetched before its partition was paused: not
                  * this handle's to read. */
                 if (!m->err)
@@ -716,6 +722,9 @@ static owner_result_t txn_failed(struct owner *o, const char *op,
         if (rd_kafka_error_is_fatal(e)) {
                 rd_kafka_resp_err_t ferr =
                     rd_kafka_fatal_error(o->producer, why, sizeof(why));
+                replicator_note_authz_rk(o->producer, ferr ? ferr : err,
+                                         "WRITE", "transactional.id %s",
+                                         o->txn_id);
                 snprintf(errstr, errstr_size,
                          "%s: fatal producer error: %s%s", op,
                          ferr ? why : rd_kafka_error_string(e),

@@ -110,6 +110,26 @@ void replicator_fail(struct replicator_ctl *ctl, const char *fmt, ...)
 void replicator_ctl_error(const struct replicator_ctl *ctl, char *buf,
                           size_t size);
 
+/* A request to cluster 'alias' failed with 'err': if that is a denial
+ * (TOPIC_, GROUP_, TRANSACTIONAL_ID_, CLUSTER_ or
+ * DELEGATION_TOKEN_AUTHORIZATION_FAILED), note it in the access registry
+ * (aagw_access_note(), an ERROR of facility ACCESS once per new cause)
+ * naming the ACL operation the request needed ('operation': "READ",
+ * "WRITE", "CREATE", "ALTER_CONFIGS", ...) and the resource, formatted
+ * from 'fmt': "topic T", "group G", "transactional.id X", several joined
+ * by ", " when the request touched more than one kind (a consumer's topic
+ * and group); the one the error names is kept.  Any other 'err' costs a
+ * comparison and nothing else: call it on error branches only.
+ * Returns true if 'err' was a denial. */
+bool replicator_note_authz(const char *alias, rd_kafka_resp_err_t err,
+                           const char *operation, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The same for client 'rk', whose cluster is told by its bootstraps
+ * (aagw_access_alias_of()): for code that holds a client, not an alias. */
+bool replicator_note_authz_rk(const rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                              const char *operation, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* A per-record token (the produce opaque) starts with this: the consumed
  * record, whose key and value are produced without a copy. */
 struct replicator_token {

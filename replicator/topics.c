@@ -177,6 +177,8 @@ static int describe_overrides(struct topics *t, rd_kafka_t *rk,
                 rd_kafka_resp_err_t e =
                     aagw_kafka_config_err(rr, rn, errstr, errstr_size);
                 if (e) {
+                        replicator_note_authz_rk(rk, e, "DESCRIBE_CONFIGS",
+                                                 "topic %s", topic);
                         n = lacks_feature(e) ? -2 : -1;
                 } else {
                         const rd_kafka_ConfigEntry_t **ce =
@@ -317,6 +319,8 @@ static void sync_configs(struct topics *t, const char *topic,
                         rd_kafka_resp_err_t e =
                             aagw_kafka_config_err(rr, rn, err, sizeof(err));
                         rd_kafka_event_destroy(ev);
+                        replicator_note_authz_rk(t->tgt, e, "ALTER_CONFIGS",
+                                                 "topic %s", remote);
                         if (!e) {
                                 atomic_fetch_add(&t->configs_synced, 1);
                                 aagw_log(AAGW_LOG_INFO, "TOPICS",
@@ -377,6 +381,8 @@ static int describe_acls(struct topics *t, rd_kafka_t *rk, const char *name,
                 *errp = RD_KAFKA_RESP_ERR__TIMED_OUT;
                 snprintf(errstr, errstr_size, "no answer");
         } else if ((*errp = rd_kafka_event_error(ev))) {
+                replicator_note_authz_rk(rk, *errp, "DESCRIBE",
+                                         "the ACLs of topic %s", name);
                 snprintf(errstr, errstr_size, "%s",
                          rd_kafka_event_error_string(ev));
                 rd_kafka_event_destroy(ev);
@@ -482,9 +488,14 @@ static void sync_acls(struct topics *t, const char *topic, const char *remote) {
                         for (size_t i = 0; i < rn; i++) {
                                 const rd_kafka_error_t *re =
                                     rd_kafka_acl_result_error(rr[i]);
-                                if (re && !bad++)
+                                if (re && !bad++) {
                                         snprintf(err, sizeof(err), "%s",
                                                  rd_kafka_error_string(re));
+                                        replicator_note_authz_rk(
+                                            t->tgt, rd_kafka_error_code(re),
+                                            "ALTER", "the ACLs of topic %s",
+                                            remote);
+                                }
                         }
                         rd_kafka_event_destroy(ev);
                 } else
@@ -586,6 +597,8 @@ int topics_grow(struct topics *t, const char *remote, int partitions,
                 rd_kafka_resp_err_t e = n ? rd_kafka_topic_result_error(tr[0])
                                           : RD_KAFKA_RESP_ERR__FAIL;
                 rc = !e ? 0 : lacks_feature(e) ? -2 : -1;
+                replicator_note_authz_rk(t->tgt, e, "ALTER", "topic %s",
+                                         remote);
                 if (rc)
                         snprintf(errstr, errstr_size, "%s",
                                  n && rd_kafka_topic_result_error_string(tr[0])

@@ -358,6 +358,8 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * (an implicit acknowledgement included, see below), the
                  * transaction is aborted and redone rather than trusted
                  * (so_commit()). */
+                replicator_note_authz(u->site, m->err, "WRITE", "topic %s",
+                                      tok->ut->out);
                 if (!u->txn_poisoned && !replicator_refused_for_good(m->err) &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
@@ -391,6 +393,8 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 /* Purged at a stop, or permanent (retriable errors never
                  * end here: unlimited delivery timeout).  The epoch never
                  * commits: a restart decides these records again. */
+                replicator_note_authz(u->site, m->err, "WRITE", "topic %s",
+                                      tok->ut->out);
                 if (m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
                         ufail(u, "delivery to %s [%d] failed: %s",
@@ -1281,6 +1285,8 @@ static int produce(aagw_unify_t *u, struct item *it,
         if (err) {
                 rd_kafka_headers_destroy(h);
                 tok->base.src = NULL;
+                replicator_note_authz(u->site, err, "WRITE", "topic %s",
+                                      ut->out);
                 /* Decided, not sent: the epoch must not commit. */
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
@@ -1330,6 +1336,11 @@ static void process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                                          "unify@%s: consume: %s", u->site,
                                          rd_kafka_message_errstr(m));
+                        replicator_note_authz(
+                            u->site, m->err, "READ",
+                            "topic %s, group aagw.%s.unify.%s",
+                            m->rkt ? rd_kafka_topic_name(m->rkt) : "?",
+                            u->conf.gateway_id, u->site);
                         continue;
                 }
                 const char *tn = rd_kafka_topic_name(m->rkt);

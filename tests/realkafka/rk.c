@@ -1567,9 +1567,17 @@ void rk_gwn_expect_log(struct rk_gw *g, const char *needle, int above,
 }
 
 char *rk_gwn_http_get(const struct rk_gw *g, const char *url) {
+        return rk_gwn_http_get_status(g, url, NULL);
+}
+
+char *rk_gwn_http_get_status(const struct rk_gw *g, const char *url,
+                             int *status) {
         char   path[700], *addr, *colon, req[256], *buf = NULL, *body;
         size_t len = 0;
         int    fd;
+
+        if (status)
+                *status = 0;
 
         snprintf(path, sizeof(path), "%s/admin.addr", g->state);
         if (!(addr = harness_read_file(path, NULL)))
@@ -1613,6 +1621,9 @@ char *rk_gwn_http_get(const struct rk_gw *g, const char *url) {
                 free(buf);
                 return NULL;
         }
+        /* "HTTP/1.x NNN ..." */
+        if (status && !strncmp(buf, "HTTP/", 5) && strchr(buf, ' '))
+                *status = atoi(strchr(buf, ' ') + 1);
         memmove(buf, body + 4, strlen(body + 4) + 1);
         return buf;
 }

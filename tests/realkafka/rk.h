@@ -214,6 +214,10 @@ int rk_gwn_stop(struct rk *r, struct rk_gw *g, int sig, int timeout_ms);
  *  admin.addr; start it with `--admin 127.0.0.1:0`).  @returns the body,
  *  malloc()ed, or NULL. */
 char *rk_gwn_http_get(const struct rk_gw *g, const char *url);
+/** rk_gwn_http_get() that also stores the HTTP status in @p status (0 if
+ *  there was no answer; may be NULL). */
+char *rk_gwn_http_get_status(const struct rk_gw *g, const char *url,
+                             int *status);
 void rk_gwn_dump_log(const struct rk_gw *g, int lines);
 /** @returns how often @p needle occurs in the file @p path (0 if it
  *  cannot be read). */

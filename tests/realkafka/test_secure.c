@@ -21,9 +21,8 @@
  *
  * Meanwhile a sixth gateway has the SCRAM-SHA-512 cluster with a wrong
  * password: it copies nothing, librdkafka logs the broker's "invalid
- * credentials", and /healthz says the cluster cannot be reached.  (What
- * aagw itself makes of a failed login is the subject of other work; this
- * asserts what it does today.)
+ * credentials", and /healthz names the cluster and the refused login
+ * (every login failure, and denied operations: test_connect.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -501,8 +500,8 @@ static void test_secured_listeners(void **state) {
         }
 
         /* The wrong password: the broker's refusal in the log, nothing
-         * copied while the others copied everything, the cluster
-         * unreachable on /healthz, and the process still running. */
+         * copied while the others copied everything, the refused login
+         * on /healthz, and the process still running. */
         const char *const refused[] = {"SASL authentication error",
                                        "invalid credentials", NULL};
         for (int k = 0; refused[k]; k++)
@@ -516,7 +515,8 @@ static void test_secured_listeners(void **state) {
         assert_int_equal(n, 0);
         char *health = rk_gwn_http_get(&f->bad, "/healthz");
         if (!health || !strstr(health, "degraded") ||
-            !strstr(health, "cannot reach s512"))
+            !strstr(health,
+                    "cluster s512 (source): authentication failed"))
                 fail_msg("wrong password: /healthz says %s",
                          health ? health : "(nothing)");
         print_message("# wrong password: %d refusals logged, 0 records "
