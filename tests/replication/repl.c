@@ -38,7 +38,8 @@ struct repl *repl_new(const char *const *sites, size_t nsites) {
         assert_non_null(harness_aagw_bin());
         r = calloc(1, sizeof(*r));
         assert_non_null(r);
-        r->hc = harness_clusters_new(sites, nsites, 3, err, sizeof(err));
+        r->hc = harness_clusters_new(sites, nsites, REPL_BROKERS, err,
+                                     sizeof(err));
         if (!r->hc) {
                 free(r);
                 fail_msg("clusters: %s", err);
@@ -186,6 +187,17 @@ const char *repl_bs(struct repl *r, const char *alias) {
 
         assert_non_null(bs);
         return bs;
+}
+
+void repl_set_brokers(struct repl *r, const char *alias, bool up) {
+        rd_kafka_mock_cluster_t *mc =
+            aagw_sandbox_mock(harness_clusters_sandbox(r->hc), alias);
+
+        assert_non_null(mc);
+        for (int b = 1; b <= REPL_BROKERS; b++)
+                assert_int_equal(up ? rd_kafka_mock_broker_set_up(mc, b)
+                                    : rd_kafka_mock_broker_set_down(mc, b),
+                                 RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
 void repl_create_topic(struct repl *r, const char *alias, const char *topic,

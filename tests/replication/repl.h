@@ -38,6 +38,7 @@
 /* Deadlines: generous for ASan on a loaded 2-core machine; a healthy run
  * needs a fraction of each. */
 #define REPL_KCAT_TIMEOUT_MS 60000
+#define REPL_BROKERS 3 /* brokers of each embedded cluster */
 #define REPL_STOP_TIMEOUT_MS 10000 /* SIGTERM to exit: the contract */
 #define REPL_MAX_SITES 4
 
@@ -120,6 +121,12 @@ size_t repl_mock_only_tests(struct CMUnitTest *tests, size_t cnt,
 
 /** @returns the bootstraps of @p alias; asserts it exists. */
 const char *repl_bs(struct repl *r, const char *alias);
+
+/** Set every broker of embedded cluster @p alias down or up again
+ *  (rd_kafka_mock_broker_set_down/_up); the mock does not move leadership,
+ *  so all of them is what makes its partitions unreachable.  Embedded
+ *  clusters only (repl_mock_only()). */
+void repl_set_brokers(struct repl *r, const char *alias, bool up);
 
 /** Create @p topic with @p parts partitions at @p alias (NULL: every
  *  site). */

@@ -33,7 +33,6 @@
 #include "repl.h"
 
 #define PARTS 8
-#define BROKERS 3
 #define KEYS 1000
 #define BATCH 2000
 #define DOWN_MS 5000
@@ -48,17 +47,6 @@ static const char *const sites[] = {"east", "west"};
 #define MOCK_ONLY                                                             \
         "takes the target cluster's brokers down (rd_kafka_mock_broker_"     \
         "set_down); a shared real cluster serves other tests"
-
-static void set_brokers(struct repl *r, const char *alias, bool up) {
-        rd_kafka_mock_cluster_t *mc =
-            aagw_sandbox_mock(harness_clusters_sandbox(r->hc), alias);
-
-        assert_non_null(mc);
-        for (int b = 1; b <= BROKERS; b++)
-                assert_int_equal(up ? rd_kafka_mock_broker_set_up(mc, b)
-                                    : rd_kafka_mock_broker_set_down(mc, b),
-                                 RD_KAFKA_RESP_ERR_NO_ERROR);
-}
 
 static void test_target_down_5s(void **state) {
         struct repl    *r = repl_new(sites, 2);
@@ -88,7 +76,7 @@ static void test_target_down_5s(void **state) {
         repl_produce(r, "east", "clicks", "east", n_east, BATCH, KEYS, NULL,
                      -1);
         n_east += BATCH;
-        set_brokers(r, "west", false);
+        repl_set_brokers(r, "west", false);
         t0 = harness_now_ms();
         repl_produce(r, "east", "clicks", "east", n_east, BATCH, KEYS, NULL,
                      -1);
@@ -98,7 +86,7 @@ static void test_target_down_5s(void **state) {
         while (nanosleep(&ts, &ts) == -1)
                 ;
         assert_true(repl_gw_running(r));
-        set_brokers(r, "west", true);
+        repl_set_brokers(r, "west", true);
         fprintf(stderr, "# west was down for %" PRId64 " ms\n",
                 harness_now_ms() - t0);
 
@@ -140,7 +128,7 @@ static void test_kill_while_target_down(void **state) {
         repl_gw_start(r, NULL);
         repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
 
-        set_brokers(r, "west", false);
+        repl_set_brokers(r, "west", false);
         repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
         /* The fault: 3 s of outage (three position saves) with these
          * records read and undeliverable, then the crash. */
@@ -149,7 +137,7 @@ static void test_kill_while_target_down(void **state) {
         assert_true(repl_gw_running(r));
         assert_int_equal(repl_gw_stop(r, SIGKILL, REPL_STOP_TIMEOUT_MS),
                          128 + SIGKILL);
-        set_brokers(r, "west", true);
+        repl_set_brokers(r, "west", true);
 
         repl_gw_start(r, NULL);
         repl_expect_size(r, "west", "east.clicks", 2 * BATCH, REPL_TIMEOUT_MS);
@@ -184,7 +172,7 @@ static void test_sigterm_while_target_down(void **state) {
         repl_gw_start(r, NULL);
         repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
 
-        set_brokers(r, "west", false);
+        repl_set_brokers(r, "west", false);
         repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
         while (nanosleep(&ts, &ts) == -1)
                 ;
@@ -204,7 +192,7 @@ static void test_sigterm_while_target_down(void **state) {
         assert_non_null(strstr(text, "records not acknowledged by the "
                                      "target before the stop deadline"));
         free(text);
-        set_brokers(r, "west", true);
+        repl_set_brokers(r, "west", true);
 
         repl_gw_start(r, NULL);
         repl_expect_size(r, "west", "east.clicks", 2 * BATCH, REPL_TIMEOUT_MS);

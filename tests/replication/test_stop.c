@@ -25,7 +25,6 @@
 #include "repl.h"
 
 #define PARTS 4
-#define BROKERS 3
 #define STOP_BOUND_MS 5000
 #define REPL_TIMEOUT_MS 60000
 
@@ -81,17 +80,6 @@ static bool file_has(void *arg) {
         fclose(fp);
         buf[n] = '\0';
         return strstr(buf, f->what) != NULL;
-}
-
-static void set_brokers(struct repl *r, const char *alias, bool up) {
-        rd_kafka_mock_cluster_t *mc =
-            aagw_sandbox_mock(harness_clusters_sandbox(r->hc), alias);
-
-        assert_non_null(mc);
-        for (int b = 1; b <= BROKERS; b++)
-                assert_int_equal(up ? rd_kafka_mock_broker_set_up(mc, b)
-                                    : rd_kafka_mock_broker_set_down(mc, b),
-                                 RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
 /* Clusters up: records flow both ways and are unified, then SIGTERM. */
@@ -193,12 +181,12 @@ static void test_stop_clusters_gone(void **state) {
                 repl_gw_start(r, unify_on);
                 repl_expect_size(r, "west", "east.clicks", (i + 1) * 100,
                                  REPL_TIMEOUT_MS);
-                set_brokers(r, "east", false);
-                set_brokers(r, "west", false);
+                repl_set_brokers(r, "east", false);
+                repl_set_brokers(r, "west", false);
                 nap_for_try(i);
                 int code = stop_timed(r, &ms[i]);
-                set_brokers(r, "east", true);
-                set_brokers(r, "west", true);
+                repl_set_brokers(r, "east", true);
+                repl_set_brokers(r, "west", true);
                 if ((code != 0 && code != 1) || ms[i] > STOP_BOUND_MS) {
                         repl_dump_log(r, 30);
                         fail_msg("try %d: exit %d after %" PRId64 " ms", i,
