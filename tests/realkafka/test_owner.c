@@ -333,11 +333,17 @@ static void test_owner(void **state) {
         assert_false(owner_owned(a, 0) || owner_owned(a, 1));
         assert_int_equal(owner_partitions(a)->cnt, 0);
 
-        /* What a reader sees: the zombie's record was written, and is
-         * visible only to a reader that reads uncommitted data. */
+        /* What a reader sees: the zombie's record is never visible to
+         * a reader of committed data.  Whether it reached the log at all
+         * depends on timing: librdkafka 2.8.0 aborts the transaction
+         * once the commit of its offsets is refused, and purges a record
+         * still waiting in its queue (linger.ms) instead of sending it;
+         * if it was sent, only read_uncommitted shows it. */
         struct rk_bag *unc = rk_bag_new(), *com = rk_bag_new();
         int64_t        end = read_out(bs, "read_uncommitted", 1, unc);
-        assert_int_equal(rk_bag_count(unc, "A2"), 1);
+        assert_true(rk_bag_count(unc, "A2") <= 1);
+        print_message("# the zombie's record %s the log\n",
+                      rk_bag_count(unc, "A2") ? "reached" : "never reached");
         read_out(bs, "read_committed", end, com);
         assert_int_equal(rk_bag_count(com, "A1"), 1);
         assert_int_equal(rk_bag_count(com, "B1"), 1);

@@ -370,6 +370,15 @@ static bool file_has(const char *path, const char *s) {
         return has;
 }
 
+struct log_wait {
+        const char *path, *what;
+};
+
+static bool log_has(void *arg) {
+        struct log_wait *w = arg;
+        return file_has(w->path, w->what);
+}
+
 static void test_scale_flow(void **state) {
         struct rk   *r = rk_new("rk-scale-flow");
         struct rk_gw gw[3];
@@ -398,9 +407,11 @@ static void test_scale_flow(void **state) {
         rk_gwn_start(r, &gw[0], NULL, gw_args);
         wait_copy(r, gw, &g, t0, "a killed, restarted");
         /* The new run found the killed one still in the group and
-         * waited for its session to end. */
-        assert_true(file_has(gw[0].log, "the earlier member of this name "
-                                         "left group"));
+         * waited for its session to end (the others may have copied its
+         * partitions before that wait was over). */
+        struct log_wait left = {gw[0].log, "the earlier member of this name "
+                                           "left group"};
+        assert_true(harness_wait_until(log_has, &left, 30000));
 
         /* 2: a clean stop */
         step_begin(r, &g);
