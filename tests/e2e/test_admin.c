@@ -834,6 +834,11 @@ test_fetch_wakeups(void **state) {
             "--set", "clusters.east.properties.consumer.queued.max.messages."
                      "kbytes=16",
             "--set", "clusters.east.properties.consumer.fetch.wait.max.ms=500",
+            /* librdkafka's own pause once the queue is full (aagw sets
+             * 10 ms, which rarely leaves a fetcher parked long enough
+             * for the waker): the case the waker is for. */
+            "--set", "clusters.east.properties.consumer.fetch.queue.backoff."
+                     "ms=1000",
             NULL};
 
         produce(f, 0, first);
