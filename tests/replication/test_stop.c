@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,8 +41,9 @@ static int tries(void) {
 /* Where in the gateway's life the SIGTERM lands: 0-1.4 s after the
  * moment the case waits for, different in each try. */
 static void nap_for_try(int i) {
-        struct timespec ts = {0, (long)((i * 350) % 1500) * 1000000L};
-        while (nanosleep(&ts, &ts) == -1)
+        long            ms = (long)((i * 350) % 1500);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
                 ;
 }
 
