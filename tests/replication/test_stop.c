@@ -84,6 +84,21 @@ static bool file_has(void *arg) {
         return strstr(buf, f->what) != NULL;
 }
 
+static void make_topics(struct repl *r) {
+        repl_create_topic(r, NULL, "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_create_topic(r, "east", "west.clicks", PARTS);
+}
+
+/* Try i: 100 more records at east, a gateway started, and all of them
+ * copied to west before the stop. */
+static void run_and_copy(struct repl *r, int i) {
+        repl_produce(r, "east", "clicks", "east", i * 100, 100, 50, NULL, -1);
+        repl_gw_start(r, unify_on);
+        repl_expect_size(r, "west", "east.clicks", (i + 1) * 100,
+                         REPL_TIMEOUT_MS);
+}
+
 /* Clusters up: records flow both ways and are unified, then SIGTERM. */
 static void test_stop_clusters_up(void **state) {
         struct repl *r = repl_new(sites, 2);
@@ -92,15 +107,9 @@ static void test_stop_clusters_up(void **state) {
 
         *state = r;
         assert_non_null(ms);
-        repl_create_topic(r, NULL, "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_create_topic(r, "east", "west.clicks", PARTS);
+        make_topics(r);
         for (int i = 0; i < n; i++) {
-                repl_produce(r, "east", "clicks", "east", i * 100, 100, 50,
-                             NULL, -1);
-                repl_gw_start(r, unify_on);
-                repl_expect_size(r, "west", "east.clicks", (i + 1) * 100,
-                                 REPL_TIMEOUT_MS);
+                run_and_copy(r, i);
                 nap_for_try(i);
                 int code = stop_timed(r, &ms[i]);
                 if (code != 0 || ms[i] > STOP_BOUND_MS) {
@@ -172,15 +181,9 @@ static void test_stop_clusters_gone(void **state) {
 
         *state = r;
         assert_non_null(ms);
-        repl_create_topic(r, NULL, "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_create_topic(r, "east", "west.clicks", PARTS);
+        make_topics(r);
         for (int i = 0; i < n; i++) {
-                repl_produce(r, "east", "clicks", "east", i * 100, 100, 50,
-                             NULL, -1);
-                repl_gw_start(r, unify_on);
-                repl_expect_size(r, "west", "east.clicks", (i + 1) * 100,
-                                 REPL_TIMEOUT_MS);
+                run_and_copy(r, i);
                 repl_set_brokers(r, "east", false);
                 repl_set_brokers(r, "west", false);
                 nap_for_try(i);
