@@ -65,14 +65,9 @@ char *gw_metrics(const struct gw_admin_view *view) {
         COUNTER("aagw_replication_produce_errors_total",
                 "Permanent delivery failures (then dead-lettered).",
                 produce_errors);
-        COUNTER("aagw_replication_fetch_wakeups_total",
-                "Times the source consumer's idle fetchers were woken "
-                "(librdkafka before 2.2).",
-                fetch_wakeups);
         COUNTER("aagw_replication_fetch_restarts_total",
                 "Source partitions whose fetch was restarted after it stood "
-                "still while the leader held more (librdkafka 2.0 after a "
-                "leader change).",
+                "still while the leader held more.",
                 fetch_restarts);
         COUNTER("aagw_replication_start_refetches_total",
                 "Source partitions sought back to their assigned offset "
@@ -300,10 +295,6 @@ char *gw_metrics(const struct gw_admin_view *view) {
                  replayed);
         UCOUNTER("aagw_unify_commits_total",
                  "Epochs stored (one RocksDB WriteBatch each).", commits);
-        UCOUNTER("aagw_unify_fetch_wakeups_total",
-                 "Times the input consumer's idle fetchers were woken "
-                 "(librdkafka before 2.2).",
-                 fetch_wakeups);
         UCOUNTER("aagw_unify_fetch_restarts_total",
                  "Times the stage's input fetches were restarted after an "
                  "input stood still while its leader held more.",

@@ -344,55 +344,50 @@ size_t aagw_kafka_headers_view(const rd_kafka_message_t *m,
                                struct aagw_header **buf, size_t *cap);
 
 /**
- * @brief Restarts a consumer's fetchers that librdkafka 2.0 left idle.
+ * @brief STALL WATCH: finds a consumer's partitions whose fetch stands
+ * still while their leader holds more.
  *
- * librdkafka before 2.2 stops fetching while the consumer's queue holds
- * queued.min.messages records or queued.max.messages.kbytes, and looks
- * again only when each broker's thread next wakes up, up to a second
- * later (confluentinc/librdkafka#2879; fetch.queue.backoff.ms from 2.2).
- * A consumer that drained its queue then waits for the rest of that
- * second.  A waker asks the leaders of the lagging partitions for their
- * end offsets: the request wakes each leader's thread, which re-checks
- * its partitions and fetches again.  No fetch state changes (unlike a
- * seek).  The request runs on the waker's own thread, since a broker may
- * answer only after a pending fetch long-poll: the caller never waits.
+ * A consumer's cached high watermark comes from the partition's last
+ * fetch: a fetcher left idle on a leader that is gone (librdkafka 2.0
+ * did this after a leader change) makes its partition look caught up for
+ * good, and nothing in the consumer's own view tells it apart from an
+ * idle source.  The watch asks the leaders of partitions that did not
+ * move for AAGW_STALL_PROBE_MS for their end offsets, on its own thread
+ * (a broker may answer only after a pending fetch long-poll: the caller
+ * never waits), and reports those whose leader holds more.  No fetch
+ * state changes.
  */
-typedef struct aagw_fetch_waker aagw_fetch_waker_t;
+typedef struct aagw_stall_watch aagw_stall_watch_t;
 
-/** A waker for @p consumer (which must outlive it); NULL: out of memory
+/** A watch over @p consumer (which must outlive it); NULL: out of memory
  *  or no thread. */
-aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer);
+aagw_stall_watch_t *aagw_stall_watch_new(rd_kafka_t *consumer);
 
 /**
  * @brief Call when a poll of the consumer came back short with its queue
- * empty.  Finds the assigned partitions whose high watermark (from their
- * last fetch) is past the consumer's position and that are due
- * (aagw_wake_due()), and hands them to the waker's thread; never blocks on
- * the network.  Nothing is sent within
- * @p min_interval_ms of the last request, or while one is still out.
- * @returns the number of lagging partitions handed over (0: none, too
- * soon, or busy).
+ * empty (a stage with records queued is busy, not stalled).  Takes in the
+ * leaders' answers to the last probe and hands the assigned partitions
+ * due for a probe (aagw_stall_observe()) to the watch's thread; never
+ * blocks on the network.  Nothing is looked at within @p min_interval_ms
+ * of the last probe sent, or while one is still out.
+ * @returns the number of partitions handed over for a probe.
  */
-int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
+int aagw_stall_watch_look(aagw_stall_watch_t *w, int64_t now_ms,
                           int min_interval_ms);
 
 /** Stop the thread (waiting for a request in progress) and free; NULL is
  *  a no-op.  Before the consumer is closed. */
-void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w);
+void aagw_stall_watch_destroy(aagw_stall_watch_t *w);
 
 /**
- * @brief The stalled partitions of the waker's consumer: those whose
+ * @brief The stalled partitions of the watch's consumer: those whose
  * position has not moved for a while although their leader, asked
  * directly, holds at least two more records (one more can be a
  * transaction marker, which a consumer never returns).
  *
- * librdkafka 2.0 can leave a partition's fetcher idle after its leader
- * moved (a broker killed, the partition led elsewhere): the consumer's
- * cached high watermark then stays at its position, so the partition
- * looks caught up, and poke() never wakes it.  To see past the cache,
- * poke() also asks the leaders of partitions that did not move for
- * AAGW_STALL_PROBE_MS for their end offsets (the same request, on the
- * waker's thread); this call compares their answers with the positions.
+ * look() asks the leaders of partitions that did not move for
+ * AAGW_STALL_PROBE_MS for their end offsets; this call compares their
+ * answers with the positions.
  * The caller restarts what it gets (a metadata refresh, then a new
  * assignment or a seek) and logs it.  A partition reported and still not
  * moving is reported again after twice the wait, up to 10 minutes.
@@ -407,7 +402,7 @@ struct aagw_stall_report {
         int64_t end;      /**< the leader's end offset, as answered */
         int64_t still_ms; /**< how long the position has not moved */
 };
-size_t aagw_fetch_waker_stalled(aagw_fetch_waker_t *w, int64_t now_ms,
+size_t aagw_stall_watch_stalled(aagw_stall_watch_t *w, int64_t now_ms,
                                 struct aagw_stall_report *out, size_t max);
 
 /** Log one WARN line per stalled partition of @p who ("east->west",
@@ -421,7 +416,7 @@ void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
 /** Report a partition that did not move for this long first. */
 #define AAGW_STALL_MS 15000
 
-/** What the waker remembers of a partition's progress (stall detection). */
+/** What the watch remembers of a partition's progress (stall detection). */
 struct aagw_stall_mark {
         int64_t pos;      /**< position last seen; -1: none yet */
         int64_t since_ms; /**< since when it has not moved */
@@ -451,29 +446,6 @@ void aagw_stall_answer(struct aagw_stall_mark *m, int64_t end,
  *  (up to 10 minutes) and restarts the clock. */
 bool aagw_stall_due(struct aagw_stall_mark *m, int64_t now_ms);
 
-/** How often a partition that did not move since it was last woken is
- *  woken again: librdkafka's own re-check interval, so never slower than
- *  without a waker. */
-#define AAGW_WAKE_STILL_MS 1000
-
-/** What the waker remembers of a partition it woke. */
-struct aagw_wake_mark {
-        int64_t pos, hi; /**< position and high watermark when woken */
-        int64_t at_ms;   /**< when; INT64_MIN: never */
-};
-
-/**
- * @brief Whether a lagging partition (position @p pos below high watermark
- * @p hi) is to be woken at @p now_ms, given its mark; updates the mark when
- * it is.  A partition whose position or high watermark moved since it was
- * last woken is woken at once: the wake-up worked, or there is more.  One
- * that did not move is woken again only after AAGW_WAKE_STILL_MS: its
- * fetcher was not parked, or its log ends in records a consumer never
- * returns (transaction markers keep the high watermark above the last
- * record), and a request every few milliseconds would change nothing.
- */
-bool aagw_wake_due(struct aagw_wake_mark *m, int64_t pos, int64_t hi,
-                   int64_t now_ms);
 
 /**
  * A data-path thread's wait for work on its librdkafka queues (the source
@@ -739,9 +711,8 @@ struct aagw_flow_stats {
         uint64_t bad_passed;   /**< bad provenance stripped (pass) */
         uint64_t dead_lettered;
         uint64_t produce_errors; /**< permanent delivery failures */
-        uint64_t fetch_wakeups; /**< aagw_kafka_wake_fetchers() requests */
         uint64_t fetch_restarts; /**< stalled partition fetches restarted
-                                      (aagw_fetch_waker_stalled()) */
+                                      (aagw_stall_watch_stalled()) */
         uint64_t consumer_restarts; /**< identity leases replaced after
                                          FENCED_INSTANCE_ID */
         uint64_t start_refetches; /**< source partitions sought back to
@@ -1018,7 +989,6 @@ struct aagw_unify_stats {
         uint64_t recovered;   /**< found in the output at start, folded in */
         uint64_t replayed;    /**< inputs re-read that were recovered */
         uint64_t commits;     /**< epochs stored */
-        uint64_t fetch_wakeups;  /**< aagw_kafka_wake_fetchers() requests */
         uint64_t fetch_restarts; /**< stalled input fetches restarted */
         uint64_t start_refetches; /**< input partitions sought back to
                                        their assigned offset (the start

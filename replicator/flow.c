@@ -106,8 +106,9 @@ const int64_t aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 1] = {
  * three of its heartbeats, in which the process it fenced learns of it
  * (at its next heartbeat) and stops copying. */
 #define LEASE_SETTLE_MS 3000
-/* Fetcher wake-ups (aagw_fetch_waker_poke()): at most this often. */
-#define WAKE_INTERVAL_MS 20
+/* The stall watch (aagw_stall_watch_look()) is looked at no more often:
+ * a look reads every partition's position, and a stall takes seconds. */
+#define STALL_LOOK_MS 1000
 #define MAX_TOPICS 4096
 /* Scale-out: how long a suspect (a record refused with its batch, see
  * SCALE-OUT) waits for the records before it, and then for its own
@@ -245,8 +246,7 @@ struct aagw_flow {
         size_t          ntopics;
         struct aagw_pool tokens;
         int64_t         last_save_ms, last_refresh_ms, last_poke_ms;
-        aagw_fetch_waker_t *waker;
-        _Atomic uint64_t fetch_wakeups; /* requests the waker sent */
+        aagw_stall_watch_t *stalls;
         _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
         _Atomic uint64_t consumer_restarts; /* leases restarted after a
                                                fence */
@@ -2383,14 +2383,14 @@ static void set_paused(aagw_flow_t *f, bool pause) {
                  pause ? "paused" : "resumed");
 }
 
-/* Partitions whose fetcher librdkafka left idle (the waker's stall
- * detection): seek each to where the flow is, on the refreshed metadata,
+/* Partitions whose fetch stands still while the leader holds more (the
+ * stall watch): seek each to where the flow is, on the refreshed metadata,
  * which starts its fetch again.  Only with the queue empty and the flow
  * not paused, so a flow that holds back (a full target) or an operator's
  * pause is never taken for a stall. */
 static void restart_stalled(aagw_flow_t *f, int64_t now) {
         struct aagw_stall_report r[16];
-        size_t n = aagw_fetch_waker_stalled(f->waker, now, r, 16);
+        size_t n = aagw_stall_watch_stalled(f->stalls, now, r, 16);
 
         if (!n)
                 return;
@@ -3092,19 +3092,14 @@ static void *flow_main(void *arg) {
                 rd_kafka_poll(f->out, 0);
                 if (f->out != f->producer)
                         rd_kafka_poll(f->producer, 0);
-                /* A short poll and an empty queue while partitions have
-                 * more: librdkafka 2.0 may have parked the fetchers. */
+                /* A short poll and an empty queue: the only time a
+                 * partition that stands still can be a stall. */
                 int64_t now = aagw_mono_ms();
-                /* (Looked at no more often than a wake-up may be sent:
-                 * the loop goes round once per arrival under light
-                 * traffic, and a look reads every partition.) */
                 if (n < cap && !f->paused &&
-                    now - f->last_poke_ms >= WAKE_INTERVAL_MS &&
+                    now - f->last_poke_ms >= STALL_LOOK_MS &&
                     !rd_kafka_queue_length(f->cq)) {
                         f->last_poke_ms = now;
-                        if (aagw_fetch_waker_poke(f->waker, now,
-                                                  WAKE_INTERVAL_MS) > 0)
-                                INC(f->fetch_wakeups);
+                        aagw_stall_watch_look(f->stalls, now, STALL_LOOK_MS);
                         restart_stalled(f, now);
                 }
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
@@ -3116,7 +3111,7 @@ static void *flow_main(void *arg) {
                         f->last_refresh_ms = aagw_mono_ms();
                 }
                 /* Nothing came: wait for records or delivery reports.
-                 * The timeout paces the fetch waker and the saves; while
+                 * The timeout paces the stall watch and the saves; while
                  * records come, go round at once. */
                 if (n <= 0)
                         aagw_qwait(qwait, 100);
@@ -3135,8 +3130,8 @@ static void *flow_main(void *arg) {
                 scale_commit(f);
         drain(f, atomic_load(&f->drain_ms));
         save_positions(f, true);
-        aagw_fetch_waker_destroy(f->waker);
-        f->waker = NULL;
+        aagw_stall_watch_destroy(f->stalls);
+        f->stalls = NULL;
         if (f->consumer)
                 rd_kafka_consumer_close(f->consumer);
         /* The lease is not closed: a static member leaves nothing behind
@@ -3195,7 +3190,7 @@ static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size) {
 }
 
 /* Make the source consumer (assign-only; its group id for the commits),
- * its queue and fetch waker.  Returns 0, or -1 with 'errstr' set. */
+ * its queue and stall watch.  Returns 0, or -1 with 'errstr' set. */
 static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         const char *extra[] = {
             "group.id", f->group,
@@ -3213,7 +3208,7 @@ static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
                 return -1;
         rd_kafka_poll_set_consumer(f->consumer);
         f->cq = rd_kafka_queue_get_consumer(f->consumer);
-        if (!(f->waker = aagw_fetch_waker_new(f->consumer))) {
+        if (!(f->stalls = aagw_stall_watch_new(f->consumer))) {
                 snprintf(errstr, errstr_size, "cannot start a thread");
                 return -1;
         }
@@ -3484,7 +3479,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
          * and leaves the owners' group (the others take over at once). */
         owner_destroy(f->owner);
         refused_destroy(f->refused);
-        aagw_fetch_waker_destroy(f->waker);
+        aagw_stall_watch_destroy(f->stalls);
         if (f->cq)
                 rd_kafka_queue_destroy(f->cq);
         replicator_destroy_clients(
@@ -3541,7 +3536,6 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->bad_passed     = LOAD(f->bad_passed);
         st->dead_lettered  = LOAD(f->dead_lettered);
         st->produce_errors = LOAD(f->produce_errors);
-        st->fetch_wakeups  = LOAD(f->fetch_wakeups);
         st->fetch_restarts = LOAD(f->fetch_restarts);
         st->consumer_restarts = LOAD(f->consumer_restarts);
         st->start_refetches = LOAD(f->start_refetches);

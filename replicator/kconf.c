@@ -356,18 +356,19 @@ const char *const aagw_kafka_producer_props[] = {
     NULL};
 
 const char *const aagw_kafka_consumer_props[] = {
-    /* librdkafka 2.0 stops fetching for about a second once
-     * queued.min.messages records wait in the queue (fixed by
-     * fetch.queue.backoff.ms in 2.2): a deep queue keeps the fetcher busy,
-     * the byte bound keeps memory bounded (and the fetch waker below
-     * restarts a parked fetcher). */
+    /* librdkafka stops fetching once queued.min.messages records or
+     * queued.max.messages.kbytes wait in the queue: the bound that
+     * matters is the bytes (memory); the record count is set out of the
+     * way, since small records would hit it first and pause a fetcher
+     * with little memory in use. */
     "queued.min.messages", "1000000",
     "queued.max.messages.kbytes", "16384",
-    /* librdkafka 2.2 and later wait this long before fetching again once
-     * the queue is over its bounds (default 1000 ms): a stage that drains
-     * 16 MiB in a fraction of a second then idled for the rest, and with
-     * the default aagw copied at 0.58-0.65x of 2.0.2's wall rate
-     * (bench_mm2, 500,000 records, 3 rounds).  10 ms: 1.08x. */
+    /* How long a fetcher waits before it looks again once the queue is
+     * over its bounds (default 1000 ms): a stage that drains 16 MiB in a
+     * fraction of a second then idled for the rest, and with the default
+     * aagw copied at 0.58-0.65x of the rate it has with 10 ms (bench_mm2,
+     * 500,000 records, 3 rounds).  librdkafka before 2.2 had no setting
+     * and always waited the second; aagw then woke the fetchers itself. */
     "fetch.queue.backoff.ms", "10",
     /* A broker connection has one fetch in flight.  When every partition
      * in it is at its end, the broker holds it for fetch.wait.max.ms, and

@@ -43,7 +43,9 @@
 #define BATCH_MAX       4096
 #define LEADER_WAIT_MS 200 /* discovery interval while an input has no
                               leader */
-#define WAKE_INTERVAL_MS 20 /* aagw_fetch_waker_poke(), at most */
+/* The stall watch (aagw_stall_watch_look()), at most this often: a look
+ * reads every input's position, and a stall takes seconds. */
+#define STALL_LOOK_MS 1000
 #define SCAN_TIMEOUT_MS 60000
 /* How long the start-up scan waits for an output partition to answer
  * (see output_wait()) before the stage fails. */
@@ -163,13 +165,13 @@ struct aagw_unify {
 
         _Atomic uint64_t records_in, records_out, recovered, replayed,
             commits, accepted, dropped, superseded, identical, rejected,
-            fetch_wakeups, fetch_restarts, diverged, oversized,
+            fetch_restarts, diverged, oversized,
             start_refetches;
         _Atomic int64_t  inflight, lag;
         struct aagw_reach reach; /* the site's cluster, from discover() */
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
-        aagw_fetch_waker_t *waker;
+        aagw_stall_watch_t *stalls;
         bool             topics_full_logged;
         rd_kafka_topic_t *last_rkt;  /* input of the previous record */
         struct utopic    *last_ut;
@@ -3293,15 +3295,15 @@ static int so_poll(aagw_unify_t *u) {
 
 /* -------------------------------------------------------------- THREAD --- */
 
-/* Inputs whose fetcher librdkafka left idle (the waker's stall
- * detection, found after a leader change): a new assignment at the
+/* Inputs whose fetch stands still while their leader holds more (the
+ * stall watch): a new assignment at the
  * stage's own positions, on the refreshed metadata, starts them again.
  * Only looked at with the queue empty, so the stage's own backlog is
  * never taken for a stall. */
 static void restart_stalled(aagw_unify_t *u, int64_t now) {
         struct aagw_stall_report r[16];
         char                     who[AAGW_ALIAS_MAX + 8];
-        size_t n = aagw_fetch_waker_stalled(u->waker, now, r, 16);
+        size_t n = aagw_stall_watch_stalled(u->stalls, now, r, 16);
 
         if (!n)
                 return;
@@ -3377,17 +3379,13 @@ static void *unify_main(void *arg) {
                 rd_kafka_poll(u->out_producer, 0);
                 if (!u->scale)
                         commit_ready(u);
-                /* Short poll, empty queue, inputs with more: librdkafka
-                 * 2.0 may have parked the fetchers (see kconf.c). */
+                /* A short poll and an empty queue: the only time an
+                 * input that stands still can be a stall. */
                 int64_t now = aagw_mono_ms();
-                /* (Looked at no more often than a wake-up may be sent:
-                 * a look reads every partition.) */
-                if (n < BATCH_MAX && now - last_poke_ms >= WAKE_INTERVAL_MS &&
+                if (n < BATCH_MAX && now - last_poke_ms >= STALL_LOOK_MS &&
                     !rd_kafka_queue_length(u->cq)) {
                         last_poke_ms = now;
-                        if (aagw_fetch_waker_poke(u->waker, now,
-                                                  WAKE_INTERVAL_MS) > 0)
-                                INC(u->fetch_wakeups);
+                        aagw_stall_watch_look(u->stalls, now, STALL_LOOK_MS);
                         restart_stalled(u, now);
                 }
                 if (now - u->last_lag_ms >= 500) {
@@ -3506,7 +3504,7 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
                 goto fail;
         rd_kafka_poll_set_consumer(u->consumer);
         u->cq = rd_kafka_queue_get_consumer(u->consumer);
-        if (!(u->waker = aagw_fetch_waker_new(u->consumer))) {
+        if (!(u->stalls = aagw_stall_watch_new(u->consumer))) {
                 snprintf(errstr, errstr_size, "cannot start a thread");
                 goto fail;
         }
@@ -3552,7 +3550,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         atomic_store(&u->ctl.stop, true);
         if (u->thread_started)
                 pthread_join(u->thread, NULL);
-        aagw_fetch_waker_destroy(u->waker);
+        aagw_stall_watch_destroy(u->stalls);
         if (u->out_producer) {
                 /* Unacknowledged records are not committed: a restart
                  * finds them in the output or decides them again.  Their
@@ -3654,7 +3652,6 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->recovered   = LD(recovered);
         st->replayed    = LD(replayed);
         st->commits     = LD(commits);
-        st->fetch_wakeups = LD(fetch_wakeups);
         st->fetch_restarts = LD(fetch_restarts);
         st->start_refetches = LD(start_refetches);
         st->inflight    = LD(inflight);

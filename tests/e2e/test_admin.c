@@ -781,93 +781,56 @@ static void test_counters_move_under_load(void **state) {
         assert_true(m.now.bytes == (long long)m.now.out * 47);
 }
 
-struct wake_arg {
+struct backlog_arg {
         struct fx *f;
         long long  want;
-        long long  out, unify_out, wakes, unify_wakes;
+        long long  out, unify_out;
 };
 
 /* True once both the flow and east's unify stage wrote 'want' records. */
 static bool caught_up(void *arg) {
-        struct wake_arg *w = arg;
-        struct http      h;
+        struct backlog_arg *w = arg;
+        struct http         h;
         http(w->f, "GET", "/metrics", NULL, &h);
         w->out = metric(h.body, "aagw_replication_records_out_total{flow=\""
                                 "east->west\"}");
         w->unify_out =
             metric(h.body, "aagw_unify_records_out_total{site=\"east\"}");
-        w->wakes = metric(h.body, "aagw_replication_fetch_wakeups_total{"
-                                  "flow=\"east->west\"}");
-        w->unify_wakes = metric(h.body, "aagw_unify_fetch_wakeups_total{"
-                                        "site=\"east\"}");
         http_deinit(&h);
         return w->out == w->want && w->unify_out == w->want;
 }
 
-/* A backlog behind a consumer queue bounded to 16 KiB: librdkafka 2.0
- * parks the fetchers each time the queue fills, and the flow and the
- * unify stage must wake them (counted) to get through it.  Everything
- * arrives once.
- *
- * A stage pokes the waker only when it finds its queue empty with input
- * left, i.e. when it outran its fetchers.  On a loaded machine (ASan, a
- * load of 20) the unify stage can be the slower side through a whole
- * backlog: every look finds records queued, nothing is parked long
- * enough to matter, and the wake-up counter stays 0 although nothing is
- * wrong (seen: "flow 3, unify 0").  So the test does not judge the
- * counters at one moment: while a backlog got through without a wake-up,
- * it queues another one behind the running gateway, up to BACKLOGS, and
- * fails only if none of them ever needed (and got) the waker. */
-#define BACKLOGS 6
-
-__attribute__((unused)) static void
-test_fetch_wakeups(void **state) {
-        struct fx        *f     = *state;
-        const int         first = 20000, more = 5000;
-        struct wake_arg   w     = {.f = f, .want = first};
-        int               backlogs = 1;
-        /* fetch.wait.max.ms back at librdkafka's 500: with aagw's 50, a
+/* A backlog behind a consumer queue bounded to 16 KiB, about 60
+ * queuefuls: the flow's and the unify stage's fetchers stop at every full
+ * queue and must start again by themselves (librdkafka looks again after
+ * fetch.queue.backoff.ms; aagw no longer wakes them).  Everything arrives,
+ * once.  The time it took is printed (on the embedded cluster 4 s with
+ * aagw's 10 ms pause and with librdkafka's default of a second alike:
+ * what that setting is worth shows on real brokers, docs/benchmarks.md). */
+static void test_backlog_small_queue(void **state) {
+        struct fx         *f = *state;
+        const int          n = 20000;
+        struct backlog_arg w = {.f = f, .want = n};
+        /* fetch.wait.max.ms back at librdkafka's 500: with aagw's 10, a
          * broker with one partition still fetching re-checks its parked
-         * ones itself every 50 ms, and a run may never need the waker. */
+         * ones itself every 10 ms, and the pause would never show. */
         const char *const extra[] = {
             "--unify", "dedup",
             "--set", "clusters.east.properties.consumer.queued.max.messages."
                      "kbytes=16",
             "--set", "clusters.east.properties.consumer.fetch.wait.max.ms=500",
-            /* librdkafka's own pause once the queue is full (aagw sets
-             * 10 ms, which rarely leaves a fetcher parked long enough
-             * for the waker): the case the waker is for. */
-            "--set", "clusters.east.properties.consumer.fetch.queue.backoff."
-                     "ms=1000",
             NULL};
 
-        produce(f, 0, first);
+        produce(f, 0, n);
+        int64_t t0 = harness_now_ms();
         start_gw(f, extra);
-        for (;;) {
-                if (!harness_wait_until(caught_up, &w, WAIT_MS))
-                        fail_msg("backlog %d: not caught up: east->west out "
-                                 "%lld, unified at east %lld, of %lld",
-                                 backlogs, w.out, w.unify_out, w.want);
-                /* librdkafka 2.0 parks its fetchers when the embedded
-                 * cluster answers: there the waker must have worked.  A
-                 * real broker's fetch responses restart them by
-                 * themselves, so the waker is rarely needed; there the
-                 * backlog getting through, once, is what is checked. */
-                if (harness_clusters_are_real(f->hc) ||
-                    (w.wakes > 0 && w.unify_wakes > 0))
-                        break;
-                if (backlogs == BACKLOGS)
-                        fail_msg("fetchers never woken through %d backlogs "
-                                 "(%lld records): flow %lld, unify %lld",
-                                 backlogs, w.want, w.wakes, w.unify_wakes);
-                produce(f, (int)w.want, more);
-                w.want += more;
-                backlogs++;
-        }
-        print_message("# fetchers woken: flow %lld, unify %lld (%d "
-                      "backlog%s, %lld records)\n",
-                      w.wakes, w.unify_wakes, backlogs,
-                      backlogs > 1 ? "s" : "", w.want);
+        if (!harness_wait_until(caught_up, &w, WAIT_MS))
+                fail_msg("backlog not through in %d ms: east->west out %lld, "
+                         "unified at east %lld, of %lld",
+                         WAIT_MS, w.out, w.unify_out, w.want);
+        print_message("# %d records behind a 16 KiB queue: through in %lld "
+                      "ms (start included)\n",
+                      n, (long long)(harness_now_ms() - t0));
         /* Nothing twice: the counters stay put once caught up. */
         struct http h;
         http(f, "GET", "/metrics", NULL, &h);
@@ -1899,15 +1862,8 @@ int main(void) {
                                           teardown),
           cmocka_unit_test_setup_teardown(test_counters_move_under_load, setup,
                                           teardown),
-#if !defined(__SANITIZE_ADDRESS__)
-          /* Whether a backlog needs the waker at all depends on the
-           * stage outrunning its fetchers, which ASan's slowdown turns
-           * around on 2 cores (a CI run: 6 backlogs of "flow 0, unify
-           * 0", nothing parked, nothing wrong; unloaded here: flow 1,
-           * unify 2).  The waker's code runs under ASan in every e2e
-           * test; this test of when it is needed, in the normal build. */
-          cmocka_unit_test_setup_teardown(test_fetch_wakeups, setup, teardown),
-#endif
+          cmocka_unit_test_setup_teardown(test_backlog_small_queue, setup,
+                                          teardown),
           cmocka_unit_test_setup_teardown(test_heartbeats_under_topic_filter,
                                           setup, teardown),
           cmocka_unit_test_setup_teardown(test_page_in_chromium, setup,
@@ -1922,9 +1878,6 @@ int main(void) {
           cmocka_unit_test_setup_teardown(test_tls_config_errors, setup_bare,
                                           teardown),
         };
-#if defined(__SANITIZE_ADDRESS__)
-        printf("# test_fetch_wakeups: left out under ASan (a timing test)\n");
-#endif
         return cmocka_run_group_tests_name("admin", tests, group_setup,
                                            group_teardown);
 }

@@ -1,6 +1,6 @@
-/* tests/unit/test_waker.c: when the fetch waker wakes a partition again
- * (aagw_wake_due()).  The waker itself is exercised against the embedded
- * cluster in tests/e2e/test_admin.c (test_fetch_wakeups). */
+/* tests/unit/test_stall.c: when the stall watch probes a partition and
+ * when it reports it stalled (aagw_stall_observe(), aagw_stall_due()),
+ * and the latency histogram's buckets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,68 +9,6 @@
 #include <cmocka.h>
 
 #include "aagw_replicator.h"
-
-static struct aagw_wake_mark fresh(void) {
-        struct aagw_wake_mark m = {.at_ms = INT64_MIN};
-        return m;
-}
-
-/* A partition never woken is woken, and the mark records it. */
-static void test_first_wake(void **state) {
-        struct aagw_wake_mark m = fresh();
-        (void)state;
-
-        assert_true(aagw_wake_due(&m, 100, 500, 1000));
-        assert_int_equal(m.pos, 100);
-        assert_int_equal(m.hi, 500);
-        assert_int_equal(m.at_ms, 1000);
-        /* Even at a clock of 0 or below (the mark's "never" is INT64_MIN). */
-        m = fresh();
-        assert_true(aagw_wake_due(&m, 0, 1, 0));
-        m = fresh();
-        assert_true(aagw_wake_due(&m, 0, 1, -5));
-}
-
-/* Progress since the last wake-up: woken again at once, whatever the
- * time (the catch-up's 20 ms cadence comes from the caller). */
-static void test_moved(void **state) {
-        struct aagw_wake_mark m = fresh();
-        (void)state;
-
-        assert_true(aagw_wake_due(&m, 100, 500, 1000));
-        assert_true(aagw_wake_due(&m, 101, 500, 1001)); /* position moved */
-        assert_true(aagw_wake_due(&m, 101, 501, 1002)); /* more records */
-        assert_int_equal(m.pos, 101);
-        assert_int_equal(m.hi, 501);
-        assert_int_equal(m.at_ms, 1002);
-}
-
-/* No progress: not again within AAGW_WAKE_STILL_MS, again after it. */
-static void test_still(void **state) {
-        struct aagw_wake_mark m = fresh();
-        (void)state;
-
-        assert_true(aagw_wake_due(&m, 7, 9, 5000));
-        for (int64_t t = 5000; t < 5000 + AAGW_WAKE_STILL_MS; t += 20)
-                assert_false(aagw_wake_due(&m, 7, 9, t));
-        assert_int_equal(m.at_ms, 5000); /* a refusal changes nothing */
-        assert_true(aagw_wake_due(&m, 7, 9, 5000 + AAGW_WAKE_STILL_MS));
-        assert_int_equal(m.at_ms, 5000 + AAGW_WAKE_STILL_MS);
-        assert_false(aagw_wake_due(&m, 7, 9, 5001 + AAGW_WAKE_STILL_MS));
-}
-
-/* A log that ends in transaction markers: the high watermark stays above
- * the position for good.  Over a minute of polls every 20 ms the
- * partition is woken once a second, not fifty times. */
-static void test_marker_tail(void **state) {
-        struct aagw_wake_mark m = fresh();
-        int                   woken = 0;
-        (void)state;
-
-        for (int64_t t = 0; t < 60000; t += 20)
-                woken += aagw_wake_due(&m, 1000, 1002, t);
-        assert_int_equal(woken, 60000 / AAGW_WAKE_STILL_MS);
-}
 
 /* ------------------------------------------------ stall detection -- */
 
@@ -174,10 +112,6 @@ static void test_latency_buckets(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_first_wake),
-            cmocka_unit_test(test_moved),
-            cmocka_unit_test(test_still),
-            cmocka_unit_test(test_marker_tail),
             cmocka_unit_test(test_latency_buckets),
             cmocka_unit_test(test_stall_reported),
             cmocka_unit_test(test_stall_not_reported),

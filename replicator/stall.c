@@ -1,7 +1,7 @@
 /*
- * replicator/waker.c: the fetch waker (aagw_replicator.h, "FETCH WAKER"):
- * restarts the fetchers librdkafka 2.0 leaves idle, and reports the
- * partitions whose fetches stalled.  Used by flows and the unify stage.
+ * replicator/stall.c: the stall watch (aagw_replicator.h, "STALL WATCH"):
+ * finds the partitions whose fetch stands still while their leader holds
+ * more, for the stage to restart them.  Used by flows and the unify stage.
  */
 #include "aagw_replicator.h"
 
@@ -15,18 +15,18 @@
 
 #include <xxhash.h>
 
-/* The marks of the partitions a waker woke: open addressing on a hash of
+/* The marks of the partitions watched: open addressing on a hash of
  * (topic, partition), linear probing.  A collision only merges two
- * partitions' marks, i.e. changes when one of them is woken, nothing else. */
-struct wake_slot {
+ * partitions' marks, i.e. changes when one of them is probed, nothing
+ * else. */
+struct watch_slot {
         uint64_t               key; /* 0: empty */
-        struct aagw_wake_mark  mark;
         struct aagw_stall_mark stall;
         char                  *topic; /* for reports; strdup()ed */
         int32_t                partition;
 };
 
-struct aagw_fetch_waker {
+struct aagw_stall_watch {
         rd_kafka_t                      *consumer;
         pthread_t                        thread;
         pthread_mutex_t                  lock;
@@ -36,20 +36,9 @@ struct aagw_fetch_waker {
         bool                             busy; /* req set, or being sent */
         bool                             stop;
         int64_t                          last_ms;
-        struct wake_slot                *slots; /* poke()'s thread only */
+        struct watch_slot                *slots; /* poke()'s thread only */
         size_t                           nslots, nused;
 };
-
-bool aagw_wake_due(struct aagw_wake_mark *m, int64_t pos, int64_t hi,
-                   int64_t now_ms) {
-        if (m->at_ms != INT64_MIN && m->pos == pos && m->hi == hi &&
-            now_ms - m->at_ms < AAGW_WAKE_STILL_MS)
-                return false;
-        m->pos   = pos;
-        m->hi    = hi;
-        m->at_ms = now_ms;
-        return true;
-}
 
 void aagw_stall_init(struct aagw_stall_mark *m) {
         *m = (struct aagw_stall_mark){-1, 0, -1, 0, INT64_MIN / 2,
@@ -87,20 +76,20 @@ bool aagw_stall_due(struct aagw_stall_mark *m, int64_t now_ms) {
         return true;
 }
 
-static uint64_t wake_key(const char *topic, int32_t partition) {
+static uint64_t watch_key(const char *topic, int32_t partition) {
         uint64_t h = XXH3_64bits_withSeed(topic, strlen(topic),
                                           (uint64_t)(uint32_t)partition);
         return h ? h : 1;
 }
 
 /* The slot of (topic, partition), created if new; NULL: out of memory. */
-static struct wake_slot *wake_slot(aagw_fetch_waker_t *w, const char *topic,
+static struct watch_slot *watch_slot(aagw_stall_watch_t *w, const char *topic,
                                    int32_t partition) {
-        uint64_t key = wake_key(topic, partition);
+        uint64_t key = watch_key(topic, partition);
 
         if ((w->nused + 1) * 2 > w->nslots) {
                 size_t            n  = w->nslots ? w->nslots * 2 : 256;
-                struct wake_slot *ns = calloc(n, sizeof(*ns));
+                struct watch_slot *ns = calloc(n, sizeof(*ns));
                 if (!ns)
                         return NULL;
                 for (size_t i = 0; i < w->nslots; i++) {
@@ -123,14 +112,13 @@ static struct wake_slot *wake_slot(aagw_fetch_waker_t *w, const char *topic,
                 return NULL;
         w->slots[i].key        = key;
         w->slots[i].partition  = partition;
-        w->slots[i].mark.at_ms = INT64_MIN;
-        aagw_stall_init(&w->slots[i].stall);
+                aagw_stall_init(&w->slots[i].stall);
         w->nused++;
         return &w->slots[i];
 }
 
-static void *waker_main(void *arg) {
-        aagw_fetch_waker_t *w = arg;
+static void *watch_main(void *arg) {
+        aagw_stall_watch_t *w = arg;
 
         pthread_mutex_lock(&w->lock);
         for (;;) {
@@ -141,9 +129,9 @@ static void *waker_main(void *arg) {
                 rd_kafka_topic_partition_list_t *l = w->req;
                 w->req = NULL;
                 pthread_mutex_unlock(&w->lock);
-                /* The request wakes the leaders' threads; the answer,
-                 * the end offsets, tells stalled partitions apart
-                 * (aagw_fetch_waker_stalled()). */
+                /* The answer, the end offsets as each leader knows
+                 * them, tells stalled partitions apart
+                 * (aagw_stall_watch_stalled()). */
                 rd_kafka_resp_err_t e =
                     rd_kafka_offsets_for_times(w->consumer, l, 5000);
                 pthread_mutex_lock(&w->lock);
@@ -161,8 +149,8 @@ static void *waker_main(void *arg) {
         return NULL;
 }
 
-aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer) {
-        aagw_fetch_waker_t *w = calloc(1, sizeof(*w));
+aagw_stall_watch_t *aagw_stall_watch_new(rd_kafka_t *consumer) {
+        aagw_stall_watch_t *w = calloc(1, sizeof(*w));
 
         if (!w)
                 return NULL;
@@ -170,7 +158,7 @@ aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer) {
         w->last_ms  = INT64_MIN / 2;
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
-        if (pthread_create(&w->thread, NULL, waker_main, w)) {
+        if (pthread_create(&w->thread, NULL, watch_main, w)) {
                 pthread_cond_destroy(&w->cond);
                 pthread_mutex_destroy(&w->lock);
                 free(w);
@@ -179,9 +167,9 @@ aagw_fetch_waker_t *aagw_fetch_waker_new(rd_kafka_t *consumer) {
         return w;
 }
 
-int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
-                          int min_interval_ms) {
-        rd_kafka_topic_partition_list_t *a = NULL, *lag = NULL;
+int aagw_stall_watch_look(aagw_stall_watch_t *w, int64_t now_ms,
+                           int min_interval_ms) {
+        rd_kafka_topic_partition_list_t *a = NULL, *probe = NULL;
         int                              n = 0;
         bool                             busy;
 
@@ -194,9 +182,9 @@ int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
         pthread_mutex_unlock(&w->lock);
         for (int i = 0; ans && i < ans->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &ans->elems[i];
-                struct wake_slot                 *ws;
+                struct watch_slot                 *ws;
                 if (!tp->err && tp->offset >= 0 &&
-                    (ws = wake_slot(w, tp->topic, tp->partition)))
+                    (ws = watch_slot(w, tp->topic, tp->partition)))
                         aagw_stall_answer(&ws->stall, tp->offset, now_ms);
         }
         if (ans)
@@ -204,53 +192,40 @@ int aagw_fetch_waker_poke(aagw_fetch_waker_t *w, int64_t now_ms,
         if (busy || rd_kafka_assignment(w->consumer, &a) || !a)
                 return 0;
         if (a->cnt && !rd_kafka_position(w->consumer, a) &&
-            (lag = rd_kafka_topic_partition_list_new(a->cnt))) {
+            (probe = rd_kafka_topic_partition_list_new(a->cnt))) {
                 for (int i = 0; i < a->cnt; i++) {
                         const rd_kafka_topic_partition_t *tp = &a->elems[i];
-                        int64_t                           lo, hi;
-                        struct wake_slot                 *ws;
-                        bool                              want;
-                        if (tp->offset < 0)
+                        struct watch_slot                 *ws;
+                        if (tp->offset < 0 ||
+                            !(ws = watch_slot(w, tp->topic, tp->partition)))
                                 continue;
-                        /* No memory for a slot: woken, as before. */
-                        ws   = wake_slot(w, tp->topic, tp->partition);
-                        want = !rd_kafka_get_watermark_offsets(
-                                   w->consumer, tp->topic, tp->partition, &lo,
-                                   &hi) &&
-                               hi > tp->offset &&
-                               (!ws ||
-                                aagw_wake_due(&ws->mark, tp->offset, hi,
-                                              now_ms));
                         /* Still too long: ask its leader, past the cache. */
-                        if (ws && aagw_stall_observe(&ws->stall, tp->offset,
-                                                     now_ms))
-                                want = true;
-                        if (want)
+                        if (aagw_stall_observe(&ws->stall, tp->offset, now_ms))
                                 rd_kafka_topic_partition_list_add(
-                                    lag, tp->topic, tp->partition)
+                                    probe, tp->topic, tp->partition)
                                     ->offset = RD_KAFKA_OFFSET_END;
                 }
         }
         rd_kafka_topic_partition_list_destroy(a);
-        if (lag && (n = lag->cnt) > 0) {
+        if (probe && (n = probe->cnt) > 0) {
                 w->last_ms = now_ms;
                 pthread_mutex_lock(&w->lock);
-                w->req  = lag;
+                w->req  = probe;
                 w->busy = true;
                 pthread_cond_signal(&w->cond);
                 pthread_mutex_unlock(&w->lock);
-        } else if (lag) {
-                rd_kafka_topic_partition_list_destroy(lag);
+        } else if (probe) {
+                rd_kafka_topic_partition_list_destroy(probe);
         }
         return n;
 }
 
-size_t aagw_fetch_waker_stalled(aagw_fetch_waker_t *w, int64_t now_ms,
+size_t aagw_stall_watch_stalled(aagw_stall_watch_t *w, int64_t now_ms,
                                 struct aagw_stall_report *out, size_t max) {
         size_t n = 0;
 
         for (size_t i = 0; w && i < w->nslots && n < max; i++) {
-                struct wake_slot *ws = &w->slots[i];
+                struct watch_slot *ws = &w->slots[i];
                 int64_t           since;
                 if (!ws->key)
                         continue;
@@ -284,7 +259,7 @@ void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
                 rd_kafka_metadata_destroy(md);
 }
 
-void aagw_fetch_waker_destroy(aagw_fetch_waker_t *w) {
+void aagw_stall_watch_destroy(aagw_stall_watch_t *w) {
         if (!w)
                 return;
         pthread_mutex_lock(&w->lock);
