@@ -751,9 +751,6 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         /* Waits on a Kafka answer (topic creation, metadata) give up now:
          * a cluster that is gone would hold them for seconds. */
         aagw_kafka_process_stop(true);
-        /* The drains are bounded (15 s flows, 10 s unify); a client that
-         * does not let go is not. */
-        gw_stop_watchdog(GW_STOP_BOUND_S);
         /* The last figures once the flows drained: logged before, they
          * showed acknowledged records as still in flight. */
         stop_flows(&e, 15000);

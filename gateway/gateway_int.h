@@ -31,11 +31,6 @@ void gw_signals_install(void);
  * arrived. */
 bool gw_wait_stop(int ms);
 
-/* Exit the process (EXIT_RUNTIME, with a log line) if it is still running
- * 'seconds' from now: armed when a stop begins, so a shutdown stuck in
- * librdkafka cannot hang for good. */
-void gw_stop_watchdog(int seconds);
-#define GW_STOP_BOUND_S 40
 
 /* ------------------------------- LOGGING ------------------------------- */
 

@@ -40,29 +40,3 @@ bool gw_wait_stop(int ms) {
         }
         return gw_stop_signal != 0;
 }
-
-/* The last resort of a stop: librdkafka's rd_kafka_destroy() has been
- * seen to hang for minutes (it waits for its own threads, which wait for
- * a broker), and while it does the process ignores SIGTERM. */
-static void *watchdog(void *arg) {
-        int             s  = (int)(intptr_t)arg;
-        struct timespec ts = {s, 0};
-
-        while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-                ;
-        aagw_log(AAGW_LOG_ERROR, "RUN",
-                 "the stop did not finish within %d s (stuck in a Kafka "
-                 "client's shutdown); exiting now without it: positions and "
-                 "unify state were stored as far as they got, and the next "
-                 "start resumes from there",
-                 s);
-        _exit(EXIT_RUNTIME);
-        return NULL;
-}
-
-void gw_stop_watchdog(int seconds) {
-        pthread_t t;
-
-        if (!pthread_create(&t, NULL, watchdog, (void *)(intptr_t)seconds))
-                pthread_detach(t);
-}

@@ -474,6 +474,32 @@ static bool target_gone(rd_kafka_resp_err_t err) {
                err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
 }
 
+/* The target's authorizer refused the write: its ACLs, not the record,
+ * are at fault, and the next record would be refused the same way.
+ * Dead-lettering would move the position past records that were never
+ * copied (and the dead-letter topic is refused as well, most likely). */
+static bool write_denied(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+               err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
+               err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+}
+
+/* Fail closed on a write the target's ACLs deny: the position stays
+ * before the record, and a start once the ACL is granted copies it. */
+static void fail_write_denied(aagw_flow_t *f, struct ptrack *pt,
+                              const char *topic, rd_kafka_resp_err_t err) {
+        if (atomic_load(&f->ctl.stop))
+                return;
+        flow_fail(f,
+                  "write to topic %s at %s denied (%s): allow aagw's "
+                  "principal WRITE on it (and IDEMPOTENT_WRITE on the "
+                  "cluster for Kafka before 3.0); %s [%d] stays where it "
+                  "was, nothing was dead-lettered, and a start once it is "
+                  "allowed copies on from there",
+                  topic, f->target, rd_kafka_err2name(err), pt->tt->topic,
+                  (int)pt->partition);
+}
+
 /* Fail closed on a vanished target: its copies are gone with it, so
  * nothing sent to it may count as delivered.  The next start creates it
  * again and copies the source anew (reconcile() sees the reset). */
@@ -527,6 +553,15 @@ static void on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                         flow_fail(f, "dead-letter topic %s at %s: %s",
                                   f->dlq_topic, f->target,
                                   rd_kafka_err2str(m->err));
+                ADD(f->inflight, -1);
+                token_put(f, tok);
+                return;
+        }
+        if (m->err && write_denied(m->err)) {
+                replicator_note_authz(f->target, m->err, "WRITE", "topic %s",
+                                      rd_kafka_topic_name(m->rkt));
+                fail_write_denied(f, pt, rd_kafka_topic_name(m->rkt),
+                                  m->err);
                 ADD(f->inflight, -1);
                 token_put(f, tok);
                 return;

@@ -15,7 +15,9 @@
  *    undeliverable for three position saves are not lost.
  *  - SIGTERM during the outage: exit within the stop deadline, exit 1
  *    with the reason (undelivered records), no crash; a restart delivers
- *    the rest exactly once. */
+ *    the rest exactly once.
+ *  - Writes denied by the target's authorizer: the flow fails closed,
+ *    dead-letters nothing, and a restart copies the rest once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,6 +207,72 @@ static void test_sigterm_while_target_down(void **state) {
         rrecs_deinit(&copy);
 }
 
+/* The target's authorizer refuses the copies (TOPIC_AUTHORIZATION_FAILED
+ * on every Produce request to west, pushed into the embedded cluster):
+ * an ACL, not the records, is at fault.  The flow fails closed, naming
+ * the topic, the cluster and the ACL to grant; nothing goes to the
+ * dead-letter topic, and a start once the writes are allowed copies
+ * every record, once. */
+static void test_write_denied(void **state) {
+        struct repl *r = repl_new(sites, 2);
+        struct rrecs src, copy;
+        int          code;
+        char        *text;
+
+        *state = r;
+        repl_mock_only(r, MOCK_ONLY);
+        repl_create_topic(r, NULL, "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_create_topic(r, "east", "west.clicks", PARTS);
+        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+
+        rd_kafka_mock_cluster_t *west =
+            aagw_sandbox_mock(harness_clusters_sandbox(r->hc), "west");
+        assert_non_null(west);
+        /* Kafka's API key of Produce requests (librdkafka's own name for
+         * it is not in its public headers). */
+        const int16_t       produce_key = 0;
+        rd_kafka_resp_err_t denied[1000];
+        for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++)
+                denied[i] = RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        rd_kafka_mock_push_request_errors_array(
+            west, produce_key, sizeof(denied) / sizeof(denied[0]),
+            denied);
+        repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
+        code = repl_gw_wait_exit(r, 30000);
+        rd_kafka_mock_clear_request_errors(west, produce_key);
+        if (code != 1) {
+                repl_dump_log(r, 20);
+                fail_msg("exit %d, expected 1 (the flow failed closed)", code);
+        }
+        text = repl_log_text(r);
+        if (!strstr(text, "denied (TOPIC_AUTHORIZATION_FAILED): allow aagw's "
+                          "principal WRITE on it") ||
+            !strstr(text, "nothing was dead-lettered") ||
+            !strstr(text, "E [ACCESS] cluster west") || strstr(text,
+                                                              "dead-lettering")) {
+                repl_dump_log(r, 30);
+                fail_msg("the log does not name the denied write as expected");
+        }
+        free(text);
+        /* Nothing dead-lettered: west has no dead-letter topic. */
+        assert_int_equal(repl_size(r, "west", "aagw.dlq.east"), 0);
+        assert_int_equal(repl_size(r, "west", "east.clicks"), BATCH);
+
+        /* Allowed again: every record copied, once, in order. */
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", 2 * BATCH, REPL_TIMEOUT_MS);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+        repl_read(r, "east", "clicks", &src);
+        repl_read(r, "west", "east.clicks", &copy);
+        repl_check_copy(&src, "clicks", "east", &copy, "east>west");
+        assert_int_equal(copy.cnt, 2 * BATCH);
+        rrecs_deinit(&src);
+        rrecs_deinit(&copy);
+}
+
 int main(void) {
         struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_sigterm_while_target_down, repl_setup,
@@ -213,10 +281,12 @@ int main(void) {
                                             repl_teardown),
             cmocka_unit_test_setup_teardown(test_kill_while_target_down, repl_setup,
                                             repl_teardown),
+            cmocka_unit_test_setup_teardown(test_write_denied, repl_setup,
+                                            repl_teardown),
         };
         static const char *const all[] = {
             "test_sigterm_while_target_down", "test_target_down_5s",
-            "test_kill_while_target_down", NULL};
+            "test_kill_while_target_down", "test_write_denied", NULL};
         size_t n = repl_mock_only_tests(tests,
                                         sizeof(tests) / sizeof(tests[0]), all,
                                         MOCK_ONLY);

@@ -1740,11 +1740,6 @@ static void check_enospc_log(struct soak *s, int i, int code,
         if (log && strstr(log, "Assertion"))
                 failf(s, "%s: aagw --site %s aborted on an assertion (log %s)",
                       when, site_name[i], s->gw[i].log);
-        /* The stop watchdog (signals.c): a hang in the stop, cut short. */
-        if (log && strstr(log, "the stop did not finish within"))
-                failf(s, "%s: aagw --site %s hung in its stop until the "
-                         "shutdown watchdog ended it (log %s)",
-                      when, site_name[i], s->gw[i].log);
         free(log);
 }
 
