@@ -587,6 +587,16 @@ static bool hooks_tick(struct engine *e, const struct gw_engine_hooks *hooks,
         return stop;
 }
 
+/* A start step that failed because a stop signal came meanwhile (its
+ * waits on Kafka gave up): a stop, not an error.  Sets *rc. */
+static bool stopped_while_starting(int *rc) {
+        if (!gw_stop_signal)
+                return false;
+        aagw_log(AAGW_LOG_INFO, "RUN", "stop requested while starting");
+        *rc = EXIT_OK;
+        return true;
+}
+
 int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                   struct aagw_statedir *sd, int duration_s,
                   const struct gw_engine_hooks *hooks,
@@ -601,7 +611,10 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         /* A refused login is told by the bootstraps of the client that
          * met it. */
         aagw_access_reset();
-        aagw_kafka_process_stop(false);
+        aagw_kafka_process_stop(gw_stop_signal != 0);
+        gw_starting = 1;
+        if (gw_stop_signal)
+                aagw_kafka_process_stop(true);
         for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "clusters");
              i++) {
                 const char *alias = aagw_config_instance(cfg, "clusters", i);
@@ -666,6 +679,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 }
         }
         if (scale_out_setup(&e, sd, err, sizeof(err)) == -1) {
+                if (stopped_while_starting(&rc))
+                        goto out;
                 gw_errorf("%s", err);
                 rc = EXIT_USAGE;
                 goto out;
@@ -673,6 +688,8 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         for (size_t i = 0; i < plan->nflows; i++) {
                 if (add_flow(&e, plan->flows[i].src, plan->flows[i].dst, err,
                              sizeof(err)) == -1) {
+                        if (stopped_while_starting(&rc))
+                                goto out;
                         gw_errorf("flow %s->%s: %s", plan->flows[i].src,
                                   plan->flows[i].dst, err);
                         goto out;
@@ -687,12 +704,16 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         if (site && strcmp(site, a))
                                 continue;
                         if (add_unify(&e, a, err, sizeof(err)) == -1) {
+                                if (stopped_while_starting(&rc))
+                                        goto out;
                                 gw_errorf("unify stage at %s: %s", a, err);
                                 goto out;
                         }
                 }
         }
         if (e.scale.enabled && members_start(&e, err, sizeof(err))) {
+                if (stopped_while_starting(&rc))
+                        goto out;
                 gw_errorf("scale-out members view: %s", err);
                 goto out;
         }
@@ -706,6 +727,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                         goto out;
                 }
         }
+        gw_starting = 0;
         aagw_log(AAGW_LOG_INFO, "RUN", "running %zu flow%s and %zu unify "
                                        "stage%s; stop with SIGINT or SIGTERM",
                  e.nflows, e.nflows == 1 ? "" : "s", e.nunify,
@@ -771,6 +793,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 }
         }
 out:
+        gw_starting = 0;
         if (admin && admin->fd != -1)
                 close(admin->fd);
         if (admin && admin->health_fd != -1)

@@ -23,6 +23,10 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 /* Set by SIGINT/SIGTERM handlers; never written anywhere else.  Handlers do
  * nothing but set it. */
 extern volatile sig_atomic_t gw_stop_signal;
+/* Set while the engine starts (checks, topic creation, first metadata):
+ * a stop signal then also makes every wait on a Kafka answer give up
+ * (aagw_kafka_process_stop()), since no loop polls the flag yet. */
+extern volatile sig_atomic_t gw_starting;
 
 /* Install SIGINT/SIGTERM handlers that set gw_stop_signal, ignore SIGPIPE. */
 void gw_signals_install(void);

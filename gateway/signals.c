@@ -5,6 +5,8 @@
  * flush and write state. */
 #include "gateway_int.h"
 
+#include "aagw_replicator.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -12,9 +14,13 @@
 #include <unistd.h>
 
 volatile sig_atomic_t gw_stop_signal;
+volatile sig_atomic_t gw_starting;
 
 static void on_stop(int sig) {
         gw_stop_signal = sig;
+        /* A lock-free atomic store: safe in a handler. */
+        if (gw_starting)
+                aagw_kafka_process_stop(true);
 }
 
 void gw_signals_install(void) {

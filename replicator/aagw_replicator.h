@@ -260,6 +260,9 @@ struct aagw_kafka_client {
         const char *const *common;
         const char *const *extra; /**< managed name/value pairs, NULL-ended,
                                        after common */
+        /** Name/value pairs applied after the operator's properties (what
+         *  aagw must decide whatever they say); NULL: none. */
+        const char *const *last;
         void              *opaque;
         /** Delivery reports (producers); NULL: none. */
         void (*dr_msg_cb)(rd_kafka_t *rk, const rd_kafka_message_t *m,

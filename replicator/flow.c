@@ -3167,8 +3167,7 @@ static void *flow_main(void *arg) {
         save_positions(f, true);
         aagw_stall_watch_destroy(f->stalls);
         f->stalls = NULL;
-        if (f->consumer)
-                rd_kafka_consumer_close(f->consumer);
+        replicator_consumer_close(f->consumer, REPLICATOR_CLOSE_MS());
         /* The lease is not closed: a static member leaves nothing behind
          * by closing (it stays in its group until the session times out),
          * and librdkafka 2.0.2's close of a lease that was given its
@@ -3183,6 +3182,19 @@ static void *flow_main(void *arg) {
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
 
+/* The source consumer never joins its group: its session timeout only
+ * bounds how long a commit waits for a coordinator (librdkafka holds it
+ * that long), and its destroy waits for that commit.  The commits are
+ * for lag tooling, the positions are the state dir's: a commit that
+ * could not be made is made again at the next save, and a stop with the
+ * source gone waits 2 s instead of the session timeout an operator set
+ * for the identity lease (or librdkafka's 45 s).  Applied after the
+ * operator's consumer properties. */
+static const char *const consumer_last[] = {
+    "session.timeout.ms", "2000",
+    "heartbeat.interval.ms", "500",
+    NULL};
+
 static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                const char *role, const char *bootstraps,
                                const char *const *props, size_t nprops,
@@ -3195,6 +3207,9 @@ static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,
                                       .prop_cnt     = nprops,
                                       .opaque       = f,
                                       .delivery     = &f->delivery,
+                                      .last = !strcmp(role, "consumer")
+                                                  ? consumer_last
+                                                  : NULL,
                                       .rebalance_cb = !strcmp(role, "lease")
                                                           ? lease_cb
                                                           : NULL};
@@ -3520,7 +3535,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         replicator_destroy_clients(
             (const struct replicator_doomed[]){
                 {f->producer, 0},
-                {f->consumer, 0},
+                {f->consumer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
                 {f->lease, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
                 {f->reader, 0},
                 {f->end_probe, 0},

@@ -22,6 +22,32 @@ static void *destroy_one(void *arg) {
         return NULL;
 }
 
+bool replicator_consumer_close(rd_kafka_t *c, int ms) {
+        rd_kafka_queue_t *q;
+        rd_kafka_error_t *e;
+        int64_t           deadline = aagw_mono_ms() + ms;
+        bool              closed   = false;
+
+        if (!c)
+                return true;
+        q = rd_kafka_queue_new(c);
+        if ((e = rd_kafka_consumer_close_queue(c, q))) {
+                rd_kafka_error_destroy(e);
+        } else {
+                while (!(closed = rd_kafka_consumer_closed(c)) &&
+                       aagw_mono_ms() < deadline) {
+                        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 50);
+                        if (ev && rd_kafka_event_type(ev) ==
+                                      RD_KAFKA_EVENT_REBALANCE)
+                                rd_kafka_assign(c, NULL);
+                        if (ev)
+                                rd_kafka_event_destroy(ev);
+                }
+        }
+        rd_kafka_queue_destroy(q);
+        return closed;
+}
+
 void replicator_destroy_clients(const struct replicator_doomed *v, size_t n) {
         pthread_t t[16];
         bool      own[16] = {false};
@@ -73,6 +99,7 @@ rd_kafka_t *replicator_client(const struct replicator_client *c,
                               ? aagw_kafka_consumer_props
                               : NULL,
             .extra      = extra,
+            .last       = c->last,
             .opaque     = producer ? (void *)c->delivery : c->opaque,
             .dr_msg_cb  = producer && !strcmp(role, "producer") ? dr_thunk
                                                                 : NULL,

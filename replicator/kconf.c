@@ -479,6 +479,10 @@ rd_kafka_t *aagw_kafka_client_new(const struct aagw_kafka_client *c,
         if (aagw_kafka_conf_apply(conf, c->role, c->props, c->prop_cnt, errstr,
                                   errstr_size))
                 goto fail;
+        for (size_t i = 0; c->last && c->last[i]; i += 2)
+                if (aagw_kafka_conf_set(conf, c->last[i], c->last[i + 1],
+                                        errstr, errstr_size))
+                        goto fail;
         rd_kafka_conf_set_opaque(conf, c->opaque);
         if (c->dr_msg_cb)
                 rd_kafka_conf_set_dr_msg_cb(conf, c->dr_msg_cb);

@@ -66,6 +66,7 @@ struct owner {
         int64_t dropped; /* records the membership consumer fetched */
         bool    in_txn;
         bool    fatal;   /* the producer failed for good */
+        bool    abort_failed; /* the last abort timed out or failed */
         bool    changed; /* ownership changed during this owner_poll() */
         bool    name_check; /* name_free() before a producer is made */
         /* This owner's instance, in its consumer's client.id
@@ -88,6 +89,19 @@ struct owner {
 static int64_t remains(int64_t deadline) {
         int64_t r = deadline - aagw_mono_ms();
         return r > 0 ? r : 0;
+}
+
+/* A wait on the coordinator once the process stops: a healthy cluster
+ * answers a commit, an abort or a leave within milliseconds, and one
+ * that is gone would hold the stop for the whole of the usual wait
+ * (10 s a commit, 5 s an abort, 5 s a leave).  What is not committed
+ * then is aborted by the coordinator and copied again. */
+#define STOP_WAIT_MS 1000
+
+static int wait_ms(int ms) {
+        return aagw_kafka_process_stopping() && ms > STOP_WAIT_MS
+                   ? STOP_WAIT_MS
+                   : ms;
 }
 
 static void ms_str(char *buf, size_t size, int ms, int def) {
@@ -522,7 +536,7 @@ fail:
 static void close_consumer(struct owner *o) {
         rd_kafka_queue_t *q = rd_kafka_queue_new(o->consumer);
         rd_kafka_error_t *e = rd_kafka_consumer_close_queue(o->consumer, q);
-        int64_t           deadline = aagw_mono_ms() + CLOSE_MS;
+        int64_t           deadline = aagw_mono_ms() + wait_ms(CLOSE_MS);
         bool              closed   = false;
 
         if (e) {
@@ -555,9 +569,12 @@ static void close_consumer(struct owner *o) {
 void owner_destroy(struct owner *o) {
         if (!o)
                 return;
-        if (o->producer && o->in_txn && !o->fatal) {
+        /* An abort that failed during the stop fails again: the
+         * coordinator aborts the transaction after its timeout anyway. */
+        if (o->producer && o->in_txn && !o->fatal &&
+            !(o->abort_failed && aagw_kafka_process_stopping())) {
                 rd_kafka_error_t *e =
-                    rd_kafka_abort_transaction(o->producer, ABORT_MS);
+                    rd_kafka_abort_transaction(o->producer, wait_ms(ABORT_MS));
                 if (e) {
                         aagw_log(AAGW_LOG_WARN, "OWNER",
                                  "%s: abort at close: %s (the coordinator "
@@ -695,8 +712,10 @@ static bool fenced_err(rd_kafka_resp_err_t err) {
  * 'errstr' from 'n' on) if even that failed. */
 static bool abort_txn(struct owner *o, char *errstr, size_t errstr_size,
                       size_t n) {
-        rd_kafka_error_t *e = rd_kafka_abort_transaction(o->producer, ABORT_MS);
+        rd_kafka_error_t *e =
+            rd_kafka_abort_transaction(o->producer, wait_ms(ABORT_MS));
 
+        o->abort_failed = e != NULL;
         if (!e) {
                 o->in_txn = false;
                 return true;
@@ -799,7 +818,8 @@ owner_result_t owner_abort(struct owner *o, char *errstr,
 owner_result_t owner_commit(struct owner *o,
                             const rd_kafka_topic_partition_list_t *offsets,
                             char *errstr, size_t errstr_size) {
-        int64_t           deadline = aagw_mono_ms() + o->commit_timeout_ms;
+        int64_t           deadline =
+            aagw_mono_ms() + wait_ms(o->commit_timeout_ms);
         rd_kafka_error_t *e;
         size_t            n;
 
@@ -918,7 +938,8 @@ static int probe_read(const char *bootstraps, const char *const *props,
         rd_kafka_topic_partition_list_add(a, topic, 0)->offset = from;
         rd_kafka_assign(rk, a);
         rd_kafka_topic_partition_list_destroy(a);
-        while (seen < 0 && remains(deadline) > 0) {
+        while (seen < 0 && remains(deadline) > 0 &&
+               !aagw_kafka_process_stopping()) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
                 if (!m)
                         continue;

@@ -60,6 +60,19 @@ struct replicator_doomed {
  * one after another that added up to several seconds of a stop. */
 void replicator_destroy_clients(const struct replicator_doomed *v, size_t n);
 
+/* Close consumer @p c (leave its group, finish its commits) within
+ * @p ms, serving a revocation meanwhile; NULL is a no-op.  A plain
+ * rd_kafka_consumer_close() waits for a pending offset commit until the
+ * coordinator answers, which a cluster that went away never does.
+ * Destroy it afterwards with RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE.
+ * @returns true if it closed in time. */
+bool replicator_consumer_close(rd_kafka_t *c, int ms);
+
+/* How long a stage's consumers get to close: short once the process
+ * stops (a healthy cluster answers in milliseconds, one that is gone
+ * never). */
+#define REPLICATOR_CLOSE_MS() (aagw_kafka_process_stopping() ? 1000 : 10000)
+
 /* Where a producer's delivery reports go: 'fn' gets each record's token
  * (the produce opaque; reports without one are not passed on).  Lives as
  * long as the producer. */
@@ -80,6 +93,7 @@ struct replicator_client {
         void (*rebalance_cb)(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                              rd_kafka_topic_partition_list_t *parts,
                              void *opaque);
+        const char *const *last; /* after the operator's properties */
 };
 
 /* A client of 'role': "consumer" (the data consumer: managed consumer

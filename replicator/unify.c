@@ -3568,10 +3568,11 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                        aagw_mono_ms() < deadline);
         }
         if (u->consumer) {
-                rd_kafka_consumer_close(u->consumer);
+                replicator_consumer_close(u->consumer, REPLICATOR_CLOSE_MS());
                 if (u->cq)
                         rd_kafka_queue_destroy(u->cq);
-                rd_kafka_destroy(u->consumer);
+                rd_kafka_destroy_flags(u->consumer,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         }
         for (size_t t = 0; t < u->ntopics; t++) {
                 if (u->topics[t]->out_rkt) {
@@ -3591,17 +3592,15 @@ void aagw_unify_destroy(aagw_unify_t *u) {
          * over at once. */
         owner_destroy(u->owner);
         refused_destroy(u->refused);
-        if (u->reader)
-                rd_kafka_consumer_close(u->reader);
-        if (u->end_probe)
-                rd_kafka_consumer_close(u->end_probe);
+        replicator_consumer_close(u->reader, REPLICATOR_CLOSE_MS());
+        replicator_consumer_close(u->end_probe, REPLICATOR_CLOSE_MS());
         if (u->sbq)
                 rd_kafka_queue_destroy(u->sbq);
         replicator_destroy_clients(
             (const struct replicator_doomed[]){
                 {u->producer, 0},
-                {u->reader, 0},
-                {u->end_probe, 0},
+                {u->reader, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {u->end_probe, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
                 {u->admin, 0},
                 {u->hw_probe, 0},
                 {u->standby, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE}},
