@@ -303,7 +303,7 @@ static void listeners_resume(struct proxy *px);
 
 /* Close both sockets and retire 'c' (freed after the current batch of
  * events, which may still point at it).  With 'reset', both peers get a
- * reset; 'why' is logged. */
+ * reset; 'why' (NULL: an expected end) is logged. */
 static void conn_close(struct proxy *px, struct conn *c, bool reset,
                        const char *why) {
         if (c->dead)
@@ -312,9 +312,10 @@ static void conn_close(struct proxy *px, struct conn *c, bool reset,
                 logf_("conn %" PRIu64 " (%s -> %s) aborted: %s", c->id,
                       c->pair->listen_spec, c->pair->upstream_spec, why);
         else if (px->verbose)
-                logf_("conn %" PRIu64 " closed: %" PRIu64 " bytes up, %" PRIu64
+                logf_("conn %" PRIu64 " %s: %" PRIu64 " bytes up, %" PRIu64
                       " down",
-                      c->id, c->c2u.bytes, c->u2c.bytes);
+                      c->id, reset ? "reset" : "closed", c->c2u.bytes,
+                      c->u2c.bytes);
         if (reset) {
                 close_reset(c->cli.fd);
                 close_reset(c->up.fd);
@@ -471,6 +472,26 @@ static int dir_write(struct proxy *px, struct conn *c, struct dir *d,
                                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
                                         d->blocked = true;
                                         break;
+                                }
+                                if ((errno == EPIPE || errno == ECONNRESET) &&
+                                    d->dst->rd_eof) {
+                                        /* The peer ended and closed with
+                                         * bytes still on their way to it,
+                                         * as clients do when they stop:
+                                         * its kernel answers them with a
+                                         * reset, which goes on to the
+                                         * other side as it would over a
+                                         * real WAN.  Not worth a line. */
+                                        if (px->verbose)
+                                                logf_("conn %" PRIu64
+                                                      ": %s closed with bytes "
+                                                      "in flight to it",
+                                                      c->id,
+                                                      d->dst == &c->cli
+                                                          ? "client"
+                                                          : "upstream");
+                                        conn_close(px, c, true, NULL);
+                                        return -1;
                                 }
                                 conn_abort_errno(px, c,
                                                  d->dst == &c->cli
