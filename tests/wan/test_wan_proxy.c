@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "harness.h"
 #include "wan_test.h"
 
@@ -603,7 +604,7 @@ static void test_bytes_exact_both_ways(void **state) {
         const char *args[] = {"--rtt", "20", "--max-queued", q,
                               pair_to(f, 0, f->srv[0].port), NULL};
         proxy_start(f, args);
-        hwm0 = wan_proc_hwm_kib(harness_proc_pid(f->proxy.proc));
+        hwm0 = bench_proc_hwm_kib(harness_proc_pid(f->proxy.proc));
 
         f->x  = calloc(1, sizeof(*f->x));
         f->nx = 1;
@@ -626,7 +627,7 @@ static void test_bytes_exact_both_ways(void **state) {
         assert_bytes_equal(f->srv[0].conns[0].in, f->srv[0].conns[0].in_len,
                            f->a, size, "client -> upstream");
 
-        hwm1 = wan_proc_hwm_kib(harness_proc_pid(f->proxy.proc));
+        hwm1 = bench_proc_hwm_kib(harness_proc_pid(f->proxy.proc));
         print_message("# proxy peak RSS %ld KiB before, %ld KiB after "
                       "2 x %zu MiB (bound %zu KiB per direction)\n",
                       hwm0, hwm1, size >> 20, bound >> 10);

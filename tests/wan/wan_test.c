@@ -110,19 +110,3 @@ int wan_proxy_stop(struct wan_proxy *p) {
         memset(p, 0, sizeof(*p));
         return rc;
 }
-
-long wan_proc_hwm_kib(pid_t pid) {
-        char  path[64], line[256];
-        long  kib = -1;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        f = fopen(path, "r");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-                        break;
-        fclose(f);
-        return kib;
-}

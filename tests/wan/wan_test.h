@@ -1,7 +1,7 @@
 /*
  * tests/wan/wan_test.h: what the WAN proxy's tests share: the clock,
  * starting and stopping the proxy (tests/wan/wan_proxy.c) as a child
- * process, and its peak memory.
+ * process.
  *
  * The proxy comes from WAN_PROXY (meson sets it to the build's
  * tests/wan/wan-proxy).
@@ -49,8 +49,5 @@ int wan_proxy_start(struct wan_proxy *p, const char *dir,
  * killed; frees what @p p holds (safe on a zeroed or stopped one).
  */
 int wan_proxy_stop(struct wan_proxy *p);
-
-/** @returns the peak resident set (VmHWM) of @p pid in KiB, or -1. */
-long wan_proc_hwm_kib(pid_t pid);
 
 #endif /* AAGW_WAN_TEST_H */
