@@ -27,6 +27,14 @@
  * FAILED).  The replicator's CPU (/proc) is taken over the window, its
  * peak RSS (VmHWM) at the end.  docs/benchmarks.md has the results.
  *
+ * With --wan (real Kafka under scripts/kafka-clusters --wan-delay MS)
+ * every replicator reaches east over its WAN listener, behind the delay
+ * proxy, and west directly: replicators at the target site, as MM2's
+ * documentation advises.  The producer stays at east and the reader at
+ * west (the floor reads east locally), so the latency a replicator adds
+ * includes the WAN's share: at least half the round trip, the way from
+ * east's broker to the replicator.
+ *
  * Exit status: 0 every measurement valid, 1 one was not, 2 usage.
  */
 #include <errno.h>
@@ -72,7 +80,7 @@ struct opts {
         int         runs, partitions, brokers, mm2_tasks;
         size_t      value_size;
         unsigned    only;
-        bool        keep, real;
+        bool        keep, real, wan;
         const char *aagw_args[BENCH_LIST_MAX];
         int         aagw_argc;
         const char *bare_props[BENCH_LIST_MAX];
@@ -272,6 +280,8 @@ static double pct(const double *v, long n, double q) {
 struct env {
         const struct opts *o;
         const char        *east, *west;
+        const char        *src;    /* east as the replicators reach it */
+        const char        *wan_ms; /* the WAN's round trip, or NULL */
         rd_kafka_t        *east_rk, *west_rk;
         const char        *self, *dir;
         char               log4j[PATH_MAX];
@@ -340,7 +350,7 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
                         argv[a++] = harness_aagw_bin();
                         argv[a++] = "--cluster";
                         argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
-                                                     "east=%s", e->east);
+                                                     "east=%s", e->src);
                         argv[a++] = "--cluster";
                         argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
                                                      "west=%s", e->west);
@@ -370,7 +380,7 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
         case M_BARE:
                 argv[a++] = e->self;
                 argv[a++] = "--bare";
-                argv[a++] = e->east;
+                argv[a++] = e->src;
                 argv[a++] = src;
                 argv[a++] = e->west;
                 argv[a++] = dst;
@@ -381,7 +391,7 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
                 break;
         case M_MM2:
                 snprintf(errstr, sizeof(errstr), "mm%dx%d", run + 1, rate);
-                if (bench_mm2_config_write(mm2conf, errstr, e->east, e->west,
+                if (bench_mm2_config_write(mm2conf, errstr, e->src, e->west,
                                            src, o->mm2_tasks) ||
                     !bench_java_argv(argv, &a, bench_mm2_jvm,
                                      "org.apache.kafka.connect.mirror."
@@ -509,10 +519,12 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
         }
         printf("BENCH_LAT run=%d rate=%d m=%c name=%s records=%ld "
                "p50_ms=%.2f p99_ms=%.2f max_ms=%.2f mean_ms=%.2f "
-               "dups=%ld cpu_cores=%.3f hwm_mib=%.1f\n",
+               "dups=%ld cpu_cores=%.3f hwm_mib=%.1f%s%s\n",
                run + 1, rate, letters[m], names[m], res->n, res->p50,
                res->p99, res->max, res->mean, atomic_load(&c.dups),
-               res->cpu_per_s, res->hwm_mib);
+               res->cpu_per_s, res->hwm_mib,
+               e->wan_ms && m != M_FLOOR ? " wan_rtt_ms=" : "",
+               e->wan_ms && m != M_FLOOR ? e->wan_ms : "");
         fflush(stdout);
         rc = 0;
 out:
@@ -573,6 +585,10 @@ static void usage(FILE *f) {
                 "      --mm2-tasks N     MM2 tasks.max (default 1)\n"
                 "      --aagw-arg ARG    append ARG to aagw's command line\n"
                 "      --bare-prop consumer.K=V|producer.K=V\n"
+                "      --wan             the replicators reach east over "
+                "the WAN listener\n"
+                "                        (real Kafka under "
+                "scripts/kafka-clusters --wan-delay MS)\n"
                 "  -k, --keep            keep logs (and, on real Kafka, "
                 "topics)\n");
 }
@@ -590,6 +606,7 @@ static int parse(int argc, char **argv, struct opts *o) {
             {"mm2-tasks", required_argument, NULL, 'T'},
             {"aagw-arg", required_argument, NULL, 'A'},
             {"bare-prop", required_argument, NULL, 'B'},
+            {"wan", no_argument, NULL, 'W'},
             {"keep", no_argument, NULL, 'k'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
@@ -661,6 +678,9 @@ static int parse(int argc, char **argv, struct opts *o) {
                                 goto bad;
                         o->bare_props[o->bare_propc++] = optarg;
                         break;
+                case 'W':
+                        o->wan = true;
+                        break;
                 case 'k':
                         o->keep = true;
                         break;
@@ -691,6 +711,13 @@ static int parse(int argc, char **argv, struct opts *o) {
                 bench_errorf("m (MirrorMaker 2) needs real Kafka");
                 return -1;
         }
+        /* The mock's brokers advertise their own ports: no client of
+         * theirs stays behind a proxy. */
+        if (!o->real && o->wan) {
+                bench_errorf("--wan needs real Kafka (scripts/kafka-clusters "
+                             "--wan-delay MS east west -- ...)");
+                return -1;
+        }
         return 0;
 bad:
         usage(stderr);
@@ -719,6 +746,7 @@ int main(int argc, char **argv) {
         struct bench_round   br;
         struct lat_res      *all;
         char                 self[PATH_MAX], errstr[512], *dir;
+        const char          *wan_src = NULL, *wan_ms = NULL;
         int                  failed = 0;
 
         bench_set_prog(PROG);
@@ -732,6 +760,8 @@ int main(int argc, char **argv) {
         default:
                 return BENCH_EXIT_USAGE;
         }
+        if (o.wan && bench_wan_source(&wan_src, &wan_ms))
+                return BENCH_EXIT_USAGE;
         dir = bench_setup(BENCH_AAGW_BIN, "lat", self, sizeof(self));
         if (!dir)
                 return BENCH_EXIT_RUNTIME;
@@ -753,6 +783,10 @@ int main(int argc, char **argv) {
                o.real ? "real Kafka" : "mock (aagw sandbox)", o.partitions,
                o.value_size, o.seconds, o.warmup, o.runs,
                o.runs == 1 ? "" : "s", harness_aagw_bin(), dir);
+        if (o.wan)
+                printf("WAN: the replicators reach east at %s, %s ms of "
+                       "round trip; the floor reads east locally\n",
+                       wan_src, wan_ms);
         fflush(stdout);
 
         for (int run = 0; run < o.runs; run++) {
@@ -815,7 +849,9 @@ int main(int argc, char **argv) {
                         e.east_rk = br.east_rk;
                         e.west_rk = br.west_rk;
                 }
-                e.dir = br.dir;
+                e.dir    = br.dir;
+                e.src    = o.wan ? wan_src : e.east;
+                e.wan_ms = wan_ms;
                 printf("\nrun %d: east=%s west=%s\n", run + 1, e.east, e.west);
                 for (int k = 0; k < o.nrates; k++) {
                         for (int i = 0; i < M_CNT; i++) {

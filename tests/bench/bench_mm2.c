@@ -23,6 +23,12 @@
  * same run; the summary prints medians.  docs/benchmarks.md has the
  * settings and the results.
  *
+ * With --wan every replicator (aagw, MM2, the bare loop) reaches east
+ * over the WAN listener of scripts/kafka-clusters --wan-delay MS, behind
+ * its delay proxy, and west directly: replicators at the target site, as
+ * MM2's documentation advises.  This program's own clients (the preload,
+ * the watermark polls) stay local.
+ *
  * Exit status: 0 every measurement valid, 1 one was not, 2 usage.
  */
 #include <errno.h>
@@ -61,7 +67,7 @@ struct opts {
         size_t      records, value_size;
         int         runs, partitions;
         unsigned    only;
-        bool        keep;
+        bool        keep, wan;
         const char *aagw_args[BENCH_LIST_MAX];
         int         aagw_argc;
 };
@@ -77,6 +83,8 @@ struct res {
 struct env {
         const struct opts *o;
         const char        *east, *west, *self, *dir;
+        const char        *src;    /* east as the replicators reach it */
+        const char        *wan_ms; /* the WAN's round trip, or NULL */
         rd_kafka_t        *east_rk, *west_rk;
         char               log4j[PATH_MAX];
         int64_t           *expect, *scratch; /* per source partition */
@@ -195,7 +203,7 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
                 argv[a++] = harness_aagw_bin();
                 argv[a++] = "--cluster";
                 argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
-                                             "east=%s", e->east);
+                                             "east=%s", e->src);
                 argv[a++] = "--cluster";
                 argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
                                              "west=%s", e->west);
@@ -225,7 +233,7 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
                 char alias[32];
                 snprintf(alias, sizeof(alias), "mm%dr%d",
                          m == M_MM2_1 ? 1 : 2, run + 1);
-                if (bench_mm2_config_write(conf, alias, e->east, e->west, src,
+                if (bench_mm2_config_write(conf, alias, e->src, e->west, src,
                                            m == M_MM2_1 ? 1 : 2) ||
                     !bench_java_argv(argv, &a, bench_mm2_jvm,
                                      "org.apache.kafka.connect.mirror."
@@ -238,7 +246,7 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
         case M_BARE:
                 argv[a++] = e->self;
                 argv[a++] = "--bare";
-                argv[a++] = e->east;
+                argv[a++] = e->src;
                 argv[a++] = src;
                 argv[a++] = e->west;
                 argv[a++] = dst;
@@ -369,10 +377,11 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
         res->valid           = true;
         printf("BENCH_MM2 run=%d m=%c name=%s records=%" PRId64
                " steady_rps=%.0f wall_rps=%.0f startup_s=%.2f "
-               "cpu_s_per_1m=%.3f cpu_total_s_per_1m=%.3f hwm_mib=%.1f\n",
+               "cpu_s_per_1m=%.3f cpu_total_s_per_1m=%.3f hwm_mib=%.1f%s%s\n",
                run + 1, letters[m], names[m], n, res->steady_rps,
                res->wall_rps, res->startup_s, res->cpu_per_m,
-               res->cpu_total_per_m, res->hwm_mib);
+               res->cpu_total_per_m, res->hwm_mib,
+               e->wan_ms ? " wan_rtt_ms=" : "", e->wan_ms ? e->wan_ms : "");
         fflush(stdout);
         rc = 0;
 out:
@@ -416,9 +425,14 @@ static void usage(FILE *f) {
                 "  -p, --partitions P    (default 16)\n"
                 "  -s, --value-size S    (default 200)\n"
                 "      --aagw-arg ARG    append ARG to aagw's command line\n"
+                "      --wan             the replicators reach east over "
+                "the WAN listener\n"
+                "                        (scripts/kafka-clusters --wan-delay "
+                "MS: MS of round trip)\n"
                 "  -k, --keep            keep logs and topics\n"
                 "Needs AAGW_TEST_BOOTSTRAPS_EAST, _WEST and AAGW_KAFKA_LIB "
-                "(scripts/kafka-clusters).\n");
+                "(scripts/kafka-clusters);\n"
+                "--wan AAGW_TEST_WAN_BOOTSTRAPS_EAST too.\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o) {
@@ -429,6 +443,7 @@ static int parse(int argc, char **argv, struct opts *o) {
             {"partitions", required_argument, NULL, 'p'},
             {"value-size", required_argument, NULL, 's'},
             {"aagw-arg", required_argument, NULL, 'A'},
+            {"wan", no_argument, NULL, 'W'},
             {"keep", no_argument, NULL, 'k'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
@@ -471,6 +486,9 @@ static int parse(int argc, char **argv, struct opts *o) {
                         if (o->aagw_argc == BENCH_LIST_MAX)
                                 goto bad;
                         o->aagw_args[o->aagw_argc++] = optarg;
+                        break;
+                case 'W':
+                        o->wan = true;
                         break;
                 case 'k':
                         o->keep = true;
@@ -547,6 +565,9 @@ int main(int argc, char **argv) {
                 usage(stderr);
                 return BENCH_EXIT_USAGE;
         }
+        e.src = e.east;
+        if (o.wan && bench_wan_source(&e.src, &e.wan_ms))
+                return BENCH_EXIT_USAGE;
         dir = bench_setup(BENCH_AAGW_BIN, "mm2", self, sizeof(self));
         if (!dir)
                 return BENCH_EXIT_RUNTIME;
@@ -574,6 +595,10 @@ int main(int argc, char **argv) {
                "partitions, %d run%s; aagw %s; logs in %s\n",
                e.east, e.west, o.records, o.value_size, o.partitions, o.runs,
                o.runs == 1 ? "" : "s", harness_aagw_bin(), dir);
+        if (e.wan_ms)
+                printf("WAN: the replicators reach east at %s, %s ms of "
+                       "round trip\n",
+                       e.src, e.wan_ms);
         fflush(stdout);
 
         for (int run = 0; run < o.runs; run++) {

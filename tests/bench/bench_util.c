@@ -1706,6 +1706,31 @@ int bench_log4j_write(const char *path) {
         return 0;
 }
 
+int bench_wan_source(const char **src, const char **rtt_ms) {
+        const char *wan  = getenv("AAGW_TEST_WAN_BOOTSTRAPS_EAST");
+        const char *kind = getenv("AAGW_TEST_SECURITY_EAST");
+        const char *ms   = getenv("AAGW_TEST_WAN_DELAY_MS");
+
+        if (!wan || !*wan) {
+                bench_errorf("--wan needs east's WAN listener: run under "
+                             "scripts/kafka-clusters --wan-delay MS east west "
+                             "(AAGW_TEST_WAN_BOOTSTRAPS_EAST is not set)");
+                return -1;
+        }
+        /* The WAN listener speaks what the gateway's does; these
+         * programs' clients take no security settings. */
+        if (kind && strcmp(kind, "plaintext")) {
+                bench_errorf("--wan: east's WAN listener speaks %s; the "
+                             "benchmarks speak plaintext only (start east "
+                             "without --security)",
+                             kind);
+                return -1;
+        }
+        *src    = wan;
+        *rtt_ms = ms && *ms ? ms : "?";
+        return 0;
+}
+
 int bench_mm2_config_write(const char *path, const char *alias,
                            const char *src, const char *dst,
                            const char *topic, int tasks) {

@@ -522,6 +522,17 @@ int bench_mm2_config_write(const char *path, const char *alias,
  *  into @p path.  @returns 0, or -1 (reason printed). */
 int bench_log4j_write(const char *path);
 
+/**
+ * @brief For --wan: east as the replicators reach it over a WAN, from
+ * scripts/kafka-clusters --wan-delay MS: the bootstraps behind its delay
+ * proxy (AAGW_TEST_WAN_BOOTSTRAPS_EAST) into @p src and MS, the round
+ * trip (AAGW_TEST_WAN_DELAY_MS), into @p rtt_ms; both borrowed from the
+ * environment.
+ * @returns 0, or -1 (reason printed): no WAN listener, or a secured one
+ * (the benchmarks' clients speak plaintext only).
+ */
+int bench_wan_source(const char **src, const char **rtt_ms);
+
 /* The JVM options of Kafka's own scripts: connect-mirror-maker.sh
  * (KAFKA_HEAP_OPTS -Xms256M -Xmx2G) and kafka-run-class.sh's defaults. */
 extern const char *const bench_mm2_jvm[];
