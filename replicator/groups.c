@@ -1,8 +1,10 @@
 /*
  * replicator/groups.c: consumer groups through the Admin API (committed
  * offsets, commits) and the child probes that list groups and members
- * (a child process each: librdkafka 2.0 can hang in those calls on some
- * clusters, and a child can be killed).
+ * (a child process each: librdkafka 2.0 could hang in those calls, and
+ * 2.8.0 aborts the whole process when its embedded mock cluster answers
+ * DescribeConsumerGroups, which the demo and the mock suites run on; a
+ * child can be killed, and its abort is only a missing answer).
  */
 #include "replicator_int.h"
 

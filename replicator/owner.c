@@ -94,9 +94,9 @@ static int64_t remains(int64_t deadline) {
 /* A wait on the coordinator once the process stops: a healthy cluster
  * answers a commit, an abort or a leave within milliseconds, and one
  * that is gone would hold the stop for the whole of the usual wait
- * (10 s a commit, 5 s an abort, 5 s a leave).  What is not committed
+ * (10 s a commit, 5 s an abort, 5 s a leave: a stop has 5 s in all).  What is not committed
  * then is aborted by the coordinator and copied again. */
-#define STOP_WAIT_MS 1000
+#define STOP_WAIT_MS 500
 
 static int wait_ms(int ms) {
         return aagw_kafka_process_stopping() && ms > STOP_WAIT_MS

@@ -71,7 +71,7 @@ bool replicator_consumer_close(rd_kafka_t *c, int ms);
 /* How long a stage's consumers get to close: short once the process
  * stops (a healthy cluster answers in milliseconds, one that is gone
  * never). */
-#define REPLICATOR_CLOSE_MS() (aagw_kafka_process_stopping() ? 1000 : 10000)
+#define REPLICATOR_CLOSE_MS() (aagw_kafka_process_stopping() ? 500 : 10000)
 
 /* Where a producer's delivery reports go: 'fn' gets each record's token
  * (the produce opaque; reports without one are not passed on).  Lives as
