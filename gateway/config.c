@@ -1362,6 +1362,19 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
                                in->name);
         }
 
+        /* Aliases are checked one by one above; against the separator
+         * only when it was set (the default "." cannot be in an alias). */
+        if ((v = gw_cfg_val_find(cfg, "replication.separator")) && v->n) {
+                char why[512];
+                /* A bad alias is reported as such already. */
+                if (gw_separator_check(cfg, why, sizeof(why)) &&
+                    strstr(why, "separator"))
+                        err_at(cfg, &v->srcs[0], "replication.separator",
+                               "%s",
+                               strncmp(why, "separator: ", 11) ? why
+                                                               : why + 11);
+        }
+
         if ((v = gw_cfg_val_find(cfg, "admin.listen")) && v->n &&
             !is_loopback(v->items[0]) && !gw_cfg_val_find(cfg, "admin.token"))
                 err_at(cfg, &v->srcs[0], "admin.listen",

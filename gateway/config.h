@@ -33,7 +33,7 @@ enum cfg_type {
         CT_HOSTPORT, /* HOST:PORT, port 1..65535 (0 allowed if min == 0) */
         CT_IDRULE,   /* header:NAME | key | json:FIELD | hash | derived */
         CT_KEYRULE,  /* key | json:FIELD (last-write-wins entity key) */
-        CT_SEP,      /* topic separator: 1..8 of [._-] */
+        CT_SEP,      /* topic separator: 1..max of [A-Za-z0-9._-] */
         CT_LIST,     /* list of strings */
         CT_REGEXES,  /* list of regexes (PCRE2, MM2's Java dialect) */
         CT_FLOWS,    /* list of "src->dst" */

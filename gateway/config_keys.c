@@ -128,9 +128,15 @@ const struct cfg_key aagw_config_keys[] = {
      "Remote topic naming: prefix writes east's topic clicks as "
      "east<sep>clicks at the other sites; identity keeps the name and "
      "relies on provenance headers alone to stop loops."},
-    {"replication.separator", CT_SEP, ".", 1, 8, NULL, "--separator", 0,
+    {"replication.separator", CT_SEP, ".", 1, AAGW_SEP_MAX, NULL,
+     "--separator", 0,
      "Separator between the source alias and the topic name under the "
-     "prefix policy (1-8 of the characters . _ -). MirrorMaker 2's "
+     "prefix policy: any string of a topic name's characters, as "
+     "MirrorMaker 2's (\".\", \"_\", \"--\", \".a.\"), up to 112 and "
+     "short enough for mm2-offset-syncs<sep><alias><sep>internal to fit "
+     "Kafka's 249 characters. It may not occur in a site alias, nor "
+     "start inside one (MM2 splits a name at its first occurrence). "
+     "MirrorMaker 2's "
      "internal topics are named with it too, as MM2 names them since Kafka "
      "3.0 (with _: mm2-offset-syncs_west_internal, "
      "east_checkpoints_internal); set MM2 tooling's "

@@ -416,11 +416,17 @@ static int check_value(const struct cfg_key *k, const char *s, char **normp,
                         return -1;
                 break;
         case CT_SEP:
-                if (len < 1 || len > 8 || strspn(s, "._-") != len) {
+                /* Any string MirrorMaker 2 can name topics with: it goes
+                 * into every remote and internal topic name, so only a
+                 * topic name's characters (MM2 takes any string, and
+                 * fails later at the broker). */
+                if (len < 1 || len > (size_t)k->max ||
+                    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                              "vwxyz0123456789._-") != len) {
                         snprintf(why, size,
-                                 "expected 1 to 8 of the characters . _ -, got "
-                                 "\"%s\"",
-                                 s);
+                                 "expected 1 to %" PRId64 " of the characters of a "
+                                 "topic name (A-Z a-z 0-9 . _ -), got \"%s\"",
+                                 k->max, s);
                         return -1;
                 }
                 break;

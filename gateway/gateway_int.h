@@ -310,6 +310,10 @@ int gw_cmd_drill(int argc, char **argv);
 aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
                                   size_t errsize);
 
+/* 0 if replication.separator suits every cluster alias (as the policy
+ * will check at start), else -1 with the reason in 'err'. */
+int gw_separator_check(const aagw_config_t *cfg, char *err, size_t errsize);
+
 /* The same for flow 'src'->'dst': its replication.per_flow topic lists
  * replace the global ones where set.  Caller destroys it. */
 aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,

@@ -37,6 +37,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,10 +100,13 @@ static long hex4(const char *p, const char *end) {
  * "ordersd+" in MM2 too: a regex backslash is written "\\" in a
  * properties file.  The file is ISO 8859-1, as Properties.load() of a
  * stream reads it (MM2 loads its file that way): bytes >= 0x80 are
- * Latin-1 characters, stored here as UTF-8.
+ * Latin-1 characters, stored here as UTF-8.  '*lostp' gets the first
+ * character of the value whose backslash was dropped where a regex would
+ * have kept it ("\." read as "."), or 0: backslashes before a blank,
+ * ':', '=', '#', '!' or another backslash are the file format's own.
  */
 static int split_line(const char *p, const char *end, char **keyp,
-                      char **valp) {
+                      char **valp, char *lostp) {
         char  *out = malloc((size_t)(end - p) * 4 + 2);
         char  *key;
         size_t o = 0;
@@ -155,7 +159,11 @@ static int split_line(const char *p, const char *end, char **keyp,
                         put_utf8(out, &o, (unsigned)cp);
                         break;
                 }
-                default: put_utf8(out, &o, (unsigned char)c); break;
+                default:
+                        if (!in_key && !*lostp && !strchr("\\:= \t#!", c))
+                                *lostp = c;
+                        put_utf8(out, &o, (unsigned char)c);
+                        break;
                 }
         }
         if (in_key)
@@ -230,8 +238,8 @@ static int read_props(const char *text, size_t len, struct props *ps,
                         while (p < le && is_blank(*p))
                                 p++;
                 }
-                char *k, *v;
-                int   rc = split_line(logical, logical + ll, &k, &v);
+                char *k, *v, lost = 0;
+                int   rc = split_line(logical, logical + ll, &k, &v, &lost);
                 free(logical);
                 if (rc == -2) {
                         *linep = first;
@@ -262,7 +270,7 @@ static int read_props(const char *text, size_t len, struct props *ps,
                         }
                         i = ps->n++;
                 }
-                ps->v[i] = (struct prop){k, v, first, false, false};
+                ps->v[i] = (struct prop){k, v, first, false, false, lost};
         }
         return 0;
 }
@@ -352,7 +360,8 @@ static void vrefuse(struct mm2 *m, struct prop *p, const char *fmt,
         p->used    = true;
         m->refused = true;
         aagw_config_error_at(m->cfg, m->file, p->line, p->key,
-                             "refused: %s", msg);
+                             "refused: %s%s", msg,
+                             m->value_note ? m->value_note : "");
 }
 
 void mm2_refuse(struct mm2 *m, struct prop *p, const char *fmt, ...) {
@@ -384,8 +393,8 @@ static void vwarn(struct mm2 *m, struct prop *p, const char *verb,
 
         vsnprintf(msg, sizeof(msg), fmt, ap);
         p->used = true;
-        aagw_config_warn_at(m->cfg, m->file, p->line, p->key, "%s: %s", verb,
-                            msg);
+        aagw_config_warn_at(m->cfg, m->file, p->line, p->key, "%s: %s%s", verb,
+                            msg, m->value_note ? m->value_note : "");
 }
 
 void mm2_ignore(struct mm2 *m, struct prop *p, const char *fmt, ...) {
@@ -419,6 +428,62 @@ void mm2_converted(struct mm2 *m, struct prop *p, const char *fmt, ...) {
         va_end(ap);
 }
 
+/* "read as MirrorMaker 2 reads it: why", for a value aagw takes as MM2
+ * does although the file probably meant something else. */
+static void read_as(struct mm2 *m, struct prop *p, const char *how,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void read_as(struct mm2 *m, struct prop *p, const char *how,
+                    const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vwarn(m, p, how, fmt, ap);
+        va_end(ap);
+}
+
+/* ------------------------------------------------- comments in values -- */
+
+/* The '#' that would start a comment after the value in most config
+ * languages: at the value's start or after a blank.  A properties file has
+ * no such comment (only a line whose first non-blank is '#' or '!' is
+ * one), so Properties.load(), and MM2, take the whole rest of the line:
+ * "false    # Active-Passive ..." is the value.  NULL when there is none. */
+static const char *inline_hash(const char *v) {
+        for (const char *c = v; *c; c++)
+                if (*c == '#' && (c == v || is_blank(c[-1])))
+                        return c;
+        return NULL;
+}
+
+/* The value 'v' as a report quotes it: up to its inline '#', then "..."
+ * (the comment itself is the file's business, and may be long). */
+static void quote_upto_hash(char *buf, size_t size, const char *v) {
+        const char *h = inline_hash(v);
+
+        snprintf(buf, size, "\"%.*s%s\"", h ? (int)(h - v + 1) : (int)strlen(v),
+                 v, h ? " ..." : "");
+}
+
+/* What MirrorMaker 2 makes of a scalar whose value holds a comment, by
+ * the type its ConfigDef gives the key: booleans and numbers are refused
+ * (the connector that reads them does not start), a class is looked up
+ * by the whole text, strings are kept whole. */
+static const char *mm2_verdict(const char *key) {
+        size_t n = strlen(key);
+#define ENDS(s) (n >= sizeof(s) - 1 && !strcmp(key + n - (sizeof(s) - 1), s))
+        if (ENDS(".enabled"))
+                return "refuses it too: neither true nor false";
+        if (ENDS(".seconds") || ENDS(".ms") || ENDS(".max") ||
+            ENDS(".factor"))
+                return "refuses it too: not a number";
+        if (ENDS(".class"))
+                return "refuses it too: no class has that name";
+        if (ENDS(".location"))
+                return "refuses it too: neither source nor target";
+#undef ENDS
+        return "keeps all of it as well";
+}
+
 /* The next item of an MM2 comma-separated list at '*s' (blanks around it
  * dropped, empty items skipped), as a strdup() the caller frees; NULL at
  * the end of the list, or with '*oom' set. */
@@ -442,9 +507,13 @@ static char *next_item(const char **s, bool *oom) {
         return NULL;
 }
 
-/* Add each item of MM2's comma-separated list 'p' under 'key'. */
+/* Add each item of MM2's comma-separated list 'p' under 'key' (every
+ * list aagw takes is one of regexes).  Two ways a file says something
+ * else than MM2 reads are told, once each, while aagw reads it as MM2:
+ * a "# comment" after the list, which becomes part of the last items,
+ * and a regex backslash the properties format ate ("\." is "."). */
 static void add_list(struct mm2 *m, const char *key, struct prop *p) {
-        const char *s = p->val;
+        const char *s = p->val, *h = inline_hash(p->val);
         char       *item;
 
         p->used = true;
@@ -452,6 +521,56 @@ static void add_list(struct mm2 *m, const char *key, struct prop *p) {
                 mm2_add_set(m, key, item, p);
                 free(item);
         }
+        if (p->reported)
+                return;
+        p->reported = true;
+        /* The names Kafka 4.0 removed: MM2 3.x read them as the new ones,
+         * MM2 4.x ignores them.  Excluding what the file excludes is the
+         * safer reading of the two. */
+        {
+                const char *arrow = strstr(p->key, "->");
+                const char *bare  = arrow && strchr(arrow, '.')
+                                        ? strchr(arrow, '.') + 1
+                                        : p->key;
+                const char *now   = !strcmp(bare, "topics.whitelist") ? "topics"
+                                    : !strcmp(bare, "topics.blacklist")
+                                        ? "topics.exclude"
+                                    : !strcmp(bare, "groups.whitelist") ? "groups"
+                                    : !strcmp(bare, "groups.blacklist")
+                                        ? "groups.exclude"
+                                    : !strcmp(bare, "config.properties.blacklist")
+                                        ? "config.properties.exclude"
+                                        : NULL;
+                if (now)
+                        read_as(m, p, "read as MirrorMaker 2 before Kafka 4.0 "
+                                      "read it",
+                                "%s is the old name of %s, which Kafka 4.0 "
+                                "removed: MM2 4.x ignores this line; rename "
+                                "the key to keep MM2 and aagw alike",
+                                bare, now);
+        }
+        if (h) {
+                /* The item the '#' is in, as next_item() cut it. */
+                const char *a = h, *b = strchr(h, ',');
+                while (a > p->val && a[-1] != ',')
+                        a--;
+                while (is_blank(*a))
+                        a++;
+                if (!b)
+                        b = h + strlen(h);
+                while (b > a && is_blank(b[-1]))
+                        b--;
+                read_as(m, p, "read as MirrorMaker 2 reads it",
+                        "a properties file has no comment after a value, so "
+                        "\"%.*s\" is one of the regexes, comment included",
+                        (int)(b - a), a);
+        }
+        if (p->lost_esc)
+                read_as(m, p, "read as MirrorMaker 2 reads it",
+                        "a properties file drops the backslash before "
+                        "\"%c\", so the regexes are \"%s\"; write \"\\\\%c\" "
+                        "in the file for the regex \"\\%c\"",
+                        p->lost_esc, p->val, p->lost_esc, p->lost_esc);
 }
 
 static bool is_true(const char *v) {
@@ -513,6 +632,7 @@ static const struct flowable flowables[] = {
     {"groups.exclude", "groups.blacklist", K_LIST},
     {"replication.policy.class", NULL, K_SCALAR},
     {"replication.policy.separator", NULL, K_SCALAR},
+    {"replication.policy.internal.topic.separator.enabled", NULL, K_SCALAR},
     {"emit.heartbeats.enabled", NULL, K_SCALAR},
     {"emit.heartbeats.interval.seconds", NULL, K_SCALAR},
     {"emit.checkpoints.enabled", NULL, K_SCALAR},
@@ -595,10 +715,47 @@ static void mark_all(struct mm2 *m, const struct flowable *fl) {
         }
 }
 
-/* Translate one decided setting 'fl' with value 'p' into aagw keys. */
-static void translate(struct mm2 *m, const struct flowable *fl,
-                      struct prop *p) {
-        const char *k = fl->mm2, *v = p->val;
+/* The property setting the separator of the first enabled flow that has
+ * one (the flows must agree on it), or NULL. */
+static struct prop *separator_prop(struct mm2 *m) {
+        const struct flowable *sepfl = flowables;
+        struct prop           *sep   = NULL;
+
+        while (strcmp(sepfl->mm2, "replication.policy.separator"))
+                sepfl++;
+        for (size_t i = 0; i < m->nflows && !sep; i++)
+                sep = flow_value(m, sepfl, m->flows[i]);
+        return sep;
+}
+
+/* replication.policy.internal.topic.separator.enabled: MM2 (since 3.0)
+ * names its internal topics with the separator unless this is false; it
+ * reads the switch only when the file sets a separator, with
+ * Boolean.parseBoolean() (anything but "true" in any case is false).
+ * aagw always names them with its separator, so a switch that takes
+ * effect is refused: aagw and MM2 would not find each other's
+ * offset-syncs and checkpoints (the takeover reads MM2's). */
+static void internal_separator(struct mm2 *m, struct prop *p, const char *v) {
+        struct prop *sep = separator_prop(m);
+
+        if (is_true(v) || !sep || !strcmp(sep->val, "."))
+                p->used = true; /* MM2's own default, or no effect */
+        else
+                mm2_refuse(m, p,
+                           "with the separator \"%s\" (line %d) MirrorMaker "
+                           "2 would name its internal topics with dots "
+                           "(mm2-offset-syncs.<cluster>.internal), aagw "
+                           "names them with the separator, as MM2 does by "
+                           "default: remove the line, or write "
+                           "replication.policy.separator = .",
+                           sep->val, sep->line);
+}
+
+/* Translate one decided setting 'fl' from 'p', whose value reads as 'v',
+ * into aagw keys. */
+static void translate_value(struct mm2 *m, const struct flowable *fl,
+                            struct prop *p, const char *v) {
+        const char *k = fl->mm2;
         char        d[64];
 
         if (!strcmp(k, "topics"))
@@ -621,8 +778,17 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                             "only MM2's DefaultReplicationPolicy (aagw's "
                             "prefix policy) and IdentityReplicationPolicy "
                             "(identity) have an equivalent");
-        } else if (!strcmp(k, "replication.policy.separator"))
-                mm2_add_set(m, "replication.separator", v, p);
+        } else if (!strcmp(k, "replication.policy.separator")) {
+                if (inline_hash(v))
+                        mm2_refuse(m, p,
+                                   "the separator is part of every remote "
+                                   "topic name, and no topic name holds a "
+                                   "blank or '#'");
+                else
+                        mm2_add_set(m, "replication.separator", v, p);
+        } else if (!strcmp(k, "replication.policy.internal.topic.separator."
+                              "enabled"))
+                internal_separator(m, p, v);
         else if (!strcmp(k, "emit.heartbeats.enabled")) {
                 if (!is_bool(v))
                         mm2_refuse(m, p, "expected true or false");
@@ -653,8 +819,12 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                                     k[0] == 'e' ? "mm2.offset_syncs"
                                                 : "mm2.sync_group_offsets",
                                     is_true(v) ? "true" : "false", p);
-        } else if (!strcmp(k, "offset-syncs.topic.location"))
-                mm2_add_set(m, "mm2.offset_syncs_location", v, p);
+        } else if (!strcmp(k, "offset-syncs.topic.location")) {
+                if (inline_hash(v))
+                        mm2_refuse(m, p, "expected source or target");
+                else
+                        mm2_add_set(m, "mm2.offset_syncs_location", v, p);
+        }
         else if (!strcmp(k, "sync.group.offsets.interval.seconds"))
                 mm2_ignore(m, p,
                            "aagw commits synced group offsets with each "
@@ -728,6 +898,44 @@ static void translate(struct mm2 *m, const struct flowable *fl,
                 mm2_ignore(m, p,
                            "tunes MirrorMaker 2's own machinery; aagw has "
                            "no such setting");
+}
+
+/* Translate one decided setting 'fl' with value 'p' into aagw keys, the
+ * value read as MM2's ConfigDef reads it: trailing blanks dropped
+ * (Properties.load() keeps them, ConfigDef trims), except where MM2 hands
+ * the raw text on (the policy's separator and its internal-topic switch
+ * reach DefaultReplicationPolicy.configure() untrimmed).  A "# comment"
+ * after a scalar is told in every report about it. */
+static void translate(struct mm2 *m, const struct flowable *fl,
+                      struct prop *p) {
+        char   note[512], q[160];
+        char  *v;
+        size_t n = strlen(p->val);
+
+        if (fl->kind == K_LIST) {
+                translate_value(m, fl, p, p->val);
+                return;
+        }
+        if (strncmp(fl->mm2, "replication.policy.", 19) ||
+            !strcmp(fl->mm2, "replication.policy.class"))
+                while (n && is_blank(p->val[n - 1]))
+                        n--;
+        if (!(v = strndup(p->val, n))) {
+                m->oom = true;
+                return;
+        }
+        if (inline_hash(v)) {
+                quote_upto_hash(q, sizeof(q), v);
+                snprintf(note, sizeof(note),
+                         "; the value is all of %s: a properties file has "
+                         "no comment after a value, and MirrorMaker 2 %s; "
+                         "put the comment on a line of its own",
+                         q, mm2_verdict(fl->mm2));
+                m->value_note = note;
+        }
+        translate_value(m, fl, p, v);
+        m->value_note = NULL;
+        free(v);
 }
 
 /* Topic lists that differ between flows: each flow that sets its own
@@ -834,13 +1042,117 @@ static int alias_idx(const struct mm2 *m, const char *a, size_t n) {
         return -1;
 }
 
+/* The separator the enabled flows use, as the file sets it ("." when it
+ * does not); for messages. */
+static const char *effective_separator(struct mm2 *m) {
+        struct prop *sep = separator_prop(m);
+
+        return sep ? sep->val : ".";
+}
+
+/* The file has no "clusters" line, which MM2 refuses as well ("Missing
+ * required configuration "clusters""): a snippet such as
+ * "A->B.enabled = true" alone.  Name the clusters its flow keys use, so
+ * the fix can be copied. */
+static void missing_clusters(struct mm2 *m) {
+        const char *al[MAX_CLUSTERS];
+        int         len[MAX_CLUSTERS];
+        size_t      n = 0, o = 0;
+        char        names[MAX_CLUSTERS * 68] = "";
+
+        for (size_t i = 0; i < m->ps.n; i++) {
+                const char *k = m->ps.v[i].key, *arrow = strstr(k, "->");
+                const char *dot = arrow ? strchr(arrow, '.') : NULL;
+                if (!dot)
+                        continue;
+                /* The source, then the target of "A->B.key". */
+                const char *a[2] = {k, arrow + 2};
+                int         l[2] = {(int)(arrow - k), (int)(dot - arrow - 2)};
+                for (int e = 0; e < 2; e++) {
+                        size_t j = 0;
+                        while (j < n && !(len[j] == l[e] &&
+                                          !strncmp(al[j], a[e], (size_t)l[e])))
+                                j++;
+                        if (j == n && n < MAX_CLUSTERS && l[e] > 0 &&
+                            l[e] <= 64) {
+                                al[n]    = a[e];
+                                len[n++] = l[e];
+                        }
+                }
+        }
+        for (size_t j = 0; j < n; j++)
+                o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%.*s",
+                                      j ? ", " : "", len[j], al[j]);
+        if (n)
+                aagw_config_error_at(
+                    m->cfg, m->file, 1, "clusters",
+                    "no 'clusters = A, B' line, which MirrorMaker 2 requires "
+                    "as well: the flows name %s; add 'clusters = %s' and "
+                    "each one's <alias>.bootstrap.servers",
+                    names, names);
+        else
+                aagw_config_error_at(m->cfg, m->file, 1, "clusters",
+                                     "no 'clusters = A, B' line: not a "
+                                     "MirrorMaker 2 dedicated-mode file");
+}
+
+/* Whether MirrorMaker 2 runs flow 'p' ("A->B.enabled"; the flow is the
+ * key's first 'flen' bytes).  MM2 reads the value twice:
+ * MirrorMakerConfig.clusterPairs() makes a herder for A->B if
+ * Boolean.parseBoolean() of it is true (exactly "true", any case, no
+ * blank after it) or heartbeats are on for the pair (the default), and
+ * the pair's connectors then parse it with ConfigDef (trimmed, refused
+ * unless true or false; a refused connector does not start).  So
+ * "true " runs unless heartbeats are off, and "false  # comment" or
+ * "true  # comment" runs nothing: read as false, with a warning. */
+static bool flow_runs(struct mm2 *m, struct prop *p, size_t flen) {
+        char         key[512], q[160];
+        size_t       n = strlen(p->val);
+        struct prop *hb;
+        bool         herder;
+
+        if (inline_hash(p->val)) {
+                quote_upto_hash(q, sizeof(q), p->val);
+                read_as(m, p, "read as false, the flow not enabled",
+                        "a properties file has no comment after a value, so "
+                        "the value is all of %s, which MirrorMaker 2's "
+                        "connectors refuse as neither true nor false: MM2 "
+                        "runs none of this flow either",
+                        q);
+                return false;
+        }
+        while (n && is_blank(p->val[n - 1]))
+                n--;
+        if (!(n == 4 && !strncasecmp(p->val, "true", 4)) &&
+            !(n == 5 && !strncasecmp(p->val, "false", 5))) {
+                mm2_refuse(m, p, "expected true or false");
+                return false;
+        }
+        if (n != 4)
+                return false;
+        if (n == strlen(p->val))
+                return true;
+        /* "true" and blanks: the connectors take it, but only if the
+         * pair has a herder, which then comes from heartbeats alone. */
+        snprintf(key, sizeof(key), "%.*s.emit.heartbeats.enabled", (int)flen,
+                 p->key);
+        if (!(hb = mm2_find(m, key)))
+                hb = mm2_find(m, "emit.heartbeats.enabled");
+        herder = !hb || !strcasecmp(hb->val, "true");
+        if (!herder)
+                read_as(m, p, "read as false, the flow not enabled",
+                        "\"true\" followed by blanks is not \"true\" to "
+                        "MirrorMaker 2's clusterPairs(), and with %s = %s "
+                        "(line %d) nothing else makes MM2 run this flow",
+                        hb->key, hb->val, hb->line);
+        return herder;
+}
+
 static void translate_all(struct mm2 *m) {
         struct prop *cl = mm2_find(m, "clusters");
 
         if (!cl) {
-                aagw_config_error_at(m->cfg, m->file, 1, "clusters",
-                                     "no 'clusters = A, B' line: not a "
-                                     "MirrorMaker 2 dedicated-mode file");
+                missing_clusters(m);
                 m->refused = true;
                 return;
         }
@@ -848,7 +1160,15 @@ static void translate_all(struct mm2 *m) {
         /* clusters = A, B */
         {
                 const char *s = cl->val;
-                char       *al;
+                char       *al, note[256];
+                if (inline_hash(cl->val)) {
+                        snprintf(note, sizeof(note),
+                                 " (a properties file has no comment after "
+                                 "a value: MirrorMaker 2 reads that alias as "
+                                 "well; put the comment on a line of its "
+                                 "own)");
+                        m->value_note = note;
+                }
                 while ((al = next_item(&s, &m->oom))) {
                         if (!valid_alias(al)) {
                                 mm2_refuse(m, cl,
@@ -866,6 +1186,7 @@ static void translate_all(struct mm2 *m) {
                         } else
                                 m->aliases[m->nalias++] = al;
                 }
+                m->value_note = NULL;
                 if (m->oom)
                         return;
         }
@@ -890,11 +1211,9 @@ static void translate_all(struct mm2 *m) {
                 if (strcmp(dot + 1, "enabled"))
                         continue;
                 p->used = true;
-                if (!is_bool(p->val)) {
-                        mm2_refuse(m, p, "expected true or false");
+                if (!flow_runs(m, p, (size_t)(dot - p->key)))
                         continue;
-                }
-                if (is_true(p->val) && m->nflows < MAX_FLOWS) {
+                if (m->nflows < MAX_FLOWS) {
                         m->flows[m->nflows] =
                             strndup(p->key, (size_t)(dot - p->key));
                         if (!m->flows[m->nflows]) {
@@ -927,6 +1246,18 @@ static void translate_all(struct mm2 *m) {
                         continue;
                 }
                 bs->used = true;
+                if (inline_hash(bs->val)) {
+                        char q[160];
+                        quote_upto_hash(q, sizeof(q), bs->val);
+                        mm2_refuse(m, bs,
+                                   "the value is all of %s: a properties "
+                                   "file has no comment after a value, and "
+                                   "MirrorMaker 2's clients refuse it too "
+                                   "(not a host:port); put the comment on a "
+                                   "line of its own",
+                                   q);
+                        continue;
+                }
                 snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers",
                          m->aliases[a]);
                 mm2_add_set(m, key, bs->val, bs);
@@ -967,7 +1298,7 @@ static void translate_all(struct mm2 *m) {
          * (unify.mode), so a migration creates no topic MM2 would not. */
         {
                 static char       why[] = "(MirrorMaker 2 has no unify stage)";
-                const struct prop pseudo = {why, NULL, cl->line, true, false};
+                const struct prop pseudo = {why, NULL, cl->line, true, false, 0};
                 mm2_add_set(m, "unify.mode", "off", &pseudo);
         }
         /* Per-flow keys of flows that are not enabled, and anything left. */
@@ -975,9 +1306,23 @@ static void translate_all(struct mm2 *m) {
                 struct prop *p = &m->ps.v[i];
                 if (p->used)
                         continue;
-                if (strstr(p->key, "->") && !flow_enabled(m, p->key))
+                const char *arrow = strstr(p->key, "->");
+                const char *bare  = arrow && strchr(arrow, '.')
+                                        ? strchr(arrow, '.') + 1
+                                        : p->key;
+                if (arrow && !flow_enabled(m, p->key))
                         mm2_ignore(m, p, "its flow is not enabled");
-                else if (strstr(p->key, "->"))
+                else if (!strncmp(bare, "replication.policy.", 19))
+                        /* Passed to DefaultReplicationPolicy.configure(),
+                         * which reads only the keys above. */
+                        mm2_ignore(m, p,
+                                   "MirrorMaker 2 has no such key and "
+                                   "ignores it too: its separator is "
+                                   "replication.policy.separator, so MM2 "
+                                   "names remote topics <alias>%s<topic> "
+                                   "with this file",
+                                   effective_separator(m));
+                else if (arrow)
                         mm2_ignore(m, p,
                                    "not a per-flow MirrorMaker 2 setting "
                                    "aagw knows");

@@ -16,6 +16,9 @@ struct prop {
         int   line;     /* of the key's first character */
         bool  used;     /* translated or reported */
         bool  reported; /* refused or noted once (mm2_refuse_once()) */
+        char  lost_esc; /* the first c of a "\c" in the value that
+                           Properties.load() read as c alone, where a
+                           regex meant "\c" ('.', 'd', ...); or 0 */
 };
 
 struct props {
@@ -54,6 +57,7 @@ struct mm2 {
         struct setting  *sets;
         size_t           nsets, capsets;
         aagw_config_t   *cfg; /* where errors and warnings go */
+        const char      *value_note; /* appended to reports while set */
         bool             refused;
         bool             oom;
 };

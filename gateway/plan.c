@@ -108,6 +108,36 @@ aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
         return gw_policy_new_flow(cfg, NULL, NULL, err, errsize);
 }
 
+/* The separator against the cluster aliases, as the policy checks them
+ * (an alias holding it, two aliases it makes ambiguous, MM2's internal
+ * names too long), so that `config check` refuses what `run` would.  Only
+ * the naming keys go in: every other policy key has its own check. */
+int gw_separator_check(const aagw_config_t *cfg, char *err, size_t errsize) {
+        struct aagw_repl_conf rc;
+        const char           *sites[AAGW_SITES_MAX];
+        size_t                n = aagw_config_instance_cnt(cfg, "clusters");
+
+        if (!n)
+                return 0;
+        aagw_repl_conf_init(&rc);
+        if (n > AAGW_SITES_MAX)
+                n = AAGW_SITES_MAX;
+        for (size_t i = 0; i < n; i++)
+                sites[i] = aagw_config_instance(cfg, "clusters", i);
+        rc.sites     = sites;
+        rc.site_cnt  = n;
+        rc.naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
+                              "identity")
+                           ? AAGW_NAMING_PREFIX
+                           : AAGW_NAMING_IDENTITY;
+        rc.separator = aagw_config_str(cfg, "replication.separator");
+        aagw_repl_policy_t *pol = aagw_repl_policy_new(&rc, err, errsize);
+        if (!pol)
+                return -1;
+        aagw_repl_policy_destroy(pol);
+        return 0;
+}
+
 /* replication.per_flow.<src>-><dst>.<leaf>, or "" without a flow. */
 static void per_flow_key(char *buf, size_t size, const char *src,
                          const char *dst, const char *leaf) {

@@ -198,7 +198,12 @@ bool aagw_key_is_secret(const char *key);
 #define AAGW_ALIAS_MAX     64   /**< bytes in a site alias */
 #define AAGW_SITES_MAX     64   /**< sites in one policy */
 #define AAGW_TOPIC_MAX     249  /**< bytes in a Kafka topic name */
-#define AAGW_SEP_MAX       8    /**< bytes in the topic name separator */
+/** Bytes in the topic name separator.  MirrorMaker 2 takes any string,
+ *  but its offset-syncs topic, "mm2-offset-syncs" SEP alias SEP
+ *  "internal", must still be a topic name: with a one-character alias
+ *  that leaves (249 - 16 - 8 - 1) / 2 = 112 for each separator.  Longer
+ *  aliases allow less; aagw_repl_policy_new() checks each site. */
+#define AAGW_SEP_MAX       112
 #define AAGW_AFFIX_MAX     64   /**< header prefix, own prefix, suffix */
 #define AAGW_PROV_MAX_HOPS 16   /**< sites in a provenance path */
 #define AAGW_ID_MAX        1024 /**< bytes in a global message id */
@@ -341,7 +346,8 @@ struct aagw_repl_conf {
         const char *const *sites;    /**< every site alias of the deployment */
         size_t             site_cnt; /**< 1..AAGW_SITES_MAX */
         aagw_naming_t      naming;
-        const char        *separator;      /**< NULL: "."; 1..8 topic chars */
+        const char        *separator;      /**< NULL: "."; 1..AAGW_SEP_MAX
+                                                topic chars */
         bool               multi_hop;      /**< re-replicate remote data */
         bool               allow_unknown_sites; /**< accept provenance
                                                      naming other sites */

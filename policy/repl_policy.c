@@ -146,7 +146,10 @@ static bool take_affix(const char *what, const char *v, const char *def,
  * be split two ways, and so could two aliases where one plus the separator
  * starts the other plus the separator ("a" and "a-" with "--": "a---x" is
  * a + "--" + "-x" and a- + "--" + "x").  Refuse both here, so that
- * peeling a prefix off a topic name is unambiguous forever after. */
+ * peeling a prefix off a topic name is unambiguous forever after.  Third,
+ * the separator may not start inside "<alias><sep>": MirrorMaker 2 reads
+ * the source up to the separator's first occurrence, and must find the
+ * alias aagw wrote. */
 static bool check_alias_sep(const aagw_repl_policy_t *pol, char *errstr,
                             size_t errstr_size) {
         for (size_t i = 0; i < pol->site_cnt; i++) {
@@ -179,6 +182,50 @@ static bool check_alias_sep(const aagw_repl_policy_t *pol, char *errstr,
                                          j, b->name, a->name, pol->sep);
                                 return false;
                         }
+                }
+        }
+        for (size_t i = 0; i < pol->site_cnt; i++) {
+                const struct policy_site *a = &pol->sites[i];
+                char ab[AAGW_ALIAS_MAX + AAGW_SEP_MAX + 1];
+                /* MirrorMaker 2's topicSource() splits a name at the
+                 * first occurrence of the separator.  With letters in
+                 * separators that can start inside the alias ("a" with
+                 * "aa": "aaa..." splits at 0), and MM2's tooling and
+                 * cycle check would read another source than ours. */
+                memcpy(ab, a->name, a->len);
+                memcpy(ab + a->len, pol->sep, pol->sep_len + 1);
+                if (strstr(ab, pol->sep) != ab + a->len) {
+                        snprintf(errstr, errstr_size,
+                                 "sites[%zu]: \"%s\" followed by the separator "
+                                 "\"%s\" holds the separator earlier "
+                                 "(\"%s\"): MirrorMaker 2 would read the "
+                                 "source alias as \"%.*s\"",
+                                 i, a->name, pol->sep, ab,
+                                 (int)(strstr(ab, pol->sep) - ab), ab);
+                        return false;
+                }
+        }
+        return true;
+}
+
+/* The separator names MirrorMaker 2's internal topics too, under either
+ * policy: "mm2-offset-syncs" SEP alias SEP "internal" is the longest, and
+ * MM2 itself would only find out when the broker refuses to create it. */
+static bool check_sep_names(const aagw_repl_policy_t *pol, char *errstr,
+                            size_t errstr_size) {
+        for (size_t i = 0; i < pol->site_cnt; i++) {
+                size_t n = strlen("mm2-offset-syncs") + 2 * pol->sep_len +
+                           pol->sites[i].len + strlen("internal");
+                if (n > AAGW_TOPIC_MAX) {
+                        snprintf(errstr, errstr_size,
+                                 "separator: %zu characters are too many "
+                                 "with site \"%s\": MirrorMaker 2's topic "
+                                 "mm2-offset-syncs<separator>%s<separator>"
+                                 "internal would have %zu characters, Kafka "
+                                 "allows %d",
+                                 pol->sep_len, pol->sites[i].name,
+                                 pol->sites[i].name, n, AAGW_TOPIC_MAX);
+                        return false;
                 }
         }
         return true;
@@ -293,8 +340,9 @@ aagw_repl_policy_t *aagw_repl_policy_new(const struct aagw_repl_conf *conf,
                 goto fail;
         if (!take_sites(pol, conf, errstr, errstr_size))
                 goto fail;
-        if (pol->naming == AAGW_NAMING_PREFIX &&
-            !check_alias_sep(pol, errstr, errstr_size))
+        if (!check_sep_names(pol, errstr, errstr_size) ||
+            (pol->naming == AAGW_NAMING_PREFIX &&
+             !check_alias_sep(pol, errstr, errstr_size)))
                 goto fail;
         snprintf(pol->prov_name, sizeof(pol->prov_name), "%sprov",
                  pol->hprefix);

@@ -131,6 +131,13 @@ void io_begin(struct io *io, const char *tag) {
         }
 }
 
+void io_begin_java(struct io *io, const char *tag) {
+        memset(io, 0, sizeof(*io));
+        io->dir = harness_tmpdir_new(tag);
+        assert_non_null(io->dir);
+        find_lib(io);
+}
+
 void io_end(struct io *io) {
         for (size_t i = io->nprocs; i > 0; i--) {
                 harness_proc_t *p = io->procs[i - 1];
@@ -511,7 +518,7 @@ json_object *io_mm2_query(struct io *io, const char *const *args,
         const char **all = calloc(nargs + 5, sizeof(*all));
         size_t       n   = 0;
         assert_non_null(all);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2 && io->hc; i++) {
                 const char *jp = harness_clusters_java_props(io->hc,
                                                              ALIASES[i]);
                 if (!jp)

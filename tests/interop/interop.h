@@ -40,6 +40,10 @@ struct io {
 /* Clusters and the jar folder (asserts on failure); io_end() stops what
  * the test started. */
 void io_begin(struct io *io, const char *tag);
+
+/* The temporary directory and the jar folder only, for MM2 code that
+ * needs no cluster (io_mm2_query() of "names" or "mm2config"). */
+void io_begin_java(struct io *io, const char *tag);
 void io_end(struct io *io);
 
 /* "east" or "west" bootstraps: the plaintext listener, for the tests' own

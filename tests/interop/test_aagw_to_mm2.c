@@ -2,13 +2,15 @@
  * tests/interop/test_aagw_to_mm2.c: MirrorMaker 2's own client code reads
  * what aagw writes, on real Kafka.
  *
- Two gateways replicate at once: one east -> west with MM2's default
- * separator "." (topic A: east.A at west), one west -> east with "_"
- * (topic B: west_B at east).  Opposite directions because one cluster
- * cannot hold both separators' internal topics: Kafka refuses a topic
- * name that differs from an existing one only by '.' versus '_'
- * (mm2-offset-syncs_west_internal collides with
- * mm2-offset-syncs.west.internal).  The remote partitions are pre-filled
+ * Two gateways replicate at once, each with its own separator, from
+ * AAGW_TEST_SEPARATORS ("SEP1 SEP2"; meson runs ". _" as
+ * interop-aagw-to-mm2 and the seed document's ".a. .b." as
+ * interop-separator): one east -> west with SEP1 (topic A: east<SEP1>A at
+ * west), one west -> east with SEP2 (topic B: west<SEP2>B at east).
+ * Opposite directions because one cluster cannot hold the internal topics
+ * of both "." and "_": Kafka refuses a topic name that differs from an
+ * existing one only by '.' versus '_' (mm2-offset-syncs_west_internal
+ * collides with mm2-offset-syncs.west.internal).  The remote partitions are pre-filled
  * with a few foreign records, so target offsets differ from source
  * offsets.  A group per gateway has committed offsets at its source (end,
  * middle, start).  Then one JVM asks MM2's code, with the matching
@@ -238,12 +240,27 @@ static int teardown(void **state) {
 
 static void test_mm2_client_reads_aagw(void **state) {
         struct variant v[2] = {
-            {.sep = ".", .id = "dot", .group = "g-dot", .src = "east",
+            {.sep = ".", .id = "first", .group = "g-first", .src = "east",
              .dst = "west"},
-            {.sep = "_", .id = "us", .group = "g-us", .src = "west",
+            {.sep = "_", .id = "second", .group = "g-second", .src = "west",
              .dst = "east"},
         };
+        char  seps[64];
+        char *save = NULL, *one, *two;
         (void)state;
+
+        snprintf(seps, sizeof(seps), "%s",
+                 getenv("AAGW_TEST_SEPARATORS") ? getenv("AAGW_TEST_SEPARATORS")
+                                                : ". _");
+        one = strtok_r(seps, " ", &save);
+        two = strtok_r(NULL, " ", &save);
+        assert_non_null(one);
+        assert_non_null(two);
+        v[0].sep = one;
+        v[1].sep = two;
+        print_message("# separators: \"%s\" east -> west, \"%s\" west -> "
+                      "east\n",
+                      v[0].sep, v[1].sep);
 
         io_begin(&io, "interop-a2m");
         setup_variant(&io, &v[0], "a");
@@ -268,23 +285,41 @@ static void test_mm2_client_reads_aagw(void **state) {
                                 aagw_translate(&io, &v[1])};
 
         const char *q[] = {
-            "names",     ".",     "east",   "west",        //
-            "names",     "_",     "east",   "west",        //
-            "names",     "-",     "east",   "west",        //
-            "translate", io_gw_bs(&io, "west"), ".", "east", "g-dot", //
-            "translate", io_gw_bs(&io, "east"), "_", "west", "g-us",  //
-            "client",    io_gw_bs(&io, "west"), ".", "east", "west",  //
-            "client",    io_gw_bs(&io, "east"), "_", "west", "east",  //
+            "names",     v[0].sep, "east",   "west",        //
+            "names",     v[1].sep, "east",   "west",        //
+            "names",     "-",      "east",   "west",        //
+            "translate", io_gw_bs(&io, "west"), v[0].sep, "east", v[0].group, //
+            "translate", io_gw_bs(&io, "east"), v[1].sep, "west", v[1].group, //
+            "client",    io_gw_bs(&io, "west"), v[0].sep, "east", "west",  //
+            "client",    io_gw_bs(&io, "east"), v[1].sep, "west", "east",  //
             NULL};
         json_object *a = io_mm2_query(&io, q, 7);
 
-        /* 1. MM2's internal topic names are aagw's, for three separators. */
-        const char *seps[] = {".", "_", "-"};
+        /* 1. MM2's names (a remote topic, the internal topics) are aagw's,
+         * for three separators. */
+        const char *names[] = {v[0].sep, v[1].sep, "-"};
         for (int i = 0; i < 3; i++) {
                 json_object *n = json_object_array_get_idx(a, (size_t)i);
-                char         ck[128], sy[128];
-                aagw_mm2_checkpoints_topic_sep(seps[i], "east", ck, sizeof(ck));
-                aagw_mm2_offset_syncs_topic_sep(seps[i], "west", sy, sizeof(sy));
+                char         ck[128], sy[128], rt[128];
+                aagw_mm2_checkpoints_topic_sep(names[i], "east", ck, sizeof(ck));
+                aagw_mm2_offset_syncs_topic_sep(names[i], "west", sy, sizeof(sy));
+                const char *const     sites[] = {"east", "west"};
+                struct aagw_repl_conf rc;
+                aagw_repl_policy_t   *pol;
+                char                  err[256];
+                aagw_repl_conf_init(&rc);
+                rc.sites     = sites;
+                rc.site_cnt  = 2;
+                rc.separator = names[i];
+                pol          = aagw_repl_policy_new(&rc, err, sizeof(err));
+                if (!pol)
+                        fail_msg("separator \"%s\": %s", names[i], err);
+                assert_int_equal(aagw_repl_remote_topic(pol, "east", "t", rt,
+                                                        sizeof(rt)),
+                                 AAGW_OK);
+                aagw_repl_policy_destroy(pol);
+                assert_string_equal(
+                    json_object_get_string(get(n, "remote_topic")), rt);
                 assert_string_equal(
                     json_object_get_string(get(n, "checkpoints_topic")), ck);
                 assert_string_equal(

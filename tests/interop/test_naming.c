@@ -42,6 +42,16 @@ static void test_names(void **state) {
         assert_int_equal(aagw_mm2_checkpoints_topic_sep("--", "east", b, sizeof(b)),
                          AAGW_OK);
         assert_string_equal(b, "east--checkpoints--internal");
+        /* Any string MM2 takes: ".a." (a seed document's) in place of
+         * each dot, as DefaultReplicationPolicy 4.1.1 names them. */
+        assert_int_equal(aagw_mm2_checkpoints_topic_sep(".a.", "east", b,
+                                                        sizeof(b)),
+                         AAGW_OK);
+        assert_string_equal(b, "east.a.checkpoints.a.internal");
+        assert_int_equal(aagw_mm2_offset_syncs_topic_sep(".a.", "west", b,
+                                                         sizeof(b)),
+                         AAGW_OK);
+        assert_string_equal(b, "mm2-offset-syncs.a.west.a.internal");
         /* The default and NULL are MM2's dots, as before. */
         assert_int_equal(aagw_mm2_checkpoints_topic_sep(NULL, "east", b, sizeof(b)),
                          AAGW_OK);

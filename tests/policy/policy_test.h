@@ -55,6 +55,20 @@ static inline void expect_conf_error(const struct aagw_repl_conf *c,
         assert_string_equal(errstr, msg);
 }
 
+/* The same for a message that starts with 'prefix'. */
+static inline void expect_conf_error_prefix(const struct aagw_repl_conf *c,
+                                            const char *prefix) {
+        char                errstr[512] = "";
+        aagw_repl_policy_t *pol =
+            aagw_repl_policy_new(c, errstr, sizeof(errstr));
+        if (pol) {
+                aagw_repl_policy_destroy(pol);
+                fail_msg("expected \"%s...\", got a policy", prefix);
+        }
+        if (strncmp(errstr, prefix, strlen(prefix)))
+                fail_msg("expected \"%s...\", got \"%s\"", prefix, errstr);
+}
+
 /* A header whose value is the C string 'v' (NULL: null value). */
 static inline struct aagw_header hdr(const char *name, const char *v) {
         struct aagw_header h = {name, v, v ? strlen(v) : 0};

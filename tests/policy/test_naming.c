@@ -2,7 +2,8 @@
  * the policy's configuration checks. */
 #include "policy_test.h"
 
-static const char *const seps[]  = {".", "_", "--"};
+/* MirrorMaker 2 takes any string; ".a." is a seed document's. */
+static const char *const seps[]  = {".", "_", "--", ".a."};
 static const char *const two[]   = {"east", "west"};
 static const char *const three[] = {"east", "west", "north"};
 
@@ -181,6 +182,31 @@ static void test_topic_source_alias_chars(void **state) {
         pol = mkpol(under, 2, AAGW_NAMING_PREFIX, ".", false);
         assert_string_equal(aagw_repl_topic_source(pol, "us_west.a_b"),
                             "us_west");
+        aagw_repl_policy_destroy(pol);
+
+        /* ".a.": what MirrorMaker 2's DefaultReplicationPolicy (Kafka
+         * 4.1.1) answers for the same names: topicSource("east.a.a.x") is
+         * east, upstreamTopic "a.x"; "west.a.east.a.c" is west's copy of
+         * "east.a.c". */
+        pol = mkpol(two, 2, AAGW_NAMING_PREFIX, ".a.", false);
+        assert_string_equal(aagw_repl_topic_source(pol, "east.a.a.x"), "east");
+        assert_string_equal(aagw_repl_topic_upstream(pol, "east.a.a.x"), "a.x");
+        assert_string_equal(aagw_repl_topic_source(pol, "west.a.east.a.c"),
+                            "west");
+        assert_string_equal(aagw_repl_topic_upstream(pol, "west.a.east.a.c"),
+                            "east.a.c");
+        /* Dots alone are not the separator. */
+        assert_null(aagw_repl_topic_source(pol, "east.clicks"));
+        assert_int_equal(aagw_repl_topic_check(pol, "west", "east",
+                                               "east.a.clicks"),
+                         AAGW_SKIP_TOPIC_FROM_TARGET);
+        assert_int_equal(aagw_repl_topic_check(pol, "east", "west",
+                                               "east.clicks"),
+                         AAGW_SKIP_NONE);
+        assert_true(aagw_repl_topic_is_internal(pol,
+                                                "east.a.checkpoints.a.internal"));
+        assert_true(aagw_repl_topic_is_internal(
+            pol, "mm2-offset-syncs.a.west.a.internal"));
         aagw_repl_policy_destroy(pol);
 
         pol = mkpol(dash, 2, AAGW_NAMING_PREFIX, "_", false);
@@ -460,14 +486,64 @@ static void test_conf_errors(void **state) {
 
         c.sites     = two;
         c.separator = "/";
-        expect_conf_error(&c, "separator: expected 1 to 8 of A-Z a-z 0-9 . _ "
-                              "-, got \"/\"");
+        expect_conf_error(&c, "separator: expected 1 to 112 of A-Z a-z 0-9 . "
+                              "_ -, got \"/\"");
+        /* MM2 takes "" too, and then reads "e" as the source of
+         * "eastclicks". */
         c.separator = "";
-        expect_conf_error(&c, "separator: expected 1 to 8 of A-Z a-z 0-9 . _ "
-                              "-, got \"\"");
-        c.separator = ".........";
-        expect_conf_error(&c, "separator: expected 1 to 8 of A-Z a-z 0-9 . _ "
-                              "-, got \".........\"");
+        expect_conf_error(&c, "separator: expected 1 to 112 of A-Z a-z 0-9 . "
+                              "_ -, got \"\"");
+        /* MM2 keeps a value's trailing blanks: no topic name holds them. */
+        c.separator = ".a. ";
+        expect_conf_error(&c, "separator: expected 1 to 112 of A-Z a-z 0-9 . "
+                              "_ -, got \".a. \"");
+        {
+                char longer[AAGW_SEP_MAX + 2];
+                memset(longer, '.', sizeof(longer) - 1);
+                longer[sizeof(longer) - 1] = '\0';
+                c.separator                = longer;
+                expect_conf_error_prefix(&c, "separator: expected 1 to 112 of");
+                /* 112 fits a one-character alias only: MM2's offset-syncs
+                 * topic with "east" would be 252 characters. */
+                longer[AAGW_SEP_MAX] = '\0';
+                expect_conf_error(
+                    &c, "separator: 112 characters are too many with site "
+                        "\"east\": MirrorMaker 2's topic mm2-offset-syncs"
+                        "<separator>east<separator>internal would have 252 "
+                        "characters, Kafka allows 249");
+                /* Under the identity policy too: it names MM2's topics. */
+                c.naming = AAGW_NAMING_IDENTITY;
+                expect_conf_error_prefix(&c, "separator: 112 characters");
+                c.naming = AAGW_NAMING_PREFIX;
+                longer[(249 - 24 - 4) / 2] = '\0';
+                aagw_repl_policy_destroy(must_policy(&c));
+                /* Any alias (64 characters) leaves room for 80. */
+                const char *longest[] = {"east", longname};
+                fill(longname, 'x', 64);
+                c.sites    = longest;
+                longer[81] = '\0';
+                expect_conf_error_prefix(&c, "separator: 81 characters are "
+                                             "too many with site \"xxxx");
+                longer[80] = '\0';
+                aagw_repl_policy_destroy(must_policy(&c));
+                c.sites = two;
+        }
+        /* Letters: the separator may not start inside an alias, where
+         * MM2's split at its first occurrence would cut the alias. */
+        {
+                static const char *const ab[] = {"a", "b"};
+                c.sites                       = ab;
+                c.separator                   = "aa";
+                expect_conf_error(&c, "sites[0]: \"a\" followed by the "
+                                      "separator \"aa\" holds the separator "
+                                      "earlier (\"aaa\"): MirrorMaker 2 would "
+                                      "read the source alias as \"\"");
+                c.separator = "ab";
+                aagw_repl_policy_destroy(must_policy(&c));
+                c.sites = two;
+        }
+        c.separator = ".a.";
+        aagw_repl_policy_destroy(must_policy(&c));
         c.separator     = NULL;
         c.header_prefix = "";
         expect_conf_error(&c, "header_prefix: expected 1 to 64 of A-Z a-z 0-9 "

@@ -2,7 +2,9 @@
  * stops loops (DESIGN.md: "each mechanism alone must stop loops: tests run
  * each with the other off").
  *
- *  (a) prefix policy, provenance checks off: topic names alone.
+ *  (a) prefix policy, provenance checks off: topic names alone, with
+ *      MM2's default separator "." and with ".a." (a separator of letters
+ *      and dots, as a seed document uses).
  *  (b) identity policy, topic-name checks off: provenance headers alone
  *      (every site's copy lands in the same topic name, so a record that
  *      went east -> west would go west -> east again without them).
@@ -87,49 +89,62 @@ static void produce_both(struct repl *r, int from, int cnt) {
 
 /* (a) Topic names alone: loop_check_headers=false makes the replicator
  * ignore incoming provenance (every record is stamped as local to the
- * source), so only the rule "never send west.clicks to west" stops
- * west.clicks at east from going back. */
-static void test_prefix_topics_only(void **state) {
-        static const char *const extra[] = {
-            "--policy", "prefix", "--set",
+ * source), so only the rule "never send west<sep>clicks to west" stops
+ * west<sep>clicks at east from going back. */
+static void prefix_topics_only(void **state, const char *sep) {
+        const char *const extra[] = {
+            "--policy", "prefix", "--separator", sep, "--set",
             "replication.loop_check_headers=false", NULL};
         struct repl *r = repl_new(sites, 2);
-        struct sizes z = {.r      = r,
-                          .topics = {{"clicks", "west.clicks", NULL},
-                                     {"clicks", "east.clicks", NULL}}};
+        char         at_east[64], at_west[64];
+        struct sizes z = {.r = r};
         struct rrecs src, copy;
 
+        snprintf(at_east, sizeof(at_east), "west%sclicks", sep);
+        snprintf(at_west, sizeof(at_west), "east%sclicks", sep);
+        z.topics[0][0] = "clicks";
+        z.topics[0][1] = at_east;
+        z.topics[1][0] = "clicks";
+        z.topics[1][1] = at_west;
         *state = r;
         repl_create_topic(r, NULL, "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_create_topic(r, "east", "west.clicks", PARTS);
+        repl_create_topic(r, "west", at_west, PARTS);
+        repl_create_topic(r, "east", at_east, PARTS);
         produce_both(r, 0, PER_SITE / 2);
         repl_gw_start(r, extra);
         produce_both(r, PER_SITE / 2, PER_SITE / 2);
-        repl_expect_size(r, "west", "east.clicks", PER_SITE, REPL_TIMEOUT_MS);
-        repl_expect_size(r, "east", "west.clicks", PER_SITE, REPL_TIMEOUT_MS);
+        repl_expect_size(r, "west", at_west, PER_SITE, REPL_TIMEOUT_MS);
+        repl_expect_size(r, "east", at_east, PER_SITE, REPL_TIMEOUT_MS);
 
         expect_quiet(&z);
         assert_int_equal(z.base[0][0], PER_SITE); /* east clicks */
         assert_int_equal(z.base[0][1], PER_SITE); /* east west.clicks */
         assert_int_equal(z.base[1][0], PER_SITE);
         assert_int_equal(z.base[1][1], PER_SITE);
-        /* No chained copy (east.west.clicks at east, ...). */
+        /* No chained copy (east<sep>west<sep>clicks at east, ...). */
         for (int s = 0; s < 2; s++)
                 repl_expect_topics(r, sites[s], z.topics[s], 2);
 
         /* And the copies are exact. */
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
         repl_read(r, "east", "clicks", &src);
-        repl_read(r, "west", "east.clicks", &copy);
+        repl_read(r, "west", at_west, &copy);
         repl_check_copy(&src, "clicks", "east", &copy, "east>west");
         rrecs_deinit(&src);
         rrecs_deinit(&copy);
         repl_read(r, "west", "clicks", &src);
-        repl_read(r, "east", "west.clicks", &copy);
+        repl_read(r, "east", at_east, &copy);
         repl_check_copy(&src, "clicks", "west", &copy, "west>east");
         rrecs_deinit(&src);
         rrecs_deinit(&copy);
+}
+
+static void test_prefix_topics_only(void **state) {
+        prefix_topics_only(state, ".");
+}
+
+static void test_prefix_topics_only_letters(void **state) {
+        prefix_topics_only(state, ".a.");
 }
 
 /* Split 'rs' (a "clicks" under the identity policy) into local records
@@ -230,6 +245,8 @@ int main(void) {
                                             repl_teardown),
             cmocka_unit_test_setup_teardown(test_prefix_topics_only, repl_setup,
                                             repl_teardown),
+            cmocka_unit_test_setup_teardown(test_prefix_topics_only_letters,
+                                            repl_setup, repl_teardown),
             cmocka_unit_test_setup_teardown(test_identity_headers_only, repl_setup,
                                             repl_teardown),
         };

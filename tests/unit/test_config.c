@@ -398,8 +398,8 @@ static void test_err_replication_values(void **state) {
                          "  bad_provenance: drop\n"),
             "gw.yaml:2:12: replication.topics: invalid regular expression "
             "\"clicks(\": missing closing parenthesis at offset 7\n"
-            "gw.yaml:3:14: replication.separator: expected 1 to 8 of the "
-            "characters . _ -, got \"/\"\n"
+            "gw.yaml:3:14: replication.separator: expected 1 to 112 of the "
+            "characters of a topic name (A-Z a-z 0-9 . _ -), got \"/\"\n"
             "gw.yaml:4:28: replication.refresh_topics_interval: expected a "
             "duration such as 500ms, 5s, 10m, 24h or 7d, got \"5 seconds\"\n"
             "gw.yaml:5:14: replication.multi_hop: expected true or false, got "
@@ -408,6 +408,84 @@ static void test_err_replication_values(void **state) {
             "clusters, got \"east->east\"\n"
             "gw.yaml:7:19: replication.bad_provenance: expected one of pass, "
             "dead-letter, fail, got \"drop\"\n");
+}
+
+/* Separators are any string of topic characters MirrorMaker 2 can name
+ * topics with ("." "_" "--" ".a."), checked against the aliases by
+ * `config check` as the policy checks them at start: one that occurs in
+ * an alias, or starts inside one (MM2 splits a name at the separator's
+ * first occurrence), or leaves MM2's offset-syncs topic name too long. */
+static void test_separators(void **state) {
+        struct fixture *f = *state;
+        char            yaml[1024], want[1024];
+        char            longest[AAGW_SEP_MAX + 1];
+
+        snprintf(yaml, sizeof(yaml), "%sreplication:\n  separator: .a.\n",
+                 two_clusters);
+        assert_string_equal(errors_of(f, yaml), "");
+        assert_string_equal(aagw_config_str(f->cfg, "replication.separator"),
+                            ".a.");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        memset(longest, '-', AAGW_SEP_MAX);
+        longest[AAGW_SEP_MAX] = '\0';
+        snprintf(yaml, sizeof(yaml),
+                 "clusters:\n  a:\n    bootstrap_servers: h:1\n"
+                 "  b:\n    bootstrap_servers: h:2\n"
+                 "replication:\n  separator: \"%s\"\n",
+                 longest);
+        assert_string_equal(errors_of(f, yaml), "");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        /* One more than any alias allows. */
+        snprintf(yaml, sizeof(yaml),
+                 "%sreplication:\n  separator: \"%s-\"\n", two_clusters,
+                 longest);
+        snprintf(want, sizeof(want),
+                 "gw.yaml:7:14: replication.separator: expected 1 to 112 of "
+                 "the characters of a topic name (A-Z a-z 0-9 . _ -), got "
+                 "\"%s-\"\n",
+                 longest);
+        assert_string_equal(errors_of(f, yaml), want);
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        /* 112 fits a one-character alias, not "east": 24 + 2 * 112 + 4. */
+        snprintf(yaml, sizeof(yaml), "%sreplication:\n  separator: \"%s\"\n",
+                 two_clusters, longest);
+        assert_string_equal(
+            errors_of(f, yaml),
+            "gw.yaml:7:14: replication.separator: 112 characters are too many "
+            "with site \"east\": MirrorMaker 2's topic "
+            "mm2-offset-syncs<separator>east<separator>internal would have "
+            "252 characters, Kafka allows 249\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_string_equal(
+            errors_of(f, "clusters:\n  us-east:\n    bootstrap_servers: h:1\n"
+                         "  us-west:\n    bootstrap_servers: h:2\n"
+                         "replication:\n  separator: '-'\n"),
+            "gw.yaml:7:14: replication.separator: sites[0]: \"us-east\" "
+            "contains the separator \"-\"\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        assert_string_equal(
+            errors_of(f, "clusters:\n  a:\n    bootstrap_servers: h:1\n"
+                         "  b:\n    bootstrap_servers: h:2\n"
+                         "replication:\n  separator: aa\n"),
+            "gw.yaml:7:14: replication.separator: sites[0]: \"a\" followed "
+            "by the separator \"aa\" holds the separator earlier "
+            "(\"aaa\"): MirrorMaker 2 would read the source alias as "
+            "\"\"\n");
+        aagw_config_destroy(f->cfg);
+        f->cfg = aagw_config_new();
+        /* The identity policy peels no alias off names: only the length
+         * of MM2's internal names counts. */
+        assert_string_equal(
+            errors_of(f, "clusters:\n  us-east:\n    bootstrap_servers: h:1\n"
+                         "  us-west:\n    bootstrap_servers: h:2\n"
+                         "replication:\n  policy: identity\n"
+                         "  separator: '-'\n"),
+            "");
 }
 
 static void test_err_duplicate_key(void **state) {
@@ -1238,6 +1316,7 @@ int main(void) {
             T(test_err_unknown_key_suggests),
             T(test_err_types),
             T(test_err_replication_values),
+            T(test_separators),
             T(test_err_duplicate_key),
             T(test_err_two_documents),
             T(test_err_clusters),

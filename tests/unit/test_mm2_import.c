@@ -285,7 +285,9 @@ static void test_flow_scope(void **state) {
 
 /* Topic lists that differ between flows become per-flow lists
  * (replication.per_flow); the global ones stay global, a flow without
- * its own uses them, and nothing is refused or ignored. */
+ * its own uses them, and nothing is refused or ignored.  The old name
+ * topics.whitelist is read as MM2 3.x read it, with a warning that MM2
+ * 4.x no longer does. */
 static void test_per_flow_topics(void **state) {
         static const char text[] = "clusters = a, b, c\n"
                                    "a.bootstrap.servers = x:1\n"
@@ -306,7 +308,12 @@ static void test_per_flow_topics(void **state) {
         (void)state;
 
         assert_string_equal(aagw_config_errors(cfg), "");
-        assert_string_equal(aagw_config_warnings(cfg), "");
+        assert_string_equal(
+            aagw_config_warnings(cfg),
+            "mm2.properties:11: a->c.topics.whitelist: read as MirrorMaker 2 "
+            "before Kafka 4.0 read it: topics.whitelist is the old name of "
+            "topics, which Kafka 4.0 removed: MM2 4.x ignores this line; "
+            "rename the key to keep MM2 and aagw alike\n");
         assert_list(cfg, "replication.per_flow.a->b.topics", ab, 2);
         assert_list(cfg, "replication.per_flow.b->a.topics_exclude", ba, 1);
         assert_list(cfg, "replication.per_flow.a->c.topics", ac, 1);

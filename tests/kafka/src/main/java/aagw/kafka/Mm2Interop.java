@@ -16,9 +16,16 @@ import java.util.TreeSet;
 
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.config.ConfigValue;
+import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.connect.mirror.DefaultReplicationPolicy;
 import org.apache.kafka.connect.mirror.MirrorClient;
+import org.apache.kafka.connect.mirror.MirrorMakerConfig;
+import org.apache.kafka.connect.mirror.MirrorSourceConnector;
 import org.apache.kafka.connect.mirror.RemoteClusterUtils;
+import org.apache.kafka.connect.mirror.SourceAndTarget;
 
 /*
  * MirrorMaker 2's own client code asked about a cluster, for the interop
@@ -43,6 +50,14 @@ import org.apache.kafka.connect.mirror.RemoteClusterUtils;
  *   translate BS SEP REMOTE_ALIAS GROUP
  *       RemoteClusterUtils.translateOffsets: GROUP's offsets at the
  *       cluster BS, translated from the checkpoints of REMOTE_ALIAS.
+ *   mm2config FILE
+ *       How MirrorMaker 2 reads the mm2.properties FILE, as its main()
+ *       loads it: "refused" with MirrorMakerConfig's reason, or per
+ *       cluster pair that clusterPairs() makes a herder for, whether its
+ *       MirrorSourceConnector runs (its configuration validates and
+ *       "enabled" is true), the validation errors, and the topic and
+ *       group lists and separator the connector gets (null: unset, MM2's
+ *       default).  No cluster needed.
  *
  * A query that throws prints {"query":...,"error":"..."}; the exit status
  * is then 1, after every query has been answered.
@@ -75,6 +90,7 @@ public final class Mm2Interop {
             switch (q) {
             case "names": arity = 3; break;
             case "translate": arity = 4; break;
+            case "mm2config": arity = 1; break;
             case "client":
                 arity = 2;
                 while (i + 1 + arity < args.length && !isQuery(args[i + 1 + arity]))
@@ -98,6 +114,7 @@ public final class Mm2Interop {
                 case "names": names(a, out); break;
                 case "client": client(a, out); break;
                 case "translate": translate(a, out); break;
+                case "mm2config": mm2config(a, out); break;
                 default: break;
                 }
             } catch (Exception e) {
@@ -112,7 +129,8 @@ public final class Mm2Interop {
     }
 
     private static boolean isQuery(String s) {
-        return s.equals("names") || s.equals("client") || s.equals("translate");
+        return s.equals("names") || s.equals("client") || s.equals("translate")
+            || s.equals("mm2config");
     }
 
     /* MirrorClient's and RemoteClusterUtils' properties: the target
@@ -179,6 +197,64 @@ public final class Mm2Interop {
                .append(",\"metadata\":").append(str(m.get(tp).metadata())).append('}');
         }
         out.append(']');
+    }
+
+    private static void mm2config(String[] a, StringBuilder out) throws Exception {
+        Map<String, String> props = Utils.propsToStringMap(Utils.loadProps(a[0]));
+        MirrorMakerConfig cfg;
+        out.append(",\"file\":").append(str(a[0]));
+        try {
+            cfg = new MirrorMakerConfig(props);
+        } catch (ConfigException e) {
+            out.append(",\"refused\":").append(str(e.getMessage()));
+            return;
+        }
+        List<SourceAndTarget> pairs = new ArrayList<>(cfg.clusterPairs());
+        pairs.sort((x, y) -> x.toString().compareTo(y.toString()));
+        out.append(",\"flows\":[");
+        for (int k = 0; k < pairs.size(); k++) {
+            SourceAndTarget st = pairs.get(k);
+            Map<String, String> cp =
+                cfg.connectorBaseConfig(st, MirrorSourceConnector.class);
+            List<String> errs = new ArrayList<>();
+            for (ConfigValue v : new MirrorSourceConnector().validate(cp).configValues())
+                errs.addAll(v.errorMessages());
+            boolean runs = errs.isEmpty()
+                && (Boolean) ConfigDef.parseType("enabled", cp.get("enabled"),
+                                                 ConfigDef.Type.BOOLEAN);
+            if (k > 0)
+                out.append(',');
+            out.append("{\"flow\":").append(str(st.toString()))
+               .append(",\"runs\":").append(runs)
+               .append(",\"errors\":").append(strList(errs))
+               .append(",\"topics\":").append(list(cp, "topics"))
+               .append(",\"topics_exclude\":").append(list(cp, "topics.exclude"))
+               .append(",\"groups\":").append(list(cp, "groups"))
+               .append(",\"groups_exclude\":").append(list(cp, "groups.exclude"))
+               .append(",\"separator\":")
+               .append(str(cp.getOrDefault("replication.policy.separator", ".")))
+               .append('}');
+        }
+        out.append(']');
+    }
+
+    /* A LIST value as ConfigDef parses it, in order; "null" when unset. */
+    @SuppressWarnings("unchecked")
+    private static String list(Map<String, String> cp, String key) {
+        if (!cp.containsKey(key))
+            return "null";
+        return strList((List<String>) ConfigDef.parseType(key, cp.get(key),
+                                                          ConfigDef.Type.LIST));
+    }
+
+    private static String strList(List<String> l) {
+        StringBuilder b = new StringBuilder("[");
+        for (String s : l) {
+            if (b.length() > 1)
+                b.append(',');
+            b.append(str(s));
+        }
+        return b.append(']').toString();
     }
 
     private static String strs(Collection<String> c) {
