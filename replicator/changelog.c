@@ -162,20 +162,31 @@ changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
                 next_tick = now + TICK_MS;
 
         /* A changelog made moments ago (or whose leader moves) answers
-         * "not leader" or "unknown" for a while: ask again. */
-        while ((err = rd_kafka_query_watermark_offsets(
-                    hw, topic, partition, &lo, &hi, 10000)) &&
-               (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
-                err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
-                err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
-                err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION) &&
-               aagw_mono_ms() < idle_until) {
+         * "not leader" or "unknown" for a while: ask again.  A broker
+         * that does not answer is given 10 s, asked a second at a time
+         * so that a stop is not held up by it. */
+        int64_t answer_by = now + 10000;
+        for (;;) {
                 if ((stop && atomic_load(stop)) || (tick && !tick(arg)))
                         return CHANGELOG_ABANDONED;
-                replicator_refresh_leaders(hw, topic, 1000);
-                struct timespec ts = {0, 100 * 1000000L};
-                nanosleep(&ts, NULL);
+                err = replicator_watermarks(hw, topic, partition,
+                                                       &lo, &hi, 1000);
+                bool moving = err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+                              err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+                              err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                              err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                              err ==
+                                  RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+                bool silent = err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                              err == RD_KAFKA_RESP_ERR__TRANSPORT;
+                if (!err || !(moving || silent) ||
+                    aagw_mono_ms() >= (moving ? idle_until : answer_by))
+                        break;
+                if (moving) {
+                        replicator_refresh_leaders(hw, topic, 1000);
+                        struct timespec ts = {0, 100 * 1000000L};
+                        nanosleep(&ts, NULL);
+                }
         }
         if (err) {
                 snprintf(errstr, errstr_size, "reading the end of %s [%d]: %s",

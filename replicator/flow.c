@@ -1266,7 +1266,7 @@ static int settle_all(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
                 if (!strcmp(ends[i].topic, pt->tt->remote) &&
                     ends[i].partition == pt->partition && ends[i].hi > *hi) {
                         int64_t l, h;
-                        if (!rd_kafka_query_watermark_offsets(
+                        if (!replicator_watermarks(
                                 f->reader, pt->tt->remote, pt->partition, &l,
                                 &h, 5000)) {
                                 *lo = l;
@@ -1304,7 +1304,7 @@ static rd_kafka_resp_err_t target_end(aagw_flow_t *f, struct ptrack *pt,
                                                   pt->tt->topic) != 0;
 
         for (;;) {
-                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                rd_kafka_resp_err_t err = replicator_watermarks(
                     f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
                 if (!err)
                         break;
@@ -1397,10 +1397,10 @@ static rd_kafka_resp_err_t stable_end(aagw_flow_t *f, struct ptrack *pt,
 
         f->txn_wait_ms = 0;
         for (;;) {
-                err = rd_kafka_query_watermark_offsets(
+                err = replicator_watermarks(
                     f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
                 if (!err)
-                        err = rd_kafka_query_watermark_offsets(
+                        err = replicator_watermarks(
                             f->hw_probe, pt->tt->remote, pt->partition, &hlo,
                             &hw, 5000);
                 if (!err && *hi >= hw)
@@ -1468,7 +1468,7 @@ static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
                           out_next, found, topic, (int)pt->partition);
                 return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
         }
-        if (rd_kafka_query_watermark_offsets(f->meta, topic, pt->partition,
+        if (replicator_watermarks(f->meta, topic, pt->partition,
                                              &slo, &shi, 10000)) {
                 flow_fail(f, "%s [%d]: cannot read the source log start",
                           topic, (int)pt->partition);
@@ -1644,7 +1644,7 @@ static void source_shrank(aagw_flow_t *f, struct ptrack *pt, int64_t hi) {
          * leader itself (a new leader answers ListOffsets only once its
          * watermark is current, KIP-207) before calling it a reset. */
         int64_t qlo, qhi;
-        if (rd_kafka_query_watermark_offsets(f->meta, pt->tt->topic,
+        if (replicator_watermarks(f->meta, pt->tt->topic,
                                              pt->partition, &qlo, &qhi,
                                              5000) ||
             qhi >= pt->read_next)
@@ -1674,7 +1674,7 @@ static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
         int64_t lo, hi;
 
         if (next < 0 ||
-            rd_kafka_query_watermark_offsets(f->meta, pt->tt->topic,
+            replicator_watermarks(f->meta, pt->tt->topic,
                                              pt->partition, &lo, &hi, 10000))
                 return next;
         pt->hi_seen = hi;

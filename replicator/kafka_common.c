@@ -22,6 +22,25 @@ static void *destroy_one(void *arg) {
         return NULL;
 }
 
+rd_kafka_resp_err_t replicator_watermarks(rd_kafka_t *rk, const char *topic,
+                                          int32_t partition, int64_t *lo,
+                                          int64_t *hi, int timeout_ms) {
+        int64_t             deadline = aagw_mono_ms() + timeout_ms;
+        rd_kafka_resp_err_t err;
+
+        for (;;) {
+                int64_t left = deadline - aagw_mono_ms();
+                err = rd_kafka_query_watermark_offsets(
+                    rk, topic, partition, lo, hi,
+                    left < 500 ? (left > 0 ? (int)left : 1) : 500);
+                if ((err != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+                     err != RD_KAFKA_RESP_ERR__TRANSPORT) ||
+                    aagw_mono_ms() >= deadline ||
+                    aagw_kafka_process_stopping())
+                        return err;
+        }
+}
+
 bool replicator_consumer_close(rd_kafka_t *c, int ms) {
         rd_kafka_queue_t *q;
         rd_kafka_error_t *e;
@@ -774,7 +793,7 @@ int replicator_settle_end(rd_kafka_t *reader, rd_kafka_t *probe,
                 struct timespec ts = {0, END_ROUND_MS * 1000000L};
                 nanosleep(&ts, NULL);
                 int64_t l, h;
-                if (!rd_kafka_query_watermark_offsets(reader, topic, partition,
+                if (!replicator_watermarks(reader, topic, partition,
                                                       &l, &h, 5000)) {
                         /* Growing on and on: a writer. */
                         bool writer = writer_seen(&growing, h > *hi);
@@ -814,7 +833,7 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
                          * no request of ours: a dead broker appends
                          * nothing later, and one that lost the
                          * leadership refuses what it still reads. */
-                        if (rd_kafka_query_watermark_offsets(
+                        if (replicator_watermarks(
                                 reader, ends[i].topic, ends[i].partition, &l,
                                 &h, 5000)) {
                                 same &= ends[i].hi == -2;

@@ -986,7 +986,7 @@ int owner_txn_enforced(const char *bootstraps, const char *const *props,
                          10000, 30000, probe_dr, &at, errstr, errstr_size);
         if (!p)
                 return -1;
-        err = rd_kafka_query_watermark_offsets(p, topic, 0, &lo, &hi, 10000);
+        err = replicator_watermarks(p, topic, 0, &lo, &hi, 10000);
         if (err) {
                 snprintf(errstr, errstr_size, "%s [0]: watermarks: %s", topic,
                          rd_kafka_err2str(err));

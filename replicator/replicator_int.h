@@ -68,6 +68,15 @@ void replicator_destroy_clients(const struct replicator_doomed *v, size_t n);
  * @returns true if it closed in time. */
 bool replicator_consumer_close(rd_kafka_t *c, int ms);
 
+/* rd_kafka_query_watermark_offsets() that a stop does not wait for: the
+ * question is asked for at most half a second at a time, again while a
+ * broker does not answer (timed out, transport failure) and
+ * @p timeout_ms allows, and no more once the process stops.  librdkafka
+ * holds a single call for its whole timeout when the leader is gone. */
+rd_kafka_resp_err_t replicator_watermarks(rd_kafka_t *rk, const char *topic,
+                                          int32_t partition, int64_t *lo,
+                                          int64_t *hi, int timeout_ms);
+
 /* How long a stage's consumers get to close: short once the process
  * stops (a healthy cluster answers in milliseconds, one that is gone
  * never). */

@@ -171,7 +171,7 @@ static void load_syncs(struct takeover *t, rd_kafka_t *reader,
         if (t->loaded)
                 return;
         t->loaded = true;
-        if (rd_kafka_query_watermark_offsets(rk, t->syncs_topic, 0, &lo, &hi,
+        if (replicator_watermarks(rk, t->syncs_topic, 0, &lo, &hi,
                                              READ_TIMEOUT_MS) ||
             read_part(rk, t->syncs_topic, 0, lo, hi, stop, on_sync, t))
                 aagw_log(AAGW_LOG_WARN, "FLOW",
@@ -291,7 +291,7 @@ int64_t takeover_position(struct takeover *t, rd_kafka_t *reader,
                         s = &t->syncs[i];
         if (s && (s->downstream < lo || s->downstream >= hi))
                 s = NULL; /* from before the target's log: no use */
-        if (rd_kafka_query_watermark_offsets(t->src, topic, partition, &slo,
+        if (replicator_watermarks(t->src, topic, partition, &slo,
                                              &shi, READ_TIMEOUT_MS))
                 slo = shi = -1;
         /* With no sync (MM2 writes none until its offset-syncs topic

@@ -531,7 +531,7 @@ static int output_wait(aagw_unify_t *u, struct utopic *ut) {
                 int64_t             lo, hi;
 
                 for (p = 0; p < ut->out_parts; p++)
-                        if ((err = rd_kafka_query_watermark_offsets(
+                        if ((err = replicator_watermarks(
                                  u->reader, ut->out, p, &lo, &hi, 5000)))
                                 break;
                 if (!err)
@@ -647,7 +647,7 @@ static rd_kafka_resp_err_t watermarks(rd_kafka_t *rk, const char *topic,
         int64_t deadline = aagw_mono_ms() + timeout_ms;
 
         for (;;) {
-                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                rd_kafka_resp_err_t err = replicator_watermarks(
                     rk, topic, p, lo, hi, timeout_ms);
                 if ((err != RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION &&
                      err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC &&
@@ -2175,10 +2175,10 @@ static void so_kept_note(aagw_unify_t *u) {
                         ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
                         hi_ids = 0; /* (no ids topic: nothing to compare) */
                         if (so_owns(u, p) &&
-                            !rd_kafka_query_watermark_offsets(
+                            !replicator_watermarks(
                                 u->hw_probe, ut->state, p, &lo, &hi, 2000) &&
                             (!ut->ids[0] ||
-                             !rd_kafka_query_watermark_offsets(
+                             !replicator_watermarks(
                                  u->hw_probe, ut->ids, p, &lo, &hi_ids,
                                  2000))) {
                                 ut->kept_hw[p]                 = hi;
@@ -2196,9 +2196,9 @@ static bool so_unmoved(aagw_unify_t *u, const char *topic, int32_t p,
         int64_t lo, hi, lso;
 
         return kept >= 0 &&
-               !rd_kafka_query_watermark_offsets(u->hw_probe, topic, p, &lo,
+               !replicator_watermarks(u->hw_probe, topic, p, &lo,
                                                  &hi, 5000) &&
-               !rd_kafka_query_watermark_offsets(u->reader, topic, p, &lo,
+               !replicator_watermarks(u->reader, topic, p, &lo,
                                                  &lso, 5000) &&
                lso == hi && hi >= kept && hi - kept <= 1;
 }
