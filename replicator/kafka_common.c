@@ -16,9 +16,24 @@
 
 /* ------------------------------------------------------------- CLIENTS --- */
 
+void replicator_destroy_timed(rd_kafka_t *rk, int flags) {
+        char    name[256];
+        int64_t t0 = aagw_mono_ms(), ms;
+
+        if (!rk)
+                return;
+        snprintf(name, sizeof(name), "%s", rd_kafka_name(rk));
+        rd_kafka_destroy_flags(rk, flags);
+        /* A stop is bounded at 5 s: a client that takes a good part of
+         * it is worth a line. */
+        if ((ms = aagw_mono_ms() - t0) >= 1000)
+                aagw_log(AAGW_LOG_WARN, "KAFKA",
+                         "%s: its shutdown took %" PRId64 " ms", name, ms);
+}
+
 static void *destroy_one(void *arg) {
         const struct replicator_doomed *d = arg;
-        rd_kafka_destroy_flags(d->rk, d->flags);
+        replicator_destroy_timed(d->rk, d->flags);
         return NULL;
 }
 

@@ -91,6 +91,14 @@ static int64_t remains(int64_t deadline) {
         return r > 0 ? r : 0;
 }
 
+/* What is left of 'deadline' as a librdkafka timeout: at least 1 ms,
+ * since 0 (RD_POLL_NOWAIT) makes send_offsets_to_transaction() wait for
+ * its answer without a bound. */
+static int left_ms(int64_t deadline) {
+        int64_t r = remains(deadline);
+        return r > 0 ? (int)r : 1;
+}
+
 /* A wait on the coordinator once the process stops: a healthy cluster
  * answers a commit, an abort or a leave within milliseconds, and one
  * that is gone would hold the stop for the whole of the usual wait
@@ -561,8 +569,8 @@ static void close_consumer(struct owner *o) {
                                  o->member, o->group, CLOSE_MS);
         }
         rd_kafka_queue_destroy(q);
-        rd_kafka_destroy_flags(o->consumer,
-                               RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        replicator_destroy_timed(o->consumer,
+                                 RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         o->consumer = NULL;
 }
 
@@ -588,7 +596,7 @@ void owner_destroy(struct owner *o) {
         if (o->producer) {
                 rd_kafka_purge(o->producer, RD_KAFKA_PURGE_F_QUEUE |
                                                 RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_destroy(o->producer);
+                replicator_destroy_timed(o->producer, 0);
         }
         if (o->cgmd)
                 rd_kafka_consumer_group_metadata_destroy(o->cgmd);
@@ -607,7 +615,7 @@ owner_result_t owner_renew(struct owner *o, char *errstr,
         if (o->producer) {
                 rd_kafka_purge(o->producer, RD_KAFKA_PURGE_F_QUEUE |
                                                 RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_destroy(o->producer);
+                replicator_destroy_timed(o->producer, 0);
         }
         o->in_txn   = false;
         o->producer = NULL;
@@ -873,7 +881,7 @@ owner_result_t owner_commit(struct owner *o,
          * allows. */
         for (;;) {
                 e = rd_kafka_send_offsets_to_transaction(
-                    o->producer, offsets, o->cgmd, (int)remains(deadline));
+                    o->producer, offsets, o->cgmd, left_ms(deadline));
                 if (!e)
                         break;
                 if (!rd_kafka_error_is_retriable(e) || !remains(deadline))
@@ -883,7 +891,7 @@ owner_result_t owner_commit(struct owner *o,
         }
         for (;;) {
                 e = rd_kafka_commit_transaction(o->producer,
-                                                (int)remains(deadline));
+                                                left_ms(deadline));
                 if (!e) {
                         o->in_txn = false;
                         return AAGW_OWNER_OK;

@@ -60,6 +60,10 @@ struct replicator_doomed {
  * one after another that added up to several seconds of a stop. */
 void replicator_destroy_clients(const struct replicator_doomed *v, size_t n);
 
+/* rd_kafka_destroy_flags(), logging a WARN line naming the client when
+ * it took a second or more; NULL is a no-op. */
+void replicator_destroy_timed(rd_kafka_t *rk, int flags);
+
 /* Close consumer @p c (leave its group, finish its commits) within
  * @p ms, serving a revocation meanwhile; NULL is a no-op.  A plain
  * rd_kafka_consumer_close() waits for a pending offset commit until the
