@@ -99,12 +99,30 @@ static int left_ms(int64_t deadline) {
         return r > 0 ? (int)r : 1;
 }
 
+/* At most half a second of what is left of 'deadline' (at least 1 ms). */
+static int slice_ms(int64_t deadline) {
+        int ms = left_ms(deadline);
+        return ms > 500 ? 500 : ms;
+}
+
+/* 'deadline', or sooner once the process stops: STOP_WAIT_MS from the
+ * first look that saw the stop ('*stop_by', -1 until then). */
+static int64_t stop_bound(int64_t deadline, int64_t *stop_by);
+
 /* A wait on the coordinator once the process stops: a healthy cluster
  * answers a commit, an abort or a leave within milliseconds, and one
  * that is gone would hold the stop for the whole of the usual wait
  * (10 s a commit, 5 s an abort, 5 s a leave: a stop has 5 s in all).  What is not committed
  * then is aborted by the coordinator and copied again. */
 #define STOP_WAIT_MS 500
+
+static int64_t stop_bound(int64_t deadline, int64_t *stop_by) {
+        if (!aagw_kafka_process_stopping())
+                return deadline;
+        if (*stop_by < 0)
+                *stop_by = aagw_mono_ms() + STOP_WAIT_MS;
+        return *stop_by < deadline ? *stop_by : deadline;
+}
 
 static int wait_ms(int ms) {
         return aagw_kafka_process_stopping() && ms > STOP_WAIT_MS
@@ -877,11 +895,15 @@ owner_result_t owner_commit(struct owner *o,
                 }
         }
         /* librdkafka retries inside each call until its timeout; a
-         * retriable error it returns is tried again while the deadline
-         * allows. */
+         * retriable error it returns (a timeout among them: the call
+         * then resumes where it was) is tried again while the deadline
+         * allows.  A call is given half a second at a time, so that a
+         * stop that comes meanwhile cuts the wait short. */
+        int64_t stop_by = -1;
         for (;;) {
-                e = rd_kafka_send_offsets_to_transaction(
-                    o->producer, offsets, o->cgmd, left_ms(deadline));
+                deadline = stop_bound(deadline, &stop_by);
+                e        = rd_kafka_send_offsets_to_transaction(
+                    o->producer, offsets, o->cgmd, slice_ms(deadline));
                 if (!e)
                         break;
                 if (!rd_kafka_error_is_retriable(e) || !remains(deadline))
@@ -890,8 +912,9 @@ owner_result_t owner_commit(struct owner *o,
                 rd_kafka_error_destroy(e);
         }
         for (;;) {
+                deadline = stop_bound(deadline, &stop_by);
                 e = rd_kafka_commit_transaction(o->producer,
-                                                left_ms(deadline));
+                                                slice_ms(deadline));
                 if (!e) {
                         o->in_txn = false;
                         return AAGW_OWNER_OK;
