@@ -1133,9 +1133,6 @@ static void check_alias_ref(aagw_config_t *cfg, const char *path) {
  * them would break its guarantees (commit ordering, idempotence), so they
  * are refused with a pointer to the real knob. */
 static const char *managed_property(const char *name) {
-#define ONE_IN_FLIGHT                                                          \
-        "aagw keeps one produce request in flight: librdkafka 2.0 can "       \
-        "acknowledge records never written with more"
         static const struct {
                 const char *name, *why;
         } managed[] = {
@@ -1150,8 +1147,6 @@ static const char *managed_property(const char *name) {
             {"enable.idempotence", "aagw always uses the idempotent producer"},
             {"acks", "aagw always produces with acks=all"},
             {"request.required.acks", "aagw always produces with acks=all"},
-            {"max.in.flight.requests.per.connection", ONE_IN_FLIGHT},
-            {"max.in.flight", ONE_IN_FLIGHT},
             {"isolation.level", "aagw chooses the isolation level"},
             {"transactional.id", "aagw does not rely on transactions"},
         };
@@ -1159,7 +1154,6 @@ static const char *managed_property(const char *name) {
                 if (!strcmp(name, managed[i].name))
                         return managed[i].why;
         return NULL;
-#undef ONE_IN_FLIGHT
 }
 
 /* librdkafka before 2.6.1 sends the SCRAM client nonce twice, which
@@ -1219,6 +1213,16 @@ static void check_cluster(aagw_config_t *cfg, const struct cfg_inst *in) {
                           !strcmp(base, "sasl.mechanisms")) &&
                          scram_unusable(v->items[i + 1], why, sizeof(why)))
                         err_at(cfg, &v->srcs[i + 1], ppath, "%s", why);
+                else if ((!strcmp(base, "max.in.flight") ||
+                          !strcmp(base,
+                                  "max.in.flight.requests.per.connection")) &&
+                         atoi(v->items[i + 1]) > 5)
+                        /* librdkafka refuses it only when the producer is
+                         * made, i.e. after the start: say it here. */
+                        err_at(cfg, &v->srcs[i + 1], ppath,
+                               "at most 5 with the idempotent producer aagw "
+                               "uses (got %s)",
+                               v->items[i + 1]);
         }
         rd_kafka_conf_destroy(conf);
 }

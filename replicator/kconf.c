@@ -334,16 +334,6 @@ int aagw_kafka_topic_autocreate(rd_kafka_t *producer, const char *topic,
 const char *const aagw_kafka_producer_props[] = {
     "enable.idempotence", "true",
     "acks", "all",
-    /* One produce request in flight per broker connection.  With more,
-     * librdkafka 2.0.2 can report records delivered that were never
-     * written: a batch refused with "not leader" while later batches of
-     * its partition were in flight is retried after them, the new leader
-     * takes the later ones first (it knows no earlier sequence of the
-     * producer id), and the refused batch is then acknowledged
-     * implicitly (replicator_unsure_ack()).  With one, the refused batch
-     * is at the head of its partition's queue when the new leader is
-     * asked.  Cost: docs/benchmarks.md, "One request in flight". */
-    "max.in.flight.requests.per.connection", "1",
     "message.timeout.ms", "0",
     "linger.ms", "5",
     "batch.num.messages", "10000",

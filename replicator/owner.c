@@ -296,13 +296,11 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
                                 size_t errstr_size) {
         char        name[256], txn_to[16];
         /* The settings aagw's data path needs (aagw_kafka_producer_props,
-         * kconf.c, says why one request in flight); not its infinite
-         * message.timeout.ms: librdkafka wants it within the transaction
+         * kconf.c); not its infinite message.timeout.ms: librdkafka wants it within the transaction
          * timeout, and takes that when it is left unset. */
         const char *extra[] = {
             "enable.idempotence", "true",
             "acks", "all",
-            "max.in.flight.requests.per.connection", "1",
             "linger.ms", "5",
             "transactional.id", txn_id,
             "transaction.timeout.ms", txn_to,
