@@ -85,6 +85,18 @@ void aagw_kafka_process_stop(bool stopping);
 /** @returns whether aagw_kafka_process_stop(true) was said. */
 bool aagw_kafka_process_stopping(void);
 
+/** Once stopping, no single wait on a Kafka answer (a commit, an abort,
+ *  a group leave, a consumer's close) takes longer than this ... */
+#define AAGW_STOP_WAIT_MS 500
+/** ... and all of them end this long after the stop began: the rest of
+ *  the 5 s a stop may take is for closing the clients. */
+#define AAGW_STOP_KAFKA_BUDGET_MS 3000
+
+/** @returns @p ms while the process runs; once it stops, what is left of
+ *  the stop's budget for Kafka waits, at most AAGW_STOP_WAIT_MS (0: wait
+ *  no more). */
+int aagw_kafka_stop_wait_ms(int ms);
+
 /* ---------------------------- REACHABILITY ---------------------------- */
 
 /**

@@ -155,13 +155,30 @@ void replicator_ctl_init(struct replicator_ctl *ctl, const char *tag,
 }
 
 static atomic_bool process_stopping;
+static _Atomic int64_t process_stop_at;
 
 void aagw_kafka_process_stop(bool stopping) {
+        /* Also called from a signal handler (gateway/signals.c):
+         * clock_gettime() and lock-free atomics only. */
+        if (stopping && !atomic_load(&process_stopping))
+                atomic_store(&process_stop_at, aagw_mono_ms());
         atomic_store(&process_stopping, stopping);
 }
 
 bool aagw_kafka_process_stopping(void) {
         return atomic_load(&process_stopping);
+}
+
+int aagw_kafka_stop_wait_ms(int ms) {
+        if (!atomic_load(&process_stopping))
+                return ms;
+        int64_t left = atomic_load(&process_stop_at) +
+                       AAGW_STOP_KAFKA_BUDGET_MS - aagw_mono_ms();
+        if (left < 0)
+                left = 0;
+        if (left > AAGW_STOP_WAIT_MS)
+                left = AAGW_STOP_WAIT_MS;
+        return ms < left ? ms : (int)left;
 }
 
 rd_kafka_event_t *replicator_queue_wait(rd_kafka_queue_t *q, int timeout_ms) {

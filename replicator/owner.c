@@ -105,29 +105,33 @@ static int slice_ms(int64_t deadline) {
         return ms > 500 ? 500 : ms;
 }
 
-/* 'deadline', or sooner once the process stops: STOP_WAIT_MS from the
+/* 'deadline', or sooner once the process stops: wait_ms() from the
  * first look that saw the stop ('*stop_by', -1 until then). */
 static int64_t stop_bound(int64_t deadline, int64_t *stop_by);
 
 /* A wait on the coordinator once the process stops: a healthy cluster
  * answers a commit, an abort or a leave within milliseconds, and one
- * that is gone would hold the stop for the whole of the usual wait
- * (10 s a commit, 5 s an abort, 5 s a leave: a stop has 5 s in all).  What is not committed
- * then is aborted by the coordinator and copied again. */
-#define STOP_WAIT_MS 500
+ * that is gone would hold the stop for the whole of the usual wait (10 s
+ * a commit, 5 s an abort, 5 s a leave: a stop has 5 s in all).  What is
+ * not committed then is aborted by the coordinator and copied again. */
+static int wait_ms(int ms) {
+        return aagw_kafka_stop_wait_ms(ms);
+}
+
+/* rd_kafka_abort_transaction() within 'ms'; with no time left (a stop's
+ * budget spent) not tried: the coordinator aborts it after its timeout. */
+static rd_kafka_error_t *abort_within(rd_kafka_t *p, int ms) {
+        return ms > 0 ? rd_kafka_abort_transaction(p, ms)
+                      : rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                                           "no time left in the stop");
+}
 
 static int64_t stop_bound(int64_t deadline, int64_t *stop_by) {
         if (!aagw_kafka_process_stopping())
                 return deadline;
         if (*stop_by < 0)
-                *stop_by = aagw_mono_ms() + STOP_WAIT_MS;
+                *stop_by = aagw_mono_ms() + wait_ms(AAGW_STOP_WAIT_MS);
         return *stop_by < deadline ? *stop_by : deadline;
-}
-
-static int wait_ms(int ms) {
-        return aagw_kafka_process_stopping() && ms > STOP_WAIT_MS
-                   ? STOP_WAIT_MS
-                   : ms;
 }
 
 static void ms_str(char *buf, size_t size, int ms, int def) {
@@ -598,7 +602,7 @@ void owner_destroy(struct owner *o) {
         if (o->producer && o->in_txn && !o->fatal &&
             !(o->abort_failed && aagw_kafka_process_stopping())) {
                 rd_kafka_error_t *e =
-                    rd_kafka_abort_transaction(o->producer, wait_ms(ABORT_MS));
+                    abort_within(o->producer, wait_ms(ABORT_MS));
                 if (e) {
                         aagw_log(AAGW_LOG_WARN, "OWNER",
                                  "%s: abort at close: %s (the coordinator "
@@ -737,7 +741,7 @@ static bool fenced_err(rd_kafka_resp_err_t err) {
 static bool abort_txn(struct owner *o, char *errstr, size_t errstr_size,
                       size_t n) {
         rd_kafka_error_t *e =
-            rd_kafka_abort_transaction(o->producer, wait_ms(ABORT_MS));
+            abort_within(o->producer, wait_ms(ABORT_MS));
 
         o->abort_failed = e != NULL;
         if (!e) {

@@ -84,7 +84,7 @@ rd_kafka_resp_err_t replicator_watermarks(rd_kafka_t *rk, const char *topic,
 /* How long a stage's consumers get to close: short once the process
  * stops (a healthy cluster answers in milliseconds, one that is gone
  * never). */
-#define REPLICATOR_CLOSE_MS() (aagw_kafka_process_stopping() ? 500 : 10000)
+#define REPLICATOR_CLOSE_MS() aagw_kafka_stop_wait_ms(10000)
 
 /* Where a producer's delivery reports go: 'fn' gets each record's token
  * (the produce opaque; reports without one are not passed on).  Lives as
