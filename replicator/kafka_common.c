@@ -64,6 +64,8 @@ bool replicator_consumer_close(rd_kafka_t *c, int ms) {
 
         if (!c)
                 return true;
+        if (ms <= 0)
+                return false;
         q = rd_kafka_queue_new(c);
         if ((e = rd_kafka_consumer_close_queue(c, q))) {
                 rd_kafka_error_destroy(e);
@@ -71,8 +73,12 @@ bool replicator_consumer_close(rd_kafka_t *c, int ms) {
                 while (!(closed = rd_kafka_consumer_closed(c)) &&
                        aagw_mono_ms() < deadline) {
                         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 50);
-                        if (ev && rd_kafka_event_type(ev) ==
-                                      RD_KAFKA_EVENT_REBALANCE)
+                        /* (rd_kafka_assign() waits for the group's
+                         * thread: not once the process stops.) */
+                        if (ev &&
+                            rd_kafka_event_type(ev) ==
+                                RD_KAFKA_EVENT_REBALANCE &&
+                            !aagw_kafka_process_stopping())
                                 rd_kafka_assign(c, NULL);
                         if (ev)
                                 rd_kafka_event_destroy(ev);

@@ -562,10 +562,13 @@ fail:
 /* Close the consumer within CLOSE_MS: leave the group (the others need
  * not wait for the session to time out), serving the revocation. */
 static void close_consumer(struct owner *o) {
-        rd_kafka_queue_t *q = rd_kafka_queue_new(o->consumer);
-        rd_kafka_error_t *e = rd_kafka_consumer_close_queue(o->consumer, q);
-        int64_t           deadline = aagw_mono_ms() + wait_ms(CLOSE_MS);
-        bool              closed   = false;
+        int               ms = wait_ms(CLOSE_MS);
+        rd_kafka_queue_t *q  = rd_kafka_queue_new(o->consumer);
+        /* With the stop's budget spent, not even the leave is sent. */
+        rd_kafka_error_t *e =
+            ms > 0 ? rd_kafka_consumer_close_queue(o->consumer, q) : NULL;
+        int64_t deadline = aagw_mono_ms() + ms;
+        bool    closed   = ms <= 0;
 
         if (e) {
                 aagw_log(AAGW_LOG_WARN, "OWNER", "%s: leaving group %s: %s",
@@ -574,9 +577,15 @@ static void close_consumer(struct owner *o) {
         } else {
                 while (!(closed = rd_kafka_consumer_closed(o->consumer)) &&
                        remains(deadline) > 0) {
-                        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
-                        if (ev && rd_kafka_event_type(ev) ==
-                                      RD_KAFKA_EVENT_REBALANCE)
+                        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 50);
+                        /* rd_kafka_assign() waits for the group's thread,
+                         * which a coordinator that is gone can keep busy
+                         * for seconds: not when the process stops (the
+                         * client is destroyed without its close next). */
+                        if (ev &&
+                            rd_kafka_event_type(ev) ==
+                                RD_KAFKA_EVENT_REBALANCE &&
+                            !aagw_kafka_process_stopping())
                                 rd_kafka_assign(o->consumer, NULL);
                         if (ev)
                                 rd_kafka_event_destroy(ev);
@@ -586,7 +595,7 @@ static void close_consumer(struct owner *o) {
                                  "%s: group %s not left within %d ms; the "
                                  "others take over after its session "
                                  "timeout",
-                                 o->member, o->group, CLOSE_MS);
+                                 o->member, o->group, ms);
         }
         rd_kafka_queue_destroy(q);
         replicator_destroy_timed(o->consumer,
