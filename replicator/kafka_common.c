@@ -73,12 +73,10 @@ bool replicator_consumer_close(rd_kafka_t *c, int ms) {
                 while (!(closed = rd_kafka_consumer_closed(c)) &&
                        aagw_mono_ms() < deadline) {
                         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 50);
-                        /* (rd_kafka_assign() waits for the group's
-                         * thread: not once the process stops.) */
-                        if (ev &&
-                            rd_kafka_event_type(ev) ==
-                                RD_KAFKA_EVENT_REBALANCE &&
-                            !aagw_kafka_process_stopping())
+                        /* Answered even now: a client whose group
+                         * waits for it never finishes its destroy. */
+                        if (ev && rd_kafka_event_type(ev) ==
+                                      RD_KAFKA_EVENT_REBALANCE)
                                 rd_kafka_assign(c, NULL);
                         if (ev)
                                 rd_kafka_event_destroy(ev);

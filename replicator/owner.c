@@ -578,14 +578,11 @@ static void close_consumer(struct owner *o) {
                 while (!(closed = rd_kafka_consumer_closed(o->consumer)) &&
                        remains(deadline) > 0) {
                         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 50);
-                        /* rd_kafka_assign() waits for the group's thread,
-                         * which a coordinator that is gone can keep busy
-                         * for seconds: not when the process stops (the
-                         * client is destroyed without its close next). */
-                        if (ev &&
-                            rd_kafka_event_type(ev) ==
-                                RD_KAFKA_EVENT_REBALANCE &&
-                            !aagw_kafka_process_stopping())
+                        /* The revocation must be answered even now: a
+                         * client whose group waits for it never finishes
+                         * its destroy. */
+                        if (ev && rd_kafka_event_type(ev) ==
+                                      RD_KAFKA_EVENT_REBALANCE)
                                 rd_kafka_assign(o->consumer, NULL);
                         if (ev)
                                 rd_kafka_event_destroy(ev);
