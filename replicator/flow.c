@@ -1784,7 +1784,9 @@ static void save_positions(aagw_flow_t *f, bool force) {
                                      "stopping at the stored positions");
                 goto out;
         }
-        if (commit->cnt && f->consumer)
+        /* (Not once a stop has spent its time for Kafka: the commit
+         * would only hold the consumer's destroy.) */
+        if (commit->cnt && f->consumer && aagw_kafka_stop_wait_ms(1) > 0)
                 rd_kafka_commit(f->consumer, commit, 1 /* async */);
 out:
         free(pos);
@@ -3187,12 +3189,12 @@ static void *flow_main(void *arg) {
  * that long), and its destroy waits for that commit.  The commits are
  * for lag tooling, the positions are the state dir's: a commit that
  * could not be made is made again at the next save, and a stop with the
- * source gone waits 2 s instead of the session timeout an operator set
+ * source gone waits 0.5 s instead of the session timeout an operator set
  * for the identity lease (or librdkafka's 45 s).  Applied after the
  * operator's consumer properties. */
 static const char *const consumer_last[] = {
-    "session.timeout.ms", "2000",
-    "heartbeat.interval.ms", "500",
+    "session.timeout.ms", "500",
+    "heartbeat.interval.ms", "100",
     NULL};
 
 static rd_kafka_t *make_client(aagw_flow_t *f, rd_kafka_type_t type,

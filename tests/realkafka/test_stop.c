@@ -1,7 +1,8 @@
 /*
  * tests/realkafka/test_stop.c: a SIGTERM ends a scale-out aagw within 5 s,
  * with its clusters up, unreachable from the start, or killed while it
- * ran (tests/replication/test_stop.c has the one-process cases).
+ * ran, and a one-process aagw with its clusters killed
+ * (tests/replication/test_stop.c has the other one-process cases).
  *
  * Two single-broker clusters.  West is served by two scale-out processes
  * (members a and b: the inbound flow east->west and west's unify stage,
@@ -240,12 +241,57 @@ static void test_stop_clusters_killed(void **state) {
         free(t.ms);
 }
 
+/* One process for both sites (both flows, both unify stages), both
+ * clusters' brokers SIGKILLed while it runs: the one-process form of the
+ * case above on real brokers (tests/replication/test_stop.c takes the
+ * embedded clusters' brokers down instead). */
+static void test_stop_one_process_killed(void **state) {
+        struct rk   *r = rk_new("rk-stop-one");
+        int          n = tries();
+        struct times t = {"one process, clusters killed while it ran",
+                          calloc((size_t)n, sizeof(int64_t)), 0, 0};
+        static const char *const one_args[] = {"--unify", "dedup", NULL};
+
+        *state = r;
+        assert_non_null(t.ms);
+        start_clusters(r);
+        for (int i = 0; i < n; i++) {
+                char prefix[32];
+                snprintf(prefix, sizeof(prefix), "t%d-", i);
+                rk_produce(r, "east", "clicks", PARTS, prefix, PER_TRY);
+                rk_gw_start(r, one_args);
+                rk_expect_size(r, "west", "east.clicks",
+                               (int64_t)(i + 1) * PER_TRY, COPY_MS);
+                rk_ctl(r, "east", "kill", 1, 60000);
+                rk_ctl(r, "west", "kill", 1, 60000);
+                nap_for_try(i);
+                int64_t t0   = harness_now_ms();
+                int     code = rk_gw_stop(r, SIGTERM, 30000);
+                int64_t ms   = harness_now_ms() - t0;
+                times_add(&t, ms);
+                if ((code != 0 && code != 1) || ms > STOP_BOUND_MS) {
+                        rk_gw_dump_log(r, 60);
+                        fail_msg("%s, try %d: exit %d after %" PRId64 " ms",
+                                 t.what, i, code, ms);
+                }
+                rk_ctl(r, "east", "start", 1, 180000);
+                rk_ctl(r, "west", "start", 1, 180000);
+                if (!rk_wait_isr(r, "east", "clicks", 1, 120000) ||
+                    !rk_wait_isr(r, "west", "clicks", 1, 120000))
+                        fail_msg("try %d: the clusters did not come back", i);
+        }
+        times_report(&t);
+        free(t.ms);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_teardown(test_stop_clusters_up, rk_teardown),
             cmocka_unit_test_teardown(test_stop_unreachable_from_start,
                                       rk_teardown),
             cmocka_unit_test_teardown(test_stop_clusters_killed, rk_teardown),
+            cmocka_unit_test_teardown(test_stop_one_process_killed,
+                                      rk_teardown),
         };
         /* One case alone: AAGW_TEST_ONLY=test_stop_clusters_killed. */
         if (getenv("AAGW_TEST_ONLY"))
