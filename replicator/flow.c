@@ -2372,6 +2372,10 @@ static bool handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                         f->txn_broken = true;
                 } else if (target_gone(err))
                         fail_target_gone(f, pt, err);
+                else if (write_denied(err))
+                        /* librdkafka refuses at once what a refused
+                         * write's topic gets next. */
+                        fail_write_denied(f, pt, tt->remote, err);
                 else if (!atomic_load(&f->ctl.stop))
                         flow_fail(f, "produce to %s [%d]: %s", tt->remote,
                                   (int)m->partition, rd_kafka_err2str(err));

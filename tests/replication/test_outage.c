@@ -253,6 +253,7 @@ static void test_write_denied(void **state) {
             !strstr(text, "nothing was dead-lettered") ||
             !strstr(text, "E [ACCESS] cluster west") || strstr(text,
                                                               "dead-lettering")) {
+                free(text);
                 repl_dump_log(r, 30);
                 fail_msg("the log does not name the denied write as expected");
         }
