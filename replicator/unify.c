@@ -3400,8 +3400,10 @@ static void *unify_main(void *arg) {
         if (pq)
                 rd_kafka_queue_destroy(pq);
         /* Drain: what was produced is acknowledged and committed, or the
-         * next start finds it in the output. */
-        int64_t deadline = aagw_mono_ms() + 10000;
+         * next start finds it in the output.  A process that stops gives
+         * it what a flow gives its own (3 s: a stop has 5 s in all). */
+        int64_t deadline =
+            aagw_mono_ms() + (aagw_kafka_process_stopping() ? 3000 : 10000);
         if (u->scale) {
                 /* What the open transaction holds is committed (or
                  * aborted and redone by the next owner). */

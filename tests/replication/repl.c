@@ -160,10 +160,14 @@ const char *repl_topic(struct repl *r, const char *name) {
                 more = false;
                 for (size_t i = 0; i < r->nsites; i++) {
                         size_t sl = strlen(r->sites[i]);
+                        size_t pl = *r->sep ? strlen(r->sep) : 1;
+                        bool   is_sep =
+                            *r->sep ? !strncmp(rest + sl, r->sep, pl)
+                                    : rest[sl] && strchr("._-", rest[sl]);
 
-                        if (!strncmp(rest, r->sites[i], sl) && rest[sl] &&
-                            strchr("._-", rest[sl]) && rest[sl + 1]) {
-                                rest += sl + 1;
+                        if (!strncmp(rest, r->sites[i], sl) && is_sep &&
+                            rest[sl + pl]) {
+                                rest += sl + pl;
                                 more = true;
                                 break;
                         }

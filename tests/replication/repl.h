@@ -57,6 +57,10 @@ struct repl {
         rd_kafka_t         *wm[REPL_MAX_SITES]; /* watermark clients */
         char               *scope; /* unique per test run: see repl_topic() */
         struct repl_name   *names; /* logical -> scoped topic names */
+        /* The separator of site prefixes repl_topic() skips; "": one of
+         * "._-" (set it before the first repl_topic() of a test that
+         * runs with another --separator). */
+        char                sep[16];
         char                errstr[1024];
 };
 

@@ -100,6 +100,9 @@ static void prefix_topics_only(void **state, const char *sep) {
         struct sizes z = {.r = r};
         struct rrecs src, copy;
 
+        /* Real clusters' scoped names keep the separator ("east.a." +
+         * "<scope>-clicks"). */
+        snprintf(r->sep, sizeof(r->sep), "%s", sep);
         snprintf(at_east, sizeof(at_east), "west%sclicks", sep);
         snprintf(at_west, sizeof(at_west), "east%sclicks", sep);
         z.topics[0][0] = "clicks";
