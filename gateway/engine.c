@@ -75,7 +75,7 @@ static int pos_load(void *opaque, const char *scope, const char *topic,
 }
 
 /* Store a flow's positions.  A failure fails the flow closed (its
- * save_positions()).  Test hook: while the file named by the environment
+ * flow_save_positions()).  Test hook: while the file named by the environment
  * variable AAGW_TEST_POS_SAVE_FAIL (read once, at start) exists, every
  * save fails as one into a state dir that refuses writes would, so that
  * a test reaches the flow's own failure path (tests/replication/

@@ -1,7 +1,7 @@
 /*
  * replicator/owner.c: who owns which partition of a work topic, and
  * transactions only the owner can commit (scale-out within a site: the
- * replication flows use it, replicator/flow.c).
+ * replication flows use it, replicator/flow_scale.c).
  *
  * One owner is one process's membership in the owners' consumer group
  * plus its one transactional producer, both on the cluster the

@@ -1,0 +1,522 @@
+/*
+ * replicator/flow_scale.c: a flow shared by the processes of a site
+ * (scale_out.enabled): ownership of work partitions through owner.c, the
+ * transactions that copy the owned source partitions, takeover of a
+ * partition another member had, and the refused-record set.
+ */
+#include "flow_int.h"
+
+/* ---------------------------------------------------------- SCALE-OUT --- */
+
+/*
+ * With scale_out enabled, the processes of one site share this flow: a
+ * source partition (t, s) belongs to work partition (XXH32(t) + s) % W of
+ * the work topic aagw.<gw>.<source>-<target>.work at the TARGET, and the
+ * owners' group (owner.c) gives each work partition to one process.  The
+ * copies of the flow_owned partitions go into transactions of the owner's
+ * producer (transactional.id aagw.<gw>.<source>-<target>.<member>), each
+ * committed with the offsets of the flow_owned work partitions, which the
+ * group coordinator refuses from a member the group has moved on from: a
+ * zombie's copies stay aborted, invisible to read_committed readers.
+ * Positions (RocksDB, the group commit, offset-syncs) move only after a
+ * commit (c_next, c_out); an aborted or fenced transaction drops every
+ * partition, and those still flow_owned are reconciled again against what the
+ * target holds read_committed (flow_stable_end(), flow_reconcile()).  No identity
+ * lease: the owners' group is the identity.
+ *
+ * A record the target refuses for good (too large for the copy's
+ * max.message.bytes, invalid: replicator_refused_for_good()) takes its
+ * transaction with it, and the redo would meet it again.  So the abort
+ * remembers it (refused.c) and the redo writes its dead-letter copy
+ * (flow_produce_dlq(), the same topic and headers as in single-process mode)
+ * in its place, inside the transaction that moves past it; the copy's
+ * other records go on.  The broker refuses a batch, not a record: every
+ * record librdkafka had batched with the culprit comes back refused too.
+ * So a refusal first makes a record a suspect, which the redo sends
+ * alone (nothing else of the flow in flight, its answer awaited): refused
+ * alone, it is refused for good (the next redo dead-letters it);
+ * acknowledged, it is forgotten.  That costs a second abort per refused
+ * batch, and a round trip per suspect, once.  A record over the
+ * producer's own message.max.bytes is refused by producev() before it is
+ * sent: dead-lettered at once, no abort.  Dead-lettered records and
+ * produce errors are counted when their transaction commits.  A refused
+ * dead-letter copy (too large) is remembered the same way and goes
+ * without the record next time (flow_produce_dlq_stub()), not sent alone
+ * first.
+ */
+
+/* A record of the open transaction failed (its delivery report): the
+ * transaction is aborted and redone (flow_scale_poll()).  Timeouts, fencing
+ * and the like the redo gets past; a refusal for good is remembered, see
+ * above. */
+void flow_scale_failed(aagw_flow_t *f, struct token *tok,
+                       const rd_kafka_message_t *m) {
+        struct ptrack      *pt = tok->pt;
+        struct slot        *sl = &pt->ring[tok->seq & (pt->cap - 1)];
+        struct refused_rec *rr = NULL;
+
+        if (!replicator_refused_for_good(m->err) ||
+            atomic_load(&f->ctl.stop)) {
+                if (!f->txn_broken && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+                    m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": delivery "
+                                 "to %s failed: %s; aborting the "
+                                 "transaction",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, rd_kafka_topic_name(m->rkt),
+                                 rd_kafka_err2str(m->err));
+                f->txn_broken = true;
+                return;
+        }
+        if (tok->dlq && (tok->stub || !flow_too_large(m->err))) {
+                /* As in single-process mode: nowhere left to put it. */
+                flow_fail(f,
+                          "%s [%d] offset %" PRId64
+                          ": dead-letter delivery failed: %s",
+                          pt->tt->topic, (int)pt->partition, sl->src_off,
+                          rd_kafka_err2str(m->err));
+                return;
+        }
+        if (!(rr = refused_add(f->refused, pt->tt->topic, pt->partition,
+                               sl->src_off))) {
+                flow_fail(f,
+                          "member %s: %s [%d] offset %" PRId64 ": %s refused "
+                          "it (%s) and %zu refused records are remembered "
+                          "already (out of memory, or more than %d)",
+                          f->conf.scale_out->member, pt->tt->topic,
+                          (int)pt->partition, sl->src_off, f->target,
+                          rd_kafka_err2str(m->err),
+                          refused_count(f->refused), REFUSED_MAX);
+                return;
+        }
+        if (tok->dlq) {
+                /* Its dead-letter copy is too large: the redo sends one
+                 * without the record. */
+                rr->dlq_err = m->err;
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: the dead-letter copy of %s [%d] offset %" PRId64
+                         " is too large for %s (%s); aborting the "
+                         "transaction, the redo dead-letters it without its "
+                         "key, value and headers",
+                         f->name, pt->tt->topic, (int)pt->partition,
+                         sl->src_off, f->dlq_topic, rd_kafka_err2str(m->err));
+        } else if (tok->alone && !rr->confirmed) {
+                rr->confirmed = true;
+                rr->err       = m->err;
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: %s [%d] offset %" PRId64 ": %s refuses its copy "
+                         "for good (%s); the transaction is redone with its "
+                         "dead-letter copy in %s instead",
+                         f->name, pt->tt->topic, (int)pt->partition,
+                         sl->src_off, f->target, rd_kafka_err2str(m->err),
+                         f->dlq_topic);
+        } else if (!rr->confirmed) {
+                rr->err = m->err;
+                if (!f->txn_broken)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: %s [%d] offset %" PRId64 ": %s refused "
+                                 "it with its batch (%s); aborting the "
+                                 "transaction; the redo sends each record "
+                                 "of the batch alone to find the one refused "
+                                 "for good",
+                                 f->name, pt->tt->topic, (int)pt->partition,
+                                 sl->src_off, f->target,
+                                 rd_kafka_err2str(m->err));
+        }
+        f->txn_broken = true;
+}
+
+/* refused_each() at a commit: what it dead-lettered is done with, as is
+ * anything before the committed position (a suspect copied with others
+ * after its wait to be alone ran out); and a source partition no longer
+ * copied here is another member's to find out. */
+static bool refused_keep(void *arg, struct refused_rec *r) {
+        aagw_flow_t   *f  = arg;
+        struct ttrack *tt = flow_topic_find(f, r->topic);
+        struct ptrack *pt = tt && r->partition < tt->partition_cnt
+                                ? tt->parts[r->partition]
+                                : NULL;
+
+        return !r->resolved && pt && pt->assigned && !pt->held &&
+               flow_owned(f, tt, r->partition) && r->offset >= pt->c_next;
+}
+
+/* refused_each() at an abort: what it dead-lettered goes again. */
+static bool refused_unmark(void *arg, struct refused_rec *r) {
+        (void)arg;
+        r->resolved = false;
+        return true;
+}
+
+/* The open transaction is gone: its counts and marks with it. */
+static void scale_forget(aagw_flow_t *f) {
+        f->txn_dlq = f->txn_errs = 0;
+        if (refused_count(f->refused))
+                refused_each(f->refused, refused_unmark, NULL);
+}
+
+/* "0,3" of a partition list ("none" if empty), for the log. */
+static void parts_str(const rd_kafka_topic_partition_list_t *l, char *buf,
+                      size_t size) {
+        size_t n = 0;
+
+        buf[0] = '\0';
+        for (int i = 0; l && i < l->cnt && n < size; i++)
+                n += (size_t)snprintf(buf + n, size - n, "%s%" PRId32,
+                                      i ? "," : "", l->elems[i].partition);
+        if (!l || !l->cnt)
+                snprintf(buf, size, "none");
+}
+
+/* owner_conf.on_gained / on_lost: called inside owner_poll() and
+ * owner_commit(); the flow acts once they returned (flow_scale_poll()). */
+static void scale_gained(void *opaque,
+                         const rd_kafka_topic_partition_list_t *parts) {
+        aagw_flow_t *f = opaque;
+
+        (void)parts;
+        f->gained = true;
+        INC(f->rebalances);
+        atomic_store(&f->owned_work, owner_partitions(f->owner)->cnt);
+        atomic_store(&f->leads_mm2, owner_owned(f->owner, 0));
+}
+
+static void scale_lost(void *opaque,
+                       const rd_kafka_topic_partition_list_t *parts) {
+        aagw_flow_t *f = opaque;
+
+        (void)parts;
+        f->lost    = true;
+        f->lost_ms = aagw_mono_ms();
+        atomic_store(&f->owned_work, owner_partitions(f->owner)->cnt);
+        atomic_store(&f->leads_mm2, owner_owned(f->owner, 0));
+}
+
+/* Delivery reports of the owner's producer: as the flow's own. */
+static void scale_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                     void *opaque) {
+        (void)rk;
+        if (m->_private)
+                flow_on_delivery(opaque, m->_private, m);
+}
+
+#define RENEW_MAX       3     /* new producers per window, then fail */
+#define RENEW_WINDOW_MS 60000
+
+/* The owner's producer failed for good (librdkafka's fatal error): a
+ * zombie whose open transaction the coordinator aborted and fenced
+ * (epoch bumped) while it stood still, or an abort refused as
+ * INVALID_TXN_STATE.  Nothing of its open transaction becomes visible
+ * either way; flow_main() makes a new producer (owner_renew(), the
+ * membership is kept) and the flow_owned partitions are reconciled again.
+ * More than RENEW_MAX in a minute is another process running as this
+ * member: the flow fails. */
+static void scale_fatal(aagw_flow_t *f, const char *why) {
+        const char *member = f->conf.scale_out->member;
+        int64_t     now    = aagw_mono_ms();
+
+        f->txn_open = false;
+        if (f->need_renew)
+                return;
+        if (!f->renew_since_ms || now - f->renew_since_ms > RENEW_WINDOW_MS) {
+                f->renew_since_ms = now;
+                f->renewals       = 0;
+        }
+        if (++f->renewals > RENEW_MAX) {
+                flow_fail(f,
+                          "member %s: transactions: %s (its transactional "
+                          "producer failed for good %d times within %d s: "
+                          "does another process run as member %s?)",
+                          member, why, f->renewals, RENEW_WINDOW_MS / 1000,
+                          member);
+                return;
+        }
+        aagw_log(AAGW_LOG_WARN, "FLOW",
+                 "%s: member %s: %s; its open transaction stays invisible; "
+                 "making a new transactional producer",
+                 f->name, member, why);
+        f->need_renew = true;
+}
+
+/* Give up the open transaction (aborted: its copies are never visible)
+ * and every source partition with it, at once: a lost work partition is
+ * no longer this process's to write, and the partitions still flow_owned
+ * resume from what the target holds, found anew (scale_gain()). */
+void flow_scale_drop(aagw_flow_t *f) {
+        char why[512];
+
+        f->lost = false;
+        if (f->txn_open) {
+                /* What was sent is let come back first (nothing new is
+                 * sent): librdkafka 2.0.2 aborting with records in flight
+                 * had EndTxn refused INVALID_TXN_STATE, a fatal error,
+                 * in one run in three of kafka-scale_flow. */
+                flow_drain(f, DRAIN_MS);
+                if (owner_abort(f->owner, why, sizeof(why)) ==
+                    AAGW_OWNER_FATAL)
+                        scale_fatal(f, why);
+                f->txn_open = false;
+        }
+        f->txn_dirty = false;
+        /* The purged records' reports, and the committed positions
+         * stored. */
+        int gone = flow_unassign(f, NULL, DRAIN_MS);
+        scale_forget(f);
+        if (gone)
+                return;
+        f->txn_broken = false;
+        f->gained     = true;
+}
+
+/* Take the flow_owned source partitions this process does not copy yet:
+ * each reconciled against the target (flow_assign_new() logs where each
+ * resumed and how long finding it took). */
+static void scale_gain(aagw_flow_t *f) {
+        int64_t t0 = aagw_mono_ms();
+        char    parts[1024];
+
+        f->gained = false;
+        for (size_t i = 0; i < f->ntopics && !atomic_load(&f->ctl.stop); i++)
+                if (f->topics[i]->active)
+                        flow_assign_new(f, f->topics[i]);
+        parts_str(owner_partitions(f->owner), parts, sizeof(parts));
+        int64_t now = aagw_mono_ms();
+        aagw_log(AAGW_LOG_INFO, "FLOW",
+                 "%s: member %s owns work partitions [%s] of %s: %d source "
+                 "partitions, reconciled in %" PRId64 " ms%s",
+                 f->name, f->conf.scale_out->member, parts, f->work_topic,
+                 (int)atomic_load(&f->nparts_assigned), now - t0,
+                 f->lost_ms ? " after a rebalance" : "");
+        if (f->lost_ms)
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: rebalance took %" PRId64 " ms from losing the "
+                         "previous partitions to %s",
+                         f->name, now - f->lost_ms,
+                         atomic_load(&f->nparts_assigned)
+                             ? "copying again"
+                             : "owning none (other members copy)");
+        f->lost_ms = 0;
+        /* (A member may own no partition at all: it runs.) */
+        if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
+                atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
+}
+
+/* Commit the open transaction: its copies acknowledged first, then the
+ * offsets of every flow_owned work partition with the group's metadata (the
+ * fence).  Only then the positions are final. */
+void flow_scale_commit(aagw_flow_t *f) {
+        const rd_kafka_topic_partition_list_t *own =
+            owner_partitions(f->owner);
+        char why[700];
+
+        if (!f->txn_open)
+                return;
+        flow_drain(f, DRAIN_MS);
+        if (atomic_load(&f->inflight) > 0 || !own->cnt || f->txn_broken) {
+                INC(f->aborted_txns);
+                flow_scale_drop(f);
+                return;
+        }
+        rd_kafka_topic_partition_list_t *offs =
+            rd_kafka_topic_partition_list_copy(own);
+        for (int i = 0; i < offs->cnt; i++)
+                offs->elems[i].offset = 0; /* any >= 0: it is the fence */
+        owner_result_t r = owner_commit(f->owner, offs, why, sizeof(why));
+        rd_kafka_topic_partition_list_destroy(offs);
+        f->txn_open = false;
+        switch (r) {
+        case AAGW_OWNER_OK:
+                INC(f->committed_txns);
+                f->txn_dirty = false;
+                ADD(f->dead_lettered, f->txn_dlq);
+                ADD(f->produce_errors, f->txn_errs);
+                f->txn_dlq = f->txn_errs = 0;
+                for (size_t i = 0; i < f->ntopics; i++) {
+                        struct ttrack *tt = f->topics[i];
+                        for (int32_t p = 0; p < tt->partition_cnt; p++) {
+                                struct ptrack *pt = tt->parts[p];
+                                if (!pt || !pt->assigned || pt->held)
+                                        continue;
+                                pt->c_next = pt->next;
+                                pt->c_out  = pt->out_next;
+                                if (pt->next >= 0)
+                                        flow_sync_point(f, pt, pt->next,
+                                                   pt->out_next, false);
+                        }
+                }
+                if (refused_count(f->refused))
+                        refused_each(f->refused, refused_keep, f);
+                break;
+        case AAGW_OWNER_ABORTED:
+                INC(f->aborted_txns);
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: member %s: %s; copying its partitions again "
+                         "from what %s holds",
+                         f->name, f->conf.scale_out->member, why, f->target);
+                flow_scale_drop(f);
+                break;
+        case AAGW_OWNER_FENCED:
+                INC(f->fenced_txns);
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: member %s fenced: %s; its copies since the "
+                         "last commit stay invisible",
+                         f->name, f->conf.scale_out->member, why);
+                flow_scale_drop(f);
+                break;
+        case AAGW_OWNER_FATAL:
+                scale_fatal(f, why);
+                break;
+        }
+}
+
+/* Serve the ownership once per round of flow_main(): rebalances, the
+ * commit when the transaction is old enough, a new transaction when
+ * there are partitions to copy.  Returns whether records may be
+ * consumed now (only into an open transaction). */
+bool flow_scale_poll(aagw_flow_t *f) {
+        char why[512];
+
+        if (f->need_renew)
+                return false; /* flow_main() renews the producer first */
+
+        if (owner_poll(f->owner, 0, why, sizeof(why))) {
+                flow_fail(f, "member %s: owners' group %s: %s",
+                          f->conf.scale_out->member, f->owners_group, why);
+                return false;
+        }
+        if (f->txn_broken) {
+                INC(f->aborted_txns);
+                f->lost = true;
+        }
+        if (f->lost)
+                flow_scale_drop(f);
+        if (f->gained && !atomic_load(&f->ctl.stop))
+                scale_gain(f);
+        if (f->txn_open && f->txn_dirty &&
+            aagw_mono_ms() - f->txn_ms >= f->conf.scale_out->commit_interval_ms)
+                flow_scale_commit(f);
+        if (f->lost)
+                flow_scale_drop(f);
+        if (f->txn_open || atomic_load(&f->nparts_assigned) == 0 ||
+            atomic_load(&f->ctl.stop))
+                return f->txn_open;
+        owner_result_t r = owner_begin(f->owner, why, sizeof(why));
+        if (r == AAGW_OWNER_OK) {
+                f->txn_open  = true;
+                f->txn_dirty = false;
+                f->txn_ms    = aagw_mono_ms();
+                return true;
+        }
+        if (r == AAGW_OWNER_FATAL)
+                scale_fatal(f, why);
+        else
+                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: member %s: %s",
+                         f->name, f->conf.scale_out->member, why);
+        return false;
+}
+
+/* The work topic (created with scale_out.work_partitions if missing; an
+ * existing one keeps its count, which every member then uses) and the
+ * owner.  Returns 0, or -1 with the flow failed. */
+int flow_scale_start(aagw_flow_t *f) {
+        const struct aagw_scale_out *so = f->conf.scale_out;
+        char errstr[700];
+        int  have = owner_work_topic(f->admin, f->work_topic,
+                                     so->work_partitions, errstr,
+                                     sizeof(errstr));
+
+        if (have < 0) {
+                flow_fail(f, "member %s: the owners' work topic at %s: %s",
+                          so->member, f->target, errstr);
+                return -1;
+        }
+        if (have != so->work_partitions)
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: work topic %s has %d partitions, not "
+                         "scale_out.work_partitions %d: using %d (every "
+                         "member must use the same count)",
+                         f->name, f->work_topic, have, so->work_partitions,
+                         have);
+        f->work_cnt = have;
+        struct owner_conf oc = {
+            .bootstraps         = f->conf.target_bootstraps,
+            .props              = f->conf.target_props,
+            .prop_cnt           = f->conf.target_prop_cnt,
+            .group              = f->owners_group,
+            .topic              = f->work_topic,
+            .member             = so->member,
+            .transactional_id   = f->txn_id,
+            .session_timeout_ms = so->session_timeout_ms,
+            .txn_timeout_ms     = so->txn_timeout_ms,
+            .on_gained          = scale_gained,
+            .on_lost            = scale_lost,
+            .opaque             = f,
+            .dr_msg_cb          = scale_dr,
+            .dr_opaque          = f,
+            .stop               = &f->ctl.stop};
+        if (!(f->refused = refused_new(REFUSED_MAX))) {
+                flow_fail(f, "member %s: out of memory", so->member);
+                return -1;
+        }
+        if (!(f->owner = owner_new(&oc, errstr, sizeof(errstr)))) {
+                flow_fail(f, "member %s: %s", so->member, errstr);
+                return -1;
+        }
+        f->out = owner_producer(f->owner);
+        return 0;
+}
+
+/* A new transactional producer after scale_fatal(): what was in flight
+ * is purged, every partition let go (the committed positions stored),
+ * the topic handles moved to the new producer, and the partitions still
+ * flow_owned reconciled again (scale_gain()).  The caller holds no queue of
+ * the old producer.  Returns 0, or -1 (the flow failed). */
+int flow_scale_renew(aagw_flow_t *f) {
+        char why[512];
+
+        f->need_renew = false;
+        rd_kafka_purge(f->out,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        flow_drain(f, DRAIN_MS);
+        if (flow_unassign(f, NULL, DRAIN_MS))
+                return -1;
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (f->topics[i]->rkt) {
+                        rd_kafka_topic_destroy(f->topics[i]->rkt);
+                        f->topics[i]->rkt = NULL;
+                }
+        if (f->dlq_rkt) {
+                rd_kafka_topic_destroy(f->dlq_rkt);
+                f->dlq_rkt = NULL;
+        }
+        f->out = f->producer; /* no flow_handle of the old one is left */
+        if (owner_renew(f->owner, why, sizeof(why)) != AAGW_OWNER_OK) {
+                flow_fail(f, "member %s: %s", f->conf.scale_out->member,
+                          why);
+                return -1;
+        }
+        f->out = owner_producer(f->owner);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (tt->active &&
+                    !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL))) {
+                        flow_fail(f, "%s: a topic flow_handle: out of memory",
+                                  tt->remote);
+                        return -1;
+                }
+        }
+        f->txn_open = f->txn_dirty = f->txn_broken = false;
+        f->gained   = true;
+        scale_forget(f);
+        return 0;
+}
+
+bool flow_scaled(const aagw_flow_t *f) {
+        return f->conf.scale_out && f->conf.scale_out->enabled;
+}
+
+bool flow_leads_mm2(const aagw_flow_t *f) {
+        return !f->conf.scale_out || !f->conf.scale_out->enabled ||
+               atomic_load(&((aagw_flow_t *)f)->leads_mm2);
+}

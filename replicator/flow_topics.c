@@ -1,0 +1,527 @@
+/*
+ * replicator/flow_topics.c: what a flow copies: discovery of the source
+ * topics and partitions, the remote topics they go to (created and grown
+ * through topics.c), held partitions, and the assignment of the source
+ * consumer.
+ */
+#include "flow_int.h"
+
+/* ------------------------------------------------------------ TOPICS ---- */
+
+/* Scale-out: the work partition that source partition 'p' of 'tt'
+ * belongs to; every partition of a topic in a different one, in turn,
+ * so that one topic spreads over the processes. */
+int32_t flow_work_of(const aagw_flow_t *f, const struct ttrack *tt,
+                     int32_t p) {
+        return (int32_t)((tt->hash + (uint32_t)p) % (uint32_t)f->work_cnt);
+}
+
+/* Whether this process copies source partition 'p' of 'tt' (always, as
+ * the only process of its site). */
+bool flow_owned(const aagw_flow_t *f, const struct ttrack *tt, int32_t p) {
+        return !f->owner || owner_owned(f->owner, flow_work_of(f, tt, p));
+}
+
+struct ttrack *flow_topic_find(aagw_flow_t *f, const char *topic) {
+        for (size_t i = 0; i < f->ntopics; i++)
+                if (!strcmp(f->topics[i]->topic, topic))
+                        return f->topics[i];
+        return NULL;
+}
+
+/* Make room for 'n' partitions in 'tt' (stats readers take 'lock').
+ * Returns 0, or -1 out of memory. */
+static int parts_grow(struct ttrack *tt, int32_t n, pthread_mutex_t *lock) {
+        if (n <= tt->partition_cnt)
+                return 0;
+        struct ptrack **np = realloc(tt->parts, (size_t)n * sizeof(*np));
+        if (!np)
+                return -1;
+        memset(np + tt->partition_cnt, 0,
+               (size_t)(n - tt->partition_cnt) * sizeof(*np));
+        pthread_mutex_lock(lock);
+        tt->parts         = np;
+        tt->partition_cnt = n;
+        pthread_mutex_unlock(lock);
+        return 0;
+}
+
+struct ptrack *flow_part_get(aagw_flow_t *f, struct ttrack *tt,
+                             int32_t partition) {
+        if (partition < 0 || partition >= tt->partition_cnt)
+                return NULL;
+        if (!tt->parts[partition]) {
+                struct ptrack *pt = calloc(1, sizeof(*pt));
+                if (!pt)
+                        return NULL;
+                pt->tt            = tt;
+                pt->partition     = partition;
+                pt->next          = -1;
+                pt->out_next      = -1;
+                pt->saved_next    = -1;
+                pt->saved_out     = -1;
+                tt->parts[partition] = pt;
+        }
+        (void)f;
+        return tt->parts[partition];
+}
+
+/* Partition count of 'topic' on the cluster of 'rk', -1 if the topic does
+ * not exist, -2 on error.  Asks for all topics so that the question never
+ * auto-creates the topic. */
+/* Create 'topic' with 'partitions' at the target, through the Admin API
+ * or (with 'autocreate') the producer's auto-creation.  Returns its
+ * partition count, or -1. */
+static int make_topic(aagw_flow_t *f, const char *topic, int partitions,
+                      bool autocreate) {
+        struct replicator_topic_maker tm = {
+            .admin             = f->admin,
+            .producer          = autocreate ? f->producer : NULL,
+            .tag               = "FLOW",
+            .who               = f->name,
+            .cluster           = f->target,
+            .admin_unsupported = &f->admin_create_unsupported};
+        return replicator_topic_make(&tm, topic, partitions);
+}
+
+/* Create the dead-letter topic (one partition) through the Admin API if
+ * the target lacks it.  Clusters that do not auto-create topics (the
+ * usual production setting, auto.create.topics.enable=false) would
+ * otherwise fail the first dead-lettered record with an unknown topic;
+ * where the Admin API is missing, the producer's auto-creation remains. */
+void flow_dlq_ensure(aagw_flow_t *f) {
+        const struct rd_kafka_metadata *md = NULL;
+        int                             have;
+
+        if (aagw_kafka_metadata(f->admin, true, NULL, &md, 5000, NULL))
+                return; /* the produce reports what is wrong */
+        have = replicator_md_partitions(md, f->dlq_topic);
+        rd_kafka_metadata_destroy(md);
+        if (have < 0)
+                make_topic(f, f->dlq_topic, 1, false);
+}
+
+/* Partitions of the copy of 'tt' as the target producer sees them (a
+ * partition it does not know cannot be produced to), -1 on error. */
+static int target_partitions(aagw_flow_t *f, struct ttrack *tt) {
+        const struct rd_kafka_metadata *md = NULL;
+        int                             n  = -1;
+
+        if (aagw_kafka_metadata(f->out, false, tt->rkt, &md, 5000, NULL))
+                return -1;
+        if (md->topic_cnt == 1 && !md->topics[0].err)
+                n = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        return n;
+}
+
+/* Make sure the copy of 'tt' exists with 'want' partitions: created
+ * (topics_create(): partitions, replication factor, configs), else
+ * auto-created by the producer where the cluster lacks the Admin API; or
+ * grown (topics_grow()).  Returns the partitions the producer sees (fewer
+ * than 'want' if the copy could not be grown), or -2 on a transient error
+ * (discovery tries again). */
+static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t err;
+        char                why[512];
+        int                 have, rc;
+
+        err = aagw_kafka_metadata(f->admin, true, NULL, &md, 5000,
+                                  &f->ctl.stop);
+        if (err == RD_KAFKA_RESP_ERR__INTR)
+                return -2; /* stopping */
+        if (err) {
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: metadata of %s failed: %s; retrying later",
+                         f->name, f->target, rd_kafka_err2str(err));
+                return -2;
+        }
+        have = replicator_md_partitions(md, tt->remote);
+        rd_kafka_metadata_destroy(md);
+        if (have < 0) {
+                rc = topics_create(f->remote_topics, tt->topic, tt->remote,
+                                   want, why, sizeof(why));
+                if (rc == -1) {
+                        if (!tt->create_warned)
+                                aagw_log(AAGW_LOG_WARN, "FLOW",
+                                         "%s: cannot create topic %s at %s: "
+                                         "%s; retrying at every discovery",
+                                         f->name, tt->remote, f->target, why);
+                        tt->create_warned = true;
+                        return -2;
+                }
+                if (rc == -2) {
+                        if (!f->admin_create_unsupported)
+                                aagw_log(AAGW_LOG_WARN, "FLOW",
+                                         "%s: cluster %s does not create "
+                                         "topics through the Admin API (%s); "
+                                         "relying on broker auto-creation "
+                                         "from now on",
+                                         f->name, f->target, why);
+                        f->admin_create_unsupported = true;
+                        /* Auto-creation only, from now on. */
+                        if (make_topic(f, tt->remote, want, true) < 0)
+                                return -2;
+                }
+        } else if (have < want) {
+                rc = topics_grow(f->remote_topics, tt->remote, want, why,
+                                 sizeof(why));
+                if (rc && tt->reported != want)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: cannot add partitions to %s at %s "
+                                 "(%d -> %d): %s",
+                                 f->name, tt->remote, f->target, have, want,
+                                 why);
+        }
+        /* The producer's topic flow_handle only now: it asks for the topic's
+         * metadata, which auto-creates it (with the broker's partition
+         * count) on clusters that allow that. */
+        if (!tt->rkt &&
+            !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
+                return -2;
+        have = target_partitions(f, tt);
+        return have < 0 ? -2 : have;
+}
+
+/* The copy of 'tt' has 'have' partitions that the producer sees, its
+ * source 'want': hold the source partitions the copy lacks, start those
+ * it has now, and report the difference (once per source count). */
+/* Assign the consumer the partitions of 'tt' it lacks (all, for a topic
+ * just found; the new ones, after the source grew). */
+/* Finish what is in flight (up to 'drain_ms'), store the positions and
+ * flow_unassign the partitions of 'tt' (NULL: of every topic).  Returns 0, or
+ * -1 with the flow failed if records were still in flight: their
+ * delivery reports would land in the rings of a later assignment. */
+
+/* Scan the source cluster for matching topics and assign their
+ * partitions to the consumer; the identity lease subscribes to them. */
+void flow_discover(aagw_flow_t *f) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t              err;
+        bool                             changed = false;
+
+        err = aagw_kafka_metadata(f->meta, true, NULL, &md, 5000,
+                                  &f->ctl.stop);
+        if (err == RD_KAFKA_RESP_ERR__INTR)
+                return; /* stopping */
+        aagw_reach_note(&f->src_reach, err);
+        if (err) {
+                aagw_log(AAGW_LOG_WARN, "FLOW",
+                         "%s: metadata of %s failed: %s", f->name, f->source,
+                         rd_kafka_err2str(err));
+                return;
+        }
+        for (size_t i = 0; i < f->ntopics; i++)
+                f->topics[i]->seen = false;
+        for (int i = 0; i < md->topic_cnt; i++) {
+                const struct rd_kafka_metadata_topic *mt = &md->topics[i];
+                struct ttrack                       *tt;
+                aagw_skip_t                          skip;
+
+                if (mt->err || mt->partition_cnt <= 0) {
+                        /* There, but not answering now (no leader, ...):
+                         * not gone.  A deleted topic is not listed. */
+                        if ((tt = flow_topic_find(f, mt->topic)))
+                                tt->seen = true;
+                        continue;
+                }
+                if (!aagw_repl_topic_allowed(f->pol, mt->topic) &&
+                    !(f->conf.mm2.heartbeat_ms > 0 &&
+                      mm2_is_heartbeats(mt->topic)))
+                        continue;
+                skip = (f->conf.verdict_flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)
+                           ? AAGW_SKIP_NONE
+                           : aagw_repl_topic_check(f->pol, f->source,
+                                                   f->target, mt->topic);
+                /* The heartbeats topic goes whatever replication.topics
+                 * selects, as in MM2 (its copies tell MirrorClient which
+                 * clusters are upstream); a local name, so no name rule
+                 * can stop it. */
+                if (skip == AAGW_SKIP_FILTERED &&
+                    f->conf.mm2.heartbeat_ms > 0 && mm2_is_heartbeats(mt->topic))
+                        skip = AAGW_SKIP_NONE;
+                if (skip != AAGW_SKIP_NONE)
+                        continue;
+                tt = flow_topic_find(f, mt->topic);
+                if (!tt) {
+                        if (f->ntopics == MAX_TOPICS)
+                                continue;
+                        tt = calloc(1, sizeof(*tt));
+                        if (!tt || !(tt->topic = strdup(mt->topic))) {
+                                free(tt);
+                                continue;
+                        }
+                        if (aagw_repl_remote_topic(f->pol, f->source,
+                                                   mt->topic, tt->remote,
+                                                   sizeof(tt->remote))) {
+                                free(tt->topic);
+                                free(tt);
+                                continue;
+                        }
+                        tt->is_hb   = mm2_is_heartbeats(mt->topic);
+                        tt->hash    = XXH32(mt->topic, strlen(mt->topic), 0);
+                        /* The per-topic part of every verdict, once. */
+                        aagw_skip_t tc;
+                        tt->prechecked =
+                            aagw_repl_precheck(f->pol, f->source, f->target,
+                                               mt->topic,
+                                               f->conf.verdict_flags,
+                                               &tc) == AAGW_OK &&
+                            tc == AAGW_SKIP_NONE;
+                        tt->id_rule = f->conf.id_rule_for
+                                          ? f->conf.id_rule_for(f->conf.opaque,
+                                                                mt->topic)
+                                          : NULL;
+                        pthread_mutex_lock(&f->ctl.lock);
+                        f->topics[f->ntopics++] = tt;
+                        pthread_mutex_unlock(&f->ctl.lock);
+                }
+                tt->seen = true;
+                if (tt->active && tt->partition_cnt >= mt->partition_cnt &&
+                    tt->target_cnt >= tt->partition_cnt && !tt->release_retry)
+                        continue;
+                int have = ensure_target(f, tt, mt->partition_cnt);
+                if (have == -2)
+                        continue; /* transient: try again next time */
+                if (tt->active && mt->partition_cnt > tt->partition_cnt)
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s grew from %d to %d partitions at %s",
+                                 f->name, tt->topic, tt->partition_cnt,
+                                 mt->partition_cnt, f->source);
+                if (parts_grow(tt, mt->partition_cnt, &f->ctl.lock))
+                        continue;
+                flow_target_count(f, tt, have, mt->partition_cnt);
+                if (!tt->active) {
+                        tt->active = true;
+                        atomic_fetch_add(&f->ntopics_active, 1);
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: replicating %s (%d partitions) to %s at "
+                                 "%s",
+                                 f->name, tt->topic, mt->partition_cnt,
+                                 tt->remote, f->target);
+                        topics_track(f->remote_topics, tt->topic, tt->remote);
+                        /* Before its partitions are reconciled: see
+                         * replicator_prime_topic(). */
+                        replicator_prime_topic(f->end_probe, f->reader,
+                                               tt->remote);
+                        changed = true;
+                }
+                /* After a fence, nothing until the lease holds the id
+                 * again (flow_main() assigns then). */
+                if (!f->lease_wait)
+                        flow_assign_new(f, tt);
+        }
+        rd_kafka_metadata_destroy(md);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *tt = f->topics[i];
+                if (tt->active && !tt->seen) {
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: topic %s is gone from %s; no longer "
+                                 "reading it",
+                                 f->name, tt->topic, f->source);
+                        if (flow_unassign(f, tt, 10000))
+                                break;
+                        tt->active = false;
+                        atomic_fetch_sub(&f->ntopics_active, 1);
+                        changed    = true;
+                }
+        }
+        if ((changed || f->subscription_dirty) && f->lease) {
+                rd_kafka_topic_partition_list_t *sub =
+                    rd_kafka_topic_partition_list_new((int)f->ntopics);
+                for (size_t i = 0; i < f->ntopics; i++)
+                        if (f->topics[i]->active)
+                                rd_kafka_topic_partition_list_add(
+                                    sub, f->topics[i]->topic,
+                                    RD_KAFKA_PARTITION_UA);
+                if (sub->cnt == 0)
+                        err = rd_kafka_unsubscribe(f->lease);
+                else
+                        err = rd_kafka_subscribe(f->lease, sub);
+                f->subscription_dirty = err != 0;
+                if (err)
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: identity lease: subscribe failed: %s",
+                                 f->name, rd_kafka_err2str(err));
+                rd_kafka_topic_partition_list_destroy(sub);
+        }
+}
+
+/* The held partitions of 'tt' below its target count: position each
+ * (flow_reconcile(): a new partition from its first record), then let the
+ * consumer fetch it.  Resumed first and sought after: the seek's barrier
+ * drops whatever the resumed fetch brought from elsewhere. */
+void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(tt->target_cnt);
+
+        tt->release_retry = false;
+        for (int32_t p = 0; p < tt->target_cnt && !atomic_load(&f->ctl.stop);
+             p++) {
+                struct ptrack *pt = tt->parts[p];
+                if (!pt || !pt->assigned || !pt->held)
+                        continue;
+                int64_t off = flow_reconcile(f, pt);
+                flow_part_start(f, pt, off);
+                rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
+                    off;
+                if (off == RD_KAFKA_OFFSET_BEGINNING)
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s [%d] now has a partition at %s; "
+                                 "copying from its first record",
+                                 f->name, tt->topic, (int)p, f->target);
+                else
+                        aagw_log(AAGW_LOG_INFO, "FLOW",
+                                 "%s: %s [%d] now has a partition at %s; "
+                                 "copying from offset %" PRId64,
+                                 f->name, tt->topic, (int)p, f->target, off);
+        }
+        if (l->cnt) {
+                if (!f->paused)
+                        rd_kafka_resume_partitions(f->consumer, l);
+                rd_kafka_error_t *e =
+                    rd_kafka_seek_partitions(f->consumer, l, 5000);
+                if (e) {
+                        /* (librdkafka 2.0 can answer "timed out" at
+                         * once.)  Held again, and started again at the
+                         * next discovery: nothing is read meanwhile. */
+                        aagw_log(AAGW_LOG_WARN, "FLOW",
+                                 "%s: starting %s's new partitions: seek: "
+                                 "%s; trying again at the next discovery",
+                                 f->name, tt->topic, rd_kafka_error_string(e));
+                        rd_kafka_error_destroy(e);
+                        rd_kafka_pause_partitions(f->consumer, l);
+                        for (int i = 0; i < l->cnt; i++) {
+                                struct ptrack *pt =
+                                    tt->parts[l->elems[i].partition];
+                                pt->held = true;
+                                pt->next = -1;
+                                atomic_store_explicit(&pt->pos_pub, -1,
+                                                      RELAXED);
+                        }
+                        tt->release_retry = true;
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Every partition of 'tt' is the flow's: a partition the copy has is
+ * reconciled and read from there, one it lacks is held (assigned, paused,
+ * positioned when the copy has it: flow_target_count()).  Incremental, so the
+ * partitions already read keep their place and what is in flight. */
+void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
+        rd_kafka_topic_partition_list_t *l, *held;
+        rd_kafka_error_t                *e;
+
+        l    = rd_kafka_topic_partition_list_new(tt->partition_cnt);
+        held = rd_kafka_topic_partition_list_new(tt->partition_cnt);
+        for (int32_t p = 0; p < tt->partition_cnt && !atomic_load(&f->ctl.stop);
+             p++) {
+                struct ptrack *pt = flow_part_get(f, tt, p);
+                int64_t        off;
+                if (!pt || pt->assigned || !flow_owned(f, tt, p))
+                        continue;
+                if (p >= tt->target_cnt) {
+                        off      = RD_KAFKA_OFFSET_BEGINNING;
+                        pt->held = true;
+                        pt->assigned = true;
+                        pt->next = -1;
+                        atomic_store_explicit(&pt->pos_pub, -1, RELAXED);
+                        atomic_fetch_add(&f->nparts_assigned, 1);
+                        rd_kafka_topic_partition_list_add(held, tt->topic, p);
+                } else {
+                        int64_t t0 = aagw_mono_ms();
+                        off        = flow_reconcile(f, pt);
+                        flow_part_start(f, pt, off);
+                        if (f->owner)
+                                aagw_log(AAGW_LOG_INFO, "FLOW",
+                                         "%s: takeover: %s [%d] (work "
+                                         "partition %d) resumes at %s%" PRId64
+                                         "; found in %" PRId64 " ms, %" PRId64
+                                         " of them waiting for open "
+                                         "transactions",
+                                         f->name, tt->topic, (int)p,
+                                         (int)flow_work_of(f, tt, p),
+                                         off < 0 ? "its first record " : "",
+                                         off < 0 ? (int64_t)0 : off,
+                                         aagw_mono_ms() - t0, f->txn_wait_ms);
+                }
+                rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
+                    off;
+        }
+        if (!l->cnt)
+                goto out;
+        e = rd_kafka_incremental_assign(f->consumer, l);
+        if (e) {
+                /* Unassigned again: the next discovery tries again. */
+                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: assigning %s: %s",
+                         f->name, tt->topic, rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                for (int i = 0; i < l->cnt; i++) {
+                        struct ptrack *pt = tt->parts[l->elems[i].partition];
+                        pt->assigned = false;
+                        pt->held     = false;
+                        atomic_fetch_sub(&f->nparts_assigned, 1);
+                }
+                tt->release_retry = true;
+                goto out;
+        }
+        /* A paused flow (paused before, or kept paused across a restart)
+         * stays paused on partitions it takes now; records fetched
+         * before the pause are dropped by librdkafka's pause barrier. */
+        if (f->paused)
+                rd_kafka_pause_partitions(f->consumer, l);
+        else if (held->cnt)
+                rd_kafka_pause_partitions(f->consumer, held);
+        if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
+                atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
+out:
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_topic_partition_list_destroy(held);
+}
+
+int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
+        rd_kafka_topic_partition_list_t *l;
+
+        flow_drain(f, drain_ms);
+        if (atomic_load(&f->inflight) > 0) {
+                /* (Stopping: flow_main() drains and stores once more.) */
+                if (!atomic_load(&f->ctl.stop))
+                        flow_fail(f, "%" PRId64 " records still "
+                                     "unacknowledged after %d ms: cannot "
+                                     "let go of %s's partitions",
+                                  atomic_load(&f->inflight), drain_ms,
+                                  tt ? tt->topic : "the topics");
+                return -1;
+        }
+        flow_save_positions(f, true);
+        l = rd_kafka_topic_partition_list_new(16);
+        pthread_mutex_lock(&f->ctl.lock);
+        for (size_t i = 0; i < f->ntopics; i++) {
+                struct ttrack *t = f->topics[i];
+                if (tt && t != tt)
+                        continue;
+                for (int32_t p = 0; p < t->partition_cnt; p++) {
+                        struct ptrack *pt = t->parts[p];
+                        if (!pt || !pt->assigned)
+                                continue;
+                        pt->assigned = false;
+                        pt->held     = false;
+                        atomic_fetch_sub(&f->nparts_assigned, 1);
+                        rd_kafka_topic_partition_list_add(l, t->topic, p);
+                }
+        }
+        pthread_mutex_unlock(&f->ctl.lock);
+        if (l->cnt) {
+                rd_kafka_error_t *e =
+                    rd_kafka_incremental_unassign(f->consumer, l);
+                if (e) {
+                        aagw_log(AAGW_LOG_WARN, "FLOW", "%s: flow_unassign: %s",
+                                 f->name, rd_kafka_error_string(e));
+                        rd_kafka_error_destroy(e);
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        return 0;
+}

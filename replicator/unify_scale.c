@@ -1,0 +1,1059 @@
+/*
+ * replicator/unify_scale.c: a unify stage shared by the processes of a
+ * site (scale_out.enabled): ownership of output partitions through
+ * owner.c, the transactions that commit decisions with positions and
+ * changelogs, refused records, and membership changes.
+ */
+#include "unify_int.h"
+
+/* ---------------------------------------------------------- SCALE-OUT --- */
+
+/*
+ * With scale_out enabled, several processes of one site share this stage
+ * (docs/deployment.md).
+ *
+ * Ownership: one owner (owner.c) per stage: group aagw.<gw>.<site>.unify
+ * over the work topic aagw.<gw>.<site>.unify.work (W partitions, made
+ * here if missing), transactional.id aagw.<gw>.<site>.unify.<member>.
+ * Output partition p of every unified topic is this unify_process's iff it
+ * owns work partition p % W.
+ *
+ * Routing: every unify_process reads every input partition, as the
+ * single-unify_process stage does, and decides only the records whose output
+ * partition (id hash, scoped entity key hash: unify_out_part()) it owns; it
+ * skips the others.  N processes read the inputs N times: the chosen
+ * trade-off against a repartition topic (one more write and read of
+ * every record, one more topic per unified topic).  Nothing is assumed
+ * about how the inputs are partitioned, and for the few processes a site
+ * runs, reading is the cheap part.
+ *
+ * Positions are per (input partition i, output partition p): struct
+ * uinput's opos/cpos.  An input partition is fetched from the smallest
+ * position over the owned p, and a record for p at offset o is decided
+ * iff p is owned and o >= opos[i][p] (unify_so_filter()).  A p with no stored
+ * position starts at the input's beginning, as a new input does.
+ *
+ * Transactions: the output records and the changelog records of the
+ * decisions (unify_so_decided()) go out in the owner's transaction; at least
+ * every scale_out.commit_interval (unify_so_commit()) the positions that moved
+ * go to the changelog and the transaction commits with the offsets of
+ * every owned work partition (the fence, KIP-447).  Only then does the
+ * decider store the decisions in RocksDB (the transaction filled one
+ * epoch: seal, commit).  An aborted transaction drops them (ops->drop)
+ * and the inputs go back to the committed positions (so_redo()); a
+ * fenced one, or partitions revoked by a rebalance, the same, and what
+ * the group gives next is restored.  Before a rebalance takes the
+ * partitions, the open transaction is committed (unify_so_revoking(): the
+ * assignment's metadata still fences then); a member the group already
+ * moved on from finds its transaction refused and aborted.
+ *
+ * Changelogs (unify_so_state_topic(), format in replicator_int.h), partitioned
+ * as the output.  The state topic (compacted) holds the winners and
+ * positions; the ids topic (dedup topics only) the ids, deleted by the
+ * broker once they are older than unify.window and a margin, so that it
+ * holds about one window of ids, not every id ever delivered.
+ *
+ * Restore (unify_so_restore()): on gaining partitions, each newly owned output
+ * partition's changelog partitions (ones it had before a clean
+ * revocation, and that nobody wrote since, are kept: unify_so_kept()) are read
+ * from their beginning to their end, the state topic's first
+ * (changelog_read(): read_committed, and the end waits for a transaction
+ * a dead owner left open) and folded into the decider (ops->restore:
+ * ids and winners, additive) and the positions; ids decided before the
+ * window's start are skipped, as the decider would drop them.  A
+ * partition whose changelog holds no position while its output holds
+ * records was written by a single unify_process (the site ran without
+ * scale-out): its state is rebuilt from the output instead (unify_so_seed()).
+ * The local RocksDB is a cache: decisions reach it only after their
+ * transaction committed.
+ * The machinery for exactly once without transactions (the start-up
+ * scan of the output, the replay set) is not used.
+ */
+
+#define SO_DRAIN_MS 10000
+
+bool unify_so_owns(const aagw_unify_t *u, int32_t p) {
+        return u->owner && owner_owned(u->owner, p % u->work_parts);
+}
+
+bool unify_so_owns_any(const aagw_unify_t *u, const struct utopic *ut) {
+        for (int32_t p = 0; p < ut->out_parts; p++)
+                if (unify_so_owns(u, p))
+                        return true;
+        return false;
+}
+
+/* Room in 'ui''s position tables for all its partitions (new: -1). */
+int unify_opos_fit(const struct utopic *ut, struct uinput *ui) {
+        if (ui->opos_parts >= ui->nparts)
+                return 0;
+        size_t   n = (size_t)ui->nparts * (size_t)ut->out_parts;
+        int64_t *o = realloc(ui->opos, n * sizeof(*o));
+        if (!o)
+                return -1;
+        ui->opos   = o;
+        int64_t *c = realloc(ui->cpos, n * sizeof(*c));
+        if (!c)
+                return -1;
+        ui->cpos = c;
+        int64_t *sp = realloc(ui->spos, n * sizeof(*sp));
+        if (!sp)
+                return -1;
+        ui->spos = sp;
+        for (size_t k = (size_t)ui->opos_parts * (size_t)ut->out_parts; k < n;
+             k++)
+                o[k] = c[k] = sp[k] = -1;
+        ui->opos_parts = ui->nparts;
+        return 0;
+}
+
+/* Every input of 'ut' fetched from the smallest position of the owned
+ * output partitions (-1: the beginning). */
+void unify_so_positions(aagw_unify_t *u, struct utopic *ut) {
+        for (size_t k = 0; k < ut->nin; k++) {
+                struct uinput *ui = ut->in[k];
+                if (unify_opos_fit(ut, ui)) {
+                        ufail(u, "out of memory");
+                        return;
+                }
+                for (int32_t i = 0; i < ui->nparts; i++) {
+                        int64_t lo = INT64_MAX;
+                        for (int32_t p = 0; p < ut->out_parts; p++) {
+                                int64_t v =
+                                    ui->opos[(size_t)i * ut->out_parts + p];
+                                if (unify_so_owns(u, p) && v < lo)
+                                        lo = v;
+                        }
+                        ui->next[i]  = lo == INT64_MAX ? -1 : lo;
+                        ui->dirty[i] = false;
+                }
+        }
+}
+
+/* "clicks.unified 0,3; views.unified 1" and the count, for /status. */
+void unify_so_publish(aagw_unify_t *u) {
+        char    buf[sizeof(u->owned)];
+        size_t  n   = 0;
+        int32_t cnt = 0;
+
+        buf[0] = '\0';
+        for (size_t t = 0; t < u->ntopics && n < sizeof(buf); t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s ",
+                                      n ? "; " : "", ut->out);
+                bool any = false;
+                for (int32_t p = 0; p < ut->out_parts && n < sizeof(buf); p++)
+                        if (unify_so_owns(u, p)) {
+                                n += (size_t)snprintf(buf + n,
+                                                      sizeof(buf) - n, "%s%d",
+                                                      any ? "," : "", (int)p);
+                                any = true;
+                                cnt++;
+                        }
+                if (!any && n < sizeof(buf))
+                        n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+                                              "none");
+        }
+        pthread_mutex_lock(&u->owned_lock);
+        memcpy(u->owned, buf, sizeof(buf));
+        pthread_mutex_unlock(&u->owned_lock);
+        atomic_store(&u->owned_parts, cnt);
+}
+
+/* Wait for the delivery report of every record produced (after a commit
+ * or an abort), so that none reaches an epoch the decider reused.
+ * Returns 0, or -1 (the stage fails). */
+static int so_drain(aagw_unify_t *u) {
+        int64_t deadline = aagw_mono_ms() + SO_DRAIN_MS;
+
+        while (atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline)
+                rd_kafka_poll(u->out_producer, 10);
+        if (atomic_load(&u->inflight) > 0) {
+                ufail(u, "member %s: %" PRId64 " records without a delivery "
+                         "report %d s after their transaction ended",
+                      u->conf.scale_out->member, atomic_load(&u->inflight),
+                      SO_DRAIN_MS / 1000);
+                return -1;
+        }
+        return 0;
+}
+
+/* Unassign the inputs and drop what their queue holds (records fetched
+ * from positions no longer wanted), then assign them afresh. */
+void unify_so_reassign(aagw_unify_t *u) {
+        rd_kafka_message_t *msgs[256];
+        ssize_t             n;
+
+        rd_kafka_assign(u->consumer, NULL);
+        while ((n = rd_kafka_consume_batch_queue(u->cq, 0, msgs, 256)) > 0)
+                for (ssize_t i = 0; i < n; i++)
+                        rd_kafka_message_destroy(msgs[i]);
+        unify_reassign(u);
+}
+
+/* The open transaction is gone (aborted, fenced): forget its decisions
+ * and go back to the committed positions. */
+static void so_redo(aagw_unify_t *u) {
+        u->txn_open  = false;
+        u->txn_stubs = 0;
+        if (refused_count(u->refused))
+                refused_each(u->refused, unify_so_refused_keep, NULL);
+        if (so_drain(u))
+                return;
+        u->txn_poisoned = false;
+        if (u->ops->drop(u->st)) {
+                ufail(u, "out of memory");
+                return;
+        }
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        if (unify_opos_fit(ut, ui)) {
+                                ufail(u, "out of memory");
+                                return;
+                        }
+                        memcpy(ui->opos, ui->cpos,
+                               (size_t)ui->opos_parts * ut->out_parts *
+                                   sizeof(*ui->opos));
+                }
+                unify_so_positions(u, ut);
+        }
+        unify_so_reassign(u);
+}
+
+/* The owner failed for good: its producer (a transaction the
+ * coordinator aborted on its own after transaction.timeout.ms, a zombie
+ * woken after that; a transactional state the broker no longer accepts)
+ * or its consumer.  A new producer (transactions initialised again:
+ * unify_so_renew(), from the stage's loop) is what a restart would make; the
+ * membership goes on (a consumer failed for good fails the stage).  More than SO_RENEW_MAX of them within
+ * SO_RENEW_WINDOW_MS is not a passing state: the stage fails. */
+#define SO_RENEW_MAX       3
+#define SO_RENEW_WINDOW_MS 60000
+
+void unify_so_fatal(aagw_unify_t *u, const char *err) {
+        const char *member = u->conf.scale_out->member;
+        int64_t     now    = aagw_mono_ms();
+
+        u->txn_open = false;
+        if (u->need_renew)
+                return;
+        if (!u->renew_since_ms || now - u->renew_since_ms > SO_RENEW_WINDOW_MS) {
+                u->renew_since_ms = now;
+                u->renewals       = 0;
+        }
+        if (++u->renewals > SO_RENEW_MAX) {
+                ufail(u, "member %s: %s (its transactional producer failed "
+                         "for good %d times within %d s: does another "
+                         "unify_process run as member %s?)",
+                      member, err, u->renewals, SO_RENEW_WINDOW_MS / 1000,
+                      member);
+                return;
+        }
+        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                 "unify@%s: member %s: %s; making a new transactional "
+                 "producer",
+                 u->site, member, err);
+        u->need_renew = true;
+}
+
+/* What a transaction step's result means for the stage. */
+static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
+        const char *member = u->conf.scale_out->member;
+
+        switch (r) {
+        case AAGW_OWNER_OK:
+                return;
+        case AAGW_OWNER_ABORTED:
+                INC(u->aborted);
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: %s; redoing from the last "
+                         "committed positions",
+                         u->site, member, err);
+                so_redo(u);
+                return;
+        case AAGW_OWNER_FENCED:
+                INC(u->fenced);
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s fenced: %s; nothing of its "
+                         "transaction (%" PRId64 " output records) is "
+                         "visible, what the group gives it next is restored",
+                         u->site, member, err, u->txn_records);
+                so_redo(u);
+                return;
+        case AAGW_OWNER_FATAL:
+                unify_so_fatal(u, err);
+                return;
+        }
+}
+
+int unify_so_begin(aagw_unify_t *u) {
+        char err[512];
+
+        if (u->txn_open)
+                return 0;
+        owner_result_t r = owner_begin(u->owner, err, sizeof(err));
+        if (r == AAGW_OWNER_OK) {
+                u->txn_open       = true;
+                u->txn_records    = 0;
+                u->txn_started_ms = aagw_mono_ms();
+                return 0;
+        }
+        so_result(u, r, err);
+        return -1;
+}
+
+/* The transactional producer refused a record: the transaction is in
+ * an abortable state (librdkafka 2.0.2 after an abort that purged
+ * records: "skipped sequence numbers ... requires epoch bump"), and only
+ * an abort gets it going again.  The next unify_so_commit() aborts and redoes
+ * (unify_so_poll() runs it at once). */
+void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
+                      rd_kafka_resp_err_t err) {
+        if (!u->txn_poisoned)
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: unify_produce to %s [%d]: %s; the "
+                         "transaction is aborted and redone",
+                         u->site, u->conf.scale_out->member, topic, (int)p,
+                         rd_kafka_err2str(err));
+        u->txn_poisoned = true;
+}
+
+/*
+ * A record too large for the output (the topic's max.message.bytes)
+ * makes its transaction abortable, and the redo decides it again: sent
+ * again, it would be refused at every redo.  So each refusal for good
+ * (replicator_refused_for_good()) is remembered by the record's input
+ * coordinates (refused.c), and the redo writes its stand-in
+ * (unify_produce_stub(), as single-unify_process mode does) in its place: the
+ * decision stands (the changelog says delivered, ops->acked on the
+ * stand-in's acknowledgement), the output holds one record for it.
+ * The broker refuses a batch, not a record, so the refused batch's
+ * records are suspects first: the redo sends each alone (no other
+ * output record in flight, its answer awaited).  Refused alone, it is
+ * too large for good (the next redo writes its stand-in); acknowledged,
+ * it is forgotten.  A refusal other than the size, or of a stand-in,
+ * fails the stage, as in single-unify_process mode.  A record over the
+ * producer's own message.max.bytes is refused by producev() before it is
+ * sent: its stand-in goes at once, no abort.  Stand-ins are counted
+ * (oversized) when their transaction commits.
+ */
+
+#define SO_ALONE_MS   5000   /* a suspect's wait to be alone, then for
+                                its answer */
+#define SO_REFUSED_MAX 100000 /* a batch is up to batch.num.messages */
+
+void unify_so_refusal(aagw_unify_t *u, struct token *tok,
+                      const rd_kafka_message_t *m) {
+        const rd_kafka_message_t *src = tok->base.src;
+        const char               *in  = rd_kafka_topic_name(src->rkt);
+        struct refused_rec       *rr;
+
+        if (tok->stub) {
+                ufail(u, "delivery to %s [%d] failed: %s", tok->ut->out,
+                      (int)m->partition, rd_kafka_err2str(m->err));
+                return;
+        }
+        if (!(rr = refused_add(u->refused, in, src->partition,
+                               src->offset))) {
+                ufail(u, "member %s: %s [%d] offset %" PRId64 ": %s [%d] "
+                         "refused its unified copy (%s) and %zu refused "
+                         "records are remembered already (out of memory, "
+                         "or more than %d)",
+                      u->conf.scale_out->member, in, (int)src->partition,
+                      src->offset, tok->ut->out, (int)m->partition,
+                      rd_kafka_err2str(m->err), refused_count(u->refused),
+                      SO_REFUSED_MAX);
+                return;
+        }
+        rr->out_part = m->partition;
+        if (rr->confirmed)
+                return;
+        rr->err = m->err;
+        if (tok->alone && !unify_too_large(m->err)) {
+                ufail(u, "delivery to %s [%d] failed: %s", tok->ut->out,
+                      (int)m->partition, rd_kafka_err2str(m->err));
+        } else if (tok->alone) {
+                rr->confirmed = true;
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: %s [%d] offset %" PRId64
+                         ": its unified copy is too large for %s [%d] (%s); "
+                         "the transaction is redone with its stand-in "
+                         "instead",
+                         u->site, u->conf.scale_out->member, in,
+                         (int)src->partition, src->offset, tok->ut->out,
+                         (int)m->partition, rd_kafka_err2str(m->err));
+        } else if (!u->txn_poisoned) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: member %s: %s [%d] refused a batch (%s; "
+                         "%s [%d] offset %" PRId64 " among it); the "
+                         "transaction is aborted, and the redo sends each "
+                         "record of the batch alone to find the one "
+                         "refused for good",
+                         u->site, u->conf.scale_out->member, tok->ut->out,
+                         (int)m->partition, rd_kafka_err2str(m->err), in,
+                         (int)src->partition, src->offset);
+        }
+}
+
+/* Serve delivery reports until at most 'until' output records are in
+ * flight (SO_ALONE_MS at most). */
+void unify_so_settle(aagw_unify_t *u, int64_t until) {
+        int64_t deadline = aagw_mono_ms() + SO_ALONE_MS;
+
+        while (atomic_load(&u->inflight) > until &&
+               aagw_mono_ms() < deadline && !atomic_load(&u->ctl.stop))
+                rd_kafka_poll(u->out_producer, 10);
+}
+
+/* refused_each() at a commit: its stand-ins are in; an output partition
+ * no longer owned is another member's to find out.  At an abort (arg
+ * NULL): its stand-ins go again. */
+bool unify_so_refused_keep(void *arg, struct refused_rec *r) {
+        aagw_unify_t *u = arg;
+
+        if (!u) {
+                r->resolved = false;
+                return true;
+        }
+        return !r->resolved && unify_so_owns(u, r->out_part);
+}
+
+/* Produce one changelog record into the open transaction: an id into
+ * the ids topic, the others into the state topic. */
+int unify_so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
+                   const struct changelog_rec *c) {
+        uint8_t             key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
+        size_t              klen, vlen;
+        rd_kafka_resp_err_t err;
+        bool                id = c->kind == CHANGELOG_ID;
+
+        changelog_encode(c, key, &klen, val, &vlen);
+        while ((err = rd_kafka_producev(
+                    u->out_producer,
+                    RD_KAFKA_V_RKT(id ? ut->ids_rkt : ut->state_rkt),
+                    RD_KAFKA_V_PARTITION(p),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
+                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+               !atomic_load(&u->ctl.stop))
+                rd_kafka_poll(u->out_producer, 10);
+        if (err) {
+                if (!atomic_load(&u->ctl.stop))
+                        unify_so_refused(u, id ? ut->ids : ut->state, p, err);
+                return -1;
+        }
+        return 0;
+}
+
+/* Keep only the records whose output partition this unify_process owns, at
+ * or past that partition's position.  Returns how many are left. */
+size_t unify_so_filter(aagw_unify_t *u, size_t nr) {
+        size_t kept = 0;
+
+        for (size_t k = 0; k < nr; k++) {
+                struct aagw_unify_rec *r  = &u->recs[k];
+                struct item           *it = &u->items[u->ritem[k]];
+                struct utopic         *ut = it->ut;
+                /* A rejected record has no output partition: audited by
+                 * the owner of partition 0. */
+                int32_t p = r->rejected ? 0 : unify_out_part(ut, r);
+                if (unify_opos_fit(ut, it->ui)) {
+                        ufail(u, "out of memory");
+                        return 0;
+                }
+                if (!ut->restored || !unify_so_owns(u, p) ||
+                    r->offset < it->ui->opos[(size_t)r->partition *
+                                                 ut->out_parts + p]) {
+                        it->state = 1;
+                        continue;
+                }
+                if (kept != k) {
+                        u->recs[kept]  = *r;
+                        u->ritem[kept] = u->ritem[k];
+                }
+                kept++;
+        }
+        return kept;
+}
+
+/* The changelog record of an accepted decision, into the transaction. */
+int unify_so_decided(aagw_unify_t *u, struct item *it,
+                     const struct aagw_unify_rec *r, int64_t now) {
+        struct changelog_rec c;
+
+        c.kind    = r->mode == AAGW_UNIFY_LWW ? CHANGELOG_WIN : CHANGELOG_ID;
+        memcpy(c.key, r->key, 16);
+        c.hlc     = r->prov->hlc;
+        c.time_ms = now;
+        copy_str(c.origin, sizeof(c.origin), r->prov->origin);
+        if (c.kind == CHANGELOG_ID) {
+                copy_str(c.topic, sizeof(c.topic), r->topic);
+                c.partition = r->partition;
+                c.offset    = r->offset;
+        } else {
+                c.tombstone = r->tombstone;
+                c.id_len    = r->prov->id_len;
+                memcpy(c.id, r->prov->id, r->prov->id_len);
+                c.id[r->prov->id_len] = '\0';
+        }
+        return unify_so_state(u, it->ut, unify_out_part(it->ut, r), &c);
+}
+
+/* Commit the open transaction (opening one if positions moved): the
+ * positions that moved go to the changelog first.  Returns 0, or -1 if
+ * the stage failed. */
+int unify_so_commit(aagw_unify_t *u) {
+        struct changelog_rec c;
+        char                 err[512];
+        bool                 moved = false;
+
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        if (unify_opos_fit(ut, ui)) {
+                                ufail(u, "out of memory");
+                                return -1;
+                        }
+                        for (int32_t i = 0; i < ui->nparts && !moved; i++)
+                                for (int32_t p = 0; p < ut->out_parts; p++) {
+                                        size_t  x = (size_t)i * ut->out_parts + p;
+                                        if (unify_so_owns(u, p) && ui->next[i] >= 0 &&
+                                            ui->next[i] > ui->cpos[x])
+                                                moved = true;
+                                }
+                }
+        }
+        if (u->txn_poisoned) {
+                /* A record went wrong in it (unify_on_delivery(),
+                 * unify_so_refused()). */
+                owner_result_t r = owner_abort(u->owner, err, sizeof(err));
+                so_result(u, r == AAGW_OWNER_OK ? AAGW_OWNER_ABORTED : r,
+                          r == AAGW_OWNER_OK
+                              ? "a record of the transaction failed; "
+                                "transaction aborted"
+                              : err);
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+        }
+        if (!moved && !u->txn_open)
+                return 0;
+        if (unify_so_begin(u))
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+        c.kind = CHANGELOG_POS;
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        copy_str(c.topic, sizeof(c.topic), ui->topic);
+                        for (int32_t i = 0; i < ui->nparts; i++)
+                                for (int32_t p = 0; p < ut->out_parts; p++) {
+                                        size_t x = (size_t)i * ut->out_parts + p;
+                                        if (!unify_so_owns(u, p) || ui->next[i] < 0 ||
+                                            ui->next[i] <= ui->cpos[x])
+                                                continue;
+                                        if (ui->next[i] > ui->opos[x])
+                                                ui->opos[x] = ui->next[i];
+                                        c.partition = i;
+                                        c.offset    = ui->opos[x];
+                                        if (unify_so_state(u, ut, p, &c))
+                                                return -1;
+                                }
+                }
+        }
+        if (u->txn_poisoned)
+                return unify_so_commit(u); /* (a position refused) */
+        const rd_kafka_topic_partition_list_t *own = owner_partitions(u->owner);
+        rd_kafka_topic_partition_list_t *offs =
+            rd_kafka_topic_partition_list_new(own->cnt > 0 ? own->cnt : 1);
+        /* The offsets mean nothing but the fence: any value >= 0. */
+        u->fence_seq++;
+        for (int i = 0; i < own->cnt; i++)
+                rd_kafka_topic_partition_list_add(offs, u->work,
+                                                  own->elems[i].partition)
+                    ->offset = u->fence_seq;
+        owner_result_t r = owner_commit(u->owner, offs, err, sizeof(err));
+        rd_kafka_topic_partition_list_destroy(offs);
+        if (r != AAGW_OWNER_OK) {
+                so_result(u, r, err);
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+        }
+        u->txn_open = false;
+        INC(u->txn_commits);
+        /* Its stand-ins are in the output. */
+        ADD(u->oversized, u->txn_stubs);
+        u->txn_stubs = 0;
+        if (refused_count(u->refused))
+                refused_each(u->refused, unify_so_refused_keep, u);
+        if (so_drain(u))
+                return -1;
+        if (u->txn_poisoned) {
+                /* Acknowledged without an offset inside a committed
+                 * transaction (librdkafka's implicit acknowledgement,
+                 * tests/realkafka/README.md): whether the record is in
+                 * the output cannot be told; stop rather than guess. */
+                ufail(u, "member %s: a record of a committed transaction "
+                         "was acknowledged without an offset; restart the "
+                         "unify_process (its partitions are restored from the "
+                         "changelog)",
+                      u->conf.scale_out->member);
+                return -1;
+        }
+        /* The transaction's one epoch: stored now. */
+        if (u->ops->seal(u->st)) {
+                int n = u->ops->commit(u->st, err, sizeof(err));
+                if (n < 0) {
+                        ufail(u, "%s", err);
+                        return -1;
+                }
+                ADD(u->commits, n);
+                if (!u->ops->open(u->st)) {
+                        ufail(u, "the decider kept an epoch of a committed "
+                                 "transaction");
+                        return -1;
+                }
+        }
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++)
+                        memcpy(ut->in[k]->cpos, ut->in[k]->opos,
+                               (size_t)ut->in[k]->opos_parts * ut->out_parts *
+                                   sizeof(int64_t));
+        }
+        return 0;
+}
+
+/* ------------------------------------------ SCALE-OUT: MEMBERSHIP --- */
+
+/* owner.c: partitions gained (an assignment). */
+static void so_gained(void *opaque,
+                      const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u = opaque;
+
+        INC(u->rebalances);
+        if (!u->lost_ms)
+                u->lost_ms = aagw_mono_ms();
+        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                 "unify@%s: member %s gained %d work partitions of %s: "
+                 "restoring their state",
+                 u->site, u->conf.scale_out->member, parts->cnt, u->work);
+        for (size_t t = 0; t < u->ntopics; t++)
+                u->topics[t]->restored = false;
+        u->need_restore = true;
+        u->sb_reassign  = true;
+}
+
+/* owner.c: a rebalance is about to take every owned partition: commit
+ * what the open transaction holds while the assignment still fences (a
+ * member the group moved on from is refused: FENCED, and so_lost()
+ * runs). */
+void unify_so_revoking(void *opaque,
+                       const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u = opaque;
+        (void)parts;
+        if (u->txn_open && !u->need_renew)
+                unify_so_commit(u);
+        /* Committed, and still the owner (a fenced commit lost all). */
+        if (!u->txn_open && !u->need_renew && !atomic_load(&u->ctl.stop) &&
+            owner_partitions(u->owner)->cnt)
+                unify_so_kept_note(u);
+}
+
+/* owner.c: partitions lost (revoked, or fenced): stop writing at once. */
+static void so_lost(void *opaque,
+                    const rd_kafka_topic_partition_list_t *parts) {
+        aagw_unify_t *u       = opaque;
+        bool          open    = u->txn_open;
+        int64_t       records = u->txn_records;
+        char          err[512], what[96];
+
+        if (!u->lost_ms)
+                u->lost_ms = aagw_mono_ms();
+        /* Only a clean revocation right after unify_so_revoking() keeps. */
+        if (!u->kept_pending)
+                unify_so_kept_clear(u);
+        u->kept_pending = false;
+        if (u->txn_open) {
+                owner_result_t r = owner_abort(u->owner, err, sizeof(err));
+                u->txn_open      = false;
+                if (r != AAGW_OWNER_OK) {
+                        /* Its records stay aborted (the coordinator ends
+                         * the transaction); a new owner goes on. */
+                        unify_so_fatal(u, err);
+                        rd_kafka_purge(u->out_producer,
+                                       RD_KAFKA_PURGE_F_QUEUE |
+                                           RD_KAFKA_PURGE_F_INFLIGHT);
+                }
+        }
+        if (open)
+                snprintf(what, sizeof(what),
+                         "its open transaction (%" PRId64
+                         " output records) is aborted",
+                         records);
+        else
+                snprintf(what, sizeof(what), "no transaction was open");
+        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                 "unify@%s: member %s lost %d work partitions of %s: %s; "
+                 "inputs wait for the next assignment",
+                 u->site, u->conf.scale_out->member, parts->cnt, u->work,
+                 what);
+        if (so_drain(u))
+                return;
+        u->txn_poisoned = false;
+        if (u->ops->drop(u->st)) {
+                ufail(u, "out of memory");
+                return;
+        }
+        for (size_t t = 0; t < u->ntopics; t++)
+                u->topics[t]->restored = false;
+        rd_kafka_assign(u->consumer, NULL);
+        u->sb_reassign = true;
+        unify_so_publish(u);
+}
+
+/* Delivery reports of the owner's producer: records carry a token
+ * (output records) or none (changelog records, copied). */
+static void so_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+        (void)rk;
+        if (m->_private)
+                unify_on_delivery(opaque, m->_private, m);
+}
+
+/* Make the changelog topics of 'ut' if missing, both with as many
+ * partitions as its output: the state topic (compacted) and, for a dedup
+ * topic, the ids topic (deleting after unify.window and a margin:
+ * changelog_ids_conf()).
+ * An ids topic that is there gets its settings checked and, if they
+ * differ (unify.window changed), set again; if that is refused, the
+ * stage goes on with a warning while no id inside the window can be
+ * lost (or the settings cannot be read), and fails otherwise.  Returns 0, or -1 (tried again at the next
+ * discovery; the stage fails if the cluster refused). */
+static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+                        const struct rd_kafka_metadata *md);
+
+int unify_so_state_topic(aagw_unify_t *u, struct utopic *ut,
+                         const struct rd_kafka_metadata *md) {
+        static const char *const conf[] = {"cleanup.policy", "compact", NULL};
+        char                     err[1024];
+        int                      have;
+
+        char name[3 * AAGW_TOPIC_MAX], ids[3 * AAGW_TOPIC_MAX];
+        snprintf(ids, sizeof(ids), "aagw.%s.%s.ids.%s", u->conf.gateway_id,
+                 u->site, ut->out);
+        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
+                             u->conf.gateway_id, u->site, ut->out) >=
+                sizeof(ut->state) ||
+            strlen(ids) >= sizeof(ut->ids)) {
+                ufail(u, "the changelog of %s, %s, is longer than Kafka's "
+                         "%d bytes for a topic name (shorten gateway.id or "
+                         "the unified topic's name)",
+                      ut->out, name, AAGW_TOPIC_MAX);
+                return -1;
+        }
+        memcpy(ut->state, name, strlen(name) + 1);
+        memcpy(ut->ids, ids, strlen(ids) + 1);
+        have = replicator_md_partitions(md, ut->state);
+        if (have < 0) {
+                int rc = aagw_kafka_topic_create_conf(u->admin, ut->state,
+                                                      ut->out_parts, conf,
+                                                      30000, err, sizeof(err));
+                if (rc == -1) {
+                        ufail(u, "creating the changelog %s at %s: %s",
+                              ut->state, u->site, err);
+                        return -1;
+                }
+                if (rc == -2) {
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: creating the changelog %s: %s; "
+                                 "trying again",
+                                 u->site, ut->state, err);
+                        return -1;
+                }
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: changelog %s: %d partitions, compacted",
+                         u->site, ut->state, ut->out_parts);
+        } else if (have != ut->out_parts) {
+                ufail(u, "changelog %s has %d partitions, its output %s %d: "
+                         "they must match (delete the changelog only with "
+                         "every unify_process of the site stopped)",
+                      ut->state, have, ut->out, ut->out_parts);
+                return -1;
+        }
+        if (ut->mode != AAGW_UNIFY_DEDUP) {
+                ut->ids[0] = '\0'; /* (lww: winners only) */
+        } else if (so_ids_topic(u, ut, md)) {
+                return -1;
+        }
+        if ((!ut->state_rkt &&
+             !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
+                                                  NULL))) ||
+            (ut->ids[0] && !ut->ids_rkt &&
+             !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer, ut->ids,
+                                                NULL)))) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        replicator_refresh_leaders(u->out_producer, ut->state, 5000);
+        if (ut->ids[0])
+                replicator_refresh_leaders(u->out_producer, ut->ids, 5000);
+        return 0;
+}
+
+/* unify_so_state_topic() for the ids topic of a dedup topic 'ut'. */
+static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+                        const struct rd_kafka_metadata *md) {
+        char err[1024];
+        int  have = replicator_md_partitions(md, ut->ids);
+
+        if (have >= 0 && have != ut->out_parts) {
+                ufail(u, "changelog %s has %d partitions, its output %s %d: "
+                         "they must match (delete the changelog only with "
+                         "every unify_process of the site stopped)",
+                      ut->ids, have, ut->out, ut->out_parts);
+                return -1;
+        }
+        switch (changelog_ids_topic(u->admin, ut->ids, ut->out_parts,
+                                    have >= 0, &u->ids_conf, 30000, err,
+                                    sizeof(err))) {
+        case CHANGELOG_IDS_CREATED:
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: changelog %s: %d partitions, ids kept "
+                         "%" PRId64 " s (unify.window %" PRId64
+                         " s and a margin), segments of %" PRId64 " s",
+                         u->site, ut->ids, ut->out_parts,
+                         u->ids_conf.retention_ms / 1000,
+                         u->conf.window_ms / 1000,
+                         u->ids_conf.segment_ms / 1000);
+                break;
+        case CHANGELOG_IDS_KEPT:
+                break;
+        case CHANGELOG_IDS_ALTERED:
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: changelog %s (unify.window %" PRId64
+                         " s): %s",
+                         u->site, ut->ids, u->conf.window_ms / 1000, err);
+                break;
+        case CHANGELOG_IDS_STALE:
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: changelog %s (unify.window %" PRId64
+                         " s): %s; going on with the topic as it is: set "
+                         "cleanup.policy=delete retention.ms=%" PRId64
+                         " retention.bytes=-1 segment.ms=%" PRId64
+                         " on it by hand, or grant aagw DescribeConfigs and "
+                         "AlterConfigs on it",
+                         u->site, ut->ids, u->conf.window_ms / 1000, err,
+                         u->ids_conf.retention_ms, u->ids_conf.segment_ms);
+                break;
+        case CHANGELOG_IDS_REFUSED:
+                if (have < 0) {
+                        ufail(u, "creating the changelog %s at %s: %s",
+                              ut->ids, u->site, err);
+                        return -1;
+                }
+                ufail(u, "changelog %s (unify.window %" PRId64 " s): %s; "
+                         "with these settings ids inside the window would "
+                         "be removed and a new owner would deliver them "
+                         "again: set them by hand, or grant aagw "
+                         "AlterConfigs on the topic",
+                      ut->ids, u->conf.window_ms / 1000, err);
+                return -1;
+        case CHANGELOG_IDS_RETRY:
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: changelog %s: %s; trying again", u->site,
+                         ut->ids, err);
+                return -1;
+        }
+        return 0;
+}
+
+/* This unify_process's owner: its membership and transactional producer
+ * (group, transactional.id from the gateway id, site and member).
+ * Returns 0, or -1 (the stage failed). */
+static int so_owner(aagw_unify_t *u) {
+        const struct aagw_scale_out *so = u->conf.scale_out;
+        const char *group = u->owners_group;
+        char txn_id[AAGW_TOPIC_MAX + 64], err[512];
+
+        snprintf(txn_id, sizeof(txn_id), "aagw.%s.%s.unify.%s",
+                 u->conf.gateway_id, u->site, so->member);
+        struct owner_conf oc = {
+            .bootstraps           = u->conf.bootstraps,
+            .props                = u->conf.props,
+            .prop_cnt             = u->conf.prop_cnt,
+            .group                = group,
+            .topic                = u->work,
+            .member               = so->member,
+            .transactional_id     = txn_id,
+            .session_timeout_ms   = so->session_timeout_ms,
+            .max_poll_interval_ms = so->session_timeout_ms,
+            .txn_timeout_ms       = so->txn_timeout_ms,
+            .on_gained            = so_gained,
+            .on_lost              = so_lost,
+            .on_revoking          = unify_so_revoking,
+            .opaque               = u,
+            .dr_msg_cb            = so_dr,
+            .dr_opaque            = u,
+            .stop                 = &u->ctl.stop};
+        if (!(u->owner = owner_new(&oc, err, sizeof(err)))) {
+                ufail(u, "member %s: %s", so->member, err);
+                return -1;
+        }
+        u->out_producer = owner_producer(u->owner);
+        aagw_log(AAGW_LOG_INFO, "UNIFY",
+                 "unify@%s: member %s of group %s (%s, %d partitions): "
+                 "output partition p is decided here while it owns "
+                 "p %% %d",
+                 u->site, so->member, group, u->work, (int)u->work_parts,
+                 (int)u->work_parts);
+        return 0;
+}
+
+/* Join the site's unify owners: the work topic, the owner.  Returns 0,
+ * or -1 (the stage failed). */
+int unify_so_start(aagw_unify_t *u) {
+        const struct aagw_scale_out *so = u->conf.scale_out;
+        char              err[512];
+        int               rc;
+        /* The high watermark itself: a read_committed client's
+         * ListOffsets answers the last stable offset. */
+        static const char *const hw_extra[] = {
+            "isolation.level", "read_uncommitted",
+            "enable.auto.commit", "false", NULL};
+
+        u->scale      = true;
+        u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
+        if (!(u->refused = refused_new(SO_REFUSED_MAX))) {
+                ufail(u, "member %s: out of memory", so->member);
+                return -1;
+        }
+        snprintf(u->work, sizeof(u->work), "aagw.%s.%s.unify.work",
+                 u->conf.gateway_id, u->site);
+        if (!(u->hw_probe = unify_make_client(u, RD_KAFKA_CONSUMER, "reader",
+                                        hw_extra, err, sizeof(err)))) {
+                ufail(u, "member %s: %s", so->member, err);
+                return -1;
+        }
+        if (so->standby) {
+                char sb_group[AAGW_TOPIC_MAX + 16];
+                snprintf(sb_group, sizeof(sb_group), "%s.standby",
+                         u->owners_group);
+                const char *sb_extra[] = {
+                    "group.id", sb_group, /* never joined: assign only */
+                    "enable.auto.commit", "false",
+                    "enable.partition.eof", "false",
+                    "isolation.level", "read_committed", NULL};
+                if (!(u->standby = unify_make_client(u, RD_KAFKA_CONSUMER,
+                                               "standby", sb_extra, err,
+                                               sizeof(err)))) {
+                        ufail(u, "member %s: %s", so->member, err);
+                        return -1;
+                }
+                u->sbq         = rd_kafka_queue_get_consumer(u->standby);
+                u->sb_reassign = true;
+        }
+        rc = owner_work_topic(u->admin, u->work, u->work_parts, err,
+                              sizeof(err));
+        if (rc < 0) {
+                ufail(u, "member %s: the owners' work topic at %s: %s",
+                      so->member, u->site, err);
+                return -1;
+        }
+        if (rc != u->work_parts) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s has %d partitions, not "
+                         "scale_out.work_partitions %d: going by the topic "
+                         "(every member must use the same count)",
+                         u->site, u->work, rc, (int)u->work_parts);
+                u->work_parts = rc;
+        }
+        return so_owner(u);
+}
+
+/* A new transactional producer after unify_so_fatal() (owner_renew(): the
+ * membership and what it owns stay): what was in flight is dropped, the
+ * topics' handles move to the new producer, and the inputs go back to
+ * the committed positions, as after an abort.  If the group moved on
+ * meanwhile, the owner says so at its next poll, as always.  Returns 0,
+ * or -1 (the stage failed). */
+int unify_so_renew(aagw_unify_t *u) {
+        char err[512];
+
+        u->need_renew = false;
+        rd_kafka_purge(u->out_producer,
+                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        if (so_drain(u))
+                return -1;
+        unify_so_kept_clear(u);
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (ut->out_rkt)
+                        rd_kafka_topic_destroy(ut->out_rkt);
+                if (ut->state_rkt)
+                        rd_kafka_topic_destroy(ut->state_rkt);
+                if (ut->ids_rkt)
+                        rd_kafka_topic_destroy(ut->ids_rkt);
+                ut->out_rkt = ut->state_rkt = ut->ids_rkt = NULL;
+        }
+        u->out_producer = u->producer; /* (no handle of the old one left) */
+        if (owner_renew(u->owner, err, sizeof(err)) != AAGW_OWNER_OK) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                return -1;
+        }
+        u->out_producer = owner_producer(u->owner);
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready)
+                        continue;
+                if (!(ut->out_rkt = rd_kafka_topic_new(u->out_producer,
+                                                       ut->out, NULL)) ||
+                    !(ut->state_rkt = rd_kafka_topic_new(u->out_producer,
+                                                         ut->state, NULL)) ||
+                    (ut->ids[0] &&
+                     !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer,
+                                                        ut->ids, NULL)))) {
+                        ufail(u, "out of memory");
+                        return -1;
+                }
+        }
+        so_redo(u);
+        return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+}
+
+/* One turn of the owner's side in the stage's loop: membership,
+ * restore, the commit due.  Returns 0, or -1 if the stage failed. */
+int unify_so_poll(aagw_unify_t *u) {
+        char    err[512];
+        int64_t now;
+
+        if (owner_poll(u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
+                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
+                return -1;
+        }
+        if (u->need_renew)
+                return 0; /* the stage's loop renews the producer first */
+        if (u->need_restore && unify_so_restore(u))
+                return -1;
+        if (u->standby && unify_sb_poll(u))
+                return -1;
+        now = aagw_mono_ms();
+        int iv = u->conf.scale_out->commit_interval_ms > 0
+                     ? u->conf.scale_out->commit_interval_ms
+                     : 200;
+        if (now - (u->txn_open ? u->txn_started_ms : u->last_commit_ms) >=
+            iv) {
+                u->last_commit_ms = now;
+                return unify_so_commit(u);
+        }
+        return 0;
+}
