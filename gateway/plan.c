@@ -108,6 +108,27 @@ aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
         return gw_policy_new_flow(cfg, NULL, NULL, err, errsize);
 }
 
+/* The policy's sites (borrowed from 'cfg', in 'sites'), naming and
+ * separator: what both the flows' policy and the separator check start
+ * from. */
+static void naming_conf(const aagw_config_t *cfg, struct aagw_repl_conf *rc,
+                        const char **sites) {
+        size_t n = aagw_config_instance_cnt(cfg, "clusters");
+
+        aagw_repl_conf_init(rc);
+        if (n > AAGW_SITES_MAX)
+                n = AAGW_SITES_MAX;
+        for (size_t i = 0; i < n; i++)
+                sites[i] = aagw_config_instance(cfg, "clusters", i);
+        rc->sites     = sites;
+        rc->site_cnt  = n;
+        rc->naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
+                               "identity")
+                            ? AAGW_NAMING_PREFIX
+                            : AAGW_NAMING_IDENTITY;
+        rc->separator = aagw_config_str(cfg, "replication.separator");
+}
+
 /* The separator against the cluster aliases, as the policy checks them
  * (an alias holding it, two aliases it makes ambiguous, MM2's internal
  * names too long), so that `config check` refuses what `run` would.  Only
@@ -115,22 +136,10 @@ aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
 int gw_separator_check(const aagw_config_t *cfg, char *err, size_t errsize) {
         struct aagw_repl_conf rc;
         const char           *sites[AAGW_SITES_MAX];
-        size_t                n = aagw_config_instance_cnt(cfg, "clusters");
 
-        if (!n)
+        if (!aagw_config_instance_cnt(cfg, "clusters"))
                 return 0;
-        aagw_repl_conf_init(&rc);
-        if (n > AAGW_SITES_MAX)
-                n = AAGW_SITES_MAX;
-        for (size_t i = 0; i < n; i++)
-                sites[i] = aagw_config_instance(cfg, "clusters", i);
-        rc.sites     = sites;
-        rc.site_cnt  = n;
-        rc.naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
-                              "identity")
-                           ? AAGW_NAMING_PREFIX
-                           : AAGW_NAMING_IDENTITY;
-        rc.separator = aagw_config_str(cfg, "replication.separator");
+        naming_conf(cfg, &rc, sites);
         aagw_repl_policy_t *pol = aagw_repl_policy_new(&rc, err, errsize);
         if (!pol)
                 return -1;
@@ -165,21 +174,9 @@ aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
         struct aagw_repl_conf rc;
         const char           *sites[AAGW_SITES_MAX];
         const char *const    *items;
-        size_t                n = aagw_config_instance_cnt(cfg, "clusters");
         const char           *bad;
 
-        aagw_repl_conf_init(&rc);
-        if (n > AAGW_SITES_MAX)
-                n = AAGW_SITES_MAX;
-        for (size_t i = 0; i < n; i++)
-                sites[i] = aagw_config_instance(cfg, "clusters", i);
-        rc.sites     = sites;
-        rc.site_cnt  = n;
-        rc.naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
-                              "identity")
-                           ? AAGW_NAMING_PREFIX
-                           : AAGW_NAMING_IDENTITY;
-        rc.separator = aagw_config_str(cfg, "replication.separator");
+        naming_conf(cfg, &rc, sites);
         rc.multi_hop = aagw_config_bool(cfg, "replication.multi_hop");
         rc.header_prefix  = aagw_config_str(cfg, "replication.header_prefix");
         rc.unified_suffix = aagw_config_str(cfg, "unify.suffix");

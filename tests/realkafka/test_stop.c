@@ -131,6 +131,21 @@ static void start_clusters(struct rk *r) {
         rk_create_topic(r, "west", "clicks", PARTS, 1, 0);
 }
 
+/* Both clusters' brokers SIGKILLed. */
+static void kill_clusters(struct rk *r) {
+        rk_ctl(r, "east", "kill", 1, 60000);
+        rk_ctl(r, "west", "kill", 1, 60000);
+}
+
+/* Both brokers started again, their clicks led and in sync (try i). */
+static void restart_clusters(struct rk *r, int i) {
+        rk_ctl(r, "east", "start", 1, 180000);
+        rk_ctl(r, "west", "start", 1, 180000);
+        if (!rk_wait_isr(r, "east", "clicks", 1, 120000) ||
+            !rk_wait_isr(r, "west", "clicks", 1, 120000))
+                fail_msg("try %d: the clusters did not come back", i);
+}
+
 /* Clusters up: records copied and unified, then each member SIGTERMed. */
 static void test_stop_clusters_up(void **state) {
         struct rk   *r = rk_new("rk-stop-up");
@@ -226,16 +241,11 @@ static void test_stop_clusters_killed(void **state) {
         start_clusters(r);
         for (int i = 0; i < n; i++) {
                 run_and_copy(r, gw, i);
-                rk_ctl(r, "east", "kill", 1, 60000);
-                rk_ctl(r, "west", "kill", 1, 60000);
+                kill_clusters(r);
                 nap_for_try(i);
                 stop_timed(r, &gw[0], &t, i, true);
                 stop_timed(r, &gw[1], &t, i, true);
-                rk_ctl(r, "east", "start", 1, 180000);
-                rk_ctl(r, "west", "start", 1, 180000);
-                if (!rk_wait_isr(r, "east", "clicks", 1, 120000) ||
-                    !rk_wait_isr(r, "west", "clicks", 1, 120000))
-                        fail_msg("try %d: the clusters did not come back", i);
+                restart_clusters(r, i);
         }
         times_report(&t);
         free(t.ms);
@@ -262,8 +272,7 @@ static void test_stop_one_process_killed(void **state) {
                 rk_gw_start(r, one_args);
                 rk_expect_size(r, "west", "east.clicks",
                                (int64_t)(i + 1) * PER_TRY, COPY_MS);
-                rk_ctl(r, "east", "kill", 1, 60000);
-                rk_ctl(r, "west", "kill", 1, 60000);
+                kill_clusters(r);
                 nap_for_try(i);
                 int64_t t0   = harness_now_ms();
                 int     code = rk_gw_stop(r, SIGTERM, 30000);
@@ -274,11 +283,7 @@ static void test_stop_one_process_killed(void **state) {
                         fail_msg("%s, try %d: exit %d after %" PRId64 " ms",
                                  t.what, i, code, ms);
                 }
-                rk_ctl(r, "east", "start", 1, 180000);
-                rk_ctl(r, "west", "start", 1, 180000);
-                if (!rk_wait_isr(r, "east", "clicks", 1, 120000) ||
-                    !rk_wait_isr(r, "west", "clicks", 1, 120000))
-                        fail_msg("try %d: the clusters did not come back", i);
+                restart_clusters(r, i);
         }
         times_report(&t);
         free(t.ms);

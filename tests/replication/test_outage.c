@@ -50,6 +50,17 @@ static const char *const sites[] = {"east", "west"};
         "takes the target cluster's brokers down (rd_kafka_mock_broker_"     \
         "set_down); a shared real cluster serves other tests"
 
+/* Both sites' topics made, BATCH records at east copied to west by a
+ * running gateway. */
+static void copy_first_batch(struct repl *r) {
+        repl_create_topic(r, NULL, "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_create_topic(r, "east", "west.clicks", PARTS);
+        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
+        repl_gw_start(r, NULL);
+        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+}
+
 static void test_target_down_5s(void **state) {
         struct repl    *r = repl_new(sites, 2);
         int64_t         before;
@@ -123,12 +134,7 @@ static void test_kill_while_target_down(void **state) {
 
         *state = r;
         repl_mock_only(r, MOCK_ONLY);
-        repl_create_topic(r, NULL, "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_create_topic(r, "east", "west.clicks", PARTS);
-        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
-        repl_gw_start(r, NULL);
-        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+        copy_first_batch(r);
 
         repl_set_brokers(r, "west", false);
         repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
@@ -167,12 +173,7 @@ static void test_sigterm_while_target_down(void **state) {
 
         *state = r;
         repl_mock_only(r, MOCK_ONLY);
-        repl_create_topic(r, NULL, "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_create_topic(r, "east", "west.clicks", PARTS);
-        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
-        repl_gw_start(r, NULL);
-        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+        copy_first_batch(r);
 
         repl_set_brokers(r, "west", false);
         repl_produce(r, "east", "clicks", "east", BATCH, BATCH, KEYS, NULL, -1);
@@ -221,12 +222,7 @@ static void test_write_denied(void **state) {
 
         *state = r;
         repl_mock_only(r, MOCK_ONLY);
-        repl_create_topic(r, NULL, "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_create_topic(r, "east", "west.clicks", PARTS);
-        repl_produce(r, "east", "clicks", "east", 0, BATCH, KEYS, NULL, -1);
-        repl_gw_start(r, NULL);
-        repl_expect_size(r, "west", "east.clicks", BATCH, REPL_TIMEOUT_MS);
+        copy_first_batch(r);
 
         rd_kafka_mock_cluster_t *west =
             aagw_sandbox_mock(harness_clusters_sandbox(r->hc), "west");
