@@ -440,6 +440,16 @@ static json_object *flow_json(const aagw_flow_t *f) {
         json_object_object_add(o, "target_down_ms",
                                json_object_new_int64(st.target_down_ms));
         json_object_object_add(o, "inflight", json_object_new_int64(st.inflight));
+        /* null until measured: the source has not answered yet */
+        json_object_object_add(
+            o, "source_rtt_ms",
+            st.source_rtt_us < 0
+                ? NULL
+                : json_object_new_double((double)st.source_rtt_us / 1000));
+        json_object_object_add(o, "fetch_window_bytes",
+                               json_object_new_int64(st.fetch_window_bytes));
+        json_object_object_add(o, "fetch_queue_records",
+                               json_object_new_int64(st.fetch_queue_records));
         /* null before the first heartbeat copy is acknowledged */
         json_object_object_add(o, "heartbeat_latency_ms",
                                st.heartbeat_age_ms < 0

@@ -172,6 +172,16 @@ const struct cfg_key aagw_config_keys[] = {
     {"replication.refresh_topics_interval", CT_DURATION, "5s", 100,
      3600000, NULL, NULL, 0,
      "How often source clusters are scanned for new matching topics."},
+    {"replication.fetch_window", CT_ENUM, "auto", NOLIMIT, "auto|fixed",
+     NULL, 0,
+     "How much a flow's source consumer fetches per round trip. auto: "
+     "measured at the start, the round trip to the source sizes "
+     "max.partition.fetch.bytes and queued.max.messages.kbytes so a long "
+     "link stays full (320 MiB/s x the round trip, spread over the "
+     "partitions, at most 64 MiB; near the cluster the base sizes). fixed: "
+     "the base sizes always (1 MiB per partition, a 16 MiB queue). Those "
+     "consumer properties set by hand for the source cluster take "
+     "precedence either way (operations.md, \"Across a WAN\")."},
     {"replication.header_prefix", CT_STR, "aagw.", 1, 32, NULL, NULL, 0,
      "Prefix of aagw's header names: the provenance header (<prefix>prov) "
      "and the others reserved for aagw, which copies never carry over."},

@@ -195,6 +195,8 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
         fc.target_bootstraps = aagw_config_str(cfg, key);
         fc.source_prop_cnt =
             aagw_config_cluster_props(cfg, src, &fc.source_props);
+        fc.fetch_window_fixed =
+            !strcmp(aagw_config_str(cfg, "replication.fetch_window"), "fixed");
         fc.target_prop_cnt =
             aagw_config_cluster_props(cfg, dst, &fc.target_props);
         fc.policy        = e->policy;

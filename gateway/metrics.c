@@ -11,6 +11,14 @@
 
 #include "aagw_build.h"
 
+/* Microseconds as seconds; NaN if unknown (negative). */
+static const char *us_secs_str(int64_t us, char buf[32]) {
+        if (us < 0)
+                return "NaN";
+        snprintf(buf, 32, "%.6f", (double)us / 1e6);
+        return buf;
+}
+
 char *gw_metrics(const struct gw_admin_view *view) {
         struct sbuf b = {0};
         struct aagw_flow_stats *st =
@@ -79,7 +87,7 @@ char *gw_metrics(const struct gw_admin_view *view) {
                 "same identity, or its own rejoin after a stall past "
                 "session.timeout.ms).",
                 consumer_restarts);
-        char lagbuf[24];
+        char lagbuf[24], rttbuf[32];
         GAUGE("aagw_replication_lag_records",
               "Records behind the source high watermark (NaN: unknown, the "
               "source does not answer).",
@@ -92,6 +100,19 @@ char *gw_metrics(const struct gw_admin_view *view) {
               "1 while the flow's target cluster answers its requests, 0 "
               "once one failed (then /healthz says degraded).",
               "%d", !st[i].target_down_ms);
+        GAUGE("aagw_replication_source_rtt_seconds",
+              "Round trip to the flow's source cluster, measured at the "
+              "start (NaN: not yet).",
+              "%s", us_secs_str(st[i].source_rtt_us, rttbuf));
+        GAUGE("aagw_replication_fetch_window_bytes",
+              "Bytes the source consumer may fetch per round trip, all "
+              "partitions (replication.fetch_window; 0: not yet, or set by "
+              "hand).",
+              "%" PRId64, st[i].fetch_window_bytes);
+        GAUGE("aagw_replication_fetch_queue_records",
+              "Records fetched and waiting in the source consumer's queue: "
+              "near 0 while the flow waits on the link.",
+              "%" PRId64, st[i].fetch_queue_records);
         GAUGE("aagw_replication_inflight_records",
               "Records sent and not yet acknowledged.", "%" PRId64,
               st[i].inflight);

@@ -246,17 +246,70 @@ void aagw_pool_free(struct aagw_pool *p);
  * The managed properties (aagw_kafka_client.extra) of every data-path
  * producer, the flows' and the unify stages': idempotent, acks=all, no
  * delivery timeout (a record is delivered or fails permanently, never
- * expires), batches of up to 10,000 after 5 ms.
+ * expires), batches of up to 10,000 after 2 ms.
  */
 extern const char *const aagw_kafka_producer_props[];
 
 /**
  * The managed properties (aagw_kafka_client.common) of every data-path
- * consumer, the flows' and the unify stages': a deep queue (1,000,000
- * records, 64 MiB) and fetch.wait.max.ms 50.  Why, in kconf.c and
- * docs/operations.md ("Catch-up and librdkafka's fetch pause").
+ * consumer, the flows' and the unify stages': a queue bounded by bytes
+ * (16 MiB), fetchers that look again 10 ms after it filled, and
+ * fetch.wait.max.ms 10.  Why, in kconf.c and docs/operations.md
+ * ("Catch-up and librdkafka's fetch pause").
  */
 extern const char *const aagw_kafka_consumer_props[];
+
+/** The fetch window of a consumer reading a cluster a round trip away:
+ *  what one round trip may bring (aagw_fetch_window_size()). */
+struct aagw_fetch_window {
+        int64_t rtt_us;          /**< the round trip measured; -1 unknown */
+        int     partitions;      /**< source partitions it is spread over */
+        int64_t window_bytes;    /**< per round trip, all partitions */
+        int64_t partition_bytes; /**< max.partition.fetch.bytes */
+        int64_t queue_kbytes;    /**< queued.max.messages.kbytes */
+        bool    base;            /**< the consumer props' own sizes */
+        char    partition_s[24], queue_s[24]; /**< the two as text */
+};
+
+/** The rate a fetch window is sized for: bytes per second per flow, about
+ *  what one flow copies on one core. */
+#define AAGW_FETCH_WINDOW_RATE (320LL << 20)
+/** The largest window sized automatically (a round trip of 200 ms);
+ *  beyond it, the consumer properties set by hand. */
+#define AAGW_FETCH_WINDOW_MAX (64LL << 20)
+
+/**
+ * @brief Size the fetch window for a source @p rtt_us away (-1: unknown)
+ * whose copied topics have @p partitions partitions (<= 0: unknown,
+ * taken as 16).
+ *
+ * A broker connection has one fetch in flight, so a flow receives at most
+ * the partitions' max.partition.fetch.bytes per round trip.  The window
+ * is AAGW_FETCH_WINDOW_RATE x the round trip (at most
+ * AAGW_FETCH_WINDOW_MAX), spread over the partitions, never below
+ * librdkafka's 1 MiB per partition; the queue holds one and a half
+ * windows, never less than aagw_kafka_consumer_props' 16 MiB, so a new
+ * answer can land while the last one drains.  Near the cluster (a few
+ * ms) that is the base sizes, unchanged (@c base).
+ */
+void aagw_fetch_window_size(struct aagw_fetch_window *w, int64_t rtt_us,
+                            int partitions);
+
+/** True if the operator's properties for @p role ("consumer") set a
+ *  property of the fetch window (max.partition.fetch.bytes,
+ *  queued.max.messages.kbytes, fetch.max.bytes): then they size it. */
+bool aagw_fetch_window_set_by_hand(const char *const *kv, size_t kv_cnt,
+                                   const char *role);
+
+/**
+ * @brief The round trip to @p rk's cluster, in microseconds: the faster
+ * of two metadata requests once a broker answers (the first, which may
+ * open the connection, is not timed).
+ * @returns it, or -1 if no broker answered within @p timeout_ms or
+ * @p stop was set.
+ */
+int64_t aagw_kafka_round_trip_us(rd_kafka_t *rk, int timeout_ms,
+                                 const atomic_bool *stop);
 
 /** What aagw_kafka_client_new() builds. */
 struct aagw_kafka_client {
@@ -606,11 +659,16 @@ struct aagw_flow_conf {
         const char *site;
         const char *source, *target; /**< cluster aliases */
         /** Client settings of each cluster: bootstraps and user properties
-         *  (name/value pairs as for aagw_kafka_conf_apply()); borrowed for
-         *  aagw_flow_new() only. */
+         *  (name/value pairs as for aagw_kafka_conf_apply()); borrowed,
+         *  must outlive the flow (its thread makes clients again: the
+         *  identity lease after a fence, the consumer with its window). */
         const char        *source_bootstraps, *target_bootstraps;
         const char *const *source_props, *const *target_props;
         size_t             source_prop_cnt, target_prop_cnt;
+        /** The source consumer's fetch window stays at its base sizes,
+         *  whatever the round trip to the source (replication.fetch_window
+         *  fixed); false: sized from it (aagw_fetch_window_size()). */
+        bool               fetch_window_fixed;
         /** Borrowed; must outlive the flow. */
         const aagw_repl_policy_t *policy;
         const char *header_prefix; /**< as in the policy; NULL: "aagw." */
@@ -763,6 +821,13 @@ struct aagw_flow_stats {
         /** gauges: how long the source / target cluster has not answered
          *  the flow's requests (ms), 0 while it answers */
         int64_t  source_down_ms, target_down_ms;
+        /** gauges: the round trip to the source measured at the start (us,
+         *  -1 not yet), the fetch window sized from it (bytes per round
+         *  trip, all partitions; 0: not yet, or set by hand in the
+         *  consumer's properties), and the records the source
+         *  consumer's queue holds now (near 0 while the flow waits on the
+         *  link, not the link on the flow) */
+        int64_t  source_rtt_us, fetch_window_bytes, fetch_queue_records;
         /** Scale-out (zero and NULL otherwise) */
         const char *member;          /**< this process's member name
                                           (borrowed, as the flow's conf) */

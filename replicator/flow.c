@@ -1077,12 +1077,14 @@ static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size) {
  * its queue and stall watch.  Returns 0, or -1 with 'errstr' set. */
 static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         const char *extra[] = {
-            "group.id", f->group,
-            "enable.auto.commit", "false",
-            "enable.auto.offset.store", "false",
-            "auto.offset.reset", "earliest",
-            "enable.partition.eof", "false",
-            NULL};
+            "group.id", f->group, "enable.auto.commit", "false",
+            "enable.auto.offset.store", "false", "auto.offset.reset",
+            "earliest", "enable.partition.eof", "false",
+            /* The window sized from the round trip, if not the base
+             * (flow_fetch_window()); else the list ends here. */
+            f->window.base ? NULL : "max.partition.fetch.bytes",
+            f->window.partition_s, "queued.max.messages.kbytes",
+            f->window.queue_s, NULL};
 
         f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
                                   f->conf.source_bootstraps,
@@ -1099,6 +1101,80 @@ static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         return 0;
 }
 
+/* Size the source consumer's fetch window from the round trip to the
+ * source (aagw_fetch_window_size()), once, before anything is assigned to
+ * the consumer: a consumer's properties are fixed when it is made, so a
+ * window other than the base means a new consumer, which costs nothing
+ * while it holds no partition.  A source that does not answer yet is
+ * measured again before the next discovery; one that only answered
+ * discovery keeps the base window (logged).  Returns true if the consumer
+ * (and its queue) was replaced. */
+static bool flow_fetch_window(aagw_flow_t *f) {
+        const struct rd_kafka_metadata *md = NULL;
+        char                            err[512];
+        int                             parts = 0;
+        int64_t                         rtt;
+
+        if (f->window_done)
+                return false;
+        if (f->ntopics) {
+                f->window_done = true;
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: fetch window left at its base size: the round "
+                         "trip to %s was not measured before its first "
+                         "partitions were assigned (a restart measures it)",
+                         f->name, f->source);
+                return false;
+        }
+        if (aagw_kafka_metadata(f->meta, true, NULL, &md, 5000, &f->ctl.stop))
+                return false; /* measured again before the next discovery */
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!md->topics[i].err && md->topics[i].partition_cnt > 0 &&
+                    flow_topic_copied(f, md->topics[i].topic))
+                        parts += md->topics[i].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+        if ((rtt = aagw_kafka_round_trip_us(f->meta, 5000, &f->ctl.stop)) < 0)
+                return false;
+        f->window_done = true;
+        atomic_store(&f->window_rtt_us, rtt);
+        /* Measured all the same: the round trip is a gauge. */
+        if (aagw_fetch_window_set_by_hand(f->conf.source_props,
+                                          f->conf.source_prop_cnt, "consumer"))
+                return false; /* window_bytes stays 0: not aagw's */
+        aagw_fetch_window_size(&f->window,
+                               f->conf.fetch_window_fixed ? -1 : rtt, parts);
+        atomic_store(&f->window_bytes, f->window.window_bytes);
+        if (f->window.base) {
+                aagw_log(AAGW_LOG_DEBUG, "FLOW",
+                         "%s: round trip to %s %.1f ms: base fetch window",
+                         f->name, f->source, (double)rtt / 1000);
+                return false;
+        }
+        aagw_log(AAGW_LOG_INFO, "FLOW",
+                 "%s: round trip to %s %.1f ms: fetch window %" PRId64
+                 " MiB per round trip (max.partition.fetch.bytes %" PRId64
+                 " over %d partitions, queued.max.messages.kbytes %" PRId64
+                 "; replication.fetch_window fixed keeps the base)",
+                 f->name, f->source, (double)rtt / 1000,
+                 f->window.window_bytes >> 20, f->window.partition_bytes,
+                 f->window.partitions, f->window.queue_kbytes);
+        aagw_stall_watch_destroy(f->stalls);
+        f->stalls = NULL;
+        rd_kafka_queue_destroy(f->cq);
+        f->cq = NULL;
+        rd_kafka_destroy_flags(f->consumer,
+                               RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        f->consumer = NULL;
+        if (make_consumer(f, err, sizeof(err))) {
+                replicator_fail(&f->ctl,
+                                "source consumer with a larger fetch window: "
+                                "%s",
+                                err);
+                return false;
+        }
+        return true;
+}
+
 aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
                            size_t errstr_size) {
         aagw_flow_t *f = calloc(1, sizeof(*f));
@@ -1113,6 +1189,8 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
         f->tgt_reach.cluster = c->target;
         f->tokens.size = sizeof(struct token);
         f->pol  = c->policy;
+        aagw_fetch_window_size(&f->window, -1, 0);
+        atomic_store(&f->window_rtt_us, -1);
         snprintf(f->source, sizeof(f->source), "%s", c->source);
         snprintf(f->target, sizeof(f->target), "%s", c->target);
         snprintf(f->name, sizeof(f->name), "%s->%s", c->source, c->target);
@@ -1474,6 +1552,9 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         }
         st->source_down_ms = aagw_reach_down_ms(&f->src_reach);
         st->target_down_ms = aagw_reach_down_ms(&f->tgt_reach);
+        st->source_rtt_us       = LOAD(f->window_rtt_us);
+        st->fetch_window_bytes  = LOAD(f->window_bytes);
+        st->fetch_queue_records = LOAD(f->queue_records);
         /* The watermarks last seen are stale: say unknown, not 0. */
         if (st->source_down_ms)
                 st->lag = -1;
@@ -1543,6 +1624,12 @@ void *flow_main(void *arg) {
         if (f->conf.scale_out && f->conf.scale_out->enabled &&
             flow_scale_start(f))
                 return NULL;
+        /* Before the queue wait takes the consumer's queue. */
+        flow_fetch_window(f);
+        if (!f->consumer) { /* failed */
+                f->stop_at = aagw_mono_ms();
+                return NULL;
+        }
         /* Woken by records at the consumer and by delivery reports. */
         rd_kafka_queue_t *pq     = rd_kafka_queue_get_main(f->out);
         rd_kafka_queue_t *qs[2]  = {f->cq, pq};
@@ -1555,6 +1642,10 @@ void *flow_main(void *arg) {
                 flow_set_paused(f, true);
         flow_discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
+        /* Later discoveries: the metadata asked for beside the copying
+         * (NULL, out of threads: asked for here, as the first). */
+        aagw_md_watch_t *mdw =
+            aagw_md_watch_new(f->meta, f->conf.refresh_ms, &f->ctl.stop);
         while (!atomic_load(&f->ctl.stop)) {
                 if (f->owner && f->need_renew) {
                         /* The producer's queue goes with it. */
@@ -1585,6 +1676,9 @@ void *flow_main(void *arg) {
                         n = rd_kafka_consume_batch_queue(f->cq, 0, batch,
                                                          (size_t)cap);
                 f->batch_no++;
+                atomic_store_explicit(&f->queue_records,
+                                      rd_kafka_queue_length(f->cq),
+                                      memory_order_relaxed);
                 for (ssize_t i = 0; i < n; i++) {
                         if (atomic_load(&f->ctl.stop) ||
                             !flow_handle(f, batch[i]))
@@ -1615,15 +1709,35 @@ void *flow_main(void *arg) {
                         f->last_save_ms = now;
                 }
                 if (now - f->last_refresh_ms >= f->conf.refresh_ms) {
-                        flow_discover(f);
+                        /* The source did not answer the first time. */
+                        if (!f->window_done) {
+                                /* It may replace the queue the wait
+                                 * holds. */
+                                aagw_qwait_destroy(qwait);
+                                qwait = NULL;
+                                flow_fetch_window(f);
+                                if (f->cq) {
+                                        qs[0] = f->cq;
+                                        qwait = aagw_qwait_new(qs, 2);
+                                }
+                        }
+                        if (atomic_load(&f->ctl.stop))
+                                break;
+                        if (!mdw)
+                                flow_discover(f);
                         f->last_refresh_ms = aagw_mono_ms();
                 }
+                rd_kafka_resp_err_t             merr;
+                const struct rd_kafka_metadata *md;
+                if (mdw && aagw_md_watch_take(mdw, &merr, &md))
+                        flow_discover_md(f, merr, md);
                 /* Nothing came: wait for records or delivery reports.
                  * The timeout paces the stall watch and the saves; while
                  * records come, go round at once. */
                 if (n <= 0)
                         aagw_qwait(qwait, 100);
         }
+        aagw_md_watch_destroy(mdw);
         if (qwait)
                 aagw_qwait_destroy(qwait);
         if (pq)

@@ -55,7 +55,7 @@
 #define MAX_TOPICS 4096
 /* Scale-out: how long a suspect (a record refused with its batch, see
  * SCALE-OUT) waits for the records before it, and then for its own
- * answer, to be sent alone.  A few ms normally (linger.ms 5 and a round
+ * answer, to be sent alone.  A few ms normally (linger.ms 2 and a round
  * trip); past this, it goes with the others and stays a suspect. */
 #define ALONE_MS 5000
 /* Records remembered as refused at once, at most: a refused batch makes
@@ -190,6 +190,14 @@ struct aagw_flow {
         struct aagw_pool tokens;
         int64_t         last_save_ms, last_refresh_ms, last_poke_ms;
         aagw_stall_watch_t *stalls;
+        /* The source consumer's fetch window (flow_fetch_window()); done
+         * once sized or left at its base; rtt_us and window_bytes are
+         * read by aagw_flow_stats(). */
+        struct aagw_fetch_window window;
+        bool                     window_done;
+        _Atomic int64_t          window_rtt_us, window_bytes;
+        _Atomic int64_t          queue_records; /* the consumer's queue, as
+                                                   the thread last saw it */
         _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
         _Atomic uint64_t consumer_restarts; /* leases restarted after a
                                                fence */
@@ -479,6 +487,15 @@ void flow_dlq_ensure(aagw_flow_t *f);
 /* Scan the source cluster for matching topics and assign their
  * partitions to the consumer; the identity lease subscribes to them. */
 void flow_discover(aagw_flow_t *f);
+
+/* The same with the source's metadata at hand ('err' from the request:
+ * nothing to do on an error but note it); takes 'md'. */
+void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
+                      const struct rd_kafka_metadata *md);
+
+/* Whether the flow copies source topic 'topic' (replication.topics, the
+ * loop checks by name, the heartbeats topic). */
+bool flow_topic_copied(const aagw_flow_t *f, const char *topic);
 
 /* Start copying 'pt' from source offset 'offset' (flow_reconcile()'s answer). */
 void flow_part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset);

@@ -196,13 +196,37 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
 
 /* Scan the source cluster for matching topics and assign their
  * partitions to the consumer; the identity lease subscribes to them. */
+bool flow_topic_copied(const aagw_flow_t *f, const char *topic) {
+        aagw_skip_t skip;
+
+        if (!aagw_repl_topic_allowed(f->pol, topic) &&
+            !(f->conf.mm2.heartbeat_ms > 0 && mm2_is_heartbeats(topic)))
+                return false;
+        skip = (f->conf.verdict_flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)
+                   ? AAGW_SKIP_NONE
+                   : aagw_repl_topic_check(f->pol, f->source, f->target, topic);
+        /* The heartbeats topic goes whatever replication.topics selects,
+         * as in MM2 (its copies tell MirrorClient which clusters are
+         * upstream); a local name, so no name rule can stop it. */
+        if (skip == AAGW_SKIP_FILTERED && f->conf.mm2.heartbeat_ms > 0 &&
+            mm2_is_heartbeats(topic))
+                skip = AAGW_SKIP_NONE;
+        return skip == AAGW_SKIP_NONE;
+}
+
 void flow_discover(aagw_flow_t *f) {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t              err;
-        bool                             changed = false;
 
         err = aagw_kafka_metadata(f->meta, true, NULL, &md, 5000,
                                   &f->ctl.stop);
+        flow_discover_md(f, err, md);
+}
+
+void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
+                      const struct rd_kafka_metadata *md) {
+        bool changed = false;
+
         if (err == RD_KAFKA_RESP_ERR__INTR)
                 return; /* stopping */
         aagw_reach_note(&f->src_reach, err);
@@ -217,7 +241,6 @@ void flow_discover(aagw_flow_t *f) {
         for (int i = 0; i < md->topic_cnt; i++) {
                 const struct rd_kafka_metadata_topic *mt = &md->topics[i];
                 struct ttrack                       *tt;
-                aagw_skip_t                          skip;
 
                 if (mt->err || mt->partition_cnt <= 0) {
                         /* There, but not answering now (no leader, ...):
@@ -226,22 +249,7 @@ void flow_discover(aagw_flow_t *f) {
                                 tt->seen = true;
                         continue;
                 }
-                if (!aagw_repl_topic_allowed(f->pol, mt->topic) &&
-                    !(f->conf.mm2.heartbeat_ms > 0 &&
-                      mm2_is_heartbeats(mt->topic)))
-                        continue;
-                skip = (f->conf.verdict_flags & AAGW_VERDICT_F_NO_TOPIC_CHECK)
-                           ? AAGW_SKIP_NONE
-                           : aagw_repl_topic_check(f->pol, f->source,
-                                                   f->target, mt->topic);
-                /* The heartbeats topic goes whatever replication.topics
-                 * selects, as in MM2 (its copies tell MirrorClient which
-                 * clusters are upstream); a local name, so no name rule
-                 * can stop it. */
-                if (skip == AAGW_SKIP_FILTERED &&
-                    f->conf.mm2.heartbeat_ms > 0 && mm2_is_heartbeats(mt->topic))
-                        skip = AAGW_SKIP_NONE;
-                if (skip != AAGW_SKIP_NONE)
+                if (!flow_topic_copied(f, mt->topic))
                         continue;
                 tt = flow_topic_find(f, mt->topic);
                 if (!tt) {

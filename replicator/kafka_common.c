@@ -228,6 +228,37 @@ rd_kafka_resp_err_t aagw_kafka_metadata(rd_kafka_t *rk, bool all_topics,
         }
 }
 
+static int64_t mono_us(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t aagw_kafka_round_trip_us(rd_kafka_t *rk, int timeout_ms,
+                                 const atomic_bool *stop) {
+        const struct rd_kafka_metadata *md   = NULL;
+        int64_t                         best = -1;
+
+        /* Brokers only (no topic asked for): the smallest request a
+         * broker answers at once, so its time is the round trip. */
+        if (aagw_kafka_metadata(rk, false, NULL, &md, timeout_ms, stop))
+                return -1;
+        rd_kafka_metadata_destroy(md);
+        for (int i = 0; i < 2; i++) {
+                int64_t t0 = mono_us();
+
+                if ((stop && atomic_load(stop)) ||
+                    rd_kafka_metadata(rk, false, NULL, &md, timeout_ms))
+                        break;
+                rd_kafka_metadata_destroy(md);
+                int64_t t = mono_us() - t0;
+                if (best < 0 || t < best)
+                        best = t;
+        }
+        return best;
+}
+
 void replicator_ctl_deinit(struct replicator_ctl *ctl) {
         pthread_mutex_destroy(&ctl->lock);
 }

@@ -305,7 +305,7 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
         const char *extra[] = {
             "enable.idempotence", "true",
             "acks", "all",
-            "linger.ms", "5",
+            "linger.ms", "2",
             "transactional.id", txn_id,
             "transaction.timeout.ms", txn_to,
             NULL};

@@ -364,6 +364,26 @@ void replicator_unsure_ack(struct replicator_ctl *ctl, const char *topic,
                            int32_t partition, const char *src_topic,
                            int32_t src_partition, int64_t src_offset);
 
+/* ------------------------- METADATA WATCH (md_watch.c) ------------------- */
+
+/* A cluster's metadata (all topics) asked for every 'interval_ms' on a
+ * thread of its own, so that the stage thread never waits a round trip
+ * for it; the stage takes the newest answer when it is ready. */
+typedef struct aagw_md_watch aagw_md_watch_t;
+
+/* 'rk' is borrowed and must outlive the watch; a request in progress ends
+ * when 'stage_stop' (may be NULL) or the process stops.  NULL: no
+ * thread. */
+aagw_md_watch_t *aagw_md_watch_new(rd_kafka_t *rk, int interval_ms,
+                                   const atomic_bool *stage_stop);
+/* The newest answer since the last take: true with 'err' and 'md' (NULL
+ * on an error; the caller destroys it), false if none came since. */
+bool aagw_md_watch_take(aagw_md_watch_t *w, rd_kafka_resp_err_t *err,
+                        const struct rd_kafka_metadata **md);
+/* Stop and join the thread (a request in progress ends within its
+ * 0.5-2 s slice). */
+void aagw_md_watch_destroy(aagw_md_watch_t *w);
+
 /* ------------------------ MM2 TOPICS OF ONE FLOW (mm2.c) ------------------ */
 
 /* The MM2-format side of a flow: heartbeats into the source's `heartbeats`

@@ -8,7 +8,7 @@
  *
  *   a  aagw            `aagw run`, active-passive east -> west
  *   m  MM2, 1 task     MirrorMaker 2 dedicated mode, tasks.max 1
- *   n  MM2, 2 tasks    the same, tasks.max 2
+ *   n  MM2, N tasks    the same, tasks.max N (--mm2-tasks, default 2)
  *   b  bare loop       this program's --bare consume -> produce loop
  *                      (bench_util.c; aagw's producer settings)
  *   p  ProducerPerf    Kafka's ProducerPerformance writing N records of
@@ -60,12 +60,15 @@
 
 enum meas { M_AAGW, M_MM2_1, M_MM2_2, M_BARE, M_PERF, M_CNT };
 static const char letters[M_CNT + 1] = "amnbp";
-static const char *const names[M_CNT] = {"aagw", "mm2_1task", "mm2_2tasks",
-                                         "bare", "producer_perf"};
+/* names[M_MM2_2] says its tasks.max (--mm2-tasks). */
+static char        mm2_n_name[32] = "mm2_2tasks";
+static const char *names[M_CNT]   = {"aagw", "mm2_1task", mm2_n_name, "bare",
+                                     "producer_perf"};
 
 struct opts {
         size_t      records, value_size;
         int         runs, partitions;
+        int         mm2_tasks; /* tasks.max of measurement n */
         unsigned    only;
         bool        keep, wan;
         const char *aagw_args[BENCH_LIST_MAX];
@@ -234,7 +237,7 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
                 snprintf(alias, sizeof(alias), "mm%dr%d",
                          m == M_MM2_1 ? 1 : 2, run + 1);
                 if (bench_mm2_config_write(conf, alias, e->src, e->west, src,
-                                           m == M_MM2_1 ? 1 : 2) ||
+                                           m == M_MM2_1 ? 1 : o->mm2_tasks) ||
                     !bench_java_argv(argv, &a, bench_mm2_jvm,
                                      "org.apache.kafka.connect.mirror."
                                      "MirrorMaker",
@@ -415,7 +418,7 @@ static void usage(FILE *f) {
                 "[OPTIONS]\n"
                 "aagw against MirrorMaker 2 on two real clusters "
                 "(docs/benchmarks.md):\n"
-                "  a aagw, m MM2 tasks.max 1, n MM2 tasks.max 2, b bare "
+                "  a aagw, m MM2 tasks.max 1, n MM2 tasks.max N, b bare "
                 "librdkafka loop,\n"
                 "  p ProducerPerformance (the ceiling)\n"
                 "\n"
@@ -424,6 +427,7 @@ static void usage(FILE *f) {
                 "  -m, --only LETTERS    of amnbp (default amnbp)\n"
                 "  -p, --partitions P    (default 16)\n"
                 "  -s, --value-size S    (default 200)\n"
+                "  -t, --mm2-tasks N     tasks.max of n (default 2)\n"
                 "      --aagw-arg ARG    append ARG to aagw's command line\n"
                 "      --wan             the replicators reach east over "
                 "the WAN listener\n"
@@ -442,6 +446,7 @@ static int parse(int argc, char **argv, struct opts *o) {
             {"only", required_argument, NULL, 'm'},
             {"partitions", required_argument, NULL, 'p'},
             {"value-size", required_argument, NULL, 's'},
+            {"mm2-tasks", required_argument, NULL, 't'},
             {"aagw-arg", required_argument, NULL, 'A'},
             {"wan", no_argument, NULL, 'W'},
             {"keep", no_argument, NULL, 'k'},
@@ -456,7 +461,8 @@ static int parse(int argc, char **argv, struct opts *o) {
         o->value_size = 200;
         o->runs       = 1;
         o->partitions = 16;
-        while ((opt = getopt_long(argc, argv, "n:r:m:p:s:kh", lo, NULL)) !=
+        o->mm2_tasks  = 2;
+        while ((opt = getopt_long(argc, argv, "n:r:m:p:s:t:kh", lo, NULL)) !=
                -1) {
                 switch (opt) {
                 case 'n':
@@ -481,6 +487,13 @@ static int parse(int argc, char **argv, struct opts *o) {
                         if (!bench_parse_size(optarg, 16, 1000000,
                                               &o->value_size))
                                 goto bad;
+                        break;
+                case 't':
+                        if (!bench_parse_size(optarg, 1, 64, &v))
+                                goto bad;
+                        o->mm2_tasks = (int)v;
+                        snprintf(mm2_n_name, sizeof(mm2_n_name), "mm2_%dtask%s",
+                                 o->mm2_tasks, o->mm2_tasks == 1 ? "" : "s");
                         break;
                 case 'A':
                         if (o->aagw_argc == BENCH_LIST_MAX)
@@ -686,7 +699,7 @@ int main(int argc, char **argv) {
                 } q[] = {
                     {"records/s a/m (MM2 1 task)", M_AAGW, M_MM2_1,
                      offsetof(struct res, steady_rps)},
-                    {"records/s a/n (MM2 2 tasks)", M_AAGW, M_MM2_2,
+                    {"records/s a/n (MM2 n tasks)", M_AAGW, M_MM2_2,
                      offsetof(struct res, steady_rps)},
                     {"records/s a/b", M_AAGW, M_BARE,
                      offsetof(struct res, steady_rps)},

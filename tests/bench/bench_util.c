@@ -1419,7 +1419,7 @@ int bench_bare_main(const char *prog, int argc, char **argv) {
                                       NULL};
         const char *const pprops[] = {"enable.idempotence", "true",
                                       "acks", "all",
-                                      "linger.ms", "5",
+                                      "linger.ms", "2",
                                       "batch.num.messages", "10000",
                                       "queue.buffering.max.messages",
                                       "100000",

@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include <json-c/json.h>
 
 #include "aagw_build.h"
+#include "aagw_replicator.h"
 #include "harness.h"
 
 #define WAIT_MS 60000
@@ -484,6 +486,29 @@ static void expect_status(struct fx *f, const char *method, const char *path,
         http_deinit(&h);
 }
 
+/* Both flows of /status have measured the round trip to their source
+ * (source_rtt_ms is null until then). */
+static bool both_measured(void *arg) {
+        struct fx   *f = arg;
+        struct http  h;
+        json_object *st, *fl, *rtt;
+        int          n = 0;
+
+        http(f, "GET", "/status", NULL, &h);
+        st = json_tokener_parse(h.body);
+        http_deinit(&h);
+        if (!st)
+                return false;
+        if (json_object_object_get_ex(st, "flows", &fl))
+                for (size_t i = 0; i < json_object_array_length(fl); i++)
+                        n += json_object_object_get_ex(
+                                 json_object_array_get_idx(fl, i),
+                                 "source_rtt_ms", &rtt) &&
+                             rtt;
+        json_object_put(st);
+        return n == 2;
+}
+
 static void test_methods_and_types(void **state) {
         struct fx  *f = *state;
         struct http h;
@@ -574,6 +599,37 @@ static void test_methods_and_types(void **state) {
                 assert_string_equal(name, json_object_get_string(n));
                 assert_true(json_object_object_get_ex(o, "latency_p99_ms", &v));
                 assert_int_equal(json_object_get_int64(v), 0); /* no traffic */
+        }
+        json_object_put(st);
+        http_deinit(&h);
+
+        /* Each flow measured the round trip to its source before its
+         * first assignment and sized its fetch window from it over the 4
+         * partitions of clicks (its only topic: no heartbeats here, and
+         * the remote copy at its source is not copied back). */
+        assert_true(harness_wait_until(both_measured, f, WAIT_MS));
+        http(f, "GET", "/status", NULL, &h);
+        st = json_tokener_parse(h.body);
+        assert_non_null(st);
+        assert_true(json_object_object_get_ex(st, "flows", &fl));
+        for (size_t i = 0; i < 2; i++) {
+                json_object *o = json_object_array_get_idx(fl, i), *rtt, *win;
+                struct aagw_fetch_window w;
+                assert_true(
+                    json_object_object_get_ex(o, "source_rtt_ms", &rtt));
+                assert_true(
+                    json_object_object_get_ex(o, "fetch_window_bytes", &win));
+                assert_true(
+                    json_object_object_get_ex(o, "fetch_queue_records", &v));
+                assert_true(json_object_get_int64(v) >= 0);
+                double ms = json_object_get_double(rtt);
+                assert_true(ms > 0 && ms < 5000);
+                aagw_fetch_window_size(&w, (int64_t)(ms * 1000 + 0.5), 4);
+                assert_int_equal(json_object_get_int64(win), w.window_bytes);
+                print_message(
+                    "# %s: round trip %.2f ms, window %" PRId64 " bytes\n",
+                    json_object_get_string(json_object_object_get(o, "name")),
+                    ms, w.window_bytes);
         }
         json_object_put(st);
         http_deinit(&h);

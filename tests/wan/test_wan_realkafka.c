@@ -16,7 +16,18 @@
  *   - read back every record it wrote, once;
  *
  * and the variables (WAN bootstraps, AAGW_TEST_WAN_DELAY_MS) are in the
- * launcher's env file.
+ * launcher's env file.  Then three gateways at once copy a topic each
+ * from the cluster over the WAN (SCRAM, as east) to the same cluster
+ * directly (plaintext, as west):
+ *
+ *   - with replication.fetch_window auto (the default) a flow measures
+ *     the round trip (at least RTT_MS, `aagw status --json`), sizes its
+ *     window from it over the partitions it copies (logged; larger than
+ *     the base at 40 ms) and copies every record once;
+ *   - with `fixed` it measures the same but keeps the base (1 MiB per
+ *     partition);
+ *   - with queued.max.messages.kbytes set by hand for the source's
+ *     consumers it measures, and leaves the window to the operator (0).
  *
  * Needs Java and Maven (scripts/kafka-fetch), like the rest of the suite.
  */
@@ -34,8 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
 #include <librdkafka/rdkafka.h>
 
+#include "aagw_replicator.h"
 #include "bench_util.h"
 #include "harness.h"
 #include "wan_test.h"
@@ -49,9 +62,13 @@
 #define READY_TIMEOUT_MS 240000
 #define KAFKA_TIMEOUT_MS 60000
 
+#define GATEWAYS 3
+
 struct fx {
         char           *dir, *env_path, *bs_path, *log_path;
         harness_proc_t *launcher;
+        harness_proc_t *gw[GATEWAYS];
+        rd_kafka_t     *check;        /* plaintext, for the copies' offsets */
         char           *env;          /* the env file's text */
         rd_kafka_t     *prod, *cons;
         _Atomic int     delivered, failed;
@@ -81,6 +98,10 @@ static int teardown(void **state) {
         }
         if (f->prod)
                 rd_kafka_destroy(f->prod);
+        if (f->check)
+                rd_kafka_destroy(f->check);
+        for (int i = 0; i < GATEWAYS; i++)
+                harness_proc_destroy(f->gw[i]);
         if (f->launcher) {
                 harness_proc_signal(f->launcher, SIGTERM);
                 harness_proc_wait(f->launcher, 60000, NULL);
@@ -202,6 +223,261 @@ static void wait_delivered(struct fx *f, int want) {
         assert_int_equal(atomic_load(&f->delivered), want);
 }
 
+/* ------------------------------------------------ aagw over the WAN -- */
+
+struct gwcase {
+        const char *name;  /* gateway id, state dir, log */
+        const char *topic; /* what it copies, made here */
+        int         partitions, records;
+        const char *set; /* one more --set, or NULL */
+};
+
+static const struct gwcase gwcases[GATEWAYS] = {
+    {"wan-auto", "wan-real", PARTITIONS, TOTAL, NULL},
+    {"wan-fixed", "wan-fixed", 2, 50, "replication.fetch_window=fixed"},
+    {"wan-hand", "wan-hand", 3, 50,
+     "clusters.east.properties.consumer.queued.max.messages.kbytes=32768"},
+};
+
+/* The gateway of case 'i': east is the cluster over the WAN with the
+ * launcher's gateway settings (each line of 'props_path' a --set), west
+ * the same cluster directly. */
+static void gateway_start(struct fx *f, int i, const char *wan,
+                          const char *plain, const char *props_path) {
+        const struct gwcase *c = &gwcases[i];
+        const char          *argv[64];
+        char                 ceast[300], cwest[300], topic[64];
+        char                *text = harness_read_file(props_path, NULL);
+        char                *sets[16], *line, *save = NULL;
+        char                *state = harness_path_join(f->dir, c->name);
+        char                 log[4200];
+        int                  n = 0, ns = 0;
+
+        assert_non_null(text);
+        snprintf(ceast, sizeof(ceast), "east=%s", wan);
+        snprintf(cwest, sizeof(cwest), "west=%s", plain);
+        snprintf(topic, sizeof(topic), "^%s$", c->topic);
+        snprintf(log, sizeof(log), "%s.log", state);
+        argv[n++] = harness_aagw_bin();
+        argv[n++] = "--cluster";
+        argv[n++] = ceast;
+        argv[n++] = "--cluster";
+        argv[n++] = cwest;
+        argv[n++] = "--mode";
+        argv[n++] = "active-passive";
+        argv[n++] = "--primary";
+        argv[n++] = "east";
+        argv[n++] = "--topic";
+        argv[n++] = topic;
+        argv[n++] = "--unify";
+        argv[n++] = "off";
+        argv[n++] = "--gateway-id";
+        argv[n++] = c->name;
+        argv[n++] = "--state-dir";
+        argv[n++] = state;
+        argv[n++] = "--admin";
+        argv[n++] = "127.0.0.1:0";
+        /* The three share the cluster: no heartbeats topic, which each
+         * would copy into the same east.heartbeats (and the window is
+         * then sized over exactly the case's partitions). */
+        argv[n++] = "--set";
+        argv[n++] = "mm2.heartbeats_interval=0s";
+        for (line = strtok_r(text, "\n", &save); line && ns < 16;
+             line = strtok_r(NULL, "\n", &save)) {
+                assert_true(asprintf(&sets[ns], "clusters.east.properties.%s",
+                                     line) > 0);
+                argv[n++] = "--set";
+                argv[n++] = sets[ns++];
+        }
+        if (c->set) {
+                argv[n++] = "--set";
+                argv[n++] = c->set;
+        }
+        argv[n] = NULL;
+        f->gw[i] =
+            harness_proc_spawn(argv, NULL, log, f->errstr, sizeof(f->errstr));
+        if (!f->gw[i])
+                fail_msg("%s: %s", c->name, f->errstr);
+        for (int k = 0; k < ns; k++)
+                free(sets[k]);
+        free(text);
+        free(state);
+}
+
+/* `aagw status --json` of case 'i''s gateway, parsed; NULL while it
+ * does not answer yet. */
+static json_object *gateway_status(struct fx *f, int i) {
+        char       *state  = harness_path_join(f->dir, gwcases[i].name);
+        const char *argv[] = {
+            harness_aagw_bin(), "status", "--state-dir", state, "--json", NULL};
+        harness_output_t o;
+        json_object     *st = NULL;
+
+        if (harness_run(argv, NULL, 0, 30000, &o, f->errstr,
+                        sizeof(f->errstr)) == AAGW_OK &&
+            harness_exit_code(o.status) == 0)
+                st = json_tokener_parse(o.out);
+        harness_output_deinit(&o);
+        free(state);
+        return st;
+}
+
+/* The first flow of a status, or NULL. */
+static json_object *first_flow(json_object *st) {
+        json_object *fl;
+        if (!st || !json_object_object_get_ex(st, "flows", &fl) ||
+            json_object_array_length(fl) < 1)
+                return NULL;
+        return json_object_array_get_idx(fl, 0);
+}
+
+/* Records of 'topic''s copy (east.<topic>), all partitions, asked on
+ * the plaintext listener; -1 while the copy is not there. */
+static int64_t copied(struct fx *f, const char *topic, int partitions) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t               *rkt;
+        char                            copy[128];
+        int64_t                         sum = 0;
+        bool                            there;
+
+        snprintf(copy, sizeof(copy), "east.%s", topic);
+        /* Asked each time: a client caches a topic it was told is
+         * missing, and the copy is made while this waits. */
+        rkt   = rd_kafka_topic_new(f->check, copy, NULL);
+        there = rkt && !rd_kafka_metadata(f->check, 0, rkt, &md, 5000) &&
+                md->topic_cnt == 1 && !md->topics[0].err &&
+                md->topics[0].partition_cnt == partitions;
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        if (rkt)
+                rd_kafka_topic_destroy(rkt);
+        if (!there)
+                return -1;
+        for (int p = 0; p < partitions; p++) {
+                int64_t lo, hi;
+                if (rd_kafka_query_watermark_offsets(f->check, copy, p, &lo,
+                                                     &hi, 5000))
+                        return -1;
+                sum += hi - lo;
+        }
+        return sum;
+}
+
+struct gwwait {
+        struct fx *f;
+        int        i;
+};
+
+/* Case i copied all its records and says it measured the round trip. */
+static bool gateway_done(void *arg) {
+        struct gwwait       *w = arg;
+        const struct gwcase *c = &gwcases[w->i];
+        json_object         *st, *fl, *rtt;
+        bool                 ok;
+
+        if (copied(w->f, c->topic, c->partitions) != c->records)
+                return false;
+        st = gateway_status(w->f, w->i);
+        fl = first_flow(st);
+        ok = fl && json_object_object_get_ex(fl, "source_rtt_ms", &rtt) && rtt;
+        json_object_put(st);
+        return ok;
+}
+
+static void gateways(struct fx *f, const char *wan, const char *plain,
+                     const char *props_path) {
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        if (rd_kafka_conf_set(conf, "bootstrap.servers", plain, f->errstr,
+                              sizeof(f->errstr)) ||
+            !(f->check = rd_kafka_new(RD_KAFKA_PRODUCER, conf, f->errstr,
+                                      sizeof(f->errstr))))
+                fail_msg("%s", f->errstr);
+        for (int i = 1; i < GATEWAYS; i++) {
+                const struct gwcase *c = &gwcases[i];
+                if (bench_topic_create(f->prod, c->topic, c->partitions,
+                                       f->errstr, sizeof(f->errstr)))
+                        fail_msg("%s", f->errstr);
+                for (int k = 0; k < c->records; k++) {
+                        char v[32];
+                        int  vl = snprintf(v, sizeof(v), "%s-%d", c->topic, k);
+                        if (rd_kafka_producev(
+                                f->prod, RD_KAFKA_V_TOPIC(c->topic),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_VALUE(v, (size_t)vl),
+                                RD_KAFKA_V_END))
+                                fail_msg("produce to %s", c->topic);
+                }
+        }
+        atomic_store(&f->delivered, 0);
+        wait_delivered(f, gwcases[1].records + gwcases[2].records);
+        for (int i = 0; i < GATEWAYS; i++)
+                gateway_start(f, i, wan, plain, props_path);
+        for (int i = 0; i < GATEWAYS; i++) {
+                const struct gwcase     *c = &gwcases[i];
+                struct gwwait            w = {f, i};
+                struct aagw_fetch_window base;
+                json_object             *st, *fl, *rtt, *win;
+                char *state = harness_path_join(f->dir, c->name);
+                char  log[4200];
+                char *text;
+
+                snprintf(log, sizeof(log), "%s.log", state);
+                free(state);
+                if (!harness_wait_until(gateway_done, &w, KAFKA_TIMEOUT_MS)) {
+                        text = harness_read_file(log, NULL);
+                        fail_msg("%s: %" PRId64 " of %d records copied, or "
+                                 "no round trip in its status; log:\n%s",
+                                 c->name, copied(f, c->topic, c->partitions),
+                                 c->records, text ? text : "");
+                }
+                st = gateway_status(f, i);
+                fl = first_flow(st);
+                assert_non_null(fl);
+                assert_true(
+                    json_object_object_get_ex(fl, "source_rtt_ms", &rtt));
+                assert_true(
+                    json_object_object_get_ex(fl, "fetch_window_bytes", &win));
+                double  ms     = json_object_get_double(rtt);
+                int64_t window = json_object_get_int64(win);
+                print_message("# %s: round trip %.1f ms, fetch window %" PRId64
+                              " bytes\n",
+                              c->name, ms, window);
+                /* The round trip measured is the WAN's. */
+                assert_true(ms >= RTT_MS && ms < RTT_MS + 200);
+                text = harness_read_file(log, NULL);
+                assert_non_null(text);
+                if (i == 0) {
+                        struct aagw_fetch_window w;
+                        aagw_fetch_window_size(&w, (int64_t)(ms * 1000 + 0.5),
+                                               c->partitions);
+                        assert_false(w.base);
+                        assert_int_equal(window, w.window_bytes);
+                        assert_non_null(strstr(text, "fetch window"));
+                } else if (i == 1) {
+                        aagw_fetch_window_size(&base, -1, c->partitions);
+                        assert_int_equal(window, base.window_bytes);
+                        assert_null(strstr(text, "fetch window"));
+                } else {
+                        assert_int_equal(window, 0);
+                        assert_null(strstr(text, "fetch window"));
+                }
+                free(text);
+                json_object_put(st);
+        }
+        /* Every record once: the copies hold what the sources hold. */
+        for (int i = 0; i < GATEWAYS; i++) {
+                int status = -1;
+                harness_proc_signal(f->gw[i], SIGTERM);
+                assert_int_equal(harness_proc_wait(f->gw[i], 30000, &status),
+                                 AAGW_OK);
+                assert_int_equal(harness_exit_code(status), 0);
+                assert_int_equal(
+                    copied(f, gwcases[i].topic, gwcases[i].partitions),
+                    gwcases[i].records);
+        }
+}
+
 static void test_wan_listener(void **state) {
         struct fx  *f = *state;
         char        script[4096], rtt[16], wan[256], plain[256], gw[256];
@@ -321,6 +597,8 @@ static void test_wan_listener(void **state) {
         }
         assert_int_equal(got, TOTAL);
         assert_int_equal(dups, 0);
+
+        gateways(f, wan, plain, props);
 }
 
 int main(void) {
