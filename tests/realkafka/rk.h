@@ -32,7 +32,7 @@
 
 #include "harness.h"
 
-#define RK_MAX_CLUSTERS 2
+#define RK_MAX_CLUSTERS 4
 
 struct rk_cluster {
         char            alias[32];
