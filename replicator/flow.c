@@ -1126,8 +1126,17 @@ static bool flow_fetch_window(aagw_flow_t *f) {
                          f->name, f->source);
                 return false;
         }
-        if (aagw_kafka_metadata(f->meta, true, NULL, &md, 5000, &f->ctl.stop))
-                return false; /* measured again before the next discovery */
+        rd_kafka_resp_err_t merr =
+            aagw_kafka_metadata(f->meta, true, NULL, &md, 5000, &f->ctl.stop);
+        f->window_unanswered = merr != RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (merr) {
+                /* Measured again before the next discovery; the source's
+                 * silence shows in /healthz as it would through
+                 * discovery. */
+                if (merr != RD_KAFKA_RESP_ERR__INTR)
+                        aagw_reach_note(&f->src_reach, merr);
+                return false;
+        }
         for (int i = 0; i < md->topic_cnt; i++)
                 if (!md->topics[i].err && md->topics[i].partition_cnt > 0 &&
                     flow_topic_copied(f, md->topics[i].topic))
@@ -1640,7 +1649,11 @@ void *flow_main(void *arg) {
          * assignment, which then starts paused (flow_assign_new()). */
         if (atomic_load(&f->paused_req))
                 flow_set_paused(f, true);
-        flow_discover(f);
+        /* The source did not answer the window's metadata just now:
+         * discovery would wait out the same timeout again; the refresh
+         * asks again. */
+        if (!f->window_unanswered)
+                flow_discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         /* Later discoveries: the metadata asked for beside the copying
          * (NULL, out of threads: asked for here, as the first). */

@@ -553,10 +553,10 @@ int rk_wait_new_leader(struct rk *r, const char *alias, const char *topic,
         return harness_wait_until(leader_moved, &a, timeout_ms) ? a.now : -1;
 }
 
-int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
-        rd_kafka_t *rk = cluster(r, alias)->admin;
-        int         parts;
-        int64_t     sum = 0;
+/* rk_size() with the client 'rk'. */
+static int64_t size_with(rd_kafka_t *rk, const char *topic) {
+        int     parts;
+        int64_t sum = 0;
 
         topic_state(rk, topic, 0, &parts);
         if (parts < 0)
@@ -569,6 +569,33 @@ int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
                 sum += hi - lo;
         }
         return sum;
+}
+
+int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
+        int64_t n = size_with(cluster(r, alias)->admin, topic);
+
+        if (n < 0) {
+                /* A client that saw the topic deleted keeps refusing the
+                 * new one of the same name (librdkafka 2.8 answered -1 for
+                 * two minutes after kafka-topic_recreate's recreation):
+                 * ask a fresh one. */
+                rd_kafka_conf_t *conf = rd_kafka_conf_new();
+                char             err[256];
+                rd_kafka_t      *rk;
+
+                rd_kafka_conf_set(conf, "bootstrap.servers", rk_bs(r, alias),
+                                  err, sizeof(err));
+                rd_kafka_conf_set(conf, "enable.metrics.push", "false", err,
+                                  sizeof(err));
+                if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+                                       sizeof(err)))) {
+                        n = size_with(rk, topic);
+                        rd_kafka_destroy(rk);
+                } else {
+                        rd_kafka_conf_destroy(conf);
+                }
+        }
+        return n;
 }
 
 int64_t rk_count(struct rk *r, const char *alias, const char *topic,
