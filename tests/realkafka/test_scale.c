@@ -223,6 +223,38 @@ static bool gone_from_groups(void *arg) {
 
 /* --------------------------------------------------------------- THE TEST -- */
 
+/* What the zombie e2's log must say once it runs again: each of its
+ * stages lost its work partitions because the group moved on without it,
+ * or its producer failed (the coordinator aborted the transaction that
+ * timed out while it stood still and bumped the epoch), or its commit
+ * was refused first ("member e2 fenced": the coordinator answered
+ * "Unknown member", the same news by another way). */
+struct zombie_news {
+        const char *log;
+        const char *missing; /* the stage not heard from yet */
+};
+
+static bool zombie_heard(void *arg) {
+        struct zombie_news      *z = arg;
+        static const char *const lost[] = {"e2: lost aagw.aagw.west-east.work",
+                                           "e2: lost aagw.aagw.east.unify.work"};
+        char                    *text = harness_read_file(z->log, NULL);
+        bool                     ok   = text != NULL;
+
+        for (size_t i = 0; ok && i < 2; i++) {
+                const char *at = strstr(text, lost[i]);
+                if ((!at || (!strstr(at, "the group moved on without this "
+                                         "member") &&
+                             !strstr(at, "the producer failed"))) &&
+                    !strstr(text, "member e2 fenced")) {
+                        z->missing = lost[i];
+                        ok         = false;
+                }
+        }
+        free(text);
+        return ok;
+}
+
 static void test_scale(void **state) {
         struct rk   *r = rk_new("rk-scale");
         struct rk_gw e[4], w[5];
@@ -322,37 +354,15 @@ static void test_scale(void **state) {
         /* The zombie runs on (it rejoins): more traffic through all. */
         before = rk_size(r, "east", "clicks.unified");
         rk_expect_size(r, "east", "clicks.unified", before + 500, 120000);
-        /* Both of its stages learnt that the group went on without it. */
-        {
-                char *text = harness_read_file(e[1].log, NULL);
-                static const char *const lost[] = {
-                    "e2: lost aagw.aagw.west-east.work",
-                    "e2: lost aagw.aagw.east.unify.work"};
-                assert_non_null(text);
-                for (size_t i = 0; i < 2; i++) {
-                        /* The group's fence, or the producer's: the
-                         * coordinator aborted the transaction that timed
-                         * out while it stood still and bumped the epoch
-                         * (which of the two comes first depends on how
-                         * long the stop lasted). */
-                        const char *at = strstr(text, lost[i]);
-                        /* Or its commit was refused first: the group's
-                         * coordinator answered "Unknown member" (fenced,
-                         * the same news by another way). */
-                        char fenced[64];
-                        snprintf(fenced, sizeof(fenced), "member e2 fenced");
-                        if ((!at || (!strstr(at, "the group moved on "
-                                                 "without this member") &&
-                                     !strstr(at, "the producer failed"))) &&
-                            !strstr(text, fenced)) {
-                                rk_gwn_dump_log(&e[1], 40);
-                                fail_msg("%s does not say: %s ...: the group "
-                                         "moved on without this member (or "
-                                         "the producer failed)",
-                                         e[1].log, lost[i]);
-                        }
-                }
-                free(text);
+        /* Both of its stages learnt that the group went on without it
+         * (awaited: the zombie writes it as it wakes, and traffic through
+         * the others may be done before). */
+        struct zombie_news zn = {.log = e[1].log};
+        if (!harness_wait_until(zombie_heard, &zn, 60000)) {
+                rk_gwn_dump_log(&e[1], 40);
+                fail_msg("%s does not say: %s ...: the group moved on "
+                         "without this member (or the producer failed)",
+                         e[1].log, zn.missing);
         }
 
         /* The end: producers stop, everything settles, processes stop. */
