@@ -1107,10 +1107,13 @@ static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
  * window other than the base means a new consumer, which costs nothing
  * while it holds no partition.  A source that does not answer yet is
  * measured again before the next discovery; one that only answered
- * discovery keeps the base window (logged).  Returns true if the consumer
- * (and its queue) was replaced. */
-static bool flow_fetch_window(aagw_flow_t *f) {
-        const struct rd_kafka_metadata *md = NULL;
+ * discovery keeps the base window (logged).  The source's metadata it
+ * asks for (all topics, for the partitions the window is spread over) is
+ * the discovery's too: returns true with it in 'merr' and 'mdp' (the
+ * caller's), false if it asked for none. */
+static bool flow_fetch_window(aagw_flow_t *f, rd_kafka_resp_err_t *merr,
+                              const struct rd_kafka_metadata **mdp) {
+        const struct rd_kafka_metadata *md;
         char                            err[512];
         int                             parts = 0;
         int64_t                         rtt;
@@ -1126,30 +1129,24 @@ static bool flow_fetch_window(aagw_flow_t *f) {
                          f->name, f->source);
                 return false;
         }
-        rd_kafka_resp_err_t merr =
-            aagw_kafka_metadata(f->meta, true, NULL, &md, 5000, &f->ctl.stop);
-        f->window_unanswered = merr != RD_KAFKA_RESP_ERR_NO_ERROR;
-        if (merr) {
-                /* Measured again before the next discovery; the source's
-                 * silence shows in /healthz as it would through
-                 * discovery. */
-                if (merr != RD_KAFKA_RESP_ERR__INTR)
-                        aagw_reach_note(&f->src_reach, merr);
-                return false;
-        }
+        *mdp = NULL;
+        *merr =
+            aagw_kafka_metadata(f->meta, true, NULL, mdp, 5000, &f->ctl.stop);
+        if (*merr) /* measured again before the next discovery */
+                return true;
+        md = *mdp;
         for (int i = 0; i < md->topic_cnt; i++)
                 if (!md->topics[i].err && md->topics[i].partition_cnt > 0 &&
                     flow_topic_copied(f, md->topics[i].topic))
                         parts += md->topics[i].partition_cnt;
-        rd_kafka_metadata_destroy(md);
         if ((rtt = aagw_kafka_round_trip_us(f->meta, 5000, &f->ctl.stop)) < 0)
-                return false;
+                return true;
         f->window_done = true;
         atomic_store(&f->window_rtt_us, rtt);
         /* Measured all the same: the round trip is a gauge. */
         if (aagw_fetch_window_set_by_hand(f->conf.source_props,
                                           f->conf.source_prop_cnt, "consumer"))
-                return false; /* window_bytes stays 0: not aagw's */
+                return true; /* window_bytes stays 0: not aagw's */
         aagw_fetch_window_size(&f->window,
                                f->conf.fetch_window_fixed ? -1 : rtt, parts);
         atomic_store(&f->window_bytes, f->window.window_bytes);
@@ -1157,7 +1154,7 @@ static bool flow_fetch_window(aagw_flow_t *f) {
                 aagw_log(AAGW_LOG_DEBUG, "FLOW",
                          "%s: round trip to %s %.1f ms: base fetch window",
                          f->name, f->source, (double)rtt / 1000);
-                return false;
+                return true;
         }
         aagw_log(AAGW_LOG_INFO, "FLOW",
                  "%s: round trip to %s %.1f ms: fetch window %" PRId64
@@ -1174,13 +1171,11 @@ static bool flow_fetch_window(aagw_flow_t *f) {
         rd_kafka_destroy_flags(f->consumer,
                                RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         f->consumer = NULL;
-        if (make_consumer(f, err, sizeof(err))) {
+        if (make_consumer(f, err, sizeof(err)))
                 replicator_fail(&f->ctl,
                                 "source consumer with a larger fetch window: "
                                 "%s",
                                 err);
-                return false;
-        }
         return true;
 }
 
@@ -1634,8 +1629,12 @@ void *flow_main(void *arg) {
             flow_scale_start(f))
                 return NULL;
         /* Before the queue wait takes the consumer's queue. */
-        flow_fetch_window(f);
+        rd_kafka_resp_err_t             merr;
+        const struct rd_kafka_metadata *md;
+        bool asked = flow_fetch_window(f, &merr, &md);
         if (!f->consumer) { /* failed */
+                if (asked && md)
+                        rd_kafka_metadata_destroy(md);
                 f->stop_at = aagw_mono_ms();
                 return NULL;
         }
@@ -1649,10 +1648,9 @@ void *flow_main(void *arg) {
          * assignment, which then starts paused (flow_assign_new()). */
         if (atomic_load(&f->paused_req))
                 flow_set_paused(f, true);
-        /* The source did not answer the window's metadata just now:
-         * discovery would wait out the same timeout again; the refresh
-         * asks again. */
-        if (!f->window_unanswered)
+        if (asked)
+                flow_discover_md(f, merr, md);
+        else
                 flow_discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         /* Later discoveries: the metadata asked for beside the copying
@@ -1723,25 +1721,29 @@ void *flow_main(void *arg) {
                 }
                 if (now - f->last_refresh_ms >= f->conf.refresh_ms) {
                         /* The source did not answer the first time. */
+                        asked = false;
                         if (!f->window_done) {
                                 /* It may replace the queue the wait
                                  * holds. */
                                 aagw_qwait_destroy(qwait);
                                 qwait = NULL;
-                                flow_fetch_window(f);
+                                asked = flow_fetch_window(f, &merr, &md);
                                 if (f->cq) {
                                         qs[0] = f->cq;
                                         qwait = aagw_qwait_new(qs, 2);
                                 }
                         }
-                        if (atomic_load(&f->ctl.stop))
+                        if (atomic_load(&f->ctl.stop) || !f->consumer) {
+                                if (asked && md) /* stopping, or failed */
+                                        rd_kafka_metadata_destroy(md);
                                 break;
-                        if (!mdw)
+                        }
+                        if (asked)
+                                flow_discover_md(f, merr, md);
+                        else if (!mdw)
                                 flow_discover(f);
                         f->last_refresh_ms = aagw_mono_ms();
                 }
-                rd_kafka_resp_err_t             merr;
-                const struct rd_kafka_metadata *md;
                 if (mdw && aagw_md_watch_take(mdw, &merr, &md))
                         flow_discover_md(f, merr, md);
                 /* Nothing came: wait for records or delivery reports.

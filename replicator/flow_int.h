@@ -195,8 +195,6 @@ struct aagw_flow {
          * read by aagw_flow_stats(). */
         struct aagw_fetch_window window;
         bool                     window_done;
-        bool                     window_unanswered; /* its last metadata
-                                                       request failed */
         _Atomic int64_t          window_rtt_us, window_bytes;
         _Atomic int64_t          queue_records; /* the consumer's queue, as
                                                    the thread last saw it */

@@ -218,18 +218,25 @@ const char *aagw_kafka_prop_base(const char *name) {
         return name;
 }
 
+/* The librdkafka name of operator property 'name' for a client of
+ * 'role', or NULL if it is another role's ("producer.linger.ms" for a
+ * consumer). */
+static const char *prop_for_role(const char *name, const char *role) {
+        const char *base = aagw_kafka_prop_base(name);
+        size_t      rlen = strlen(role);
+
+        if (base != name && (strncmp(name, role, rlen) || name[rlen] != '.'))
+                return NULL;
+        return base;
+}
+
 aagw_err_t aagw_kafka_conf_apply(rd_kafka_conf_t *conf, const char *role,
                                  const char *const *kv, size_t kv_cnt,
                                  char *errstr, size_t errstr_size) {
-        size_t rlen = strlen(role);
-
         for (size_t i = 0; i < kv_cnt; i++) {
-                const char *name = kv[2 * i], *base = aagw_kafka_prop_base(name);
-                if (base != name &&
-                    (strncmp(name, role, rlen) || name[rlen] != '.'))
-                        continue; /* another role's property */
-                if (aagw_kafka_conf_set(conf, base, kv[2 * i + 1], errstr,
-                                        errstr_size))
+                const char *base = prop_for_role(kv[2 * i], role);
+                if (base && aagw_kafka_conf_set(conf, base, kv[2 * i + 1],
+                                                errstr, errstr_size))
                         return AAGW_ERR_CONFIG;
         }
         return AAGW_OK;
@@ -418,15 +425,10 @@ bool aagw_fetch_window_set_by_hand(const char *const *kv, size_t kv_cnt,
         static const char *const window[] = {"max.partition.fetch.bytes",
                                              "queued.max.messages.kbytes",
                                              "fetch.max.bytes", NULL};
-        size_t                   rlen     = strlen(role);
 
         for (size_t i = 0; i < kv_cnt; i++) {
-                const char *name = kv[2 * i],
-                           *base = aagw_kafka_prop_base(name);
-                if (base != name &&
-                    (strncmp(name, role, rlen) || name[rlen] != '.'))
-                        continue;
-                for (size_t k = 0; window[k]; k++)
+                const char *base = prop_for_role(kv[2 * i], role);
+                for (size_t k = 0; base && window[k]; k++)
                         if (!strcmp(base, window[k]))
                                 return true;
         }

@@ -167,25 +167,24 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
 static rd_kafka_t *wan_client(struct fx *f, rd_kafka_type_t type,
                               const char *bs, const char *props_path,
                               const char *const *props) {
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        char            *text = harness_read_file(props_path, NULL);
-        char            *line, *save = NULL;
-        rd_kafka_t      *rk;
+        rd_kafka_conf_t      *conf = rd_kafka_conf_new();
+        harness_bootstraps_t *kv =
+            harness_bootstraps_load(props_path, f->errstr, sizeof(f->errstr));
+        rd_kafka_t *rk;
 
-        assert_non_null(text);
+        if (!kv)
+                fail_msg("%s", f->errstr);
         rd_kafka_conf_set_opaque(conf, f);
         if (type == RD_KAFKA_PRODUCER)
                 rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-        for (line = strtok_r(text, "\n", &save); line;
-             line = strtok_r(NULL, "\n", &save)) {
-                char *eq = strchr(line, '=');
-                assert_non_null(eq);
-                *eq = '\0';
-                if (rd_kafka_conf_set(conf, line, eq + 1, f->errstr,
-                                      sizeof(f->errstr)))
+        for (size_t k = 0; k < harness_bootstraps_cnt(kv); k++) {
+                const char *key = harness_bootstraps_alias(kv, k);
+                if (rd_kafka_conf_set(conf, key,
+                                      harness_bootstraps_get(kv, key),
+                                      f->errstr, sizeof(f->errstr)))
                         fail_msg("%s", f->errstr);
         }
-        free(text);
+        harness_bootstraps_destroy(kv);
         if (rd_kafka_conf_set(conf, "bootstrap.servers", bs, f->errstr,
                               sizeof(f->errstr)))
                 fail_msg("%s", f->errstr);
@@ -247,13 +246,15 @@ static void gateway_start(struct fx *f, int i, const char *wan,
         const struct gwcase *c = &gwcases[i];
         const char          *argv[64];
         char                 ceast[300], cwest[300], topic[64];
-        char                *text = harness_read_file(props_path, NULL);
-        char                *sets[16], *line, *save = NULL;
+        harness_bootstraps_t *kv =
+            harness_bootstraps_load(props_path, f->errstr, sizeof(f->errstr));
+        char                *sets[16];
         char                *state = harness_path_join(f->dir, c->name);
         char                 log[4200];
         int                  n = 0, ns = 0;
 
-        assert_non_null(text);
+        if (!kv)
+                fail_msg("%s", f->errstr);
         snprintf(ceast, sizeof(ceast), "east=%s", wan);
         snprintf(cwest, sizeof(cwest), "west=%s", plain);
         snprintf(topic, sizeof(topic), "^%s$", c->topic);
@@ -282,10 +283,11 @@ static void gateway_start(struct fx *f, int i, const char *wan,
          * then sized over exactly the case's partitions). */
         argv[n++] = "--set";
         argv[n++] = "mm2.heartbeats_interval=0s";
-        for (line = strtok_r(text, "\n", &save); line && ns < 16;
-             line = strtok_r(NULL, "\n", &save)) {
-                assert_true(asprintf(&sets[ns], "clusters.east.properties.%s",
-                                     line) > 0);
+        for (size_t k = 0; k < harness_bootstraps_cnt(kv) && ns < 16; k++) {
+                const char *key = harness_bootstraps_alias(kv, k);
+                assert_true(asprintf(&sets[ns],
+                                     "clusters.east.properties.%s=%s", key,
+                                     harness_bootstraps_get(kv, key)) > 0);
                 argv[n++] = "--set";
                 argv[n++] = sets[ns++];
         }
@@ -300,7 +302,7 @@ static void gateway_start(struct fx *f, int i, const char *wan,
                 fail_msg("%s: %s", c->name, f->errstr);
         for (int k = 0; k < ns; k++)
                 free(sets[k]);
-        free(text);
+        harness_bootstraps_destroy(kv);
         free(state);
 }
 
