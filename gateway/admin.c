@@ -450,6 +450,8 @@ static json_object *flow_json(const aagw_flow_t *f) {
                                json_object_new_int64(st.fetch_window_bytes));
         json_object_object_add(o, "fetch_queue_records",
                                json_object_new_int64(st.fetch_queue_records));
+        json_object_object_add(o, "fetch_connections",
+                               json_object_new_int(st.fetch_connections));
         /* null before the first heartbeat copy is acknowledged */
         json_object_object_add(o, "heartbeat_latency_ms",
                                st.heartbeat_age_ms < 0

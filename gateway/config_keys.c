@@ -182,6 +182,16 @@ const struct cfg_key aagw_config_keys[] = {
      "the base sizes always (1 MiB per partition, a 16 MiB queue). Those "
      "consumer properties set by hand for the source cluster take "
      "precedence either way (operations.md, \"Across a WAN\")."},
+    {"replication.fetch_connections", CT_ENUM, "auto", NOLIMIT,
+     "auto|1|2|3|4|5|6|7|8", NULL, 0,
+     "How many source consumers (broker connections, each with one fetch "
+     "in flight) a flow spreads its partitions over. auto: one near the "
+     "cluster; across a long link as many as 320 MiB/s x the round trip "
+     "needs at what one connection brings per round trip (the source "
+     "broker's socket.send.buffer.bytes, doubled, and this host's "
+     "net.ipv4.tcp_rmem maximum), at most 4. A number: that many. Never "
+     "more than the flow's partitions (operations.md, \"More than one "
+     "connection\")."},
     {"replication.header_prefix", CT_STR, "aagw.", 1, 32, NULL, NULL, 0,
      "Prefix of aagw's header names: the provenance header (<prefix>prov) "
      "and the others reserved for aagw, which copies never carry over."},

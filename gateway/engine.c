@@ -197,6 +197,9 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
             aagw_config_cluster_props(cfg, src, &fc.source_props);
         fc.fetch_window_fixed =
             !strcmp(aagw_config_str(cfg, "replication.fetch_window"), "fixed");
+        /* "auto" reads as 0 */
+        fc.fetch_connections =
+            atoi(aagw_config_str(cfg, "replication.fetch_connections"));
         fc.target_prop_cnt =
             aagw_config_cluster_props(cfg, dst, &fc.target_props);
         fc.policy        = e->policy;

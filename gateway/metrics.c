@@ -110,9 +110,14 @@ char *gw_metrics(const struct gw_admin_view *view) {
               "hand).",
               "%" PRId64, st[i].fetch_window_bytes);
         GAUGE("aagw_replication_fetch_queue_records",
-              "Records fetched and waiting in the source consumer's queue: "
-              "near 0 while the flow waits on the link.",
+              "Records fetched and waiting in the source consumers' "
+              "queues: near 0 while the flow waits on the link.",
               "%" PRId64, st[i].fetch_queue_records);
+        GAUGE("aagw_replication_fetch_connections",
+              "Source consumers the flow's partitions are spread over, each "
+              "with one fetch in flight per broker "
+              "(replication.fetch_connections).",
+              "%d", (int)st[i].fetch_connections);
         GAUGE("aagw_replication_inflight_records",
               "Records sent and not yet acknowledged.", "%" PRId64,
               st[i].inflight);

@@ -295,11 +295,65 @@ struct aagw_fetch_window {
 void aagw_fetch_window_size(struct aagw_fetch_window *w, int64_t rtt_us,
                             int partitions);
 
+/** The most source consumers (broker connections) a flow fetches over. */
+#define AAGW_FETCH_CONNECTIONS_MAX 8
+/** How many a flow opens by itself (replication.fetch_connections 0). */
+#define AAGW_FETCH_CONNECTIONS_AUTO_MAX 4
+
+/**
+ * @brief How many source consumers a flow fetches its partitions over.
+ *
+ * One consumer has one broker connection, and so one fetch in flight, per
+ * broker, and a TCP connection carries at most @p conn_bytes per round
+ * trip (aagw_fetch_connection_bytes()).  @p asked > 0
+ * (replication.fetch_connections) is taken as given; 0 asks for as many
+ * connections as @p window_bytes (what a round trip should bring; 0:
+ * nothing asked of the link) needs at @p conn_bytes each, at most
+ * AAGW_FETCH_CONNECTIONS_AUTO_MAX.  Never more than the
+ * flow's @p partitions (<= 0: unknown, no bound) nor
+ * AAGW_FETCH_CONNECTIONS_MAX; never less than 1.
+ */
+int aagw_fetch_connections(int64_t window_bytes, int64_t conn_bytes,
+                           int partitions, int asked);
+
+/** Linux's default limit of a socket's send buffer (net.ipv4.tcp_wmem's
+ *  maximum): what a broker whose socket.send.buffer.bytes is -1 (the
+ *  system's) may have in flight on one connection. */
+#define AAGW_TCP_SEND_DEFAULT_MAX (4LL << 20)
+
+/**
+ * @brief The most one connection to the source brings per round trip:
+ * what the receiving socket may hold (@p receive_max,
+ * aagw_tcp_receive_max()), what the broker's socket may have in flight
+ * (twice its @p send_buffer, as Linux counts it; 0: the system's default,
+ * taken as AAGW_TCP_SEND_DEFAULT_MAX; < 0: unknown, not counted) and one
+ * fetch answer (@p answer_max, fetch.max.bytes), whichever is least.
+ */
+int64_t aagw_fetch_connection_bytes(int64_t receive_max, int64_t send_buffer,
+                                    int64_t answer_max);
+
+/** The most one TCP connection of this host receives per round trip: the
+ *  receive buffer's autotuning limit (net.ipv4.tcp_rmem's maximum), or
+ *  Linux's default 6 MiB if it cannot be read. */
+int64_t aagw_tcp_receive_max(void);
+
 /** True if the operator's properties for @p role ("consumer") set a
  *  property of the fetch window (max.partition.fetch.bytes,
  *  queued.max.messages.kbytes, fetch.max.bytes): then they size it. */
 bool aagw_fetch_window_set_by_hand(const char *const *kv, size_t kv_cnt,
                                    const char *role);
+
+/**
+ * @brief The send buffer @p broker of @p rk's cluster gives each client
+ * connection (its socket.send.buffer.bytes, DescribeConfigs): what it can
+ * have in flight on one connection, so at most what one connection brings
+ * per round trip (Linux doubles it for its bookkeeping).
+ * @returns the bytes; 0 for the operating system's default (-1 in the
+ * broker's config); -1 if the cluster did not say within @p timeout_ms
+ * (not allowed to describe it, or no answer).
+ */
+int64_t aagw_kafka_broker_send_buffer(rd_kafka_t *rk, int32_t broker,
+                                      int timeout_ms);
 
 /**
  * @brief The round trip to @p rk's cluster, in microseconds: the faster
@@ -532,8 +586,9 @@ bool aagw_stall_due(struct aagw_stall_mark *m, int64_t now_ms);
  */
 typedef struct aagw_qwait aagw_qwait_t;
 
-/** A wait for @p cnt queues (at most 4), which must outlive it.  NULL: out
- *  of memory or no pipe; the caller then polls with timeouts. */
+/** A wait for @p cnt queues (at most AAGW_FETCH_CONNECTIONS_MAX + 2),
+ *  which must outlive it.  NULL: out of memory or no pipe; the caller
+ *  then polls with timeouts. */
 aagw_qwait_t *aagw_qwait_new(rd_kafka_queue_t *const *qs, size_t cnt);
 
 /** Wait up to @p timeout_ms for an op on a queue since the last call;
@@ -669,6 +724,9 @@ struct aagw_flow_conf {
          *  whatever the round trip to the source (replication.fetch_window
          *  fixed); false: sized from it (aagw_fetch_window_size()). */
         bool               fetch_window_fixed;
+        /** Source consumers the partitions are spread over
+         *  (aagw_fetch_connections()'s @p asked; 0: as the window needs). */
+        int fetch_connections;
         /** Borrowed; must outlive the flow. */
         const aagw_repl_policy_t *policy;
         const char *header_prefix; /**< as in the policy; NULL: "aagw." */
@@ -828,6 +886,7 @@ struct aagw_flow_stats {
          *  consumer's queue holds now (near 0 while the flow waits on the
          *  link, not the link on the flow) */
         int64_t  source_rtt_us, fetch_window_bytes, fetch_queue_records;
+        int32_t  fetch_connections; /**< source consumers; 0: not yet */
         /** Scale-out (zero and NULL otherwise) */
         const char *member;          /**< this process's member name
                                           (borrowed, as the flow's conf) */

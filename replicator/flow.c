@@ -392,6 +392,12 @@ static int produce_retry(aagw_flow_t *f, rd_kafka_topic_t *rkt,
  * hostile 1 MB one would make the copy too large for the target, and the
  * flow would fail on that record at every start. */
 #define DLQ_OWN_HDR_MAX 4096
+/* librdkafka's fetch.max.bytes: the most one fetch answer brings, so the
+ * most one connection receives per round trip whatever its TCP window. */
+#define FETCH_ANSWER_MAX (50LL << 20)
+/* What a connection carries per round trip at the least: twice Kafka's
+ * default socket.send.buffer.bytes (102400). */
+#define FETCH_CONN_FLOOR (200LL << 10)
 
 /* The dead-letter headers: why, and where the record came from. */
 static void dlq_headers(aagw_flow_t *f, struct token *tok,
@@ -547,8 +553,9 @@ void flow_produce_dlq_stub(aagw_flow_t *f, struct token *tok,
 static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
         int64_t lo, hi;
 
-        if (rd_kafka_get_watermark_offsets(f->consumer, pt->tt->topic,
-                                           pt->partition, &lo, &hi) ||
+        if (rd_kafka_get_watermark_offsets(
+                flow_fx_consumer(f, pt->tt->topic, pt->partition),
+                pt->tt->topic, pt->partition, &lo, &hi) ||
             lo <= pt->read_next)
                 return;
         INC(f->truncations);
@@ -597,7 +604,7 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         uint64_t             seq;
         char                 why[640];
 
-        if (aagw_kafka_fatal(f->consumer, m->err, why, sizeof(why))) {
+        if (aagw_kafka_fatal(f->fx[f->cur_fx].c, m->err, why, sizeof(why))) {
                 flow_fail(f, "consume: %s", why);
                 return false;
         }
@@ -630,8 +637,8 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
         f->txn_dirty = true;
         if (pt->start.pending) {
                 struct replicator_start_ctx sc = {
-                    f->consumer, "FLOW", f->name, f->batch_no,
-                    &f->start_refetches};
+                    flow_fx_consumer(f, tt->topic, pt->partition), "FLOW",
+                    f->name, f->batch_no, &f->start_refetches};
                 if (replicator_start_take(&pt->start, &sc, tt->topic,
                                           pt->partition, pt->read_next,
                                           m->offset))
@@ -855,29 +862,34 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
 /* ------------------------------------------------------------- THREAD --- */
 
 void flow_set_paused(aagw_flow_t *f, bool pause) {
-        rd_kafka_topic_partition_list_t *a = NULL;
-        if (rd_kafka_assignment(f->consumer, &a) || !a)
-                return;
-        if (pause)
-                rd_kafka_pause_partitions(f->consumer, a);
-        else {
-                /* Held partitions stay paused: they have no target
-                 * partition to go to. */
-                rd_kafka_topic_partition_list_t *r =
-                    rd_kafka_topic_partition_list_new(a->cnt);
-                for (int i = 0; i < a->cnt; i++) {
-                        struct ttrack *tt = flow_topic_find(f, a->elems[i].topic);
-                        struct ptrack *pt =
-                            tt ? flow_part_get(f, tt, a->elems[i].partition) : NULL;
-                        if (!pt || !pt->held)
-                                rd_kafka_topic_partition_list_add(
-                                    r, a->elems[i].topic,
-                                    a->elems[i].partition);
+        for (int k = 0; k < f->nfx; k++) {
+                rd_kafka_topic_partition_list_t *a = NULL;
+                if (rd_kafka_assignment(f->fx[k].c, &a) || !a)
+                        continue;
+                if (pause)
+                        rd_kafka_pause_partitions(f->fx[k].c, a);
+                else {
+                        /* Held partitions stay paused: they have no target
+                         * partition to go to. */
+                        rd_kafka_topic_partition_list_t *r =
+                            rd_kafka_topic_partition_list_new(a->cnt);
+                        for (int i = 0; i < a->cnt; i++) {
+                                struct ttrack *tt =
+                                    flow_topic_find(f, a->elems[i].topic);
+                                struct ptrack *pt =
+                                    tt ? flow_part_get(f, tt,
+                                                       a->elems[i].partition)
+                                       : NULL;
+                                if (!pt || !pt->held)
+                                        rd_kafka_topic_partition_list_add(
+                                            r, a->elems[i].topic,
+                                            a->elems[i].partition);
+                        }
+                        rd_kafka_resume_partitions(f->fx[k].c, r);
+                        rd_kafka_topic_partition_list_destroy(r);
                 }
-                rd_kafka_resume_partitions(f->consumer, r);
-                rd_kafka_topic_partition_list_destroy(r);
+                rd_kafka_topic_partition_list_destroy(a);
         }
-        rd_kafka_topic_partition_list_destroy(a);
         f->paused = pause;
         atomic_store(&f->ctl.state, pause ? AAGW_FLOW_PAUSED : AAGW_FLOW_RUNNING);
         aagw_log(AAGW_LOG_INFO, "FLOW", "%s: %s", f->name,
@@ -890,26 +902,30 @@ void flow_set_paused(aagw_flow_t *f, bool pause) {
  * not paused, so a flow that holds back (a full target) or an operator's
  * pause is never taken for a stall. */
 void flow_restart_stalled(aagw_flow_t *f, int64_t now) {
-        struct aagw_stall_report r[16];
-        size_t n = aagw_stall_watch_stalled(f->stalls, now, r, 16);
+        for (int k = 0; k < f->nfx; k++) {
+                struct aagw_stall_report r[16];
+                size_t                   n =
+                    aagw_stall_watch_stalled(f->fx[k].stalls, now, r, 16);
 
-        if (!n)
-                return;
-        aagw_fetch_stalls_note(f->consumer, f->name, r, n);
-        rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new((int)n);
-        for (size_t i = 0; i < n; i++)
-                rd_kafka_topic_partition_list_add(l, r[i].topic,
-                                                  r[i].partition)
-                    ->offset = r[i].pos;
-        rd_kafka_error_t *e = rd_kafka_seek_partitions(f->consumer, l, 2000);
-        if (e) {
-                aagw_log(AAGW_LOG_WARN, "FETCH", "%s: seek: %s", f->name,
-                         rd_kafka_error_string(e));
-                rd_kafka_error_destroy(e);
+                if (!n)
+                        continue;
+                aagw_fetch_stalls_note(f->fx[k].c, f->name, r, n);
+                rd_kafka_topic_partition_list_t *l =
+                    rd_kafka_topic_partition_list_new((int)n);
+                for (size_t i = 0; i < n; i++)
+                        rd_kafka_topic_partition_list_add(l, r[i].topic,
+                                                          r[i].partition)
+                            ->offset = r[i].pos;
+                rd_kafka_error_t *e =
+                    rd_kafka_seek_partitions(f->fx[k].c, l, 2000);
+                if (e) {
+                        aagw_log(AAGW_LOG_WARN, "FETCH", "%s: seek: %s",
+                                 f->name, rd_kafka_error_string(e));
+                        rd_kafka_error_destroy(e);
+                }
+                rd_kafka_topic_partition_list_destroy(l);
+                INC(f->fetch_restarts);
         }
-        rd_kafka_topic_partition_list_destroy(l);
-        INC(f->fetch_restarts);
 }
 
 static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size);
@@ -1073,9 +1089,17 @@ static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         return 0;
 }
 
-/* Make the source consumer (assign-only; its group id for the commits),
- * its queue and stall watch.  Returns 0, or -1 with 'errstr' set. */
-static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
+/* Make the source consumers, f->nfx of them (assign-only; the first's
+ * group id for the commits), their queues and stall watches.  The queue
+ * bound is the window's, shared among them.  Returns 0, or -1 with
+ * 'errstr' set (those made are left for flow_drop_consumers()). */
+static int make_consumers(aagw_flow_t *f, char *errstr, size_t errstr_size) {
+        char    queue_s[24];
+        int64_t queue = f->window.queue_kbytes / (f->nfx > 0 ? f->nfx : 1);
+
+        /* (No less than a few answers' worth each.) */
+        snprintf(queue_s, sizeof(queue_s), "%" PRId64,
+                 queue < 4096 ? (int64_t)4096 : queue);
         const char *extra[] = {
             "group.id", f->group, "enable.auto.commit", "false",
             "enable.auto.offset.store", "false", "auto.offset.reset",
@@ -1084,21 +1108,44 @@ static int make_consumer(aagw_flow_t *f, char *errstr, size_t errstr_size) {
              * (flow_fetch_window()); else the list ends here. */
             f->window.base ? NULL : "max.partition.fetch.bytes",
             f->window.partition_s, "queued.max.messages.kbytes",
-            f->window.queue_s, NULL};
+            f->nfx > 1 ? queue_s : f->window.queue_s, NULL};
 
-        f->consumer = make_client(f, RD_KAFKA_CONSUMER, "consumer",
-                                  f->conf.source_bootstraps,
-                                  f->conf.source_props, f->conf.source_prop_cnt,
-                                  extra, errstr, errstr_size);
-        if (!f->consumer)
-                return -1;
-        rd_kafka_poll_set_consumer(f->consumer);
-        f->cq = rd_kafka_queue_get_consumer(f->consumer);
-        if (!(f->stalls = aagw_stall_watch_new(f->consumer))) {
-                snprintf(errstr, errstr_size, "cannot start a thread");
-                return -1;
+        if (f->nfx < 1)
+                f->nfx = 1;
+        for (int k = 0; k < f->nfx; k++) {
+                struct flow_fetcher *x = &f->fx[k];
+                x->c                   = make_client(
+                                      f, RD_KAFKA_CONSUMER, "consumer", f->conf.source_bootstraps,
+                                      f->conf.source_props, f->conf.source_prop_cnt, extra,
+                                      errstr, errstr_size);
+                if (!x->c)
+                        return -1;
+                rd_kafka_poll_set_consumer(x->c);
+                x->q = rd_kafka_queue_get_consumer(x->c);
+                if (!(x->stalls = aagw_stall_watch_new(x->c))) {
+                        snprintf(errstr, errstr_size, "cannot start a thread");
+                        return -1;
+                }
         }
+        f->consumer = f->fx[0].c;
+        atomic_store(&f->window_conns, f->nfx);
         return 0;
+}
+
+/* Destroy the source consumers without closing them (nothing of a group
+ * to leave: they are assign-only). */
+static void flow_drop_consumers(aagw_flow_t *f) {
+        for (int k = 0; k < AAGW_FETCH_CONNECTIONS_MAX; k++) {
+                struct flow_fetcher *x = &f->fx[k];
+                aagw_stall_watch_destroy(x->stalls);
+                if (x->q)
+                        rd_kafka_queue_destroy(x->q);
+                if (x->c)
+                        rd_kafka_destroy_flags(
+                            x->c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+                *x = (struct flow_fetcher){0};
+        }
+        f->consumer = NULL;
 }
 
 /* Size the source consumer's fetch window from the round trip to the
@@ -1143,37 +1190,70 @@ static bool flow_fetch_window(aagw_flow_t *f, rd_kafka_resp_err_t *merr,
                 return true;
         f->window_done = true;
         atomic_store(&f->window_rtt_us, rtt);
-        /* Measured all the same: the round trip is a gauge. */
-        if (aagw_fetch_window_set_by_hand(f->conf.source_props,
-                                          f->conf.source_prop_cnt, "consumer"))
-                return true; /* window_bytes stays 0: not aagw's */
-        aagw_fetch_window_size(&f->window,
-                               f->conf.fetch_window_fixed ? -1 : rtt, parts);
-        atomic_store(&f->window_bytes, f->window.window_bytes);
-        if (f->window.base) {
+        /* Measured all the same: the round trip is a gauge.  Set by
+         * hand, the window is the operator's (window_bytes stays 0: not
+         * aagw's), and so is the number of connections. */
+        bool by_hand = aagw_fetch_window_set_by_hand(
+            f->conf.source_props, f->conf.source_prop_cnt, "consumer");
+        if (!by_hand) {
+                aagw_fetch_window_size(
+                    &f->window, f->conf.fetch_window_fixed ? -1 : rtt, parts);
+                atomic_store(&f->window_bytes, f->window.window_bytes);
+        }
+        /* What a round trip should bring, for the number of connections:
+         * the window before its rounding to partitions, so that a link
+         * whose connections carry little (a broker's small send buffer)
+         * gets more of them even while the window is the base. */
+        int64_t need = 0;
+        if (!by_hand && !f->conf.fetch_window_fixed) {
+                need = AAGW_FETCH_WINDOW_RATE * rtt / 1000000;
+                if (need > AAGW_FETCH_WINDOW_MAX)
+                        need = AAGW_FETCH_WINDOW_MAX;
+        }
+        int64_t sndbuf = -1;
+        /* (Not asked below what any connection carries: near the
+         * cluster, no request more at the start.) */
+        if (need > FETCH_CONN_FLOOR && f->conf.fetch_connections <= 0 &&
+            md->broker_cnt > 0)
+                sndbuf = aagw_kafka_broker_send_buffer(
+                    f->meta, md->brokers[0].id, 1000 + (int)(3 * rtt / 1000));
+        int64_t conn = aagw_fetch_connection_bytes(aagw_tcp_receive_max(),
+                                                   sndbuf, FETCH_ANSWER_MAX);
+        int     n    = aagw_fetch_connections(need, conn, parts,
+                                              f->conf.fetch_connections);
+        if (f->window.base && n == 1) {
                 aagw_log(AAGW_LOG_DEBUG, "FLOW",
                          "%s: round trip to %s %.1f ms: base fetch window",
                          f->name, f->source, (double)rtt / 1000);
                 return true;
         }
-        aagw_log(AAGW_LOG_INFO, "FLOW",
-                 "%s: round trip to %s %.1f ms: fetch window %" PRId64
-                 " MiB per round trip (max.partition.fetch.bytes %" PRId64
-                 " over %d partitions, queued.max.messages.kbytes %" PRId64
-                 "; replication.fetch_window fixed keeps the base)",
-                 f->name, f->source, (double)rtt / 1000,
-                 f->window.window_bytes >> 20, f->window.partition_bytes,
-                 f->window.partitions, f->window.queue_kbytes);
-        aagw_stall_watch_destroy(f->stalls);
-        f->stalls = NULL;
-        rd_kafka_queue_destroy(f->cq);
-        f->cq = NULL;
-        rd_kafka_destroy_flags(f->consumer,
-                               RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-        f->consumer = NULL;
-        if (make_consumer(f, err, sizeof(err)))
+        if (f->window.base)
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: round trip to %s %.1f ms: base fetch window, "
+                         "over %d connections (one brings at most %" PRId64
+                         " KiB per round trip; "
+                         "replication.fetch_connections sets the number)",
+                         f->name, f->source, (double)rtt / 1000, n, conn >> 10);
+        else
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: round trip to %s %.1f ms: fetch window %" PRId64
+                         " MiB per round trip (max.partition.fetch.bytes "
+                         "%" PRId64 " over %d partitions, "
+                         "queued.max.messages.kbytes %" PRId64 "), over %d "
+                         "connection%s (one brings at most %" PRId64 " KiB "
+                         "per round trip; replication.fetch_window fixed "
+                         "keeps the base, replication.fetch_connections "
+                         "sets the number)",
+                         f->name, f->source, (double)rtt / 1000,
+                         f->window.window_bytes >> 20,
+                         f->window.partition_bytes, f->window.partitions,
+                         f->window.queue_kbytes, n, n == 1 ? "" : "s",
+                         conn >> 10);
+        flow_drop_consumers(f);
+        f->nfx = n;
+        if (make_consumers(f, err, sizeof(err)))
                 replicator_fail(&f->ctl,
-                                "source consumer with a larger fetch window: "
+                                "source consumers with a larger fetch window: "
                                 "%s",
                                 err);
         return true;
@@ -1265,7 +1345,7 @@ aagw_flow_t *aagw_flow_new(const struct aagw_flow_conf *c, char *errstr,
             "fetch.wait.max.ms", "10",
             NULL};
         /* Scale-out: the owners' group is the identity (no lease). */
-        if (make_consumer(f, errstr, errstr_size) ||
+        if (make_consumers(f, errstr, errstr_size) ||
             (!scale && make_lease(f, errstr, errstr_size)))
                 goto fail;
         f->producer = make_client(f, RD_KAFKA_PRODUCER, "producer",
@@ -1445,20 +1525,31 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
          * and leaves the owners' group (the others take over at once). */
         owner_destroy(f->owner);
         refused_destroy(f->refused);
-        aagw_stall_watch_destroy(f->stalls);
-        if (f->cq)
-                rd_kafka_queue_destroy(f->cq);
+        _Static_assert(AAGW_FETCH_CONNECTIONS_MAX == 8,
+                       "the source consumers listed below");
+        for (int k = 0; k < AAGW_FETCH_CONNECTIONS_MAX; k++) {
+                aagw_stall_watch_destroy(f->fx[k].stalls);
+                if (f->fx[k].q)
+                        rd_kafka_queue_destroy(f->fx[k].q);
+        }
         replicator_destroy_clients(
             (const struct replicator_doomed[]){
                 {f->producer, 0},
-                {f->consumer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[0].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[1].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[2].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[3].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[4].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[5].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[6].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
+                {f->fx[7].c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
                 {f->lease, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE},
                 {f->reader, 0},
                 {f->end_probe, 0},
                 {f->hw_probe, 0},
                 {f->meta, 0},
                 {f->admin, 0}},
-            8);
+            8 + AAGW_FETCH_CONNECTIONS_MAX - 1);
         aagw_pool_free(&f->tokens);
         free(f->hdrs);
         replicator_ctl_deinit(&f->ctl);
@@ -1558,6 +1649,7 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         st->target_down_ms = aagw_reach_down_ms(&f->tgt_reach);
         st->source_rtt_us       = LOAD(f->window_rtt_us);
         st->fetch_window_bytes  = LOAD(f->window_bytes);
+        st->fetch_connections   = LOAD(f->window_conns);
         st->fetch_queue_records = LOAD(f->queue_records);
         /* The watermarks last seen are stale: say unknown, not 0. */
         if (st->source_down_ms)
@@ -1621,6 +1713,16 @@ size_t aagw_flow_missing(const aagw_flow_t *fc, struct aagw_flow_missing *out,
         return out && n > max ? max : n;
 }
 
+/* The wait of flow_main(): the consumers' queues and the producer's
+ * 'pq', in 'qs' (room for all of them). */
+static aagw_qwait_t *flow_wait_new(aagw_flow_t *f, rd_kafka_queue_t **qs,
+                                   rd_kafka_queue_t *pq) {
+        for (int k = 0; k < f->nfx; k++)
+                qs[k] = f->fx[k].q;
+        qs[f->nfx] = pq;
+        return aagw_qwait_new(qs, (size_t)f->nfx + 1);
+}
+
 void *flow_main(void *arg) {
         aagw_flow_t *f = arg;
 
@@ -1638,10 +1740,10 @@ void *flow_main(void *arg) {
                 f->stop_at = aagw_mono_ms();
                 return NULL;
         }
-        /* Woken by records at the consumer and by delivery reports. */
-        rd_kafka_queue_t *pq     = rd_kafka_queue_get_main(f->out);
-        rd_kafka_queue_t *qs[2]  = {f->cq, pq};
-        aagw_qwait_t     *qwait  = aagw_qwait_new(qs, 2);
+        /* Woken by records at the consumers and by delivery reports. */
+        rd_kafka_queue_t *pq = rd_kafka_queue_get_main(f->out);
+        rd_kafka_queue_t *qs[AAGW_FETCH_CONNECTIONS_MAX + 1];
+        aagw_qwait_t     *qwait = flow_wait_new(f, qs, pq);
 
         f->now_cache = aagw_wall_ms();
         /* Kept paused across a restart: paused before the first
@@ -1666,35 +1768,42 @@ void *flow_main(void *arg) {
                         pq    = NULL;
                         if (flow_scale_renew(f))
                                 break;
-                        pq     = rd_kafka_queue_get_main(f->out);
-                        qs[1]  = pq;
-                        qwait  = aagw_qwait_new(qs, 2);
+                        pq    = rd_kafka_queue_get_main(f->out);
+                        qwait = flow_wait_new(f, qs, pq);
                 }
                 bool want_pause = atomic_load(&f->paused_req);
                 if (want_pause != f->paused)
                         flow_set_paused(f, want_pause);
                 /* A batch per call: the queue lock is taken once per
-                 * batch, not per record.  Rebalance events are served
-                 * from the same queue (the callback runs in here). */
+                 * batch, not per record.  Each consumer's queue in turn,
+                 * a batch from each. */
                 rd_kafka_message_t *batch[1024];
-                const ssize_t       cap = sizeof(batch) / sizeof(batch[0]);
-                /* What the queue holds, without waiting: waiting for a
+                const ssize_t       cap  = sizeof(batch) / sizeof(batch[0]);
+                bool                full = false; /* a batch filled */
+                /* What the queues hold, without waiting: waiting for a
                  * full batch would hold a record for the whole timeout
-                 * under light traffic.  Under load the queue holds many
+                 * under light traffic.  Under load the queues hold many
                  * records and the batches fill by themselves. */
                 ssize_t n = 0;
-                if (!f->owner || flow_scale_poll(f))
-                        n = rd_kafka_consume_batch_queue(f->cq, 0, batch,
-                                                         (size_t)cap);
-                f->batch_no++;
-                atomic_store_explicit(&f->queue_records,
-                                      rd_kafka_queue_length(f->cq),
-                                      memory_order_relaxed);
-                for (ssize_t i = 0; i < n; i++) {
-                        if (atomic_load(&f->ctl.stop) ||
-                            !flow_handle(f, batch[i]))
-                                rd_kafka_message_destroy(batch[i]);
+                if (!f->owner || flow_scale_poll(f)) {
+                        for (int k = 0; k < f->nfx; k++) {
+                                ssize_t got = rd_kafka_consume_batch_queue(
+                                    f->fx[k].q, 0, batch, (size_t)cap);
+                                f->cur_fx = k;
+                                for (ssize_t i = 0; i < got; i++) {
+                                        if (atomic_load(&f->ctl.stop) ||
+                                            !flow_handle(f, batch[i]))
+                                                rd_kafka_message_destroy(
+                                                    batch[i]);
+                                }
+                                if (got > 0)
+                                        n += got;
+                                full = full || got == cap;
+                        }
                 }
+                f->batch_no++;
+                atomic_store_explicit(&f->queue_records, flow_fx_queued(f),
+                                      memory_order_relaxed);
                 flow_lease_poll(f);
                 if (f->fenced && flow_lease_fenced(f))
                         break;
@@ -1708,11 +1817,13 @@ void *flow_main(void *arg) {
                 /* A short poll and an empty queue: the only time a
                  * partition that stands still can be a stall. */
                 int64_t now = aagw_mono_ms();
-                if (n < cap && !f->paused &&
+                if (!full && !f->paused &&
                     now - f->last_poke_ms >= STALL_LOOK_MS &&
-                    !rd_kafka_queue_length(f->cq)) {
+                    !flow_fx_queued(f)) {
                         f->last_poke_ms = now;
-                        aagw_stall_watch_look(f->stalls, now, STALL_LOOK_MS);
+                        for (int k = 0; k < f->nfx; k++)
+                                aagw_stall_watch_look(f->fx[k].stalls, now,
+                                                      STALL_LOOK_MS);
                         flow_restart_stalled(f, now);
                 }
                 if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
@@ -1728,10 +1839,8 @@ void *flow_main(void *arg) {
                                 aagw_qwait_destroy(qwait);
                                 qwait = NULL;
                                 asked = flow_fetch_window(f, &merr, &md);
-                                if (f->cq) {
-                                        qs[0] = f->cq;
-                                        qwait = aagw_qwait_new(qs, 2);
-                                }
+                                if (f->consumer)
+                                        qwait = flow_wait_new(f, qs, pq);
                         }
                         if (atomic_load(&f->ctl.stop) || !f->consumer) {
                                 if (asked && md) /* stopping, or failed */
@@ -1767,9 +1876,11 @@ void *flow_main(void *arg) {
                 flow_scale_commit(f);
         flow_drain(f, atomic_load(&f->drain_ms));
         flow_save_positions(f, true);
-        aagw_stall_watch_destroy(f->stalls);
-        f->stalls = NULL;
-        replicator_consumer_close(f->consumer, REPLICATOR_CLOSE_MS());
+        for (int k = 0; k < f->nfx; k++) {
+                aagw_stall_watch_destroy(f->fx[k].stalls);
+                f->fx[k].stalls = NULL;
+                replicator_consumer_close(f->fx[k].c, REPLICATOR_CLOSE_MS());
+        }
         /* The lease is not closed: a static member leaves nothing behind
          * by closing (it stays in its group until the session times out),
          * and librdkafka 2.0.2's close of a lease that was given its

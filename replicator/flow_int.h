@@ -142,6 +142,14 @@ struct token {
                                           SCALE-OUT) */
 };
 
+/* One source consumer of a flow: a broker connection per broker, so one
+ * fetch in flight to each (aagw_fetch_connections()). */
+struct flow_fetcher {
+        rd_kafka_t         *c;
+        rd_kafka_queue_t   *q;      /* its queue */
+        aagw_stall_watch_t *stalls; /* its partitions' fetches */
+};
+
 struct aagw_flow {
         char                      name[2 * AAGW_ALIAS_MAX + 3];
         char                      who[2 * AAGW_ALIAS_MAX + 4]; /* "NAME:" */
@@ -167,7 +175,13 @@ struct aagw_flow {
          * the consumer's, a request waits behind the fetch long-poll of
          * that broker (up to fetch.wait.max.ms), and the flow with it. */
         rd_kafka_t               *meta;
-        rd_kafka_queue_t         *cq; /* the consumer's queue */
+        /* The source consumers: 'consumer' is fx[0].c, which also
+         * commits the group's offsets (an assign-only consumer commits
+         * any partition); a partition is read by fx[flow_fx_of()]. */
+        struct flow_fetcher fx[AAGW_FETCH_CONNECTIONS_MAX];
+        int                 nfx;
+        int                 cur_fx; /* whose batch flow_handle() is
+                                       in */
         rd_kafka_topic_t         *dlq_rkt;
         pthread_t                 thread;
         bool                      thread_started;
@@ -188,14 +202,14 @@ struct aagw_flow {
         struct ttrack **topics;
         size_t          ntopics;
         struct aagw_pool tokens;
-        int64_t         last_save_ms, last_refresh_ms, last_poke_ms;
-        aagw_stall_watch_t *stalls;
+        int64_t          last_save_ms, last_refresh_ms, last_poke_ms;
         /* The source consumer's fetch window (flow_fetch_window()); done
          * once sized or left at its base; rtt_us and window_bytes are
          * read by aagw_flow_stats(). */
         struct aagw_fetch_window window;
         bool                     window_done;
         _Atomic int64_t          window_rtt_us, window_bytes;
+        _Atomic int32_t          window_conns;  /* nfx, for the stats */
         _Atomic int64_t          queue_records; /* the consumer's queue, as
                                                    the thread last saw it */
         _Atomic uint64_t fetch_restarts; /* stalled fetches restarted */
@@ -316,6 +330,34 @@ void flow_produce_dlq_stub(aagw_flow_t *f, struct token *tok,
 /* Decide and act on one consumed record.  Returns true if 'm' now belongs
  * to an in-flight produce (destroyed with its final delivery report). */
 bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m);
+
+/* The source consumer (index into f->fx) that reads 'topic' ['p']: the
+ * same for a partition all the flow's life, spread so that a topic's
+ * partitions go round the consumers. */
+int flow_fx_of(const aagw_flow_t *f, const char *topic, int32_t p);
+
+static inline rd_kafka_t *flow_fx_consumer(const aagw_flow_t *f,
+                                           const char *topic, int32_t p) {
+        return f->fx[flow_fx_of(f, topic, p)].c;
+}
+
+enum flow_fx_op {
+        FX_ASSIGN,   /* rd_kafka_incremental_assign() */
+        FX_UNASSIGN, /* rd_kafka_incremental_unassign() */
+        FX_PAUSE,
+        FX_RESUME,
+        FX_SEEK /* rd_kafka_seek_partitions(), 'timeout_ms' each */
+};
+
+/* Apply 'op' to each partition of 'l' at the consumer that reads it; the
+ * elements' err are set as the call set them.  Returns the first error
+ * (the caller's to destroy), NULL if none. */
+rd_kafka_error_t *flow_fx_apply(aagw_flow_t *f, enum flow_fx_op op,
+                                rd_kafka_topic_partition_list_t *l,
+                                int                              timeout_ms);
+
+/* Records waiting in the consumers' queues, all of them. */
+int64_t flow_fx_queued(const aagw_flow_t *f);
 
 void flow_set_paused(aagw_flow_t *f, bool pause);
 

@@ -591,7 +591,8 @@ void flow_save_positions(aagw_flow_t *f, bool force) {
                         int64_t        lo, hi;
                         if (pt && pt->assigned &&
                             !rd_kafka_get_watermark_offsets(
-                                f->consumer, tt->topic, p, &lo, &hi) &&
+                                flow_fx_consumer(f, tt->topic, p), tt->topic, p,
+                                &lo, &hi) &&
                             hi >= 0) {
                                 atomic_store_explicit(&pt->high, hi, RELAXED);
                                 source_shrank(f, pt, hi);

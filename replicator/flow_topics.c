@@ -386,10 +386,12 @@ void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
                                  f->name, tt->topic, (int)p, f->target, off);
         }
         if (l->cnt) {
-                if (!f->paused)
-                        rd_kafka_resume_partitions(f->consumer, l);
-                rd_kafka_error_t *e =
-                    rd_kafka_seek_partitions(f->consumer, l, 5000);
+                if (!f->paused) {
+                        rd_kafka_error_t *r = flow_fx_apply(f, FX_RESUME, l, 0);
+                        if (r)
+                                rd_kafka_error_destroy(r);
+                }
+                rd_kafka_error_t *e = flow_fx_apply(f, FX_SEEK, l, 5000);
                 if (e) {
                         /* (librdkafka 2.0 can answer "timed out" at
                          * once.)  Held again, and started again at the
@@ -399,7 +401,8 @@ void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
                                  "%s; trying again at the next discovery",
                                  f->name, tt->topic, rd_kafka_error_string(e));
                         rd_kafka_error_destroy(e);
-                        rd_kafka_pause_partitions(f->consumer, l);
+                        if ((e = flow_fx_apply(f, FX_PAUSE, l, 0)))
+                                rd_kafka_error_destroy(e);
                         for (int i = 0; i < l->cnt; i++) {
                                 struct ptrack *pt =
                                     tt->parts[l->elems[i].partition];
@@ -460,7 +463,7 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
         }
         if (!l->cnt)
                 goto out;
-        e = rd_kafka_incremental_assign(f->consumer, l);
+        e = flow_fx_apply(f, FX_ASSIGN, l, 0);
         if (e) {
                 /* Unassigned again: the next discovery tries again. */
                 aagw_log(AAGW_LOG_WARN, "FLOW", "%s: assigning %s: %s",
@@ -478,10 +481,10 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
         /* A paused flow (paused before, or kept paused across a restart)
          * stays paused on partitions it takes now; records fetched
          * before the pause are dropped by librdkafka's pause barrier. */
-        if (f->paused)
-                rd_kafka_pause_partitions(f->consumer, l);
-        else if (held->cnt)
-                rd_kafka_pause_partitions(f->consumer, held);
+        if (f->paused || held->cnt)
+                e = flow_fx_apply(f, FX_PAUSE, f->paused ? l : held, 0);
+        if (e)
+                rd_kafka_error_destroy(e);
         if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
                 atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
 out:
@@ -522,8 +525,7 @@ int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
         }
         pthread_mutex_unlock(&f->ctl.lock);
         if (l->cnt) {
-                rd_kafka_error_t *e =
-                    rd_kafka_incremental_unassign(f->consumer, l);
+                rd_kafka_error_t *e = flow_fx_apply(f, FX_UNASSIGN, l, 0);
                 if (e) {
                         aagw_log(AAGW_LOG_WARN, "FLOW", "%s: flow_unassign: %s",
                                  f->name, rd_kafka_error_string(e));

@@ -259,6 +259,53 @@ int64_t aagw_kafka_round_trip_us(rd_kafka_t *rk, int timeout_ms,
         return best;
 }
 
+int64_t aagw_kafka_broker_send_buffer(rd_kafka_t *rk, int32_t broker,
+                                      int timeout_ms) {
+        char                       id[16], err[256];
+        bool                       late;
+        int64_t                    got = -1;
+        rd_kafka_ConfigResource_t *res;
+        rd_kafka_queue_t          *q = rd_kafka_queue_new(rk);
+        rd_kafka_AdminOptions_t   *o =
+            rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+        rd_kafka_event_t *ev;
+
+        snprintf(id, sizeof(id), "%" PRId32, broker);
+        res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, id);
+        rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, err,
+                                                  sizeof(err));
+        rd_kafka_DescribeConfigs(rk, &res, 1, o, q);
+        ev = aagw_kafka_admin_answer(q, timeout_ms, &late, err, sizeof(err));
+        if (ev) {
+                size_t                            rn, cn;
+                const rd_kafka_ConfigResource_t **rr =
+                    rd_kafka_DescribeConfigs_result_resources(
+                        rd_kafka_event_DescribeConfigs_result(ev), &rn);
+                if (!aagw_kafka_config_err(rr, rn, err, sizeof(err))) {
+                        const rd_kafka_ConfigEntry_t **ce =
+                            rd_kafka_ConfigResource_configs(rr[0], &cn);
+                        for (size_t i = 0; i < cn; i++) {
+                                const char *v =
+                                    rd_kafka_ConfigEntry_value(ce[i]);
+                                char     *end;
+                                long long b;
+                                if (strcmp(rd_kafka_ConfigEntry_name(ce[i]),
+                                           "socket.send.buffer.bytes") ||
+                                    !v)
+                                        continue;
+                                b = strtoll(v, &end, 10);
+                                if (end != v && !*end)
+                                        got = b > 0 ? (int64_t)b : 0;
+                        }
+                }
+                rd_kafka_event_destroy(ev);
+        }
+        rd_kafka_ConfigResource_destroy(res);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_queue_destroy(q);
+        return got;
+}
+
 void replicator_ctl_deinit(struct replicator_ctl *ctl) {
         pthread_mutex_destroy(&ctl->lock);
 }

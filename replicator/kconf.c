@@ -420,6 +420,51 @@ void aagw_fetch_window_size(struct aagw_fetch_window *w, int64_t rtt_us,
         snprintf(w->queue_s, sizeof(w->queue_s), "%" PRId64, queue);
 }
 
+int aagw_fetch_connections(int64_t window_bytes, int64_t conn_bytes,
+                           int partitions, int asked) {
+        int64_t n = asked;
+
+        if (n <= 0) {
+                n = 1;
+                if (window_bytes > 0 && conn_bytes > 0)
+                        n = (window_bytes + conn_bytes - 1) / conn_bytes;
+                if (n > AAGW_FETCH_CONNECTIONS_AUTO_MAX)
+                        n = AAGW_FETCH_CONNECTIONS_AUTO_MAX;
+        }
+        if (n > AAGW_FETCH_CONNECTIONS_MAX)
+                n = AAGW_FETCH_CONNECTIONS_MAX;
+        if (partitions > 0 && n > partitions)
+                n = partitions;
+        return n < 1 ? 1 : (int)n;
+}
+
+int64_t aagw_fetch_connection_bytes(int64_t receive_max, int64_t send_buffer,
+                                    int64_t answer_max) {
+        int64_t b = receive_max > 0 ? receive_max : answer_max;
+
+        /* Linux doubles a set SO_SNDBUF to leave room for its own
+         * bookkeeping; with the large segments of fetch answers nearly
+         * all of it carries data. */
+        if (send_buffer > 0 && 2 * send_buffer < b)
+                b = 2 * send_buffer;
+        else if (!send_buffer && AAGW_TCP_SEND_DEFAULT_MAX < b)
+                b = AAGW_TCP_SEND_DEFAULT_MAX;
+        return answer_max > 0 && answer_max < b ? answer_max : b;
+}
+
+int64_t aagw_tcp_receive_max(void) {
+        /* "min default max"; the kernel grows a socket's receive buffer
+         * up to max unless the program fixes it (SO_RCVBUF, librdkafka's
+         * socket.receive.buffer.bytes), which also stops the growth. */
+        long long lo, def, max;
+        FILE     *fp  = fopen("/proc/sys/net/ipv4/tcp_rmem", "re");
+        int       got = fp ? fscanf(fp, "%lld %lld %lld", &lo, &def, &max) : 0;
+
+        if (fp)
+                fclose(fp);
+        return got == 3 && max > 0 ? (int64_t)max : 6LL << 20;
+}
+
 bool aagw_fetch_window_set_by_hand(const char *const *kv, size_t kv_cnt,
                                    const char *role) {
         static const char *const window[] = {"max.partition.fetch.bytes",
@@ -437,7 +482,7 @@ bool aagw_fetch_window_set_by_hand(const char *const *kv, size_t kv_cnt,
 
 struct aagw_qwait {
         int               fd[2]; /* read, write; both non-blocking */
-        rd_kafka_queue_t *qs[4];
+        rd_kafka_queue_t *qs[AAGW_FETCH_CONNECTIONS_MAX + 2];
         size_t            cnt;
 };
 

@@ -58,12 +58,12 @@
 #define START_TIMEOUT_S 240.0 /* spawn -> first record at the target */
 #define STALL_TIMEOUT_S 60.0  /* no progress at the target */
 
-enum meas { M_AAGW, M_MM2_1, M_MM2_2, M_BARE, M_PERF, M_CNT };
-static const char letters[M_CNT + 1] = "amnbp";
+enum meas { M_AAGW, M_MM2_1, M_MM2_2, M_BARE, M_PERF, M_AAGW_1, M_CNT };
+static const char letters[M_CNT + 1] = "amnbpo";
 /* names[M_MM2_2] says its tasks.max (--mm2-tasks). */
 static char        mm2_n_name[32] = "mm2_2tasks";
-static const char *names[M_CNT]   = {"aagw", "mm2_1task", mm2_n_name, "bare",
-                                     "producer_perf"};
+static const char *names[M_CNT]   = {"aagw", "mm2_1task",     mm2_n_name,
+                                     "bare", "producer_perf", "aagw_1conn"};
 
 struct opts {
         size_t      records, value_size;
@@ -155,6 +155,10 @@ static void target_name(int run, enum meas m, const char *src, char *dst,
         case M_AAGW:
                 snprintf(dst, size, "east.%s", src);
                 break;
+        case M_AAGW_1:
+                /* Its own name for east: its own copy of the topic. */
+                snprintf(dst, size, "east1.%s", src);
+                break;
         case M_MM2_1:
         case M_MM2_2:
                 /* A fresh MM2 alias per measurement: fresh MM2 state. */
@@ -203,23 +207,26 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
 
         switch (m) {
         case M_AAGW:
+        case M_AAGW_1:
                 argv[a++] = harness_aagw_bin();
                 argv[a++] = "--cluster";
-                argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
-                                             "east=%s", e->src);
+                argv[a++] =
+                    bench_buf_printf(buf, sizeof(buf), &off, "%s=%s",
+                                     m == M_AAGW ? "east" : "east1", e->src);
                 argv[a++] = "--cluster";
                 argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
                                              "west=%s", e->west);
                 argv[a++] = "--mode";
                 argv[a++] = "active-passive";
                 argv[a++] = "--primary";
-                argv[a++] = "east";
+                argv[a++] = m == M_AAGW ? "east" : "east1";
                 argv[a++] = "--topic";
                 argv[a++] =
                     bench_buf_printf(buf, sizeof(buf), &off, "^%s$", src);
                 argv[a++] = "--gateway-id";
-                argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
-                                             "mm2bench-r%d", run + 1);
+                argv[a++] =
+                    bench_buf_printf(buf, sizeof(buf), &off, "mm2bench%s-r%d",
+                                     m == M_AAGW ? "" : "1", run + 1);
                 argv[a++] = "--state-dir";
                 argv[a++] = state;
                 argv[a++] = "--log-level";
@@ -228,6 +235,10 @@ static int measure(struct env *e, int run, enum meas m, const char *src,
                 argv[a++] = "off";
                 argv[a++] = "--set";
                 argv[a++] = "replication.refresh_topics_interval=1s";
+                if (m == M_AAGW_1) {
+                        argv[a++] = "--set";
+                        argv[a++] = "replication.fetch_connections=1";
+                }
                 for (int k = 0; k < o->aagw_argc; k++)
                         argv[a++] = o->aagw_args[k];
                 break;
@@ -420,11 +431,13 @@ static void usage(FILE *f) {
                 "(docs/benchmarks.md):\n"
                 "  a aagw, m MM2 tasks.max 1, n MM2 tasks.max N, b bare "
                 "librdkafka loop,\n"
-                "  p ProducerPerformance (the ceiling)\n"
+                "  p ProducerPerformance (the ceiling), o aagw with one "
+                "source connection\n"
+                "  (replication.fetch_connections=1)\n"
                 "\n"
                 "  -n, --records N       (default 1000000)\n"
                 "  -r, --runs K          (default 1)\n"
-                "  -m, --only LETTERS    of amnbp (default amnbp)\n"
+                "  -m, --only LETTERS    of amnbpo (default amnbp)\n"
                 "  -p, --partitions P    (default 16)\n"
                 "  -s, --value-size S    (default 200)\n"
                 "  -t, --mm2-tasks N     tasks.max of n (default 2)\n"
@@ -704,6 +717,8 @@ int main(int argc, char **argv) {
                     {"records/s a/b", M_AAGW, M_BARE,
                      offsetof(struct res, steady_rps)},
                     {"records/s a/p", M_AAGW, M_PERF,
+                     offsetof(struct res, steady_rps)},
+                    {"records/s a/o (one connection)", M_AAGW, M_AAGW_1,
                      offsetof(struct res, steady_rps)},
                     {"records per CPU s a/m (target >= 3)", M_MM2_1, M_AAGW,
                      offsetof(struct res, cpu_per_m)},

@@ -46,7 +46,8 @@ static void produce_batch(struct repl *r, const char *site, int from, int cnt,
                      batch_no == 4 ? 0 : KEYS, hdrs, batch_no == 2 ? 5 : -1);
 }
 
-static void test_bidirectional(void **state) {
+static void bidirectional(void **state, const char *const *extra,
+                          const char *log_says) {
         struct repl *r = repl_new(sites, 2);
         struct rrecs east, west, east_copy, west_copy;
         bool         used[PARTS] = {false};
@@ -60,7 +61,7 @@ static void test_bidirectional(void **state) {
         /* Half before the gateway runs... */
         for (size_t s = 0; s < 2; s++)
                 produce_batch(r, sites[s], 0, BEFORE, 0);
-        repl_gw_start(r, NULL);
+        repl_gw_start(r, extra);
         /* ...and half while it replicates: wait until it has started. */
         repl_expect_size(r, "west", "east.clicks", 1, REPL_TIMEOUT_MS);
         for (int b = 0; b < (PER_SITE - BEFORE) / BATCH; b++)
@@ -107,16 +108,34 @@ static void test_bidirectional(void **state) {
                 repl_expect_topics(r, "west", at_west, 2);
         }
 
+        if (log_says)
+                assert_true(repl_log_has(r, log_says));
+
         rrecs_deinit(&east);
         rrecs_deinit(&west);
         rrecs_deinit(&east_copy);
         rrecs_deinit(&west_copy);
 }
 
+static void test_bidirectional(void **state) {
+        bidirectional(state, NULL, NULL);
+}
+
+/* Each flow reads its partitions through three source consumers: every
+ * partition is read by one of them, in order, once. */
+static void test_bidirectional_connections(void **state) {
+        static const char *const extra[] = {
+            "--set", "replication.fetch_connections=3", NULL};
+
+        bidirectional(state, extra, "over 3 connections");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_bidirectional, repl_setup,
                                             repl_teardown),
+            cmocka_unit_test_setup_teardown(test_bidirectional_connections,
+                                            repl_setup, repl_teardown),
         };
 
         return cmocka_run_group_tests_name("replication-bidir", tests, NULL,

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "aagw_replicator.h"
@@ -116,12 +117,94 @@ static void test_set_by_hand(void **state) {
         assert_false(aagw_fetch_window_set_by_hand(adm, 1, "consumer"));
 }
 
+#define MIB (1LL << 20)
+
+/* As many connections as the window needs at one receive buffer each,
+ * within the automatic and absolute bounds and the partitions. */
+static void test_connections_auto(void **state) {
+        (void)state;
+        /* near the cluster, or nothing known: one */
+        assert_int_equal(aagw_fetch_connections(0, 6 * MIB, 16, 0), 1);
+        assert_int_equal(aagw_fetch_connections(32 * MIB, 0, 16, 0), 1);
+        /* a window one buffer holds: one */
+        assert_int_equal(aagw_fetch_connections(6 * MIB, 6 * MIB, 16, 0), 1);
+        /* 40 ms: 12.8 MiB over 6 MiB buffers, rounded up */
+        assert_int_equal(
+            aagw_fetch_connections(320 * MIB * 40 / 1000, 6 * MIB, 16, 0), 3);
+        /* 100 ms: 32 MiB would want 6; auto stops at 4 */
+        assert_int_equal(aagw_fetch_connections(32 * MIB, 6 * MIB, 16, 0),
+                         AAGW_FETCH_CONNECTIONS_AUTO_MAX);
+        /* never more than the partitions */
+        assert_int_equal(aagw_fetch_connections(32 * MIB, 6 * MIB, 2, 0), 2);
+        assert_int_equal(aagw_fetch_connections(32 * MIB, 6 * MIB, 0, 0),
+                         AAGW_FETCH_CONNECTIONS_AUTO_MAX);
+}
+
+/* A number set by hand is taken, within the partitions and the maximum,
+ * whatever the window. */
+static void test_connections_asked(void **state) {
+        (void)state;
+        assert_int_equal(aagw_fetch_connections(0, 6 * MIB, 16, 3), 3);
+        assert_int_equal(aagw_fetch_connections(64 * MIB, 6 * MIB, 16, 1), 1);
+        assert_int_equal(aagw_fetch_connections(0, 6 * MIB, 16, 8), 8);
+        assert_int_equal(aagw_fetch_connections(0, 6 * MIB, 16, 20),
+                         AAGW_FETCH_CONNECTIONS_MAX);
+        assert_int_equal(aagw_fetch_connections(0, 6 * MIB, 2, 8), 2);
+}
+
+/* A connection brings what the least of the receiving socket, the
+ * broker's send buffer (doubled, as Linux counts it) and one answer
+ * allows. */
+static void test_connection_bytes(void **state) {
+        (void)state;
+        /* Kafka's default socket.send.buffer.bytes */
+        assert_int_equal(
+            aagw_fetch_connection_bytes(32 * MIB, 102400, 50 * MIB), 204800);
+        /* the broker's unknown (not allowed to describe it) */
+        assert_int_equal(aagw_fetch_connection_bytes(6 * MIB, -1, 50 * MIB),
+                         6 * MIB);
+        /* -1 at the broker: the system's default */
+        assert_int_equal(aagw_fetch_connection_bytes(32 * MIB, 0, 50 * MIB),
+                         AAGW_TCP_SEND_DEFAULT_MAX);
+        /* large buffers both ends: one answer */
+        assert_int_equal(
+            aagw_fetch_connection_bytes(64 * MIB, 64 * MIB, 50 * MIB),
+            50 * MIB);
+        assert_int_equal(aagw_fetch_connection_bytes(0, -1, 50 * MIB),
+                         50 * MIB);
+        /* 100 ms behind Kafka's default send buffer: 4 connections */
+        assert_int_equal(
+            aagw_fetch_connections(
+                32 * MIB,
+                aagw_fetch_connection_bytes(6 * MIB, 102400, 50 * MIB), 16, 0),
+            AAGW_FETCH_CONNECTIONS_AUTO_MAX);
+}
+
+/* The receive buffer's limit is this host's net.ipv4.tcp_rmem maximum,
+ * read here on our own. */
+static void test_receive_max(void **state) {
+        long long lo, def, max;
+        FILE     *fp = fopen("/proc/sys/net/ipv4/tcp_rmem", "r");
+
+        (void)state;
+        if (fp && fscanf(fp, "%lld %lld %lld", &lo, &def, &max) == 3)
+                assert_int_equal(aagw_tcp_receive_max(), max);
+        else
+                assert_int_equal(aagw_tcp_receive_max(), 6 * MIB);
+        if (fp)
+                fclose(fp);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_base_near),
             cmocka_unit_test(test_long_link),
             cmocka_unit_test(test_capped),
             cmocka_unit_test(test_set_by_hand),
+            cmocka_unit_test(test_connections_auto),
+            cmocka_unit_test(test_connections_asked),
+            cmocka_unit_test(test_connection_bytes),
+            cmocka_unit_test(test_receive_max),
         };
         return cmocka_run_group_tests_name("fetch_window", tests, NULL, NULL);
 }

@@ -23,9 +23,11 @@
  *   - with replication.fetch_window auto (the default) a flow measures
  *     the round trip (at least RTT_MS, `aagw status --json`), sizes its
  *     window from it over the partitions it copies (logged; larger than
- *     the base at 40 ms) and copies every record once;
+ *     the base at 40 ms), spreads them over 4 source consumers (the
+ *     broker's send buffer, Kafka's default, lets one connection bring
+ *     200 KiB per round trip) and copies every record once;
  *   - with `fixed` it measures the same but keeps the base (1 MiB per
- *     partition);
+ *     partition) and one consumer;
  *   - with queued.max.messages.kbytes set by hand for the source's
  *     consumers it measures, and leaves the window to the operator (0).
  *
@@ -419,7 +421,7 @@ static void gateways(struct fx *f, const char *wan, const char *plain,
                 const struct gwcase     *c = &gwcases[i];
                 struct gwwait            w = {f, i};
                 struct aagw_fetch_window base;
-                json_object             *st, *fl, *rtt, *win;
+                json_object             *st, *fl, *rtt, *win, *con;
                 char *state = harness_path_join(f->dir, c->name);
                 char  log[4200];
                 char *text;
@@ -440,11 +442,15 @@ static void gateways(struct fx *f, const char *wan, const char *plain,
                     json_object_object_get_ex(fl, "source_rtt_ms", &rtt));
                 assert_true(
                     json_object_object_get_ex(fl, "fetch_window_bytes", &win));
+                assert_true(
+                    json_object_object_get_ex(fl, "fetch_connections", &con));
                 double  ms     = json_object_get_double(rtt);
                 int64_t window = json_object_get_int64(win);
+                int     conns  = json_object_get_int(con);
                 print_message("# %s: round trip %.1f ms, fetch window %" PRId64
-                              " bytes\n",
-                              c->name, ms, window);
+                              " bytes, %d connection%s\n",
+                              c->name, ms, window, conns,
+                              conns == 1 ? "" : "s");
                 /* The round trip measured is the WAN's. */
                 assert_true(ms >= RTT_MS && ms < RTT_MS + 200);
                 text = harness_read_file(log, NULL);
@@ -456,13 +462,32 @@ static void gateways(struct fx *f, const char *wan, const char *plain,
                         assert_false(w.base);
                         assert_int_equal(window, w.window_bytes);
                         assert_non_null(strstr(text, "fetch window"));
+                        /* The launcher's brokers keep Kafka's default
+                         * socket.send.buffer.bytes, 100 KiB: a connection
+                         * brings at most 200 KiB per round trip, far
+                         * below the 12.8 MiB of 40 ms, so the most the
+                         * flow opens by itself (over its 4 partitions). */
+                        int64_t need = AAGW_FETCH_WINDOW_RATE *
+                                       (int64_t)(ms * 1000 + 0.5) / 1000000;
+                        assert_int_equal(conns, aagw_fetch_connections(
+                                                    need,
+                                                    aagw_fetch_connection_bytes(
+                                                        aagw_tcp_receive_max(),
+                                                        102400, 50LL << 20),
+                                                    c->partitions, 0));
+                        assert_int_equal(conns, 4);
+                        assert_non_null(strstr(text, "over 4 connections"));
                 } else if (i == 1) {
                         aagw_fetch_window_size(&base, -1, c->partitions);
                         assert_int_equal(window, base.window_bytes);
                         assert_null(strstr(text, "fetch window"));
+                        /* fixed: as near the cluster, one connection */
+                        assert_int_equal(conns, 1);
                 } else {
                         assert_int_equal(window, 0);
                         assert_null(strstr(text, "fetch window"));
+                        /* the operator's window: one connection */
+                        assert_int_equal(conns, 1);
                 }
                 free(text);
                 json_object_put(st);
