@@ -24,7 +24,9 @@
 
 /* MM2's heartbeats topic is one per cluster pair, keyed by the aliases
  * only: on shared real clusters the other tests' gateways keep
- * heartbeating east->west, so "this gateway stopped" cannot be seen. */
+ * heartbeating east->west, so "this gateway stopped" cannot be seen.
+ * kafka-drill (tests/realkafka) runs this case on real Kafka, with
+ * clusters of its own. */
 #define DRILL_STOPPED_MOCK_ONLY                                               \
         "needs the east->west heartbeats to itself (on shared clusters "     \
         "other gateways write them too)"
