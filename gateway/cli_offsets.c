@@ -852,7 +852,13 @@ static void usage_offsets(FILE *out) {
                 "per partition, from the offset-syncs aagw writes. EXACT "
                 "says whether a\n"
                 "consumer resuming there provably reads no record twice and "
-                "misses none.\n"
+                "misses none;\n"
+                "REREAD how many records it may read twice (0 when exact, "
+                "? unknown).\n"
+                "Copies of DST's topics at SRC (west.clicks at east, DST "
+                "west) go back onto\n"
+                "their origin at DST (clicks), by the offset-syncs of "
+                "DST->SRC.\n"
                 "Cluster options are those of `aagw run` (-c FILE, --cluster "
                 "ALIAS=HOST:PORT,\n"
                 "--set KEY=VALUE, --policy ...).\n"
@@ -1182,7 +1188,7 @@ static void print_failover_json(const struct ctx *c, const char *result,
                "\"reread\":%" PRId64 ",",
                c->o.from, c->o.to, c->target_only ? "target-only" : "source",
                c->o.dry_run ? "true" : "false", committed ? "true" : "false",
-               all_exact(c) ? "true" : "false", reread);
+               c->nrows && all_exact(c) ? "true" : "false", reread);
         json_rows(c, stdout);
         printf("}\n");
 }
@@ -1260,7 +1266,7 @@ int gw_cmd_failover(int argc, char **argv) {
                          c.o.group, c.o.to);
                 goto out;
         }
-        if (check_members(&c, c.o.json) || commit_target(&c)) {
+        if (check_members(&c, false) || commit_target(&c)) {
                 snprintf(reason, sizeof(reason), "%s", c.err);
                 goto out;
         }
