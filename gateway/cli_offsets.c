@@ -3,6 +3,7 @@
  *
  *   aagw offsets translate --group G --from east --to west [--json]
  *   aagw failover --group G --to west [--from east] [--dry-run] [--force]
+ *                 [--json]
  *   aagw drill --group G --from east --to west [--json] [--deadline S]
  *
  * They take the same cluster flags as `run` (-c FILE, --cluster A=B,
@@ -13,7 +14,11 @@
  * Translation: per source partition the group committed C; the points of
  * the offset-syncs topic give the target offset T (policy/mm2.c) and
  * whether it is exact.  The target topic is the policy's remote name of
- * the source topic (east.clicks under the prefix policy).
+ * the source topic (east.clicks under the prefix policy).  A topic at the
+ * source that is a copy of one of the target's own (west.clicks at east,
+ * moving to west) goes the other way: back onto its origin at the target,
+ * through the offset-syncs of the flow target->source (translate_back()),
+ * in `offsets translate` and `failover`, not in the drill.
  *
  * Active members: committing offsets for a group that is consuming at the
  * target would race it.  aagw asks DescribeConsumerGroups in a child
@@ -67,6 +72,16 @@ struct row {
         bool    verified;
         /* target-only mode: the checkpoint cannot be used as it is */
         bool ambiguous;
+        /* A copy of one of the target's own topics (west.clicks at east
+         * when moving to west): the group's position in it goes back to
+         * the origin topic at the target ('remote' holds the origin's
+         * name), through the offset-syncs of the flow target->source. */
+        bool    back;
+        int64_t reread; /* records the group may read twice, -1 unknown */
+        /* failover: the group's offset at the target before the commit
+         * (-1 none), and what was done with the row */
+        int64_t     prev;
+        const char *action;
 };
 
 struct ctx {
@@ -80,6 +95,9 @@ struct ctx {
         struct row *rows;
         size_t      nrows;
         bool        members_unknown; /* the cluster could not tell */
+        /* offsets, failover: copies of the target's topics at the source
+         * are moved back onto their origin (rows[].back) */
+        bool back_ok;
         /* The source did not answer within --source-timeout: translated
          * from the target's checkpoints alone (offsets, failover). */
         bool        target_only_ok; /* the command allows the mode */
@@ -215,32 +233,53 @@ static struct row *row_find(struct ctx *c, const char *topic,
         return NULL;
 }
 
-static bool on_sync(void *arg, const rd_kafka_message_t *m) {
-        struct ctx          *c = arg;
-        struct aagw_mm2_sync s;
-        rd_kafka_headers_t  *h = NULL;
-        const void          *v;
-        size_t               vs;
-        struct row          *r;
+static void sync_add(struct row *r, const rd_kafka_message_t *m,
+                     const struct aagw_mm2_sync *s) {
+        rd_kafka_headers_t *h = NULL;
+        const void         *v;
+        size_t              vs;
 
-        if (!aagw_mm2_sync_decode(m->key, m->key_len, m->payload, m->len, &s) ||
-            !(r = row_find(c, s.topic, s.partition)))
-                return true;
         if (!r->pts && !(r->pts = calloc(MAX_SYNC_POINTS, sizeof(*r->pts))))
-                return true;
+                return;
         bool lossy =
             !rd_kafka_message_headers(m, &h) &&
             !rd_kafka_header_get_last(h, AAGW_MM2_SYNC_LOSSY_HDR, &v, &vs);
         aagw_mm2_points_add(
             r->pts, &r->npts, MAX_SYNC_POINTS,
-            (struct aagw_mm2_point){s.upstream, s.downstream, lossy});
+            (struct aagw_mm2_point){s->upstream, s->downstream, lossy});
+}
+
+static bool on_sync(void *arg, const rd_kafka_message_t *m) {
+        struct ctx          *c = arg;
+        struct aagw_mm2_sync s;
+        struct row          *r;
+
+        if (!aagw_mm2_sync_decode(m->key, m->key_len, m->payload, m->len, &s) ||
+            !(r = row_find(c, s.topic, s.partition)) || r->back)
+                return true;
+        sync_add(r, m, &s);
+        return true;
+}
+
+/* The offset-syncs of the flow target->source, for the rows that go back
+ * to their origin: keyed by the origin topic. */
+static bool on_sync_back(void *arg, const rd_kafka_message_t *m) {
+        struct ctx          *c = arg;
+        struct aagw_mm2_sync s;
+
+        if (!aagw_mm2_sync_decode(m->key, m->key_len, m->payload, m->len, &s))
+                return true;
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].back && c->rows[i].partition == s.partition &&
+                    !strcmp(c->rows[i].remote, s.topic))
+                        sync_add(&c->rows[i], m, &s);
         return true;
 }
 
 static struct row *row_find_remote(struct ctx *c, const char *remote,
                                    int32_t partition) {
         for (size_t i = 0; i < c->nrows; i++)
-                if (c->rows[i].partition == partition &&
+                if (c->rows[i].partition == partition && !c->rows[i].back &&
                     !strcmp(c->rows[i].remote, remote))
                         return &c->rows[i];
         return NULL;
@@ -419,6 +458,9 @@ static int translate_target_only(struct ctx *c) {
                 r->by_checkpoint = true;
                 r->x.offset      = r->ck_down;
                 r->x.exact       = false;
+                /* what the group consumed after the checkpoint: unknown */
+                r->reread = -1;
+                r->prev   = -1;
                 if (rd_kafka_query_watermark_offsets(c->to_admin, r->remote,
                                                      r->partition, &lo, &hi,
                                                      TIMEOUT_MS)) {
@@ -469,6 +511,96 @@ static bool any_ambiguous(const struct ctx *c) {
         return false;
 }
 
+/* ---------------------------------------------------- BACK TO ORIGIN -- */
+
+/* If 'topic' at the source is a copy of one of the target's own topics
+ * (west.clicks at east when moving to west; one hop, prefix policy), the
+ * origin's name at the target ("clicks"), borrowed from 'topic'; else
+ * NULL.  Only where the command moves such positions (offsets, failover). */
+static const char *back_origin(const struct ctx *c, const char *topic) {
+        const char *src, *up;
+
+        if (!c->back_ok || !(src = aagw_repl_topic_source(c->pol, topic)) ||
+            strcmp(src, c->o.to) ||
+            !(up = aagw_repl_topic_upstream(c->pol, topic)) ||
+            aagw_repl_topic_is_remote(c->pol, up) ||
+            !aagw_repl_topic_allowed(c->pol, up))
+                return NULL;
+        return up;
+}
+
+/* The rows that go back to their origin at the target: the group's
+ * position in the copy at the source, through the offset-syncs of the
+ * flow target->source (which made the copy), onto the origin partition.
+ * Those syncs are where that flow keeps them: at the target (its source)
+ * by default, named after the source cluster; at the source with
+ * mm2.offset_syncs_location target.  Its own position (group
+ * aagw.<id>.<target>-<source> at the target) says how far past the last
+ * sync the copies are known to reach. */
+static int translate_back(struct ctx *c, bool at_target) {
+        char        rgroup[512], stopic[AAGW_TOPIC_MAX + 1], e[512];
+        size_t      nback = 0;
+        int64_t     lo = 0, hi = 0;
+        rd_kafka_t *rd;
+
+        for (size_t i = 0; i < c->nrows; i++)
+                nback += c->rows[i].back;
+        if (!nback)
+                return 0;
+        rd_kafka_topic_partition_list_t *pos =
+            rd_kafka_topic_partition_list_new((int)nback);
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].back)
+                        rd_kafka_topic_partition_list_add(
+                            pos, c->rows[i].remote, c->rows[i].partition);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
+                 aagw_config_str(c->cfg, "gateway.id"), c->o.to, c->o.from);
+        if (!aagw_kafka_group_offsets(c->to_admin, rgroup, pos, TIMEOUT_MS, e,
+                                      sizeof(e)))
+                for (size_t i = 0, k = 0; i < c->nrows; i++)
+                        if (c->rows[i].back)
+                                c->rows[i].repl_pos = pos->elems[k++].offset;
+        rd_kafka_topic_partition_list_destroy(pos);
+
+        aagw_mm2_offset_syncs_topic_sep(aagw_repl_separator(c->pol),
+                                        at_target ? c->o.to : c->o.from, stopic,
+                                        sizeof(stopic));
+        if (!(rd = client(c, at_target, RD_KAFKA_CONSUMER,
+                          "aagw-offsets-reader")))
+                return -1;
+        if (!rd_kafka_query_watermark_offsets(rd, stopic, 0, &lo, &hi,
+                                              TIMEOUT_MS) &&
+            read_range(rd, stopic, 0, lo, hi, on_sync_back, c) < 0) {
+                snprintf(c->err, sizeof(c->err),
+                         "reading %s at %s: no records before the deadline",
+                         stopic, at_target ? c->o.from : c->o.to);
+                rd_kafka_consumer_close(rd);
+                rd_kafka_destroy(rd);
+                return -1;
+        }
+        rd_kafka_consumer_close(rd);
+        rd_kafka_destroy(rd);
+        for (size_t i = 0; i < c->nrows; i++) {
+                struct row *r = &c->rows[i];
+                if (!r->back)
+                        continue;
+                aagw_mm2_translate_back(r->pts, r->npts, r->committed,
+                                        r->repl_pos, &r->x, &r->reread);
+                if (r->x.exact) {
+                        snprintf(r->why, sizeof(r->why),
+                                 "back to the origin (offset-syncs of "
+                                 "%s->%s)",
+                                 c->o.to, c->o.from);
+                        r->x.why = r->why;
+                } else if (r->reread > 0) {
+                        snprintf(r->why, sizeof(r->why),
+                                 "back to the origin: %s", r->x.why);
+                        r->x.why = r->why;
+                }
+        }
+        return 0;
+}
+
 /* The group's partitions at the source, their committed offsets and the
  * gateway's positions; then the offset-syncs, the group's checkpoints,
  * and the translation.  A source that does not answer within
@@ -498,9 +630,11 @@ static int translate(struct ctx *c) {
         l = rd_kafka_topic_partition_list_new(16);
         for (int i = 0; i < md->topic_cnt; i++) {
                 const struct rd_kafka_metadata_topic *t = &md->topics[i];
-                if (t->err || !aagw_repl_topic_allowed(c->pol, t->topic) ||
-                    aagw_repl_topic_check(c->pol, c->o.from, c->o.to,
-                                          t->topic) != AAGW_SKIP_NONE)
+                if (t->err ||
+                    (!back_origin(c, t->topic) &&
+                     (!aagw_repl_topic_allowed(c->pol, t->topic) ||
+                      aagw_repl_topic_check(c->pol, c->o.from, c->o.to,
+                                            t->topic) != AAGW_SKIP_NONE)))
                         continue;
                 for (int p = 0; p < t->partition_cnt; p++)
                         rd_kafka_topic_partition_list_add(l, t->topic, p);
@@ -535,12 +669,20 @@ static int translate(struct ctx *c) {
                 r->repl_pos  = pos->elems[i].offset;
                 r->src_hi    = -1;
                 r->ck_up = r->ck_down = -1;
+                r->reread             = -1;
+                r->prev               = -1;
                 if (!rd_kafka_query_watermark_offsets(c->from_admin, r->topic,
                                                       r->partition, &lo, &hi,
                                                       TIMEOUT_MS))
                         r->src_hi = hi;
-                aagw_repl_remote_topic(c->pol, c->o.from, r->topic, r->remote,
-                                       sizeof(r->remote));
+                if (back_origin(c, r->topic)) {
+                        r->back     = true;
+                        r->repl_pos = -1;
+                        snprintf(r->remote, sizeof(r->remote), "%s",
+                                 back_origin(c, r->topic));
+                } else
+                        aagw_repl_remote_topic(c->pol, c->o.from, r->topic,
+                                               r->remote, sizeof(r->remote));
         }
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_topic_partition_list_destroy(pos);
@@ -575,7 +717,7 @@ static int translate(struct ctx *c) {
          * (aagw's own checkpoints repeat its translation). */
         bool any_foreign = false;
         for (size_t i = 0; i < c->nrows; i++)
-                any_foreign |= c->rows[i].repl_pos < 0;
+                any_foreign |= c->rows[i].repl_pos < 0 && !c->rows[i].back;
         if (any_foreign) {
                 rd_kafka_t *rc = client(c, false, RD_KAFKA_CONSUMER,
                                         "aagw-offsets-reader");
@@ -595,6 +737,8 @@ static int translate(struct ctx *c) {
         for (size_t i = 0; i < c->nrows; i++) {
                 struct row *r = &c->rows[i];
                 int64_t tlo, thi = -1;
+                if (r->back)
+                        continue;
                 if (r->repl_pos < 0) {
                         if (rd_kafka_query_watermark_offsets(
                                 c->to_admin, r->remote, r->partition, &tlo,
@@ -605,8 +749,20 @@ static int translate(struct ctx *c) {
                 else
                         aagw_mm2_translate(r->pts, r->npts, r->committed,
                                            r->repl_pos, &r->x);
+                /* By a checkpoint that is behind the syncs' answer, the
+                 * group reads the difference again. */
+                r->reread = r->x.exact ? 0 : -1;
+                if (r->by_checkpoint && r->x.offset >= 0) {
+                        struct aagw_mm2_xlate x;
+                        aagw_mm2_translate(r->pts, r->npts, r->committed,
+                                           r->repl_pos, &x);
+                        if (x.exact)
+                                r->reread = x.offset > r->x.offset
+                                                ? x.offset - r->x.offset
+                                                : 0;
+                }
         }
-        return 0;
+        return translate_back(c, at_target);
 }
 
 static bool all_exact(const struct ctx *c) {
@@ -616,16 +772,22 @@ static bool all_exact(const struct ctx *c) {
         return true;
 }
 
+/* REREAD: records a consumer resuming at the translation may read a
+ * second time ("?" when nothing bounds it). */
 static void print_rows(const struct ctx *c, FILE *out) {
-        fprintf(out, "%-24s %4s %12s  %-24s %12s %5s  %s\n", "TOPIC", "PART",
-                "COMMITTED", "TARGET TOPIC", "TRANSLATED", "EXACT", "NOTE");
+        fprintf(out, "%-24s %4s %12s  %-24s %12s %5s %6s  %s\n", "TOPIC",
+                "PART", "COMMITTED", "TARGET TOPIC", "TRANSLATED", "EXACT",
+                "REREAD", "NOTE");
         for (size_t i = 0; i < c->nrows; i++) {
                 const struct row *r = &c->rows[i];
+                char              rr[24] = "?";
+                if (r->reread >= 0)
+                        snprintf(rr, sizeof(rr), "%" PRId64, r->reread);
                 fprintf(out,
                         "%-24s %4d %12" PRId64 "  %-24s %12" PRId64
-                        " %5s  %s\n",
+                        " %5s %6s  %s\n",
                         r->topic, (int)r->partition, r->committed, r->remote,
-                        r->x.offset, r->x.exact ? "yes" : "no", r->x.why);
+                        r->x.offset, r->x.exact ? "yes" : "no", rr, r->x.why);
         }
 }
 
@@ -665,6 +827,14 @@ static void json_rows(const struct ctx *c, FILE *out) {
                         r->by_checkpoint ? "checkpoint" : "offset-syncs",
                         r->ck_up == r->committed ? r->ck_down : -1);
                 json_str(out, r->x.why);
+                fprintf(out, ",\"direction\":\"%s\",\"reread\":%" PRId64,
+                        r->back ? "to-origin" : "forward", r->reread);
+                if (r->action) {
+                        fprintf(out,
+                                ",\"target_before\":%" PRId64
+                                ",\"action\":\"%s\"",
+                                r->prev, r->action);
+                }
                 fputc('}', out);
         }
         fputc(']', out);
@@ -682,7 +852,13 @@ static void usage_offsets(FILE *out) {
                 "per partition, from the offset-syncs aagw writes. EXACT "
                 "says whether a\n"
                 "consumer resuming there provably reads no record twice and "
-                "misses none.\n"
+                "misses none;\n"
+                "REREAD how many records it may read twice (0 when exact, "
+                "? unknown).\n"
+                "Copies of DST's topics at SRC (west.clicks at east, DST "
+                "west) go back onto\n"
+                "their origin at DST (clicks), by the offset-syncs of "
+                "DST->SRC.\n"
                 "Cluster options are those of `aagw run` (-c FILE, --cluster "
                 "ALIAS=HOST:PORT,\n"
                 "--set KEY=VALUE, --policy ...).\n"
@@ -699,13 +875,24 @@ static void usage_offsets(FILE *out) {
 static void usage_failover(FILE *out) {
         fprintf(out,
                 "Usage: aagw failover --group G --to DST [--from SRC] "
-                "[--dry-run] [--force] [CLUSTER OPTIONS]\n"
+                "[--dry-run] [--force] [--json]\n"
+                "                     [CLUSTER OPTIONS]\n"
                 "\n"
                 "Translate group G's offsets from SRC (default: the only "
                 "other cluster) and\n"
                 "commit them for G at DST, so its consumers restarted at DST "
                 "continue where\n"
-                "they stopped. Refused while G has active members at DST; "
+                "they stopped. SRC's own topics go onto their copies at DST "
+                "(clicks ->\n"
+                "east.clicks); copies of DST's topics at SRC go back onto "
+                "their origin at DST\n"
+                "(west.clicks at east -> clicks at west) through the "
+                "offset-syncs of DST->SRC:\n"
+                "the active-active move, and the failback after a failover "
+                "(--from west\n"
+                "--to east after east -> west). REREAD: records G may read "
+                "twice (0 when\n"
+                "exact). Refused while G has active members at DST; "
                 "where the cluster\n"
                 "cannot tell (DescribeConsumerGroups unsupported or hanging, "
                 "as on the embedded\n"
@@ -721,6 +908,11 @@ static void usage_failover(FILE *out) {
                 "a checkpoint outside its target partition's log is never "
                 "committed.\n"
                 "  --dry-run   print what would be committed, commit nothing\n"
+                "  --json      one JSON object: result, reason, mode, "
+                "committed, reread and\n"
+                "              the partitions, each with its direction, "
+                "reread, target_before\n"
+                "              and action\n"
                 "Exit status: 0 committed (or dry run), 1 refused or failed, "
                 "2 usage.\n");
 }
@@ -741,6 +933,14 @@ static void usage_drill(FILE *out) {
                 "exactly the records after G's position at SRC (by "
                 "provenance origin\n"
                 "offsets), and report RPO and RTO. --force as for failover.\n"
+                "RPO: rpo_records, the replication lag of G's partitions at "
+                "cut-over (0 when\n"
+                "the drill passes; lag_records_at_start: when it began), "
+                "rpo_ms in time. RTO:\n"
+                "rto_s, from the translation to the verified resume; "
+                "drill_s: the whole run.\n"
+                "Copies of DST's topics at SRC are not part of the drill "
+                "(use failover).\n"
                 "Exit status: 0 verified, 1 failed (the report says why), 2 "
                 "usage.\n");
 }
@@ -857,6 +1057,7 @@ int gw_cmd_offsets(int argc, char **argv) {
         }
         rc = setup(&c, argc - 1, argv + 1, usage_offsets, true);
         c.target_only_ok = true;
+        c.back_ok        = true;
         if (rc == GW_HELP_SHOWN) {
                 teardown(&c);
                 return EXIT_OK;
@@ -946,8 +1147,9 @@ static int commit_target(struct ctx *c) {
         return rc;
 }
 
-/* The group's offsets at the target now, into rows[].target_before. */
-static void target_offsets(struct ctx *c) {
+/* The group's offsets at the target now: into rows[].prev before the
+ * commit ('before'), into rows[].target_before after it. */
+static void target_offsets(struct ctx *c, bool before) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new((int)c->nrows);
         char e[512];
@@ -955,89 +1157,151 @@ static void target_offsets(struct ctx *c) {
         for (size_t i = 0; i < c->nrows; i++) {
                 rd_kafka_topic_partition_list_add(l, c->rows[i].remote,
                                                   c->rows[i].partition);
-                c->rows[i].target_before = -1;
+                *(before ? &c->rows[i].prev : &c->rows[i].target_before) = -1;
         }
         if (!aagw_kafka_group_offsets(c->to_admin, c->o.group, l, TIMEOUT_MS, e,
                                       sizeof(e)))
                 for (int i = 0; i < l->cnt && (size_t)i < c->nrows; i++)
-                        c->rows[i].target_before = l->elems[i].offset;
+                        *(before ? &c->rows[i].prev
+                                 : &c->rows[i].target_before) =
+                            l->elems[i].offset < 0 ? -1 : l->elems[i].offset;
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* failover --json: the outcome, the mode, the records the group may read
+ * twice over all partitions (-1 if a row cannot bound it) and the rows,
+ * each with what was done with it. */
+static void print_failover_json(const struct ctx *c, const char *result,
+                                const char *reason, bool committed) {
+        int64_t reread = 0;
+
+        for (size_t i = 0; i < c->nrows; i++)
+                reread = reread < 0 || c->rows[i].reread < 0
+                             ? -1
+                             : reread + c->rows[i].reread;
+        printf("{\"result\":\"%s\",\"reason\":", result);
+        json_str(stdout, reason);
+        printf(",\"group\":");
+        json_str(stdout, c->o.group);
+        printf(",\"from\":\"%s\",\"to\":\"%s\",\"mode\":\"%s\","
+               "\"dry_run\":%s,\"committed\":%s,\"exact\":%s,"
+               "\"reread\":%" PRId64 ",",
+               c->o.from, c->o.to, c->target_only ? "target-only" : "source",
+               c->o.dry_run ? "true" : "false", committed ? "true" : "false",
+               c->nrows && all_exact(c) ? "true" : "false", reread);
+        json_rows(c, stdout);
+        printf("}\n");
+}
+
+static void set_action(struct ctx *c, const char *action) {
+        for (size_t i = 0; i < c->nrows; i++)
+                c->rows[i].action = action;
+}
+
+/* Failover: translate (local topics forward onto their copies, copies of
+ * the target's own topics back onto their origin), refuse what cannot be
+ * committed safely, commit, read back.  The same command fails back:
+ * after east -> west, `--from west --to east` moves the group's position
+ * in east.clicks at west back onto east's clicks and its position in
+ * west's clicks onto west.clicks at east. */
 int gw_cmd_failover(int argc, char **argv) {
-        struct ctx c;
-        int        rc = setup(&c, argc, argv, usage_failover, false);
+        struct ctx  c;
+        int         rc           = setup(&c, argc, argv, usage_failover, false);
+        char        reason[1200] = "";
+        const char *result       = "refused";
+        bool        committed    = false;
 
         c.target_only_ok = true;
+        c.back_ok        = true;
         if (rc != EXIT_OK) {
                 teardown(&c);
                 return rc == GW_HELP_SHOWN ? EXIT_OK : rc;
         }
         if (translate(&c)) {
-                gw_errorf("failover: %s", c.err);
-                teardown(&c);
-                return EXIT_RUNTIME;
+                result = "failed";
+                snprintf(reason, sizeof(reason), "%s", c.err);
+                goto out;
         }
-        print_mode(&c, stdout);
-        print_rows(&c, stdout);
+        target_offsets(&c, true);
+        set_action(&c, "not committed");
+        if (!c.o.json) {
+                print_mode(&c, stdout);
+                print_rows(&c, stdout);
+        }
         if (any_ambiguous(&c)) {
-                gw_errorf("failover: refused: a checkpoint's offset is outside "
-                          "its target partition (see NOTE), so where the "
-                          "group stopped is not known; nothing committed "
-                          "(--force does not override this)");
-                teardown(&c);
-                return EXIT_RUNTIME;
+                snprintf(reason, sizeof(reason),
+                         "a checkpoint's offset is outside its target "
+                         "partition (see NOTE), so where the group stopped "
+                         "is not known; nothing committed (--force does not "
+                         "override this)");
+                goto out;
         }
         if (c.target_only && !c.o.force) {
-                gw_errorf("failover: refused: %s is unreachable, so the "
-                          "offsets are the group's newest checkpoints at %s: "
-                          "no record is skipped, but what the group consumed "
-                          "at %s after them is read again; accept that with "
-                          "--force",
-                          c.o.from, c.o.to, c.o.from);
-                teardown(&c);
-                return EXIT_RUNTIME;
+                snprintf(reason, sizeof(reason),
+                         "%s is unreachable, so the offsets are the group's "
+                         "newest checkpoints at %s: no record is skipped, "
+                         "but what the group consumed at %s after them is "
+                         "read again; accept that with --force",
+                         c.o.from, c.o.to, c.o.from);
+                goto out;
         }
         if (!all_exact(&c) && !c.o.force) {
                 bool ck = false;
                 for (size_t i = 0; i < c.nrows; i++)
                         ck |= !c.rows[i].x.exact && c.rows[i].by_checkpoint;
-                gw_errorf("failover: refused: a translation is not exact (see "
-                          "NOTE); %s, or accept it with --force",
-                          ck ? "MirrorMaker 2's checkpoint makes the group "
-                               "read some records again (waiting does not "
-                               "change that)"
-                             : "wait for replication to catch up");
-                teardown(&c);
-                return EXIT_RUNTIME;
+                snprintf(reason, sizeof(reason),
+                         "a translation is not exact (see NOTE); %s, or "
+                         "accept it with --force",
+                         ck ? "MirrorMaker 2's checkpoint makes the group "
+                              "read some records again (waiting does not "
+                              "change that)"
+                            : "wait for replication to catch up");
+                goto out;
         }
         if (c.o.dry_run) {
-                printf("dry run: nothing committed for group %s at %s\n",
-                       c.o.group, c.o.to);
-                teardown(&c);
-                return EXIT_OK;
+                result = "dry-run";
+                set_action(&c, "would commit");
+                snprintf(reason, sizeof(reason),
+                         "dry run: nothing committed for group %s at %s",
+                         c.o.group, c.o.to);
+                goto out;
         }
         if (check_members(&c, false) || commit_target(&c)) {
-                gw_errorf("failover: refused: %s", c.err);
-                teardown(&c);
-                return EXIT_RUNTIME;
+                snprintf(reason, sizeof(reason), "%s", c.err);
+                goto out;
         }
-        target_offsets(&c);
+        committed = true;
+        result    = "committed";
+        set_action(&c, "committed");
+        target_offsets(&c, false);
         for (size_t i = 0; i < c.nrows; i++)
                 if (c.rows[i].target_before != c.rows[i].x.offset) {
-                        gw_errorf("failover: %s [%d] reads back %" PRId64
-                                  " at %s after committing %" PRId64,
-                                  c.rows[i].remote, (int)c.rows[i].partition,
-                                  c.rows[i].target_before, c.o.to,
-                                  c.rows[i].x.offset);
-                        teardown(&c);
-                        return EXIT_RUNTIME;
+                        result = "failed";
+                        snprintf(reason, sizeof(reason),
+                                 "%s [%d] reads back %" PRId64
+                                 " at %s after committing %" PRId64,
+                                 c.rows[i].remote, (int)c.rows[i].partition,
+                                 c.rows[i].target_before, c.o.to,
+                                 c.rows[i].x.offset);
+                        goto out;
                 }
-        printf("committed group %s at %s: %zu partitions; start its "
-               "consumers at %s\n",
-               c.o.group, c.o.to, c.nrows, c.o.to);
+        snprintf(reason, sizeof(reason),
+                 "committed group %s at %s: %zu partitions; start its "
+                 "consumers at %s",
+                 c.o.group, c.o.to, c.nrows, c.o.to);
+out:
+        if (c.o.json)
+                print_failover_json(&c, result, reason, committed);
+        else if (!strcmp(result, "committed") || !strcmp(result, "dry-run"))
+                printf("%s\n", reason);
+        if (strcmp(result, "committed") && strcmp(result, "dry-run"))
+                gw_errorf("failover: %s%s",
+                          strcmp(result, "refused") ? "" : "refused: ", reason);
+        rc = !strcmp(result, "committed") || !strcmp(result, "dry-run")
+                 ? EXIT_OK
+                 : EXIT_RUNTIME;
         teardown(&c);
-        return EXIT_OK;
+        return rc;
 }
 
 /* --------------------------------------------------------------- DRILL -- */
@@ -1237,13 +1501,22 @@ static int64_t lag_now(struct ctx *c) {
         return lag;
 }
 
+/* RPO and RTO as the runbook defines them: RPO is the replication lag,
+ * what the target does not hold yet when the source is lost; RTO runs
+ * from the translation (step c of the classic drill) to the verified
+ * resume at the target (step e).  rpo_records is that lag at cut-over
+ * (after the catch-up: 0 when the drill passes), lag_records_at_start
+ * the lag when the drill began (what losing the source at that moment
+ * would have cost); rto_s starts at the final translation, drill_s at
+ * the command's start (the checks and the catch-up included). */
 struct drill_report {
         bool    ok;
         char    reason[1200];
         int64_t hb_age_ms, lag_wait_ms, rpo_records, rpo_ms;
+        int64_t lag_start;
         int     partitions, exact, verified;
         bool    committed;
-        double  rto_s;
+        double  rto_s, drill_s;
 };
 
 static void print_report(const struct ctx *c, const struct drill_report *d) {
@@ -1256,12 +1529,14 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
                 printf(",\"from\":\"%s\",\"to\":\"%s\",\"heartbeat_age_ms\":"
                        "%" PRId64 ",\"lag_wait_ms\":%" PRId64
                        ",\"rpo_records\":%" PRId64 ",\"rpo_ms\":%" PRId64
+                       ",\"lag_records_at_start\":%" PRId64
                        ",\"partition_count\":%d,"
                        "\"exact\":%d,\"committed\":%s,\"verified\":%d,"
-                       "\"rto_s\":%.3f,",
+                       "\"rto_s\":%.3f,\"drill_s\":%.3f,",
                        c->o.from, c->o.to, d->hb_age_ms, d->lag_wait_ms,
-                       d->rpo_records, d->rpo_ms, d->partitions, d->exact,
-                       d->committed ? "true" : "false", d->verified, d->rto_s);
+                       d->rpo_records, d->rpo_ms, d->lag_start, d->partitions,
+                       d->exact, d->committed ? "true" : "false", d->verified,
+                       d->rto_s, d->drill_s);
                 json_rows(c, stdout);
                 printf("}\n");
                 return;
@@ -1269,12 +1544,13 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
         printf("# Drill\nresult:%s\nreason:%s\ngroup:%s\nfrom:%s\nto:%s\n"
                "heartbeat_age_ms:%" PRId64 "\nlag_wait_ms:%" PRId64
                "\nrpo_records:%" PRId64 "\nrpo_ms:%" PRId64
+               "\nlag_records_at_start:%" PRId64
                "\npartition_count:%d\nexact:%d\ncommitted:%s\nverified:%d\n"
-               "rto_s:%.3f\n",
+               "rto_s:%.3f\ndrill_s:%.3f\n",
                d->ok ? "ok" : "failed", d->reason, c->o.group, c->o.from,
                c->o.to, d->hb_age_ms, d->lag_wait_ms, d->rpo_records, d->rpo_ms,
-               d->partitions, d->exact, d->committed ? "yes" : "no",
-               d->verified, d->rto_s);
+               d->lag_start, d->partitions, d->exact,
+               d->committed ? "yes" : "no", d->verified, d->rto_s, d->drill_s);
         if (c->nrows) {
                 printf("\n");
                 print_rows(c, stdout);
@@ -1284,12 +1560,12 @@ static void print_report(const struct ctx *c, const struct drill_report *d) {
 int gw_cmd_drill(int argc, char **argv) {
         struct ctx          c;
         struct drill_report d;
-        int64_t             t0 = aagw_mono_ms(), hb_src, hb_dst;
+        int64_t             t0 = aagw_mono_ms(), t_xlate = -1, hb_src, hb_dst;
         char                hb_remote[AAGW_TOPIC_MAX + 1];
         int                 rc = setup(&c, argc, argv, usage_drill, true);
 
         memset(&d, 0, sizeof(d));
-        d.hb_age_ms = d.rpo_records = d.rpo_ms = -1;
+        d.hb_age_ms = d.rpo_records = d.rpo_ms = d.lag_start = -1;
         if (rc != EXIT_OK) {
                 teardown(&c);
                 return rc == GW_HELP_SHOWN ? EXIT_OK : rc;
@@ -1325,9 +1601,10 @@ int gw_cmd_drill(int argc, char **argv) {
         }
         d.partitions   = (int)c.nrows;
         int64_t waited = aagw_mono_ms(), deadline = t0 + c.o.deadline_s * 1000LL;
-        while ((d.rpo_records = lag_now(&c)) != 0 && aagw_mono_ms() < deadline &&
+        d.lag_start = d.rpo_records = lag_now(&c);
+        while (d.rpo_records != 0 && aagw_mono_ms() < deadline &&
                !gw_wait_stop(200))
-                ;
+                d.rpo_records = lag_now(&c);
         d.lag_wait_ms = aagw_mono_ms() - waited;
         /* RPO in time: how far the target's view of the source trails the
          * source at cut-over, by the newest heartbeat on each side. */
@@ -1342,7 +1619,9 @@ int gw_cmd_drill(int argc, char **argv) {
                          c.o.group, d.rpo_records, c.o.deadline_s);
                 goto done;
         }
-        /* 3. Translate again, now that the positions are final. */
+        /* 3. Translate again, now that the positions are final: the
+         * start of the RTO. */
+        t_xlate = aagw_mono_ms();
         for (size_t i = 0; i < c.nrows; i++)
                 free(c.rows[i].pts);
         free(c.rows);
@@ -1376,7 +1655,8 @@ int gw_cmd_drill(int argc, char **argv) {
                  "group %s resumes at %s with no gap and no repeat", c.o.group,
                  c.o.to);
 done:
-        d.rto_s = (double)(aagw_mono_ms() - t0) / 1000.0;
+        d.drill_s = (double)(aagw_mono_ms() - t0) / 1000.0;
+        d.rto_s   = d.ok ? (double)(aagw_mono_ms() - t_xlate) / 1000.0 : -1;
         print_report(&c, &d);
         if (!d.ok)
                 gw_errorf("drill failed: %s", d.reason);

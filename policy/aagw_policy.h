@@ -1102,6 +1102,32 @@ void aagw_mm2_translate(const struct aagw_mm2_point *pts, size_t n,
                         int64_t committed, int64_t repl_pos,
                         struct aagw_mm2_xlate *out);
 
+/**
+ * @brief The other way round: a group's position @p position (the next
+ * offset it reads) in a partition of the copy, into the offset to resume
+ * at in the origin partition, from the same points (those of the flow
+ * that made the copy).  Used when a group moves onto the site that holds
+ * the origin of a remote topic it read (west.clicks at east -> clicks at
+ * west).
+ *
+ * The answer is the largest source offset whose translation (as
+ * aagw_mm2_translate() gives it) is at or below @p position: the group
+ * read every copy of the source records below it and none above, so a
+ * run of skipped records (never copied, never read) is stepped over.
+ * Exact unless the segment is lossy (syncs suppressed: the answer is then
+ * the lowest possible one and @p reread says how many records a consumer
+ * resuming there may read twice), the position is before the first point
+ * (the first point's upstream, never a copy it read), or past the last
+ * point beyond what the copying flow's own position at the origin
+ * reached (@p repl_pos, -1 if unknown).
+ *
+ * @param reread records that may be read twice at the origin: 0 when
+ *        exact, -1 when nothing bounds it.
+ */
+void aagw_mm2_translate_back(const struct aagw_mm2_point *pts, size_t n,
+                             int64_t position, int64_t repl_pos,
+                             struct aagw_mm2_xlate *out, int64_t *reread);
+
 #ifdef __cplusplus
 }
 #endif

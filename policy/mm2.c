@@ -306,3 +306,81 @@ void aagw_mm2_translate(const struct aagw_mm2_point *pts, size_t n,
                 out->why = "replication has not reached the committed "
                            "offset yet";
 }
+
+void aagw_mm2_translate_back(const struct aagw_mm2_point *pts, size_t n,
+                             int64_t position, int64_t repl_pos,
+                             struct aagw_mm2_xlate *out, int64_t *reread) {
+        size_t lo = 0, hi = n;
+
+        out->offset = -1;
+        out->exact  = false;
+        out->why    = "";
+        *reread     = -1;
+        if (position < 0) {
+                out->why = "the group has no committed offset here";
+                return;
+        }
+        if (!n) {
+                out->why = "no offset-sync for this partition (not replicated "
+                           "yet, or offset-syncs not readable)";
+                return;
+        }
+        /* The last point with downstream <= position (downstream offsets
+         * grow with upstream ones: copies are appended in order).  Of
+         * several at the same downstream offset (a skipped run between
+         * them) the last one, past the run. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (pts[mid].downstream <= position)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0) {
+                /* The group stopped before the first copy we know of: it
+                 * read none of the copies, so none is read twice. */
+                out->offset = pts[0].upstream;
+                *reread     = 0;
+                out->why    = "the position is older than the first "
+                              "offset-sync (before replication started, or "
+                              "the syncs were compacted away)";
+                return;
+        }
+        const struct aagw_mm2_point *b = &pts[lo - 1];
+        out->offset = b->upstream + (position - b->downstream);
+        if (position == b->downstream) {
+                out->exact = true;
+                *reread    = 0;
+                return;
+        }
+        if (lo < n) {
+                const struct aagw_mm2_point *nx = &pts[lo];
+                /* More copies than source records between the two (a
+                 * copy written twice): the group read all of the run. */
+                if (out->offset > nx->upstream)
+                        out->offset = nx->upstream;
+                out->exact = !nx->lossy;
+                /* Suppressed syncs: records skipped somewhere in the
+                 * segment put the answer between the lowest one (none
+                 * skipped before the position) and the highest (all of
+                 * them). */
+                int64_t top = nx->upstream - (nx->downstream - position);
+                *reread =
+                    out->exact || top < out->offset ? 0 : top - out->offset;
+                if (!out->exact)
+                        out->why = "offset-syncs in this range were "
+                                   "suppressed by the rate bound";
+                return;
+        }
+        /* Past the last point the copies keep its delta as long as the
+         * flow wrote no sync we have not read yet: it has, once its own
+         * position is at or past the answer (as in aagw_mm2_translate()). */
+        out->exact = repl_pos >= out->offset;
+        *reread    = out->exact ? 0 : -1;
+        if (!out->exact)
+                out->why = repl_pos < 0
+                               ? "past the last offset-sync, and the copying "
+                                 "flow's position is not known"
+                               : "replication has not reached the position "
+                                 "yet";
+}

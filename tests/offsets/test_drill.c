@@ -24,7 +24,9 @@
 
 /* MM2's heartbeats topic is one per cluster pair, keyed by the aliases
  * only: on shared real clusters the other tests' gateways keep
- * heartbeating east->west, so "this gateway stopped" cannot be seen. */
+ * heartbeating east->west, so "this gateway stopped" cannot be seen.
+ * kafka-drill (tests/realkafka) runs this case on real Kafka, with
+ * clusters of its own. */
 #define DRILL_STOPPED_MOCK_ONLY                                               \
         "needs the east->west heartbeats to itself (on shared clusters "     \
         "other gateways write them too)"
@@ -102,8 +104,14 @@ drill:;
         int64_t age = json_object_get_int64(field(j, "heartbeat_age_ms"));
         assert_true(age >= 0 && age <= 10000);
         assert_true(json_object_get_int64(field(j, "lag_wait_ms")) >= 0);
-        double rto = json_object_get_double(field(j, "rto_s"));
-        assert_true(rto > 0 && rto * 1000 <= (double)elapsed);
+        /* RTO from the translation to the verified resume, within the
+         * whole drill, within the command's run */
+        double rto   = json_object_get_double(field(j, "rto_s"));
+        double drill = json_object_get_double(field(j, "drill_s"));
+        assert_true(rto > 0 && rto <= drill);
+        assert_true(drill * 1000 <= (double)elapsed);
+        assert_true(json_object_get_int64(field(j, "lag_records_at_start")) >=
+                    0);
         /* the per-partition rows agree with the target's provenance and
          * with what is now committed at west */
         json_object *parts = field(j, "partitions");
@@ -130,10 +138,17 @@ drill:;
         const char *text[] = {"drill", "--group", "g1",      "--from", "east",
                               "--to",  "west",    "--force", NULL};
         assert_int_equal(ofs_aagw(r, text, &o), 0);
-        static const char *const keys[] = {
-            "result:ok\n",  "rpo_records:0\n",   "rpo_ms:",
-            "rto_s:",       "heartbeat_age_ms:", "exact:2\n",
-            "verified:2\n", "committed:yes\n",   "partition_count:2\n"};
+        static const char *const keys[] = {"result:ok\n",
+                                           "rpo_records:0\n",
+                                           "rpo_ms:",
+                                           "rto_s:",
+                                           "drill_s:",
+                                           "lag_records_at_start:",
+                                           "heartbeat_age_ms:",
+                                           "exact:2\n",
+                                           "verified:2\n",
+                                           "committed:yes\n",
+                                           "partition_count:2\n"};
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (!strstr(o.out, keys[i]))
                         fail_msg("text report lacks %s:\n%s", keys[i], o.out);
@@ -198,6 +213,9 @@ static void test_drill_replication_stopped(void **state) {
                                "replication east->west is stopped"));
         assert_false(json_object_get_boolean(field(j, "committed")));
         assert_true(json_object_get_int64(field(j, "heartbeat_age_ms")) > 1000);
+        /* no resume, so no RTO; the drill's own time is there */
+        assert_true(json_object_get_double(field(j, "rto_s")) < 0);
+        assert_true(json_object_get_double(field(j, "drill_s")) > 0);
         assert_non_null(strstr(s.err, "drill failed"));
         json_object_put(j);
         /* nothing was committed at west */

@@ -166,6 +166,76 @@ static void test_translate_exact(void **state) {
         assert_false(x.exact);
 }
 
+/* Back from a position in the copy to the origin: for every position the
+ * answer is the largest source offset whose copies below it are exactly
+ * the ones read (brute force over the same layout as above), so a
+ * consumer resuming there at the origin reads nothing twice and misses
+ * nothing. */
+static void test_translate_back(void **state) {
+        bool                  skipped[30] = {false};
+        struct aagw_mm2_point pts[64];
+        struct aagw_mm2_xlate x;
+        int64_t               reread;
+        (void)state;
+
+        skipped[0] = skipped[5] = skipped[6] = skipped[7] = true;
+        skipped[12] = skipped[20] = skipped[21] = true;
+        size_t  np                              = build(skipped, 30, pts);
+        int64_t copies                          = 0;
+        for (int s = 0; s < 30; s++)
+                copies += !skipped[s];
+        for (int64_t pos = 0; pos <= copies; pos++) {
+                /* the largest u with (copies of source < u) == pos */
+                int64_t want = -1;
+                for (int64_t u = 0; u <= 30; u++) {
+                        int64_t below = 0;
+                        for (int s = 0; s < u; s++)
+                                below += !skipped[s];
+                        if (below == pos)
+                                want = u;
+                }
+                aagw_mm2_translate_back(pts, np, pos, 30, &x, &reread);
+                if (x.offset != want || !x.exact || reread != 0)
+                        fail_msg("position %d: got %d (exact %d, reread %d), "
+                                 "want %d",
+                                 (int)pos, (int)x.offset, x.exact, (int)reread,
+                                 (int)want);
+                /* and forward again lands on the same position */
+                aagw_mm2_translate(pts, np, x.offset, 30, &x);
+                assert_int_equal(x.offset, pos);
+        }
+        /* past the last point, before the flow's position got there */
+        aagw_mm2_translate_back(pts, np, copies, 25, &x, &reread);
+        assert_int_equal(x.offset, 30);
+        assert_false(x.exact);
+        assert_int_equal(reread, -1);
+        assert_non_null(strstr(x.why, "not reached"));
+        /* no points, no position */
+        aagw_mm2_translate_back(pts, 0, 5, 30, &x, &reread);
+        assert_int_equal(x.offset, -1);
+        assert_false(x.exact);
+        aagw_mm2_translate_back(pts, np, -1, 30, &x, &reread);
+        assert_false(x.exact);
+
+        /* A lossy segment: 10 source records became 5 copies somewhere in
+         * between.  At a point it is exact; inside, the lowest answer (no
+         * gap), with the most it can read twice. */
+        struct aagw_mm2_point lp[2] = {{0, 0, false}, {10, 5, true}};
+        aagw_mm2_translate_back(lp, 2, 5, 20, &x, &reread);
+        assert_true(x.exact);
+        assert_int_equal(x.offset, 10);
+        aagw_mm2_translate_back(lp, 2, 3, 20, &x, &reread);
+        assert_false(x.exact);
+        assert_int_equal(x.offset, 3); /* none of the 5 skipped before it */
+        assert_int_equal(reread, 5);   /* ... or all of them: 8 */
+        /* before the first point: nothing of the copy was read */
+        struct aagw_mm2_point late[1] = {{40, 7, false}};
+        aagw_mm2_translate_back(late, 1, 2, 50, &x, &reread);
+        assert_false(x.exact);
+        assert_int_equal(x.offset, 40);
+        assert_int_equal(reread, 0);
+}
+
 static void test_translate_lossy_and_reset(void **state) {
         struct aagw_mm2_point pts[4];
         size_t                n = 0;
@@ -204,6 +274,7 @@ int main(void) {
             cmocka_unit_test(test_topic_names),
             cmocka_unit_test(test_translate_exact),
             cmocka_unit_test(test_translate_lossy_and_reset),
+            cmocka_unit_test(test_translate_back),
         };
         return cmocka_run_group_tests_name("mm2", tests, NULL, NULL);
 }
