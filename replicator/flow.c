@@ -1750,6 +1750,7 @@ void *flow_main(void *arg) {
          * assignment, which then starts paused (flow_assign_new()). */
         if (atomic_load(&f->paused_req))
                 flow_set_paused(f, true);
+        flow_maker_start(f);
         if (asked)
                 flow_discover_md(f, merr, md);
         else
@@ -1853,6 +1854,14 @@ void *flow_main(void *arg) {
                                 flow_discover(f);
                         f->last_refresh_ms = aagw_mono_ms();
                 }
+                /* A copy was made (or could not be): its topic starts
+                 * at the discovery asked for now. */
+                if (atomic_exchange(&f->made, false)) {
+                        if (mdw)
+                                aagw_md_watch_kick(mdw);
+                        else
+                                f->last_refresh_ms = 0;
+                }
                 if (mdw && aagw_md_watch_take(mdw, &merr, &md))
                         flow_discover_md(f, merr, md);
                 /* Nothing came: wait for records or delivery reports.
@@ -1862,6 +1871,7 @@ void *flow_main(void *arg) {
                         aagw_qwait(qwait, 100);
         }
         aagw_md_watch_destroy(mdw);
+        flow_maker_stop(f);
         if (qwait)
                 aagw_qwait_destroy(qwait);
         if (pq)

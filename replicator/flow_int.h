@@ -121,6 +121,11 @@ struct ttrack {
         bool                is_hb;   /* the MM2 heartbeats topic */
         bool                prechecked; /* aagw_repl_precheck() passed */
         bool                create_warned; /* creation refused, said once */
+        /* The copy's creation or growth, done by the maker thread
+         * (flow_topics.c, "MAKER"): what it was asked for and its
+         * answer, 0 or -2 (try again). */
+        _Atomic int         make_state;
+        int                 make_want, make_rc;
         bool                release_retry; /* held partitions to start
                                               again (a seek failed) */
         uint32_t            hash; /* XXH32 of the topic (flow_work_of()) */
@@ -196,6 +201,14 @@ struct aagw_flow {
                                                running (flow thread) */
         bool                      paused;
         bool                      admin_create_unsupported;
+        /* The maker thread: creates and grows copies beside the copying
+         * (flow_maker_start()); 'made' tells the flow thread that an
+         * answer waits for its next discovery. */
+        pthread_t                 maker;
+        bool                      maker_started, maker_stop;
+        pthread_mutex_t           maker_lock;
+        pthread_cond_t            maker_cond;
+        atomic_bool               made;
         struct topics            *remote_topics; /* topics.c */
         char                     *target_bs; /* for the fix commands */
 
@@ -525,6 +538,12 @@ struct ptrack *flow_part_get(aagw_flow_t *f, struct ttrack *tt,
  * otherwise fail the first dead-lettered record with an unknown topic;
  * where the Admin API is missing, the producer's auto-creation remains. */
 void flow_dlq_ensure(aagw_flow_t *f);
+
+/* Start and stop the maker thread (flow_main()).  Without it (it could
+ * not start) copies are made in the flow thread, as discovery finds
+ * them. */
+void flow_maker_start(aagw_flow_t *f);
+void flow_maker_stop(aagw_flow_t *f);
 
 /* Scan the source cluster for matching topics and assign their
  * partitions to the consumer; the identity lease subscribes to them. */

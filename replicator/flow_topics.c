@@ -118,10 +118,11 @@ static int target_partitions(aagw_flow_t *f, struct ttrack *tt) {
 /* Make sure the copy of 'tt' exists with 'want' partitions: created
  * (topics_create(): partitions, replication factor, configs), else
  * auto-created by the producer where the cluster lacks the Admin API; or
- * grown (topics_grow()).  Returns the partitions the producer sees (fewer
- * than 'want' if the copy could not be grown), or -2 on a transient error
- * (discovery tries again). */
-static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
+ * grown (topics_grow()).  Returns 0, or -2 on a transient error
+ * (discovery tries again).  Admin API calls that may wait seconds (the
+ * embedded cluster answers none): the maker thread's, not the copying
+ * thread's. */
+static int target_prepare(aagw_flow_t *f, struct ttrack *tt, int want) {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_resp_err_t err;
         char                why[512];
@@ -174,13 +175,114 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
                                  f->name, tt->remote, f->target, have, want,
                                  why);
         }
+        return 0;
+}
+
+/* ---------------------------------------------------------------- MAKER --- */
+
+/* Creating a copy, or growing it, waits on the target's controller: up
+ * to ADMIN_TIMEOUT_MS (topics.c) per call where the cluster answers none,
+ * seconds while a controller is slow.  In the flow thread every topic
+ * stood still meanwhile (the README demo copied nothing into a site for
+ * 5 s while the heartbeats copy was being made).  So discovery hands a
+ * copy to make to the maker thread and goes on; the answer is taken at
+ * the next discovery, asked for at once (flow_main()). */
+
+enum { MAKE_IDLE, MAKE_ASKED, MAKE_DONE };
+
+static void *maker_main(void *arg) {
+        aagw_flow_t *f = arg;
+
+        pthread_mutex_lock(&f->maker_lock);
+        while (!f->maker_stop) {
+                struct ttrack *job = NULL;
+
+                /* The topic table's shape is the flow's (its lock); a
+                 * track, once in it, stays until the flow is destroyed. */
+                pthread_mutex_lock(&f->ctl.lock);
+                for (size_t i = 0; i < f->ntopics && !job; i++)
+                        if (atomic_load(&f->topics[i]->make_state) ==
+                            MAKE_ASKED)
+                                job = f->topics[i];
+                pthread_mutex_unlock(&f->ctl.lock);
+                if (!job) {
+                        pthread_cond_wait(&f->maker_cond, &f->maker_lock);
+                        continue;
+                }
+                int want = job->make_want;
+                pthread_mutex_unlock(&f->maker_lock);
+                job->make_rc = target_prepare(f, job, want);
+                atomic_store(&job->make_state, MAKE_DONE);
+                atomic_store(&f->made, true);
+                pthread_mutex_lock(&f->maker_lock);
+        }
+        pthread_mutex_unlock(&f->maker_lock);
+        return NULL;
+}
+
+void flow_maker_start(aagw_flow_t *f) {
+        pthread_mutex_init(&f->maker_lock, NULL);
+        pthread_cond_init(&f->maker_cond, NULL);
+        f->maker_stop    = false;
+        f->maker_started = !pthread_create(&f->maker, NULL, maker_main, f);
+        if (!f->maker_started) {
+                pthread_cond_destroy(&f->maker_cond);
+                pthread_mutex_destroy(&f->maker_lock);
+        }
+}
+
+void flow_maker_stop(aagw_flow_t *f) {
+        if (!f->maker_started)
+                return;
+        pthread_mutex_lock(&f->maker_lock);
+        f->maker_stop = true;
+        pthread_cond_signal(&f->maker_cond);
+        pthread_mutex_unlock(&f->maker_lock);
+        pthread_join(f->maker, NULL);
+        f->maker_started = false;
+        pthread_cond_destroy(&f->maker_cond);
+        pthread_mutex_destroy(&f->maker_lock);
+}
+
+/* The copy of 'tt' with 'want' partitions: returns the partitions the
+ * producer sees (fewer than 'want' if the copy could not be grown), -2 on
+ * a transient error, -3 while the maker works on it (discovery comes back
+ * to it). */
+static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
+        int rc;
+
+        if (!f->maker_started) {
+                rc = target_prepare(f, tt, want);
+        } else {
+                switch (atomic_load(&tt->make_state)) {
+                case MAKE_ASKED:
+                        return -3;
+                case MAKE_DONE:
+                        atomic_store(&tt->make_state, MAKE_IDLE);
+                        if (tt->make_want == want) {
+                                rc = tt->make_rc;
+                                break;
+                        }
+                        /* The source grew meanwhile: ask again. */
+                        /* fall through */
+                default:
+                        pthread_mutex_lock(&f->maker_lock);
+                        tt->make_want = want;
+                        atomic_store(&tt->make_state, MAKE_ASKED);
+                        pthread_cond_signal(&f->maker_cond);
+                        pthread_mutex_unlock(&f->maker_lock);
+                        return -3;
+                }
+        }
+        if (rc)
+                return rc;
         /* The producer's topic flow_handle only now: it asks for the topic's
          * metadata, which auto-creates it (with the broker's partition
          * count) on clusters that allow that. */
         if (!tt->rkt &&
             !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
                 return -2;
-        have = target_partitions(f, tt);
+        int have = target_partitions(f, tt);
         return have < 0 ? -2 : have;
 }
 
@@ -290,8 +392,8 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
                     tt->target_cnt >= tt->partition_cnt && !tt->release_retry)
                         continue;
                 int have = ensure_target(f, tt, mt->partition_cnt);
-                if (have == -2)
-                        continue; /* transient: try again next time */
+                if (have < 0)
+                        continue; /* transient, or being made: next time */
                 if (tt->active && mt->partition_cnt > tt->partition_cnt)
                         aagw_log(AAGW_LOG_INFO, "FLOW",
                                  "%s: %s grew from %d to %d partitions at %s",
@@ -364,9 +466,12 @@ void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(tt->target_cnt);
 
+        /* (A copy may have more partitions than its source: made by
+         * hand, or auto-created with the broker's num.partitions.) */
+        int32_t n         = tt->target_cnt < tt->partition_cnt ? tt->target_cnt
+                                                               : tt->partition_cnt;
         tt->release_retry = false;
-        for (int32_t p = 0; p < tt->target_cnt && !atomic_load(&f->ctl.stop);
-             p++) {
+        for (int32_t p = 0; p < n && !atomic_load(&f->ctl.stop); p++) {
                 struct ptrack *pt = tt->parts[p];
                 if (!pt || !pt->assigned || !pt->held)
                         continue;

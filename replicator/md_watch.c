@@ -113,6 +113,15 @@ bool aagw_md_watch_take(aagw_md_watch_t *w, rd_kafka_resp_err_t *err,
         return got;
 }
 
+void aagw_md_watch_kick(aagw_md_watch_t *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->kicked = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
 void aagw_md_watch_destroy(aagw_md_watch_t *w) {
         if (!w)
                 return;

@@ -380,6 +380,9 @@ aagw_md_watch_t *aagw_md_watch_new(rd_kafka_t *rk, int interval_ms,
  * on an error; the caller destroys it), false if none came since. */
 bool aagw_md_watch_take(aagw_md_watch_t *w, rd_kafka_resp_err_t *err,
                         const struct rd_kafka_metadata **md);
+/* Ask for the metadata now instead of at the end of the interval (a
+ * stage that has something to act on at its next discovery). */
+void aagw_md_watch_kick(aagw_md_watch_t *w);
 /* Stop and join the thread (a request in progress ends within its
  * 0.5-2 s slice). */
 void aagw_md_watch_destroy(aagw_md_watch_t *w);

@@ -6,10 +6,11 @@
  *
  * The Admin API work of a flow lives here, on two admin handles of its
  * own (one per cluster), never on the data path's clients:
- *   - topics_create() and topics_grow() run on the flow thread when
- *     discovery finds a new topic or more source partitions (each call is
- *     bounded by ADMIN_TIMEOUT_MS; a cluster that lacks the API, such as
- *     the embedded one, is remembered and not asked again);
+ *   - topics_create() and topics_grow() run on the flow's maker thread
+ *     (flow_topics.c) when discovery finds a new topic or more source
+ *     partitions (each call is bounded by ADMIN_TIMEOUT_MS; a cluster that
+ *     lacks the API, such as the embedded one, is remembered and not asked
+ *     again);
  *   - config and ACL sync run on a thread of their own (topics_track()
  *     hands it the topics), first when a topic is tracked, then every
  *     configured interval, so a slow DescribeConfigs never stalls a copy.
