@@ -185,10 +185,10 @@ const struct cfg_key aagw_config_keys[] = {
     {"replication.fetch_connections", CT_ENUM, "auto", NOLIMIT,
      "auto|1|2|3|4|5|6|7|8", NULL, 0,
      "How many source consumers (broker connections, each with one fetch "
-     "in flight) a flow spreads its partitions over. auto: one near the "
-     "cluster; across a long link as many as 320 MiB/s x the round trip "
-     "needs at what one connection brings per round trip (the source "
-     "broker's socket.send.buffer.bytes, doubled, and this host's "
+     "in flight) a flow spreads its partitions over. auto: one below a "
+     "10 ms round trip; across a longer link as many as 320 MiB/s x the "
+     "round trip needs at what one connection brings per round trip (the "
+     "source broker's socket.send.buffer.bytes, doubled, and this host's "
      "net.ipv4.tcp_rmem maximum), at most 4. A number: that many. Never "
      "more than the flow's partitions (operations.md, \"More than one "
      "connection\")."},

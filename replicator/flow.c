@@ -1205,14 +1205,15 @@ static bool flow_fetch_window(aagw_flow_t *f, rd_kafka_resp_err_t *merr,
          * whose connections carry little (a broker's small send buffer)
          * gets more of them even while the window is the base. */
         int64_t need = 0;
-        if (!by_hand && !f->conf.fetch_window_fixed) {
+        if (!by_hand && !f->conf.fetch_window_fixed &&
+            rtt >= AAGW_FETCH_CONNECTIONS_MIN_RTT_US) {
                 need = AAGW_FETCH_WINDOW_RATE * rtt / 1000000;
                 if (need > AAGW_FETCH_WINDOW_MAX)
                         need = AAGW_FETCH_WINDOW_MAX;
         }
         int64_t sndbuf = -1;
-        /* (Not asked below what any connection carries: near the
-         * cluster, no request more at the start.) */
+        /* (Not asked below what any connection carries, nor near the
+         * cluster: no request more at the start.) */
         if (need > FETCH_CONN_FLOOR && f->conf.fetch_connections <= 0 &&
             md->broker_cnt > 0)
                 sndbuf = aagw_kafka_broker_send_buffer(

@@ -622,17 +622,12 @@ static void test_methods_and_types(void **state) {
                 assert_true(
                     json_object_object_get_ex(o, "fetch_queue_records", &v));
                 assert_true(json_object_get_int64(v) >= 0);
-                /* Near the cluster one source consumer; a loaded
-                 * machine can measure a round trip long enough for the
-                 * broker's send buffer to ask for more (at most 4). */
+                /* Near the cluster (under 10 ms) one source consumer. */
                 assert_true(
                     json_object_object_get_ex(o, "fetch_connections", &v));
-                int conns = json_object_get_int(v);
-                if (json_object_get_double(rtt) < 0.6)
-                        assert_int_equal(conns, 1);
-                else
-                        assert_true(conns >= 1 &&
-                                    conns <= AAGW_FETCH_CONNECTIONS_AUTO_MAX);
+                if (json_object_get_double(rtt) <
+                    AAGW_FETCH_CONNECTIONS_MIN_RTT_US / 1000.0)
+                        assert_int_equal(json_object_get_int(v), 1);
                 double ms = json_object_get_double(rtt);
                 assert_true(ms > 0 && ms < 5000);
                 aagw_fetch_window_size(&w, (int64_t)(ms * 1000 + 0.5), 4);
