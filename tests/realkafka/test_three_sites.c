@@ -19,17 +19,22 @@
  *    written again at some site (stale: it must never win).
  *
  * Faults, while it writes: west's gateway SIGKILLed and started again at
- * once; then north's broker frozen for 30 s (SIGSTOP, SIGCONT).
+ * once; then north's broker frozen for 30 s (SIGSTOP, SIGCONT), and 5 s
+ * into that west's gateway SIGKILLed and started again, so that it starts
+ * with north silent.
  *
  * Asserted, with the test's own librdkafka readers (never aagw's
- * figures): at every site `clicks.unified` (read_committed) holds every
- * id once; `profiles.unified` holds no record twice and each key's last
- * record is its newest version, the same winner at the three sites; each
+ * figures): during the cut, north's records reach neither east nor west,
+ * and those two (west's restarted gateway too) unify each other's; the
+ * gateways all run on; at every site `clicks.unified` (read_committed)
+ * holds every id once; `profiles.unified` holds no record twice and each
+ * key's last record is its newest version, the same winner at the three
+ * sites; each
  * remote copy equals its source, partition by partition, in order; a
  * group committed on `clicks` at each site translates exactly to both
  * other sites' copies, and `aagw failover` commits that there (read back
  * with the test's own client).  Printed: how long each site took to
- * unify records written when west's gateway died and when north was cut.
+ * unify records written when west's gateway died, and after the cut.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -242,11 +247,12 @@ static void ids_each(const struct ids *w, void (*fn)(const char *, void *),
                 fn(w->probes[i], arg);
 }
 
-/* Probe ids 'PREFIX-<site>', one written at each site now: how long
- * until every site unified all three measures how long a fault held
- * back the sites' records. */
-static void probes_put(struct traffic *t, struct ids *w, const char *prefix) {
-        for (int s = 0; s < NSITES; s++) {
+/* Probe ids 'PREFIX-<site>', one written now at each of the first
+ * 'nsites' sites: how long until every site unified them measures how
+ * long a fault held back the sites' records. */
+static void probes_put(struct traffic *t, struct ids *w, const char *prefix,
+                       int nsites) {
+        for (int s = 0; s < nsites; s++) {
                 assert_true(w->nprobes < MAX_PROBES);
                 char *id = w->probes[w->nprobes++];
                 snprintf(id, sizeof(w->probes[0]), "%s-%s", prefix, sites[s]);
@@ -418,6 +424,34 @@ static void expect_probes(struct tails *ts, int from, double since,
                       "west %.1f s, north %.1f s later\n",
                       what, ts->at[0] - since, ts->at[1] - since,
                       ts->at[2] - since);
+}
+
+/* Fail the test (with its log) if 'g' exited. */
+static void expect_running(struct rk_gw *g) {
+        int st = -1;
+        if (harness_proc_wait(g->proc, 0, &st) != AAGW_ERR_TIMEOUT) {
+                rk_gwn_dump_log(g, 60);
+                fail_msg("%s's gateway exited (status %d)", g->name, st);
+        }
+}
+
+/* How many lines of the file 'path' that hold 'needle' repeat the one
+ * before them that does, timestamp and all: one event logged twice. */
+static int log_repeats(const char *path, const char *needle) {
+        char       *text = harness_read_file(path, NULL), *save = NULL;
+        const char *prev = NULL;
+        int         n    = 0;
+
+        for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line;
+             line       = strtok_r(NULL, "\n", &save)) {
+                if (!strstr(line, needle))
+                        continue;
+                if (prev && !strcmp(prev, line))
+                        n++;
+                prev = line;
+        }
+        free(text);
+        return n;
 }
 
 /* ------------------------------------------------------------ READING --- */
@@ -721,14 +755,14 @@ static void test_three_sites(void **state) {
 
         /* Running: the first probes through at every site. */
         double since = rk_elapsed(r);
-        probes_put(&t, &w, "start");
+        probes_put(&t, &w, "start", NSITES);
         expect_probes(&ts, 0, since, "start");
 
         /* west's gateway dies (kill -9) and is started again at once. */
         int from = w.nprobes;
         rk_gwn_stop(r, &g[1], SIGKILL, 10000);
         since = rk_elapsed(r);
-        probes_put(&t, &w, "kill");
+        probes_put(&t, &w, "kill", NSITES);
         rk_gwn_start(r, &g[1], NULL, args[1]);
         expect_probes(&ts, from, since, "kill -9 of west's gateway");
 
@@ -747,15 +781,53 @@ static void test_three_sites(void **state) {
         from = w.nprobes;
         rk_ctl(r, "north", "stop", 1, 30000);
         double cut = rk_elapsed(r);
-        probes_put(&t, &w, "cut");
+        probes_put(&t, &w, "cut", NSITES);
         int64_t east_before = rk_bag_total(ts.t[0].ids);
         int64_t west_before = rk_bag_total(ts.t[1].ids);
+        /* 5 s into the cut west's gateway dies again and starts again
+         * at once, with north unreachable: east's and west's records
+         * must not wait for north. */
+        double rekill = -1, rekill_done = -1;
+        int    rekill_from = 0;
         while ((rk_elapsed(r) - cut) * 1000 < CUT_MS) {
                 struct timespec nap = {0, 100 * 1000000L};
                 tail_poll(&ts.t[0]);
                 tail_poll(&ts.t[1]);
+                if (rekill < 0 && rk_elapsed(r) - cut >= 5) {
+                        rk_gwn_stop(r, &g[1], SIGKILL, 10000);
+                        rekill      = rk_elapsed(r);
+                        rekill_from = w.nprobes;
+                        probes_put(&t, &w, "cutkill", 2);
+                        rk_gwn_start(r, &g[1], NULL, args[1]);
+                }
+                if (rekill >= 0 && rekill_done < 0) {
+                        bool ok = true;
+                        for (int s = 0; s < 2; s++)
+                                for (int i = rekill_from; i < w.nprobes; i++)
+                                        ok &= rk_bag_count(ts.t[s].ids,
+                                                           w.probes[i]) > 0;
+                        if (ok)
+                                rekill_done = rk_elapsed(r);
+                }
                 nanosleep(&nap, NULL);
         }
+        if (rekill_done < 0) {
+                rk_gwn_dump_log(&g[1], 60);
+                fail_msg("west's gateway, restarted during north's cut, did "
+                         "not unify east's and west's records before its "
+                         "end");
+        }
+        print_message("# kill -9 of west's gateway during the cut: east's "
+                      "and west's records written then unified at west "
+                      "%.1f s later\n",
+                      rekill_done - rekill);
+        /* Its flow from north, started with north silent, asks north for
+         * metadata once per refresh, not twice (the fetch window's
+         * request and a metadata watch's, each failure logged). */
+        int repeats = log_repeats(g[1].log, "metadata of north failed");
+        if (repeats)
+                fail_msg("%s: %d warnings about north's metadata logged twice",
+                         g[1].log, repeats);
         /* The cut held: north's probe reached neither east nor west,
          * while the two of them unified each other's. */
         for (int s = 0; s < 2; s++) {
@@ -780,7 +852,7 @@ static void test_three_sites(void **state) {
                       rk_bag_total(ts.t[1].ids) - west_before);
         expect_probes(&ts, from, since, "30 s cut of north, from its end");
         for (int s = 0; s < NSITES; s++)
-                assert_non_null(g[s].proc);
+                expect_running(&g[s]);
 
         traffic_stop(&t);
         w.ticks = atomic_load(&t.ticks);
