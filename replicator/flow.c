@@ -1758,9 +1758,14 @@ void *flow_main(void *arg) {
                 flow_discover(f);
         f->last_refresh_ms = f->last_save_ms = aagw_mono_ms();
         /* Later discoveries: the metadata asked for beside the copying
-         * (NULL, out of threads: asked for here, as the first). */
+         * (NULL, out of threads: asked for here, as the first).  Only once
+         * the fetch window is sized: until then each refresh measures it
+         * again, and that request is the discovery's; a watch beside it
+         * would ask the same silent source twice and log each failure. */
         aagw_md_watch_t *mdw =
-            aagw_md_watch_new(f->meta, f->conf.refresh_ms, &f->ctl.stop);
+            f->window_done
+                ? aagw_md_watch_new(f->meta, f->conf.refresh_ms, &f->ctl.stop)
+                : NULL;
         while (!atomic_load(&f->ctl.stop)) {
                 if (f->owner && f->need_renew) {
                         /* The producer's queue goes with it. */
@@ -1853,6 +1858,9 @@ void *flow_main(void *arg) {
                                 flow_discover_md(f, merr, md);
                         else if (!mdw)
                                 flow_discover(f);
+                        if (!mdw && f->window_done)
+                                mdw = aagw_md_watch_new(
+                                    f->meta, f->conf.refresh_ms, &f->ctl.stop);
                         f->last_refresh_ms = aagw_mono_ms();
                 }
                 /* A copy was made (or could not be): its topic starts
