@@ -469,6 +469,9 @@ void flow_save_positions(aagw_flow_t *f, bool force);
  * flow_drain time its destroy allowed (aagw_flow_destroy()). */
 void flow_drain(aagw_flow_t *f, int timeout_ms);
 
+/* The copy of 'tt' has 'have' partitions that the producer sees, its
+ * source 'want': hold the source partitions the copy lacks, start those
+ * it has now, and report the difference (once per source count). */
 void flow_target_count(aagw_flow_t *f, struct ttrack *tt, int have,
                        int want);
 
@@ -478,6 +481,10 @@ void flow_target_count(aagw_flow_t *f, struct ttrack *tt, int have,
  * partitions already read keep their place and what is in flight. */
 void flow_assign_new(aagw_flow_t *f, struct ttrack *tt);
 
+/* Finish what is in flight (up to 'drain_ms'), store the positions and
+ * unassign the partitions of 'tt' (NULL: of every topic).  Returns 0, or
+ * -1 with the flow failed if records were still in flight: their
+ * delivery reports would land in the rings of a later assignment. */
 int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms);
 
 /* The identity lease's group gave it partitions: it reads none of them

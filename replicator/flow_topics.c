@@ -286,18 +286,6 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         return have < 0 ? -2 : have;
 }
 
-/* The copy of 'tt' has 'have' partitions that the producer sees, its
- * source 'want': hold the source partitions the copy lacks, start those
- * it has now, and report the difference (once per source count). */
-/* Assign the consumer the partitions of 'tt' it lacks (all, for a topic
- * just found; the new ones, after the source grew). */
-/* Finish what is in flight (up to 'drain_ms'), store the positions and
- * flow_unassign the partitions of 'tt' (NULL: of every topic).  Returns 0, or
- * -1 with the flow failed if records were still in flight: their
- * delivery reports would land in the rings of a later assignment. */
-
-/* Scan the source cluster for matching topics and assign their
- * partitions to the consumer; the identity lease subscribes to them. */
 bool flow_topic_copied(const aagw_flow_t *f, const char *topic) {
         aagw_skip_t skip;
 
