@@ -819,6 +819,32 @@ static void via_site(struct ctx *c, const char *site, bool at_target) {
         }
 }
 
+/* A forward row without offset-syncs whose name starts like a copy
+ * ("north.clicks") from a site the command was not given: the policy
+ * knows only the configured clusters as sites, so it took the topic for
+ * one of the source's own.  Say what would move it via its origin. */
+static void unknown_site_note(const struct ctx *c, struct row *r) {
+        const char *sep = aagw_repl_separator(c->pol), *at;
+        char        key[AAGW_TOPIC_MAX + 64];
+
+        if (r->npts || r->by_checkpoint || !sep || !*sep ||
+            !strcmp(aagw_config_str(c->cfg, "replication.policy"),
+                    "identity") ||
+            !(at = strstr(r->topic, sep)) || at == r->topic)
+                return;
+        snprintf(key, sizeof(key), "clusters.%.*s.bootstrap_servers",
+                 (int)(at - r->topic), r->topic);
+        if (aagw_config_str(c->cfg, key))
+                return;
+        snprintf(r->why, sizeof(r->why),
+                 "%s; if %.*s is a site (and this its copy of %s), give the "
+                 "command that cluster too (--cluster %.*s=HOST:PORT) to "
+                 "move it via its origin",
+                 r->x.why, (int)(at - r->topic), r->topic, at + strlen(sep),
+                 (int)(at - r->topic), r->topic);
+        r->x.why = r->why;
+}
+
 /* Every third site the group's topics at the source come from. */
 static int translate_via(struct ctx *c, bool at_target) {
         for (size_t i = 0; i < c->nrows; i++) {
@@ -1003,6 +1029,7 @@ static int translate(struct ctx *c) {
                                                 ? x.offset - r->x.offset
                                                 : 0;
                 }
+                unknown_site_note(c, r);
         }
         return translate_back(c, at_target) ? -1 : translate_via(c, at_target);
 }

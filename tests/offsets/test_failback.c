@@ -21,7 +21,8 @@
  * moves it onto central.clicks at west through its origin: back through
  * central->east, forward through central->west (both skip a run of
  * central's records; west's copy starts after records it held before).
- * --dry-run first; then, with central down (embedded clusters only), the rows
+ * --dry-run first.  Then, with central not given to the command, its
+ * rows say to give it; with central down (embedded clusters only), they
  * say so and the others still translate. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -295,6 +296,37 @@ static void test_via_origin(void **state) {
         assert_int_equal(ofs_committed(r, "west", "g1", "central.clicks", 1),
                          2);
         assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        /* Given east's and west's clusters only, central is no site to
+         * the command: central.clicks looks like one of east's own
+         * topics, with no offset-sync; its rows say what would move them
+         * via their origin. */
+        {
+                const char      *w[] = {"offsets", "translate", "--group", "g1",
+                                        "--from",  "east",      "--to",    "west",
+                                        "--json",  NULL};
+                harness_output_t o;
+                size_t           nsites = r->nsites;
+                r->nsites = 2; /* ofs_aagw() passes the first two sites' */
+                int rc    = ofs_aagw(r, w, &o);
+                r->nsites = nsites;
+                fprintf(stderr, "# central not given: %s", o.out);
+                assert_int_equal(rc, 1);
+                j = json_tokener_parse(o.out);
+                harness_output_deinit(&o);
+                assert_non_null(j);
+                e = row_of(r, j, "central.clicks", 0);
+                assert_string_equal(
+                    json_object_get_string(field(e, "direction")), "forward");
+                assert_string_equal(
+                    json_object_get_string(field(e, "target_topic")),
+                    repl_topic(r, "east.central.clicks"));
+                assert_int_equal(json_object_get_int64(field(e, "translated")),
+                                 -1);
+                assert_non_null(strstr(json_object_get_string(field(e, "note")),
+                                       "--cluster central=HOST:PORT"));
+                json_object_put(j);
+        }
 
         /* central down (its offset-syncs are kept there): its rows say so
          * and get no offset; east's and west's still translate. */
