@@ -18,7 +18,13 @@
  * source that is a copy of one of the target's own (west.clicks at east,
  * moving to west) goes the other way: back onto its origin at the target,
  * through the offset-syncs of the flow target->source (translate_back()),
- * in `offsets translate` and `failover`, not in the drill.
+ * in `offsets translate` and `failover`, not in the drill.  A copy of a
+ * third site's topic (north.clicks at east, moving to west) goes via its
+ * origin: back through the offset-syncs of north->east, forward through
+ * those of north->west, onto north.clicks at west (translate_via()); both
+ * flows keep their syncs and positions at north (or, with
+ * mm2.offset_syncs_location target, the syncs at east and at west), so
+ * north must be a configured cluster, and answer.
  *
  * Active members: committing offsets for a group that is consuming at the
  * target would race it.  aagw asks DescribeConsumerGroups in a child
@@ -66,7 +72,7 @@ struct row {
         bool    foreign;
         int64_t ck_up, ck_down; /* newest checkpoint of the group, -1 */
         bool    by_checkpoint;  /* translated = the checkpoint's offset */
-        char    why[192];       /* a note that needs numbers */
+        char    why[640];       /* a note that needs numbers */
         /* drill verification */
         int64_t prev_src, next_src; /* origin offsets around T, -1 none */
         bool    verified;
@@ -78,6 +84,17 @@ struct row {
          * name), through the offset-syncs of the flow target->source. */
         bool    back;
         int64_t reread; /* records the group may read twice, -1 unknown */
+        /* A copy of a third site's topic (north.clicks at east when moving
+         * to west): 'via' is that site (borrowed from the policy),
+         * 'origin' the topic's name there; 'remote' is the target's copy.
+         * pts/npts/repl_pos are the flow via->source's, pts2/npts2/
+         * repl_pos2 the flow via->target's; origin_off is the origin
+         * offset between the two legs (-1 none). */
+        const char            *via;
+        char                   origin[AAGW_TOPIC_MAX + 1];
+        struct aagw_mm2_point *pts2;
+        size_t                 npts2;
+        int64_t                repl_pos2, origin_off;
         /* failover: the group's offset at the target before the commit
          * (-1 none), and what was done with the row */
         int64_t     prev;
@@ -166,21 +183,31 @@ static int take_opts(int *argcp, char **argv, struct opts *o) {
 
 /* ------------------------------------------------------------- CLIENTS -- */
 
-static rd_kafka_t *client(struct ctx *c, bool from, rd_kafka_type_t type,
-                          const char *group) {
-        char             name[128];
-        rd_kafka_conf_t *conf;
-        rd_kafka_t      *rk;
+/* A client of cluster 'alias' (any configured one: the origin of a third
+ * site's topic too).  NULL with the reason in c->err. */
+static rd_kafka_t *client_at(struct ctx *c, const char *alias,
+                             rd_kafka_type_t type, const char *group) {
+        char               name[128], key[256];
+        const char *const *props;
+        size_t             nprops;
+        rd_kafka_conf_t   *conf;
+        rd_kafka_t        *rk;
 
-        snprintf(name, sizeof(name), "offsets-%s", from ? c->o.from : c->o.to);
-        conf = aagw_kafka_conf_new(from ? c->from_bs : c->to_bs, name, c->err,
+        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", alias);
+        if (!aagw_config_str(c->cfg, key)) {
+                snprintf(c->err, sizeof(c->err), "no cluster %s configured",
+                         alias);
+                return NULL;
+        }
+        nprops = aagw_config_cluster_props(c->cfg, alias, &props);
+        snprintf(name, sizeof(name), "offsets-%s", alias);
+        conf = aagw_kafka_conf_new(aagw_config_str(c->cfg, key), name, c->err,
                                    sizeof(c->err));
         if (!conf)
                 return NULL;
         if (aagw_kafka_conf_apply(
-                conf, type == RD_KAFKA_CONSUMER ? "consumer" : "admin",
-                from ? c->from_props : c->to_props,
-                from ? c->from_nprops : c->to_nprops, c->err, sizeof(c->err)) ||
+                conf, type == RD_KAFKA_CONSUMER ? "consumer" : "admin", props,
+                nprops, c->err, sizeof(c->err)) ||
             (type == RD_KAFKA_CONSUMER &&
              (aagw_kafka_conf_set(conf, "group.id", group, c->err,
                                   sizeof(c->err)) ||
@@ -197,6 +224,11 @@ static rd_kafka_t *client(struct ctx *c, bool from, rd_kafka_type_t type,
         if (!rk)
                 rd_kafka_conf_destroy(conf);
         return rk;
+}
+
+static rd_kafka_t *client(struct ctx *c, bool from, rd_kafka_type_t type,
+                          const char *group) {
+        return client_at(c, from ? c->o.from : c->o.to, type, group);
 }
 
 /* Read 'topic' ['partition'] from 'from' up to (not including) 'to',
@@ -233,20 +265,27 @@ static struct row *row_find(struct ctx *c, const char *topic,
         return NULL;
 }
 
-static void sync_add(struct row *r, const rd_kafka_message_t *m,
-                     const struct aagw_mm2_sync *s) {
+/* Add sync 's' to the points 'pts' (allocated on first use), 'n' used. */
+static void points_add(struct aagw_mm2_point **pts, size_t *n,
+                       const rd_kafka_message_t   *m,
+                       const struct aagw_mm2_sync *s) {
         rd_kafka_headers_t *h = NULL;
         const void         *v;
         size_t              vs;
 
-        if (!r->pts && !(r->pts = calloc(MAX_SYNC_POINTS, sizeof(*r->pts))))
+        if (!*pts && !(*pts = calloc(MAX_SYNC_POINTS, sizeof(**pts))))
                 return;
         bool lossy =
             !rd_kafka_message_headers(m, &h) &&
             !rd_kafka_header_get_last(h, AAGW_MM2_SYNC_LOSSY_HDR, &v, &vs);
         aagw_mm2_points_add(
-            r->pts, &r->npts, MAX_SYNC_POINTS,
+            *pts, n, MAX_SYNC_POINTS,
             (struct aagw_mm2_point){s->upstream, s->downstream, lossy});
+}
+
+static void sync_add(struct row *r, const rd_kafka_message_t *m,
+                     const struct aagw_mm2_sync *s) {
+        points_add(&r->pts, &r->npts, m, s);
 }
 
 static bool on_sync(void *arg, const rd_kafka_message_t *m) {
@@ -255,7 +294,7 @@ static bool on_sync(void *arg, const rd_kafka_message_t *m) {
         struct row          *r;
 
         if (!aagw_mm2_sync_decode(m->key, m->key_len, m->payload, m->len, &s) ||
-            !(r = row_find(c, s.topic, s.partition)) || r->back)
+            !(r = row_find(c, s.topic, s.partition)) || r->back || r->via)
                 return true;
         sync_add(r, m, &s);
         return true;
@@ -280,7 +319,7 @@ static struct row *row_find_remote(struct ctx *c, const char *remote,
                                    int32_t partition) {
         for (size_t i = 0; i < c->nrows; i++)
                 if (c->rows[i].partition == partition && !c->rows[i].back &&
-                    !strcmp(c->rows[i].remote, remote))
+                    !c->rows[i].via && !strcmp(c->rows[i].remote, remote))
                         return &c->rows[i];
         return NULL;
 }
@@ -601,6 +640,224 @@ static int translate_back(struct ctx *c, bool at_target) {
         return 0;
 }
 
+/* ------------------------------------------------------- VIA ORIGIN -- */
+
+/* If 'topic' at the source is a copy of a third site's own topic
+ * (north.clicks at east when moving to west; one hop, prefix policy), the
+ * origin's name there ("clicks", borrowed from 'topic'), and that site in
+ * '*site' (borrowed from the policy) unless 'site' is NULL; else NULL.
+ * Only sites configured as clusters are recognized (the policy knows no
+ * other), and only where the command moves such positions. */
+static const char *via_origin(const struct ctx *c, const char *topic,
+                              const char **site) {
+        const char *src, *up;
+
+        if (!c->back_ok || !(src = aagw_repl_topic_source(c->pol, topic)) ||
+            !strcmp(src, c->o.to) || !strcmp(src, c->o.from) ||
+            !(up = aagw_repl_topic_upstream(c->pol, topic)) ||
+            aagw_repl_topic_is_remote(c->pol, up) ||
+            !aagw_repl_topic_allowed(c->pol, up))
+                return NULL;
+        if (site)
+                *site = src;
+        return up;
+}
+
+struct via_scan {
+        struct ctx *c;
+        const char *site;
+        bool        second; /* the flow site->target, else site->source */
+};
+
+/* The offset-syncs of a flow from a third site, keyed by its own topic
+ * names (the rows' 'origin'). */
+static bool on_sync_via(void *arg, const rd_kafka_message_t *m) {
+        struct via_scan     *v = arg;
+        struct aagw_mm2_sync s;
+
+        if (!aagw_mm2_sync_decode(m->key, m->key_len, m->payload, m->len, &s))
+                return true;
+        for (size_t i = 0; i < v->c->nrows; i++) {
+                struct row *r = &v->c->rows[i];
+                if (r->via && !strcmp(r->via, v->site) &&
+                    r->partition == s.partition && !strcmp(r->origin, s.topic))
+                        points_add(v->second ? &r->pts2 : &r->pts,
+                                   v->second ? &r->npts2 : &r->npts, m, &s);
+        }
+        return true;
+}
+
+/* Read the offset-syncs of the flow 'site'->'dst' into the rows of
+ * 'site' (leg 'second').  They are where that flow writes them: at
+ * 'site' (its source) named after 'dst' by default, at 'dst' named after
+ * 'site' with mm2.offset_syncs_location target.  Returns 0, or -1 with
+ * the reason in 'why'. */
+static int via_syncs(struct ctx *c, const char *site, const char *dst,
+                     bool second, bool at_target, char *why, size_t size) {
+        char                topic[AAGW_TOPIC_MAX + 1];
+        const char         *at = at_target ? dst : site;
+        struct via_scan     v  = {c, site, second};
+        int64_t             lo, hi;
+        rd_kafka_resp_err_t err;
+        rd_kafka_t         *rd;
+
+        aagw_mm2_offset_syncs_topic_sep(aagw_repl_separator(c->pol),
+                                        at_target ? site : dst, topic,
+                                        sizeof(topic));
+        if (!(rd =
+                  client_at(c, at, RD_KAFKA_CONSUMER, "aagw-offsets-reader"))) {
+                snprintf(why, size, "%.400s", c->err);
+                return -1;
+        }
+        err = rd_kafka_query_watermark_offsets(rd, topic, 0, &lo, &hi,
+                                               TIMEOUT_MS);
+        if (err)
+                snprintf(why, size, "%s at %s: %s", topic, at,
+                         rd_kafka_err2str(err));
+        else if (read_range(rd, topic, 0, lo, hi, on_sync_via, &v) < 0)
+                snprintf(why, size,
+                         "reading %s at %s: no records before the deadline",
+                         topic, at);
+        rd_kafka_consumer_close(rd);
+        rd_kafka_destroy(rd);
+        return err || why[0] ? -1 : 0;
+}
+
+/* The positions of aagw's flows 'site'->'dst' in the origin topics of the
+ * rows of 'site' (group aagw.<id>.<site>-<dst> at 'site'): into repl_pos
+ * (dst the source) or repl_pos2 (dst the target).  Left at -1 if they
+ * cannot be read: past the last sync nothing is then exact. */
+static void via_positions(struct ctx *c, rd_kafka_t *adm, const char *site,
+                          const char *dst, bool second) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)c->nrows);
+        char rgroup[512], e[512];
+
+        for (size_t i = 0; i < c->nrows; i++)
+                if (c->rows[i].via && !strcmp(c->rows[i].via, site))
+                        rd_kafka_topic_partition_list_add(l, c->rows[i].origin,
+                                                          c->rows[i].partition);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
+                 aagw_config_str(c->cfg, "gateway.id"), site, dst);
+        if (!aagw_kafka_group_offsets(adm, rgroup, l, TIMEOUT_MS, e, sizeof(e)))
+                for (size_t i = 0, k = 0; i < c->nrows; i++)
+                        if (c->rows[i].via && !strcmp(c->rows[i].via, site))
+                                *(second ? &c->rows[i].repl_pos2
+                                         : &c->rows[i].repl_pos) =
+                                    l->elems[k++].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* The rows of one third site 'site': is it there (within
+ * --source-timeout, as the source), the two flows' positions and
+ * offset-syncs, then the composition (policy/mm2.c).  A site that does
+ * not answer leaves its rows without a translation when the syncs live
+ * there (the default), or not exact past the last sync (their flows'
+ * positions unknown) when they live at the source and the target. */
+static void via_site(struct ctx *c, const char *site, bool at_target) {
+        const struct rd_kafka_metadata *md        = NULL;
+        char                            down[512] = "", legs[2][512] = {"", ""};
+        rd_kafka_t *adm = client_at(c, site, RD_KAFKA_PRODUCER, NULL);
+
+        if (!adm)
+                snprintf(down, sizeof(down), "%.400s", c->err);
+        else {
+                rd_kafka_resp_err_t err = rd_kafka_metadata(
+                    adm, 0, NULL, &md, c->o.source_timeout_s * 1000);
+                if (err)
+                        snprintf(down, sizeof(down),
+                                 "%s did not answer in %d s (%s)", site,
+                                 c->o.source_timeout_s, rd_kafka_err2str(err));
+                else {
+                        rd_kafka_metadata_destroy(md);
+                        via_positions(c, adm, site, c->o.from, false);
+                        via_positions(c, adm, site, c->o.to, true);
+                }
+                rd_kafka_destroy(adm);
+        }
+        if (down[0] && !at_target)
+                snprintf(legs[0], sizeof(legs[0]),
+                         "%s; the offset-syncs of %s->%s and %s->%s are "
+                         "kept there",
+                         down, site, c->o.from, site, c->o.to);
+        else {
+                via_syncs(c, site, c->o.from, false, at_target, legs[0],
+                          sizeof(legs[0]));
+                via_syncs(c, site, c->o.to, true, at_target, legs[1],
+                          sizeof(legs[1]));
+        }
+        for (size_t i = 0; i < c->nrows; i++) {
+                struct row         *r = &c->rows[i];
+                struct aagw_mm2_via v;
+                if (!r->via || strcmp(r->via, site))
+                        continue;
+                if (legs[0][0] || legs[1][0]) {
+                        r->x = (struct aagw_mm2_xlate){-1, false, ""};
+                        snprintf(r->why, sizeof(r->why),
+                                 "via the origin %s: %s", site,
+                                 legs[0][0] ? legs[0] : legs[1]);
+                        r->x.why = r->why;
+                        continue;
+                }
+                aagw_mm2_translate_via(r->pts, r->npts, r->repl_pos, r->pts2,
+                                       r->npts2, r->repl_pos2, r->committed,
+                                       &r->x, &v);
+                r->origin_off = v.origin;
+                r->reread     = v.reread;
+                if (r->x.exact)
+                        snprintf(r->why, sizeof(r->why),
+                                 "via the origin (%s %s %" PRId64
+                                 ", offset-syncs of %s->%s and %s->%s)",
+                                 site, r->origin, v.origin, site, c->o.from,
+                                 site, c->o.to);
+                else
+                        snprintf(r->why, sizeof(r->why),
+                                 "via the origin %s: %s->%s: %s%s%s", site,
+                                 site, v.back.exact ? c->o.to : c->o.from,
+                                 r->x.why, down[0] ? "; " : "", down);
+                r->x.why = r->why;
+        }
+}
+
+/* A forward row without offset-syncs whose name starts like a copy
+ * ("north.clicks") from a site the command was not given: the policy
+ * knows only the configured clusters as sites, so it took the topic for
+ * one of the source's own.  Say what would move it via its origin. */
+static void unknown_site_note(const struct ctx *c, struct row *r) {
+        const char *sep = aagw_repl_separator(c->pol), *at;
+        char        key[AAGW_TOPIC_MAX + 64];
+
+        if (r->npts || r->by_checkpoint || !sep || !*sep ||
+            !strcmp(aagw_config_str(c->cfg, "replication.policy"),
+                    "identity") ||
+            !(at = strstr(r->topic, sep)) || at == r->topic)
+                return;
+        snprintf(key, sizeof(key), "clusters.%.*s.bootstrap_servers",
+                 (int)(at - r->topic), r->topic);
+        if (aagw_config_str(c->cfg, key))
+                return;
+        snprintf(r->why, sizeof(r->why),
+                 "%s; if %.*s is a site (and this its copy of %s), give the "
+                 "command that cluster too (--cluster %.*s=HOST:PORT) to "
+                 "move it via its origin",
+                 r->x.why, (int)(at - r->topic), r->topic, at + strlen(sep),
+                 (int)(at - r->topic), r->topic);
+        r->x.why = r->why;
+}
+
+/* Every third site the group's topics at the source come from. */
+static int translate_via(struct ctx *c, bool at_target) {
+        for (size_t i = 0; i < c->nrows; i++) {
+                bool first = c->rows[i].via != NULL;
+                for (size_t k = 0; first && k < i; k++)
+                        first = !c->rows[k].via ||
+                                strcmp(c->rows[k].via, c->rows[i].via);
+                if (first)
+                        via_site(c, c->rows[i].via, at_target);
+        }
+        return 0;
+}
+
 /* The group's partitions at the source, their committed offsets and the
  * gateway's positions; then the offset-syncs, the group's checkpoints,
  * and the translation.  A source that does not answer within
@@ -632,6 +889,7 @@ static int translate(struct ctx *c) {
                 const struct rd_kafka_metadata_topic *t = &md->topics[i];
                 if (t->err ||
                     (!back_origin(c, t->topic) &&
+                     !via_origin(c, t->topic, NULL) &&
                      (!aagw_repl_topic_allowed(c->pol, t->topic) ||
                       aagw_repl_topic_check(c->pol, c->o.from, c->o.to,
                                             t->topic) != AAGW_SKIP_NONE)))
@@ -675,11 +933,20 @@ static int translate(struct ctx *c) {
                                                       r->partition, &lo, &hi,
                                                       TIMEOUT_MS))
                         r->src_hi = hi;
+                r->repl_pos2 = r->origin_off = -1;
+                const char *via, *up;
                 if (back_origin(c, r->topic)) {
                         r->back     = true;
                         r->repl_pos = -1;
                         snprintf(r->remote, sizeof(r->remote), "%s",
                                  back_origin(c, r->topic));
+                } else if ((up = via_origin(c, r->topic, &via))) {
+                        /* positions of the flows from 'via', read there */
+                        r->via      = via;
+                        r->repl_pos = -1;
+                        snprintf(r->origin, sizeof(r->origin), "%s", up);
+                        aagw_repl_remote_topic(c->pol, via, up, r->remote,
+                                               sizeof(r->remote));
                 } else
                         aagw_repl_remote_topic(c->pol, c->o.from, r->topic,
                                                r->remote, sizeof(r->remote));
@@ -717,7 +984,8 @@ static int translate(struct ctx *c) {
          * (aagw's own checkpoints repeat its translation). */
         bool any_foreign = false;
         for (size_t i = 0; i < c->nrows; i++)
-                any_foreign |= c->rows[i].repl_pos < 0 && !c->rows[i].back;
+                any_foreign |= c->rows[i].repl_pos < 0 && !c->rows[i].back &&
+                               !c->rows[i].via;
         if (any_foreign) {
                 rd_kafka_t *rc = client(c, false, RD_KAFKA_CONSUMER,
                                         "aagw-offsets-reader");
@@ -737,7 +1005,7 @@ static int translate(struct ctx *c) {
         for (size_t i = 0; i < c->nrows; i++) {
                 struct row *r = &c->rows[i];
                 int64_t tlo, thi = -1;
-                if (r->back)
+                if (r->back || r->via)
                         continue;
                 if (r->repl_pos < 0) {
                         if (rd_kafka_query_watermark_offsets(
@@ -761,8 +1029,9 @@ static int translate(struct ctx *c) {
                                                 ? x.offset - r->x.offset
                                                 : 0;
                 }
+                unknown_site_note(c, r);
         }
-        return translate_back(c, at_target);
+        return translate_back(c, at_target) ? -1 : translate_via(c, at_target);
 }
 
 static bool all_exact(const struct ctx *c) {
@@ -828,7 +1097,21 @@ static void json_rows(const struct ctx *c, FILE *out) {
                         r->ck_up == r->committed ? r->ck_down : -1);
                 json_str(out, r->x.why);
                 fprintf(out, ",\"direction\":\"%s\",\"reread\":%" PRId64,
-                        r->back ? "to-origin" : "forward", r->reread);
+                        r->back  ? "to-origin"
+                        : r->via ? "via-origin"
+                                 : "forward",
+                        r->reread);
+                if (r->via) {
+                        fprintf(out, ",\"origin_cluster\":");
+                        json_str(out, r->via);
+                        fprintf(out, ",\"origin_topic\":");
+                        json_str(out, r->origin);
+                        /* replicated_to is the flow via->source's */
+                        fprintf(out,
+                                ",\"origin_offset\":%" PRId64
+                                ",\"replicated_to_target\":%" PRId64,
+                                r->origin_off, r->repl_pos2);
+                }
                 if (r->action) {
                         fprintf(out,
                                 ",\"target_before\":%" PRId64
@@ -858,7 +1141,13 @@ static void usage_offsets(FILE *out) {
                 "Copies of DST's topics at SRC (west.clicks at east, DST "
                 "west) go back onto\n"
                 "their origin at DST (clicks), by the offset-syncs of "
-                "DST->SRC.\n"
+                "DST->SRC. Copies of a\n"
+                "third site's topics (north.clicks) go onto DST's copies "
+                "via their origin:\n"
+                "back by the offset-syncs of north->SRC, forward by those "
+                "of north->DST\n"
+                "(north must be configured, and answer within "
+                "--source-timeout).\n"
                 "Cluster options are those of `aagw run` (-c FILE, --cluster "
                 "ALIAS=HOST:PORT,\n"
                 "--set KEY=VALUE, --policy ...).\n"
@@ -887,7 +1176,11 @@ static void usage_failover(FILE *out) {
                 "east.clicks); copies of DST's topics at SRC go back onto "
                 "their origin at DST\n"
                 "(west.clicks at east -> clicks at west) through the "
-                "offset-syncs of DST->SRC:\n"
+                "offset-syncs of DST->SRC;\n"
+                "copies of a third site's topics onto DST's copies via "
+                "their origin\n"
+                "(north.clicks at east -> north.clicks at west, through "
+                "north's clicks):\n"
                 "the active-active move, and the failback after a failover "
                 "(--from west\n"
                 "--to east after east -> west). REREAD: records G may read "
@@ -910,9 +1203,10 @@ static void usage_failover(FILE *out) {
                 "  --dry-run   print what would be committed, commit nothing\n"
                 "  --json      one JSON object: result, reason, mode, "
                 "committed, reread and\n"
-                "              the partitions, each with its direction, "
-                "reread, target_before\n"
-                "              and action\n"
+                "              the partitions, each with its direction "
+                "(forward, to-origin,\n"
+                "              via-origin), reread, target_before and "
+                "action\n"
                 "Exit status: 0 committed (or dry run), 1 refused or failed, "
                 "2 usage.\n");
 }
@@ -1023,8 +1317,10 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
 }
 
 static void teardown(struct ctx *c) {
-        for (size_t i = 0; i < c->nrows; i++)
+        for (size_t i = 0; i < c->nrows; i++) {
                 free(c->rows[i].pts);
+                free(c->rows[i].pts2);
+        }
         free(c->rows);
         if (c->from_admin)
                 rd_kafka_destroy(c->from_admin);
@@ -1193,9 +1489,13 @@ static void print_failover_json(const struct ctx *c, const char *result,
         printf("}\n");
 }
 
+/* A row without a translation (offset -1: an origin that did not
+ * answer, no offset-syncs) is left out of the commit (commit_target()),
+ * whatever happens to the others under --force. */
 static void set_action(struct ctx *c, const char *action) {
         for (size_t i = 0; i < c->nrows; i++)
-                c->rows[i].action = action;
+                c->rows[i].action =
+                    c->rows[i].x.offset < 0 ? "not committed" : action;
 }
 
 /* Failover: translate (local topics forward onto their copies, copies of
@@ -1275,7 +1575,8 @@ int gw_cmd_failover(int argc, char **argv) {
         set_action(&c, "committed");
         target_offsets(&c, false);
         for (size_t i = 0; i < c.nrows; i++)
-                if (c.rows[i].target_before != c.rows[i].x.offset) {
+                if (c.rows[i].x.offset >= 0 &&
+                    c.rows[i].target_before != c.rows[i].x.offset) {
                         result = "failed";
                         snprintf(reason, sizeof(reason),
                                  "%s [%d] reads back %" PRId64
@@ -1622,8 +1923,10 @@ int gw_cmd_drill(int argc, char **argv) {
         /* 3. Translate again, now that the positions are final: the
          * start of the RTO. */
         t_xlate = aagw_mono_ms();
-        for (size_t i = 0; i < c.nrows; i++)
+        for (size_t i = 0; i < c.nrows; i++) {
                 free(c.rows[i].pts);
+                free(c.rows[i].pts2);
+        }
         free(c.rows);
         c.rows  = NULL;
         c.nrows = 0;

@@ -1128,6 +1128,41 @@ void aagw_mm2_translate_back(const struct aagw_mm2_point *pts, size_t n,
                              int64_t position, int64_t repl_pos,
                              struct aagw_mm2_xlate *out, int64_t *reread);
 
+/** The two legs of aagw_mm2_translate_via(), for the report. */
+struct aagw_mm2_via {
+        int64_t               origin; /**< origin offset (leg 1), -1 */
+        struct aagw_mm2_xlate back; /**< leg 1: copy at the source -> origin */
+        struct aagw_mm2_xlate fwd;  /**< leg 2: origin -> copy at the target */
+        int64_t reread; /**< records that may be read twice, -1 unknown */
+};
+
+/**
+ * @brief A group's position @p position in the copy, at the source site,
+ * of a THIRD site's topic (north.clicks at east, moving to west), into
+ * the offset to resume at in the target site's copy of the same origin
+ * topic (north.clicks at west), composed through the origin: back
+ * through the points of the flow origin->source (@p back, @p nback; that
+ * flow's position at the origin @p back_repl_pos, -1 unknown), as
+ * aagw_mm2_translate_back() does, then forward through the points of the
+ * flow origin->target (@p fwd, @p nfwd, @p fwd_repl_pos), as
+ * aagw_mm2_translate() does.
+ *
+ * Exact only if both legs are.  Otherwise @p out holds the lowest offset
+ * that cannot skip a record the group did not read: leg 1 already gives
+ * its lowest; where leg 2 is not exact (a lossy segment, or past its last
+ * point before the flow got there) the origin offset's copy may sit
+ * lower than the delta says (records skipped between the points), so
+ * the lowest possible copy offset is taken, and the difference counts in
+ * @p via->reread (leg 1's bound plus leg 2's; -1 if either is unbounded).
+ * @p out->why is the first inexact leg's reason (@p via tells which).
+ */
+void aagw_mm2_translate_via(const struct aagw_mm2_point *back, size_t nback,
+                            int64_t                      back_repl_pos,
+                            const struct aagw_mm2_point *fwd, size_t nfwd,
+                            int64_t fwd_repl_pos, int64_t position,
+                            struct aagw_mm2_xlate *out,
+                            struct aagw_mm2_via   *via);
+
 #ifdef __cplusplus
 }
 #endif

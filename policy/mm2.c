@@ -384,3 +384,77 @@ void aagw_mm2_translate_back(const struct aagw_mm2_point *pts, size_t n,
                                : "replication has not reached the position "
                                  "yet";
 }
+
+/* Leg 2 of a composed translation when aagw_mm2_translate() is not exact:
+ * the lowest target offset origin offset 'o' can have.  Between point
+ * 'b' and the next one (or past the last), each origin record after b
+ * was either copied (one target offset each, in order) or skipped, so the
+ * copy of 'o' is at least b's downstream and at least the next point's
+ * downstream minus the origin records between 'o' and that point.  The
+ * highest is the delta's answer; a consumer resuming at the lowest reads
+ * at most their difference again.  Returns false (nothing bounds it)
+ * before the first point or without points. */
+static bool fwd_lowest(const struct aagw_mm2_point *pts, size_t n, int64_t o,
+                       int64_t high, int64_t *low, int64_t *slack) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (pts[mid].upstream <= o)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || high < 0)
+                return false;
+        const struct aagw_mm2_point *b = &pts[lo - 1];
+        *low                           = b->downstream;
+        if (lo < n) {
+                const struct aagw_mm2_point *nx = &pts[lo];
+                int64_t floor = nx->downstream - (nx->upstream - o);
+                if (floor > *low)
+                        *low = floor;
+        }
+        if (*low > high)
+                *low = high;
+        *slack = high - *low;
+        return true;
+}
+
+void aagw_mm2_translate_via(const struct aagw_mm2_point *back, size_t nback,
+                            int64_t                      back_repl_pos,
+                            const struct aagw_mm2_point *fwd, size_t nfwd,
+                            int64_t fwd_repl_pos, int64_t position,
+                            struct aagw_mm2_xlate *out,
+                            struct aagw_mm2_via   *via) {
+        int64_t r1, low, slack;
+
+        via->origin = -1;
+        via->reread = -1;
+        via->fwd    = (struct aagw_mm2_xlate){-1, false, ""};
+        aagw_mm2_translate_back(back, nback, position, back_repl_pos,
+                                &via->back, &r1);
+        *out = via->back;
+        if (via->back.offset < 0) {
+                out->offset = -1;
+                return;
+        }
+        via->origin = via->back.offset;
+        aagw_mm2_translate(fwd, nfwd, via->origin, fwd_repl_pos, &via->fwd);
+        out->offset = via->fwd.offset;
+        out->exact  = via->back.exact && via->fwd.exact;
+        out->why    = !via->back.exact ? via->back.why : via->fwd.why;
+        if (via->fwd.exact) {
+                via->reread = r1;
+                return;
+        }
+        /* Leg 2 is not exact: resume at the lowest copy offset (no
+         * record skipped), if anything bounds it. */
+        if (!fwd_lowest(fwd, nfwd, via->origin, via->fwd.offset, &low,
+                        &slack)) {
+                via->reread = -1;
+                return;
+        }
+        out->offset = low;
+        via->reread = r1 < 0 ? -1 : r1 + slack;
+}

@@ -187,9 +187,9 @@ int ofs_aagw(struct repl *r, const char *const *words, harness_output_t *o) {
 
                 argv[a++] = group ? repl_topic(r, words[i]) : words[i];
         }
-        for (int i = 0; i < 2; i++) {
+        for (size_t i = 0; i < r->nsites; i++) {
                 size_t n = harness_clusters_gw_args(
-                    r->hc, i ? "west" : "east", argv + a,
+                    r->hc, r->sites[i], argv + a,
                     sizeof(argv) / sizeof(argv[0]) - a - 3);
 
                 assert_true(n > 0);

@@ -46,7 +46,8 @@ typedef void(ofs_rec_fn)(void *arg, const void *key, size_t klen,
 size_t ofs_read_raw(struct repl *r, const char *alias, const char *topic,
                     int32_t partition, ofs_rec_fn *fn, void *arg);
 
-/* Run `aagw WORDS... --cluster east=.. --cluster west=..`; returns the
+/* Run `aagw WORDS... --cluster east=.. --cluster west=..` (every site of
+ * 'r'); returns the
  * exit code, output in 'o' (caller deinits). */
 int ofs_aagw(struct repl *r, const char *const *words, harness_output_t *o);
 

@@ -13,7 +13,17 @@
  * has all read.  Then g1 reads on at west, and failover west -> east
  * (the failback) does the same the other way round; --dry-run first
  * commits nothing.  Every expected offset is worked out here from what
- * the test wrote, and read back from the clusters. */
+ * the test wrote, and read back from the clusters.
+ *
+ * test_via_origin: three sites (east, west, central: the clusters the
+ * real-Kafka pass has), all active-active.  g1 at east has also read
+ * central.clicks, a copy of a third site's topic; failover east -> west
+ * moves it onto central.clicks at west through its origin: back through
+ * central->east, forward through central->west (both skip a run of
+ * central's records; west's copy starts after records it held before).
+ * --dry-run first.  Then, with central not given to the command, its
+ * rows say to give it; with central down (embedded clusters only), they
+ * say so and the others still translate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +162,207 @@ static void expect_row(struct repl *r, json_object *j, const char *topic,
         fail_msg("no row for %s [%d]", topic, p);
 }
 
+/* ------------------------------------------------------ VIA ORIGIN -- */
+
+/* central's clicks [0]: C_PLAIN plain records, C_LOOP whose provenance
+ * path says they came from east (no flow copies them on), C_PLAIN more; west's
+ * central.clicks [0] held C_OLD records before the gateway started. */
+#define C_PLAIN 4
+#define C_LOOP 3
+#define C_OLD 3
+
+static struct repl *scene3(void) {
+        static const char *const sites[] = {"east", "west", "central"};
+        struct repl             *r       = repl_new(sites, 3);
+        char                     name[64];
+
+        repl_create_topic(r, NULL, "clicks", 2);
+        repl_create_topic(r, NULL, "heartbeats", 1);
+        for (int s = 0; s < 3; s++)
+                for (int d = 0; d < 3; d++) {
+                        if (s == d)
+                                continue;
+                        snprintf(name, sizeof(name), "%s.clicks", sites[s]);
+                        repl_create_topic(r, sites[d], name, 2);
+                        snprintf(name, sizeof(name), "%s.heartbeats", sites[s]);
+                        repl_create_topic(r, sites[d], name, 1);
+                        snprintf(name, sizeof(name),
+                                 "mm2-offset-syncs.%s.internal", sites[d]);
+                        repl_create_topic(r, sites[s], name, 1);
+                        snprintf(name, sizeof(name), "%s.checkpoints.internal",
+                                 sites[s]);
+                        repl_create_topic(r, sites[d], name, 1);
+                }
+        return r;
+}
+
+/* The row of 'topic' ['p'] in 'j' (fails if none). */
+static json_object *row_of(struct repl *r, json_object *j, const char *topic,
+                           int p) {
+        json_object *parts = field(j, "partitions");
+
+        for (size_t i = 0; i < json_object_array_length(parts); i++) {
+                json_object *e = json_object_array_get_idx(parts, i);
+                if (!strcmp(json_object_get_string(field(e, "topic")),
+                            repl_topic(r, topic)) &&
+                    json_object_get_int(field(e, "partition")) == p)
+                        return e;
+        }
+        fail_msg("no row for %s [%d]: %s", topic, p,
+                 json_object_to_json_string(j));
+        return NULL;
+}
+
+static void test_via_origin(void **state) {
+        struct repl             *r = scene3();
+        char                     hdr[160];
+        const char              *loop[] = {hdr, NULL};
+        static const char *const gw[]   = {"--mode", "active-active", "--set",
+                                           "mm2.heartbeats_interval=1s", NULL};
+
+        *state = r;
+        /* a record of east's that reached central (path east>central) */
+        snprintf(hdr, sizeof(hdr),
+                 "aagw.prov=1;east>central;%s:0:5;1714557600123:0;",
+                 repl_topic(r, "clicks"));
+        repl_produce(r, "east", "clicks", "e", 0, 6, 0, NULL, 0);
+        repl_produce(r, "west", "clicks", "w", 0, 4, 0, NULL, 0);
+        repl_produce(r, "central", "clicks", "c", 0, C_PLAIN, 0, NULL, 0);
+        repl_produce(r, "central", "clicks", "l", C_PLAIN, C_LOOP, 0, loop, 0);
+        repl_produce(r, "central", "clicks", "c", C_PLAIN + C_LOOP, C_PLAIN, 0,
+                     NULL, 0);
+        repl_produce(r, "central", "clicks", "x", 0, 3, 0, NULL, 1);
+        repl_produce(r, "west", "central.clicks", "old", 0, C_OLD, 0, NULL, 0);
+        repl_gw_start(r, gw);
+        repl_expect_size(r, "east", "central.clicks", 2 * C_PLAIN + 3,
+                         OFS_TIMEOUT_MS);
+        repl_expect_size(r, "west", "central.clicks", C_OLD + 2 * C_PLAIN + 3,
+                         OFS_TIMEOUT_MS);
+        repl_expect_size(r, "west", "east.clicks", 6, OFS_TIMEOUT_MS);
+        repl_expect_size(r, "east", "west.clicks", 4, OFS_TIMEOUT_MS);
+        wait_flow(r, "central", "east", 0, 2 * C_PLAIN + C_LOOP);
+        wait_flow(r, "central", "west", 0, 2 * C_PLAIN + C_LOOP);
+        wait_flow(r, "central", "east", 1, 3);
+        wait_flow(r, "central", "west", 1, 3);
+        wait_flow(r, "east", "west", 0, 6);
+        wait_flow(r, "west", "east", 0, 4);
+
+        /* g1 at east: 4 of clicks [0], 2 of west.clicks [0]; in
+         * central.clicks [0] the C_PLAIN copies before the skipped run
+         * and one after it (origin C_PLAIN + C_LOOP): it resumes at
+         * origin C_PLAIN + C_LOOP + 1, whose copy at west follows the
+         * C_OLD records and the C_PLAIN + 1 copies of the origin records
+         * below it; in central.clicks [1] at 2 (no skip, no older
+         * records). */
+        ofs_commit(r, "east", "g1", "clicks", 0, 4);
+        ofs_commit(r, "east", "g1", "west.clicks", 0, 2);
+        ofs_commit(r, "east", "g1", "central.clicks", 0, C_PLAIN + 1);
+        ofs_commit(r, "east", "g1", "central.clicks", 1, 2);
+        const int64_t want0 = C_OLD + C_PLAIN + 1;
+
+        json_object *j = failover(r, "east", "west", true);
+        assert_string_equal(json_object_get_string(field(j, "result")),
+                            "dry-run");
+        assert_int_equal(json_object_array_length(field(j, "partitions")), 4);
+        expect_row(r, j, "central.clicks", 0, "central.clicks", want0,
+                   "via-origin", "would commit");
+        json_object *e = row_of(r, j, "central.clicks", 0);
+        assert_string_equal(json_object_get_string(field(e, "origin_cluster")),
+                            "central");
+        assert_string_equal(json_object_get_string(field(e, "origin_topic")),
+                            repl_topic(r, "clicks"));
+        assert_int_equal(json_object_get_int64(field(e, "origin_offset")),
+                         C_PLAIN + C_LOOP + 1);
+        json_object_put(j);
+        assert_int_equal(ofs_committed(r, "west", "g1", "central.clicks", 0),
+                         -1);
+
+        j = failover(r, "east", "west", false);
+        assert_string_equal(json_object_get_string(field(j, "result")),
+                            "committed");
+        assert_int_equal(json_object_get_int64(field(j, "reread")), 0);
+        expect_row(r, j, "clicks", 0, "east.clicks", 4, "forward", "committed");
+        expect_row(r, j, "west.clicks", 0, "clicks", 2, "to-origin",
+                   "committed");
+        expect_row(r, j, "central.clicks", 0, "central.clicks", want0,
+                   "via-origin", "committed");
+        expect_row(r, j, "central.clicks", 1, "central.clicks", 2, "via-origin",
+                   "committed");
+        json_object_put(j);
+        assert_int_equal(ofs_committed(r, "west", "g1", "east.clicks", 0), 4);
+        assert_int_equal(ofs_committed(r, "west", "g1", "clicks", 0), 2);
+        assert_int_equal(ofs_committed(r, "west", "g1", "central.clicks", 0),
+                         want0);
+        assert_int_equal(ofs_committed(r, "west", "g1", "central.clicks", 1),
+                         2);
+        assert_int_equal(repl_gw_stop(r, SIGTERM, REPL_STOP_TIMEOUT_MS), 0);
+
+        /* Given east's and west's clusters only, central is no site to
+         * the command: central.clicks looks like one of east's own
+         * topics, with no offset-sync; its rows say what would move them
+         * via their origin. */
+        {
+                const char      *w[] = {"offsets", "translate", "--group", "g1",
+                                        "--from",  "east",      "--to",    "west",
+                                        "--json",  NULL};
+                harness_output_t o;
+                size_t           nsites = r->nsites;
+                r->nsites = 2; /* ofs_aagw() passes the first two sites' */
+                int rc    = ofs_aagw(r, w, &o);
+                r->nsites = nsites;
+                fprintf(stderr, "# central not given: %s", o.out);
+                assert_int_equal(rc, 1);
+                j = json_tokener_parse(o.out);
+                harness_output_deinit(&o);
+                assert_non_null(j);
+                e = row_of(r, j, "central.clicks", 0);
+                assert_string_equal(
+                    json_object_get_string(field(e, "direction")), "forward");
+                assert_string_equal(
+                    json_object_get_string(field(e, "target_topic")),
+                    repl_topic(r, "east.central.clicks"));
+                assert_int_equal(json_object_get_int64(field(e, "translated")),
+                                 -1);
+                assert_non_null(strstr(json_object_get_string(field(e, "note")),
+                                       "--cluster central=HOST:PORT"));
+                json_object_put(j);
+        }
+
+        /* central down (its offset-syncs are kept there): its rows say so
+         * and get no offset; east's and west's still translate. */
+        if (!repl_real(r)) {
+                const char      *w[] = {"offsets", "translate",
+                                        "--group", "g1",
+                                        "--from",  "east",
+                                        "--to",    "west",
+                                        "--json",  "--source-timeout",
+                                        "1",       NULL};
+                harness_output_t o;
+                repl_set_brokers(r, "central", false);
+                int rc = ofs_aagw(r, w, &o);
+                fprintf(stderr, "# central down: %s", o.out);
+                assert_int_equal(rc, 1);
+                j = json_tokener_parse(o.out);
+                harness_output_deinit(&o);
+                assert_non_null(j);
+                e = row_of(r, j, "central.clicks", 0);
+                assert_int_equal(json_object_get_int64(field(e, "translated")),
+                                 -1);
+                assert_false(json_object_get_boolean(field(e, "exact")));
+                assert_non_null(strstr(json_object_get_string(field(e, "note")),
+                                       "central did not answer"));
+                assert_true(json_object_get_boolean(
+                    field(row_of(r, j, "clicks", 0), "exact")));
+                assert_true(json_object_get_boolean(
+                    field(row_of(r, j, "west.clicks", 0), "exact")));
+                json_object_put(j);
+        } else
+                print_message("# skip on real clusters: central down (it "
+                              "would take a shared cluster's brokers "
+                              "down)\n");
+        ofs_done();
+}
+
 static void test_failback(void **state) {
         struct repl *r = scene();
         const char  *loop[] = {
@@ -250,6 +461,8 @@ static void test_failback(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_failback, repl_setup,
+                                            repl_teardown),
+            cmocka_unit_test_setup_teardown(test_via_origin, repl_setup,
                                             repl_teardown),
         };
         return cmocka_run_group_tests_name("offsets-failback", tests, NULL,

@@ -236,6 +236,89 @@ static void test_translate_back(void **state) {
         assert_int_equal(reread, 0);
 }
 
+/* Composition through the origin (a third site's topic, north.clicks at
+ * east -> north.clicks at west): origin offsets 0..29, copied to the
+ * source site with one set of records skipped and to the target site
+ * with another, the target's copy starting at offset 'base' (records it
+ * held before).  Brute force: the group at the source at 'pos' has read
+ * the copies of origin offsets below O, O the largest such; at the
+ * target it resumes at the copy of O, base + copies of offsets below O. */
+static size_t build_at(const bool *skipped, int n, int64_t base,
+                       struct aagw_mm2_point *pts) {
+        size_t np = build(skipped, n, pts);
+        for (size_t i = 0; i < np; i++)
+                pts[i].downstream += base;
+        return np;
+}
+
+static void test_translate_via(void **state) {
+        bool                  at_src[30] = {false}, at_dst[30] = {false};
+        struct aagw_mm2_point sp[64], dp[64];
+        struct aagw_mm2_xlate x;
+        struct aagw_mm2_via   v;
+        (void)state;
+
+        at_src[3] = at_src[4] = at_src[5] = at_src[17] = true;
+        at_dst[1] = at_dst[10] = at_dst[11] = at_dst[25] = true;
+        size_t  ns = build(at_src, 30, sp), nd = build_at(at_dst, 30, 7, dp);
+        int64_t copies = 0;
+        for (int s = 0; s < 30; s++)
+                copies += !at_src[s];
+        for (int64_t pos = 0; pos <= copies; pos++) {
+                int64_t o = -1, want = 7;
+                for (int64_t u = 0; u <= 30; u++) {
+                        int64_t below = 0;
+                        for (int s = 0; s < u; s++)
+                                below += !at_src[s];
+                        if (below == pos)
+                                o = u;
+                }
+                for (int s = 0; s < o; s++)
+                        want += !at_dst[s];
+                aagw_mm2_translate_via(sp, ns, 30, dp, nd, 30, pos, &x, &v);
+                if (x.offset != want || !x.exact || v.reread != 0 ||
+                    v.origin != o)
+                        fail_msg("position %d: got %d via origin %d (exact "
+                                 "%d, reread %d), want %d via %d",
+                                 (int)pos, (int)x.offset, (int)v.origin,
+                                 x.exact, (int)v.reread, (int)want, (int)o);
+        }
+        /* Leg 2 lossy: origin 7 (exact at the source) lies in a segment of
+         * the target's flow where 10 origin records became 5 copies: its
+         * copy is at 2..5; the lowest, and up to 3 read twice. */
+        struct aagw_mm2_point one[1]   = {{0, 0, false}};
+        struct aagw_mm2_point lossy[2] = {{0, 0, false}, {10, 5, true}};
+        aagw_mm2_translate_via(one, 1, 30, lossy, 2, 30, 7, &x, &v);
+        assert_false(x.exact);
+        assert_true(v.back.exact);
+        assert_false(v.fwd.exact);
+        assert_int_equal(v.origin, 7);
+        assert_int_equal(x.offset, 2);
+        assert_int_equal(v.reread, 3);
+        assert_non_null(strstr(x.why, "suppressed"));
+        /* Leg 2 past its last point before that flow got there: the
+         * lowest is the last point's copy; at most 7 - 0 read twice. */
+        aagw_mm2_translate_via(one, 1, 30, one, 1, 3, 7, &x, &v);
+        assert_false(x.exact);
+        assert_int_equal(x.offset, 0);
+        assert_int_equal(v.reread, 7);
+        assert_non_null(strstr(x.why, "not reached"));
+        /* Leg 1 past its last point, its flow's position unknown: leg 2
+         * exact, but nothing bounds what is read twice. */
+        aagw_mm2_translate_via(one, 1, -1, one, 1, 30, 7, &x, &v);
+        assert_false(x.exact);
+        assert_int_equal(x.offset, 7);
+        assert_int_equal(v.reread, -1);
+        /* No points on either leg: no answer. */
+        aagw_mm2_translate_via(one, 0, 30, one, 1, 30, 7, &x, &v);
+        assert_int_equal(x.offset, -1);
+        assert_false(x.exact);
+        aagw_mm2_translate_via(one, 1, 30, one, 0, 30, 7, &x, &v);
+        assert_int_equal(x.offset, -1);
+        assert_false(x.exact);
+        assert_int_equal(v.reread, -1);
+}
+
 static void test_translate_lossy_and_reset(void **state) {
         struct aagw_mm2_point pts[4];
         size_t                n = 0;
@@ -275,6 +358,7 @@ int main(void) {
             cmocka_unit_test(test_translate_exact),
             cmocka_unit_test(test_translate_lossy_and_reset),
             cmocka_unit_test(test_translate_back),
+            cmocka_unit_test(test_translate_via),
         };
         return cmocka_run_group_tests_name("mm2", tests, NULL, NULL);
 }

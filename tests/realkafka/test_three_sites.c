@@ -33,8 +33,12 @@
  * remote copy equals its source, partition by partition, in order; a
  * group committed on `clicks` at each site translates exactly to both
  * other sites' copies, and `aagw failover` commits that there (read back
- * with the test's own client).  Printed: how long each site took to
- * unify records written when west's gateway died, and after the cut.
+ * with the test's own client); a group at east on `clicks`, `west.clicks`
+ * and `north.clicks` fails over to west onto `east.clicks`, `clicks` and
+ * `north.clicks` (the last via north's offset-syncs), where, by content,
+ * it reads on exactly after what it had read at east.  Printed: how long each
+ * site took to unify records written when west's gateway died, and after the
+ * cut.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -458,45 +462,59 @@ static int log_repeats(const char *path, const char *needle) {
 
 /* The records of 'topic' at 'alias' (read_committed), partition by
  * partition in order; 'fn' gets each one. */
-typedef void(record_fn)(void *arg, int32_t partition, const char *val,
-                        size_t len);
+typedef void(record_fn)(void *arg, int32_t partition, int64_t offset,
+                        const char *val, size_t len);
 
-static void read_topic(struct rk *r, const char *alias, const char *topic,
-                       int parts, record_fn *fn, void *arg) {
+/* ... of several topics with one consumer (one start-up, not one per
+ * topic): 'fn' gets the records of topics[i] with args[i]. */
+static void read_topics(struct rk *r, const char *alias,
+                        const char *const *topics, int ntopics, int parts,
+                        record_fn *fn, void *const *args) {
         rd_kafka_t                      *c = reader(r, alias, "read_committed");
         rd_kafka_topic_partition_list_t *l =
-            rd_kafka_topic_partition_list_new(parts);
+            rd_kafka_topic_partition_list_new(parts * ntopics);
         int     eofs     = 0;
-        bool    eof[8]   = {false};
+        bool    eof[4][8] = {{false}};
         int64_t deadline = harness_now_ms() + 60000;
 
-        assert_true(parts <= 8);
-        for (int p = 0; p < parts; p++)
-                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
-                    RD_KAFKA_OFFSET_BEGINNING;
+        assert_true(parts <= 8 && ntopics <= 4);
+        for (int t = 0; t < ntopics; t++)
+                for (int p = 0; p < parts; p++)
+                        rd_kafka_topic_partition_list_add(l, topics[t], p)
+                            ->offset = RD_KAFKA_OFFSET_BEGINNING;
         assert_int_equal(rd_kafka_assign(c, l), 0);
         rd_kafka_topic_partition_list_destroy(l);
-        while (eofs < parts && harness_now_ms() < deadline) {
+        while (eofs < parts * ntopics && harness_now_ms() < deadline) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 200);
+                int                 t = 0;
                 if (!m)
                         continue;
+                while (t < ntopics - 1 &&
+                       strcmp(rd_kafka_topic_name(m->rkt), topics[t]))
+                        t++;
                 if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                        if (!eof[m->partition]) {
-                                eof[m->partition] = true;
+                        if (!eof[t][m->partition]) {
+                                eof[t][m->partition] = true;
                                 eofs++;
                         }
                 } else if (!m->err)
-                        fn(arg, m->partition, m->payload ? m->payload : "",
-                           m->len);
+                        fn(args[t], m->partition, m->offset,
+                           m->payload ? m->payload : "", m->len);
                 else
-                        fprintf(stderr, "# %s at %s: %s\n", topic, alias,
+                        fprintf(stderr, "# %s at %s: %s\n", topics[t], alias,
                                 rd_kafka_message_errstr(m));
                 rd_kafka_message_destroy(m);
         }
         rd_kafka_consumer_close(c);
         rd_kafka_destroy(c);
-        if (eofs < parts)
-                fail_msg("%s at %s: no end in 60 s", topic, alias);
+        if (eofs < parts * ntopics)
+                fail_msg("%s%s at %s: no end in 60 s", topics[0],
+                         ntopics > 1 ? " and others" : "", alias);
+}
+
+static void read_topic(struct rk *r, const char *alias, const char *topic,
+                       int parts, record_fn *fn, void *arg) {
+        read_topics(r, alias, &topic, 1, parts, fn, &arg);
 }
 
 /* Values per partition joined with '\n'. */
@@ -505,8 +523,10 @@ struct joined {
         size_t len[8], cap[8];
 };
 
-static void join_record(void *arg, int32_t p, const char *val, size_t len) {
+static void join_record(void *arg, int32_t p, int64_t off, const char *val,
+                        size_t len) {
         struct joined *j = arg;
+        (void)off;
         while (j->len[p] + len + 2 > j->cap[p]) {
                 j->cap[p] = j->cap[p] ? 2 * j->cap[p] : 4096;
                 j->buf[p] = realloc(j->buf[p], j->cap[p]);
@@ -554,13 +574,15 @@ struct lww_read {
         int64_t        bad;
 };
 
-static void lww_record(void *arg, int32_t p, const char *val, size_t len) {
+static void lww_record(void *arg, int32_t p, int64_t off, const char *val,
+                       size_t len) {
         struct lww_read *lr = arg;
         char             v[64];
         int              j, ver;
         bool             old;
 
         (void)p;
+        (void)off;
         snprintf(v, sizeof(v), "%.*s", (int)(len < 63 ? len : 63), val);
         rk_bag_add(lr->values, v);
         if (!parse_version(val, len, &j, &ver, &old)) {
@@ -709,6 +731,149 @@ static void translate_and_failover(struct rk *r, int from, int to,
                                  "%" PRId64 ", want %" PRId64,
                                  sites[from], sites[to], copy, p, got[p],
                                  off[p]);
+}
+
+/* One group at east reading all three sources of clicks there: its own
+ * 'clicks', west's copy 'west.clicks' and north's 'north.clicks' (a
+ * third site's topic, for a move to west).  Positions halfway. */
+static const char *const via_topics[NSITES] = {"clicks", "west.clicks",
+                                               "north.clicks"};
+/* ... and where each goes at west: forward onto east's copy, back onto
+ * west's own, via north onto west's copy of north's. */
+static const char *const via_targets[NSITES]    = {"east.clicks", "clicks",
+                                                   "north.clicks"};
+static const char *const via_directions[NSITES] = {"forward", "to-origin",
+                                                   "via-origin"};
+
+/* Records of one topic partition by partition: offset and value. */
+struct offvals {
+        size_t   n[CLICK_PARTS], cap[CLICK_PARTS];
+        int64_t *off[CLICK_PARTS];
+        char   **val[CLICK_PARTS];
+};
+
+static void offval_record(void *arg, int32_t p, int64_t off, const char *val,
+                          size_t len) {
+        struct offvals *ov = arg;
+        if (ov->n[p] == ov->cap[p]) {
+                ov->cap[p] = ov->cap[p] ? 2 * ov->cap[p] : 1024;
+                ov->off[p] = realloc(ov->off[p], ov->cap[p] * sizeof(int64_t));
+                ov->val[p] = realloc(ov->val[p], ov->cap[p] * sizeof(char *));
+                assert_true(ov->off[p] && ov->val[p]);
+        }
+        ov->off[p][ov->n[p]] = off;
+        ov->val[p][ov->n[p]] = strndup(val, len);
+        ov->n[p]++;
+}
+
+static void offvals_deinit(struct offvals *ov) {
+        for (int p = 0; p < CLICK_PARTS; p++) {
+                for (size_t i = 0; i < ov->n[p]; i++)
+                        free(ov->val[p][i]);
+                free(ov->off[p]);
+                free(ov->val[p]);
+        }
+}
+
+/* Records below offset 'pos' in partition 'p'. */
+static size_t below(const struct offvals *ov, int p, int64_t pos) {
+        size_t k = 0;
+        while (k < ov->n[p] && ov->off[p][k] < pos)
+                k++;
+        return k;
+}
+
+/* Group g-via at east, committed on clicks, west.clicks and north.clicks,
+ * failed over to west.  Checked with the test's own client and reads:
+ * the group's offsets at west, on east.clicks, clicks and north.clicks,
+ * let it read exactly what it had not read at east: per partition, the
+ * records below its offset at west are by content the ones below its
+ * position at east, in order, and the ones from there on too (none
+ * read twice, none skipped).  The --json rows name each direction. */
+static void failover_via_origin(struct rk *r) {
+        const char      *group = "g-via";
+        double           t0    = rk_elapsed(r);
+        int64_t          pos[NSITES][CLICK_PARTS], got[CLICK_PARTS];
+        harness_output_t o;
+
+        for (int t = 0; t < NSITES; t++) {
+                for (int p = 0; p < CLICK_PARTS; p++) {
+                        int64_t lo, hi;
+                        assert_int_equal(rd_kafka_query_watermark_offsets(
+                                             r->c[0].admin, via_topics[t], p,
+                                             &lo, &hi, 10000),
+                                         0);
+                        pos[t][p] = lo + (hi - lo) / 2 + p;
+                }
+                commit(r, "east", group, via_topics[t], pos[t], CLICK_PARTS);
+        }
+        const char *fo[] = {"failover", "--group", group,    "--from", "east",
+                            "--to",     "west",    "--json", NULL};
+        int         rc   = aagw(r, fo, &o);
+        if (rc)
+                fail_msg("failover east -> west of %s: exit %d\n%s%s", group,
+                         rc, o.out, o.err);
+        json_object *j = json_tokener_parse(o.out), *parts;
+        assert_non_null(j);
+        assert_true(json_object_object_get_ex(j, "partitions", &parts));
+        assert_int_equal(json_object_array_length(parts), NSITES * CLICK_PARTS);
+        for (size_t i = 0; i < json_object_array_length(parts); i++) {
+                json_object *pe = json_object_array_get_idx(parts, i), *v;
+                int          t  = -1;
+                assert_true(json_object_object_get_ex(pe, "topic", &v));
+                for (int k = 0; k < NSITES; k++)
+                        if (!strcmp(json_object_get_string(v), via_topics[k]))
+                                t = k;
+                assert_true(t >= 0);
+                assert_true(json_object_object_get_ex(pe, "direction", &v));
+                assert_string_equal(json_object_get_string(v),
+                                    via_directions[t]);
+                assert_true(json_object_object_get_ex(pe, "target_topic", &v));
+                assert_string_equal(json_object_get_string(v), via_targets[t]);
+                assert_true(json_object_object_get_ex(pe, "exact", &v));
+                assert_true(json_object_get_boolean(v));
+        }
+        json_object_put(j);
+        harness_output_deinit(&o);
+
+        print_message("# failover east -> west of g-via: %.1f s\n",
+                      rk_elapsed(r) - t0);
+        struct offvals at_src[NSITES], at_dst[NSITES];
+        void          *src_args[NSITES], *dst_args[NSITES];
+        memset(at_src, 0, sizeof(at_src));
+        memset(at_dst, 0, sizeof(at_dst));
+        for (int t = 0; t < NSITES; t++) {
+                src_args[t] = &at_src[t];
+                dst_args[t] = &at_dst[t];
+        }
+        read_topics(r, "east", via_topics, NSITES, CLICK_PARTS, offval_record,
+                    src_args);
+        read_topics(r, "west", via_targets, NSITES, CLICK_PARTS, offval_record,
+                    dst_args);
+        for (int t = 0; t < NSITES; t++) {
+                const struct offvals *a = &at_src[t], *b = &at_dst[t];
+                committed(r, "west", group, via_targets[t], got, CLICK_PARTS);
+                for (int p = 0; p < CLICK_PARTS; p++) {
+                        size_t ks   = below(a, p, pos[t][p]);
+                        size_t kd   = below(b, p, got[p]);
+                        bool   same = ks == kd && a->n[p] == b->n[p];
+                        for (size_t i = 0; same && i < a->n[p]; i++)
+                                same = !strcmp(a->val[p][i], b->val[p][i]);
+                        if (!same)
+                                fail_msg("%s [%d] at east, position %" PRId64
+                                         " (%zu of %zu records read) -> %s "
+                                         "at west: committed %" PRId64
+                                         " (%zu of %zu records below it), "
+                                         "or the records differ",
+                                         via_topics[t], p, pos[t][p], ks,
+                                         a->n[p], via_targets[t], got[p], kd,
+                                         b->n[p]);
+                }
+        }
+        for (int t = 0; t < NSITES; t++) {
+                offvals_deinit(&at_src[t]);
+                offvals_deinit(&at_dst[t]);
+        }
 }
 
 /* ---------------------------------------------------------------- TEST --- */
@@ -939,6 +1104,12 @@ static void test_three_sites(void **state) {
         }
         print_message("# translate + failover for the 6 ordered pairs: "
                       "%.1f s\n",
+                      rk_elapsed(r) - t_tr);
+        t_tr = rk_elapsed(r);
+        failover_via_origin(r);
+        print_message("# failover east -> west of a group on clicks, "
+                      "west.clicks and north.clicks (forward, to-origin, "
+                      "via-origin), checked by content: %.1f s\n",
                       rk_elapsed(r) - t_tr);
 
         for (int s = 0; s < NSITES; s++)
