@@ -245,7 +245,9 @@ static void test_stop_clusters_killed(void **state) {
                 nap_for_try(i);
                 stop_timed(r, &gw[0], &t, i, true);
                 stop_timed(r, &gw[1], &t, i, true);
-                restart_clusters(r, i);
+                /* (For the next try only: teardown needs no broker.) */
+                if (i + 1 < n)
+                        restart_clusters(r, i);
         }
         times_report(&t);
         free(t.ms);
@@ -283,7 +285,9 @@ static void test_stop_one_process_killed(void **state) {
                         fail_msg("%s, try %d: exit %d after %" PRId64 " ms",
                                  t.what, i, code, ms);
                 }
-                restart_clusters(r, i);
+                /* (For the next try only: teardown needs no broker.) */
+                if (i + 1 < n)
+                        restart_clusters(r, i);
         }
         times_report(&t);
         free(t.ms);
