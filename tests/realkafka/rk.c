@@ -254,6 +254,10 @@ void rk_cluster_start_with(struct rk *r, const char *alias, int brokers,
                                 c->bs_file, "--heap",            "384",
                                 "--env-file", c->env_file};
         size_t      a        = 11;
+        /* The test's directory goes at its end, brokers' data with it: a
+         * clean broker stop (2 s or more) is kept for AAGW_TEST_KEEP. */
+        if (!getenv("AAGW_TEST_KEEP"))
+                argv[a++] = "--fast-stop";
         for (size_t i = 0; props && props[i] && a < 56; i++) {
                 argv[a++] = "--set";
                 argv[a++] = props[i];
