@@ -253,31 +253,49 @@ bool aagw_mm2_points_add(struct aagw_mm2_point *pts, size_t *n, size_t cap,
         return false;
 }
 
-void aagw_mm2_translate(const struct aagw_mm2_point *pts, size_t n,
-                        int64_t committed, int64_t repl_pos,
-                        struct aagw_mm2_xlate *out) {
-        size_t lo = 0, hi = n;
-
+/* The common start of a translation of 'pos' over 'n' points: 'out'
+ * cleared; false (with the reason in 'out') if there is nothing to
+ * translate. */
+static bool xlate_begin(size_t n, int64_t pos, struct aagw_mm2_xlate *out) {
         out->offset = -1;
         out->exact  = false;
         out->why    = "";
-        if (committed < 0) {
+        if (pos < 0) {
                 out->why = "the group has no committed offset here";
-                return;
+                return false;
         }
         if (!n) {
                 out->why = "no offset-sync for this partition (not replicated "
                            "yet, or offset-syncs not readable)";
-                return;
+                return false;
         }
-        /* The last point with upstream <= committed. */
+        return true;
+}
+
+/* How many of the points (in order) have their upstream offset, or with
+ * 'downstream' their downstream one, at or below 'v'. */
+static size_t points_at_or_below(const struct aagw_mm2_point *pts, size_t n,
+                                 int64_t v, bool downstream) {
+        size_t lo = 0, hi = n;
+
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (pts[mid].upstream <= committed)
+                if ((downstream ? pts[mid].downstream : pts[mid].upstream) <=
+                    v)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
+        return lo;
+}
+
+void aagw_mm2_translate(const struct aagw_mm2_point *pts, size_t n,
+                        int64_t committed, int64_t repl_pos,
+                        struct aagw_mm2_xlate *out) {
+        if (!xlate_begin(n, committed, out))
+                return;
+        /* The last point with upstream <= committed. */
+        size_t lo = points_at_or_below(pts, n, committed, false);
         if (lo == 0) {
                 out->offset = pts[0].downstream;
                 out->why    = "the committed offset is older than the first "
@@ -310,32 +328,14 @@ void aagw_mm2_translate(const struct aagw_mm2_point *pts, size_t n,
 void aagw_mm2_translate_back(const struct aagw_mm2_point *pts, size_t n,
                              int64_t position, int64_t repl_pos,
                              struct aagw_mm2_xlate *out, int64_t *reread) {
-        size_t lo = 0, hi = n;
-
-        out->offset = -1;
-        out->exact  = false;
-        out->why    = "";
-        *reread     = -1;
-        if (position < 0) {
-                out->why = "the group has no committed offset here";
+        *reread = -1;
+        if (!xlate_begin(n, position, out))
                 return;
-        }
-        if (!n) {
-                out->why = "no offset-sync for this partition (not replicated "
-                           "yet, or offset-syncs not readable)";
-                return;
-        }
         /* The last point with downstream <= position (downstream offsets
          * grow with upstream ones: copies are appended in order).  Of
          * several at the same downstream offset (a skipped run between
          * them) the last one, past the run. */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (pts[mid].downstream <= position)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t lo = points_at_or_below(pts, n, position, true);
         if (lo == 0) {
                 /* The group stopped before the first copy we know of: it
                  * read none of the copies, so none is read twice. */
