@@ -353,11 +353,11 @@ void flow_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 if (tok->alone) {
                         /* A suspect, acknowledged alone: it was only
                          * batched with the record refused for good. */
-                        struct refused_rec *rr = refused_find(
-                            f->refused, pt->tt->topic, pt->partition,
-                            sl->src_off);
+                        struct refused_rec *rr =
+                            refused_find(f->tx.refused, pt->tt->topic,
+                                         pt->partition, sl->src_off);
                         if (rr)
-                                refused_del(f->refused, rr);
+                                refused_del(f->tx.refused, rr);
                 }
                 sl->out_off = m->offset;
                 INC(f->records_out);
@@ -451,14 +451,14 @@ static void dlq_send(aagw_flow_t *f, struct token *tok,
                 /* Scale-out: the transaction is unusable (its state, a
                  * fence), as in flow_handle(): it is redone, this record with
                  * it. */
-                if (!f->txn_broken)
+                if (!f->tx.broken)
                         aagw_log(AAGW_LOG_WARN, "FLOW",
                                  "%s: %s [%d] offset %" PRId64 ": produce to "
                                  "%s: %s; aborting the transaction",
                                  f->name, pt->tt->topic, (int)pt->partition,
                                  sl->src_off, f->dlq_topic,
                                  rd_kafka_err2str(err));
-                f->txn_broken = true;
+                f->tx.broken = true;
         } else if (!atomic_load(&f->ctl.stop)) {
                 flow_fail(f,
                           "%s [%d] offset %" PRId64
@@ -576,21 +576,16 @@ static void check_gap(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
  * (refused.c); NULL: nothing. */
 static struct refused_rec *refused_of(aagw_flow_t *f, const struct ttrack *tt,
                                       const rd_kafka_message_t *m) {
-        if (!f->owner || !refused_count(f->refused))
+        if (!f->owner || !refused_count(f->tx.refused))
                 return NULL;
-        return refused_find(f->refused, tt->topic, m->partition, m->offset);
+        return refused_find(f->tx.refused, tt->topic, m->partition, m->offset);
 }
 
 /* Serve delivery reports until at most 'until' records are in flight,
  * or 'timeout_ms' passed. */
 static void settle_inflight(aagw_flow_t *f, int64_t until, int timeout_ms) {
-        int64_t deadline = aagw_mono_ms() + timeout_ms;
-
-        while (atomic_load(&f->inflight) > until &&
-               aagw_mono_ms() < deadline && !atomic_load(&f->ctl.stop)) {
-                rd_kafka_poll(f->out, 10);
-                f->now_cache = aagw_wall_ms();
-        }
+        stage_settle(f->out, &f->inflight, until, timeout_ms, &f->ctl.stop,
+                     &f->now_cache);
 }
 
 /* Decide and act on one consumed record.  Returns true if 'm' now belongs
@@ -633,7 +628,7 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                                  be re-read */
         if (m->offset < pt->read_next)
                 return false; /* already taken in (re-fetch after a seek) */
-        /* (Scale-out: flow_main() consumes only with a transaction open.) */
+        /* (Scale-out: the stage loop consumes only with a transaction open.) */
         f->txn_dirty = true;
         if (pt->start.pending) {
                 struct replicator_start_ctx sc = {
@@ -788,10 +783,10 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                         flow_produce_dlq(f, tok, m, rd_kafka_err2str(rr->err));
                 return true;
         }
-        if (rr && !f->txn_broken) {
+        if (rr && !f->tx.broken) {
                 /* A suspect: alone in its batch, so that the target's
                  * answer is about this record. */
-                settle_inflight(f, 1, ALONE_MS);
+                settle_inflight(f, 1, STAGE_ALONE_MS);
                 tok->alone = atomic_load(&f->inflight) == 1;
         }
         rd_kafka_resp_err_t err;
@@ -829,14 +824,14 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                          * state, a fence): every partition is copied
                          * again from what the target holds
                          * (flow_scale_drop()), this record with them. */
-                        if (!f->txn_broken)
+                        if (!f->tx.broken)
                                 aagw_log(AAGW_LOG_WARN, "FLOW",
                                          "%s: produce to %s [%d]: %s; "
                                          "aborting the transaction",
                                          f->name, tt->remote,
                                          (int)m->partition,
                                          rd_kafka_err2str(err));
-                        f->txn_broken = true;
+                        f->tx.broken = true;
                 } else if (target_gone(err))
                         fail_target_gone(f, pt, err);
                 else if (write_denied(err))
@@ -852,7 +847,7 @@ bool flow_handle(aagw_flow_t *f, rd_kafka_message_t *m) {
                 /* Its answer before anything else is sent.  (Still
                  * unanswered, the token is still ours: nothing else is in
                  * flight.) */
-                settle_inflight(f, 0, ALONE_MS);
+                settle_inflight(f, 0, STAGE_ALONE_MS);
                 if (atomic_load(&f->inflight) > 0)
                         tok->alone = false;
         }
@@ -894,38 +889,6 @@ void flow_set_paused(aagw_flow_t *f, bool pause) {
         atomic_store(&f->ctl.state, pause ? AAGW_FLOW_PAUSED : AAGW_FLOW_RUNNING);
         aagw_log(AAGW_LOG_INFO, "FLOW", "%s: %s", f->name,
                  pause ? "paused" : "resumed");
-}
-
-/* Partitions whose fetch stands still while the leader holds more (the
- * stall watch): seek each to where the flow is, on the refreshed metadata,
- * which starts its fetch again.  Only with the queue empty and the flow
- * not paused, so a flow that holds back (a full target) or an operator's
- * pause is never taken for a stall. */
-void flow_restart_stalled(aagw_flow_t *f, int64_t now) {
-        for (int k = 0; k < f->nfx; k++) {
-                struct aagw_stall_report r[16];
-                size_t                   n =
-                    aagw_stall_watch_stalled(f->fx[k].stalls, now, r, 16);
-
-                if (!n)
-                        continue;
-                aagw_fetch_stalls_note(f->fx[k].c, f->name, r, n);
-                rd_kafka_topic_partition_list_t *l =
-                    rd_kafka_topic_partition_list_new((int)n);
-                for (size_t i = 0; i < n; i++)
-                        rd_kafka_topic_partition_list_add(l, r[i].topic,
-                                                          r[i].partition)
-                            ->offset = r[i].pos;
-                rd_kafka_error_t *e =
-                    rd_kafka_seek_partitions(f->fx[k].c, l, 2000);
-                if (e) {
-                        aagw_log(AAGW_LOG_WARN, "FETCH", "%s: seek: %s",
-                                 f->name, rd_kafka_error_string(e));
-                        rd_kafka_error_destroy(e);
-                }
-                rd_kafka_topic_partition_list_destroy(l);
-                INC(f->fetch_restarts);
-        }
 }
 
 static int make_lease(aagw_flow_t *f, char *errstr, size_t errstr_size);
@@ -974,7 +937,7 @@ void flow_lease_poll(aagw_flow_t *f) {
  * session.  Stop copying (the records in flight acknowledged, the
  * positions stored, every partition unassigned), replace the lease, and
  * copy again, every partition reconciled against the target, only once
- * the new lease has held the id for LEASE_SETTLE_MS (flow_main()): the
+ * the new lease has held the id for LEASE_SETTLE_MS (flow_single_after()): the
  * other process, fenced in turn, has stopped copying by then.  Fails the flow, and returns
  * -1, if it cannot, or if the last restart was less than REFENCE_MS ago:
  * two processes take the id from each other, and this one gives up. */
@@ -1447,7 +1410,10 @@ fail:
 }
 
 aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
-        int rc = pthread_create(&f->thread, NULL, flow_main, f);
+        stage_init(&f->stage, &flow_hooks,
+                   flow_scaled(f) ? &flow_scale_commit_ops : &flow_single, f,
+                   &f->ctl, f->name, &f->paused, 1024);
+        int rc = pthread_create(&f->thread, NULL, stage_main, &f->stage);
         if (rc) {
                 snprintf(errstr, errstr_size, "cannot start thread: %s",
                          strerror(rc));
@@ -1498,13 +1464,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                  * consumed record undestroyed, and with it the consumer
                  * topic it refers to.  Purged reports come within
                  * milliseconds; the bound is for a client that hangs. */
-                int64_t deadline = aagw_mono_ms() + 5000;
-                rd_kafka_purge(f->out, RD_KAFKA_PURGE_F_QUEUE |
-                                           RD_KAFKA_PURGE_F_INFLIGHT);
-                do
-                        rd_kafka_poll(f->out, 10);
-                while (atomic_load(&f->inflight) > 0 &&
-                       aagw_mono_ms() < deadline);
+                stage_purge(f->out, &f->inflight, 5000);
         }
         for (size_t i = 0; f->topics && i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
@@ -1525,7 +1485,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         /* After the topic handles on its producer: aborts what is open
          * and leaves the owners' group (the others take over at once). */
         owner_destroy(f->owner);
-        refused_destroy(f->refused);
+        stage_txn_deinit(&f->tx);
         _Static_assert(AAGW_FETCH_CONNECTIONS_MAX == 8,
                        "the source consumers listed below");
         for (int k = 0; k < AAGW_FETCH_CONNECTIONS_MAX; k++) {
@@ -1641,9 +1601,9 @@ void aagw_flow_stats(const aagw_flow_t *fc, struct aagw_flow_stats *st) {
         if (f->conf.scale_out && f->conf.scale_out->enabled) {
                 st->member          = f->conf.scale_out->member;
                 st->rebalances      = LOAD(f->rebalances);
-                st->txn_committed   = LOAD(f->committed_txns);
-                st->txn_aborted     = LOAD(f->aborted_txns);
-                st->txn_fenced      = LOAD(f->fenced_txns);
+                st->txn_committed   = LOAD(f->tx.committed);
+                st->txn_aborted     = LOAD(f->tx.aborted);
+                st->txn_fenced      = LOAD(f->tx.fenced);
                 st->work_partitions = LOAD(f->owned_work);
         }
         st->source_down_ms = aagw_reach_down_ms(&f->src_reach);
@@ -1714,24 +1674,14 @@ size_t aagw_flow_missing(const aagw_flow_t *fc, struct aagw_flow_missing *out,
         return out && n > max ? max : n;
 }
 
-/* The wait of flow_main(): the consumers' queues and the producer's
- * 'pq', in 'qs' (room for all of them). */
-static aagw_qwait_t *flow_wait_new(aagw_flow_t *f, rd_kafka_queue_t **qs,
-                                   rd_kafka_queue_t *pq) {
-        for (int k = 0; k < f->nfx; k++)
-                qs[k] = f->fx[k].q;
-        qs[f->nfx] = pq;
-        return aagw_qwait_new(qs, (size_t)f->nfx + 1);
-}
+/* ------------------------------------------------- THE STAGE'S HOOKS --- */
 
-void *flow_main(void *arg) {
+/* The flow's part in the stage loop (stage.c). */
+
+static int flow_start(void *arg) {
         aagw_flow_t *f = arg;
 
-        /* Before the first topic flow_handle is made on its producer. */
-        if (f->conf.scale_out && f->conf.scale_out->enabled &&
-            flow_scale_start(f))
-                return NULL;
-        /* Before the queue wait takes the consumer's queue. */
+        /* Before the loop waits on the consumer's queue. */
         rd_kafka_resp_err_t             merr;
         const struct rd_kafka_metadata *md;
         bool asked = flow_fetch_window(f, &merr, &md);
@@ -1739,13 +1689,8 @@ void *flow_main(void *arg) {
                 if (asked && md)
                         rd_kafka_metadata_destroy(md);
                 f->stop_at = aagw_mono_ms();
-                return NULL;
+                return -1;
         }
-        /* Woken by records at the consumers and by delivery reports. */
-        rd_kafka_queue_t *pq = rd_kafka_queue_get_main(f->out);
-        rd_kafka_queue_t *qs[AAGW_FETCH_CONNECTIONS_MAX + 1];
-        aagw_qwait_t     *qwait = flow_wait_new(f, qs, pq);
-
         f->now_cache = aagw_wall_ms();
         /* Kept paused across a restart: paused before the first
          * assignment, which then starts paused (flow_assign_new()). */
@@ -1762,137 +1707,130 @@ void *flow_main(void *arg) {
          * the fetch window is sized: until then each refresh measures it
          * again, and that request is the discovery's; a watch beside it
          * would ask the same silent source twice and log each failure. */
-        aagw_md_watch_t *mdw =
-            f->window_done
-                ? aagw_md_watch_new(f->meta, f->conf.refresh_ms, &f->ctl.stop)
-                : NULL;
-        while (!atomic_load(&f->ctl.stop)) {
-                if (f->owner && f->need_renew) {
-                        /* The producer's queue goes with it. */
-                        aagw_qwait_destroy(qwait);
-                        rd_kafka_queue_destroy(pq);
-                        qwait = NULL;
-                        pq    = NULL;
-                        if (flow_scale_renew(f))
-                                break;
-                        pq    = rd_kafka_queue_get_main(f->out);
-                        qwait = flow_wait_new(f, qs, pq);
-                }
-                bool want_pause = atomic_load(&f->paused_req);
-                if (want_pause != f->paused)
-                        flow_set_paused(f, want_pause);
-                /* A batch per call: the queue lock is taken once per
-                 * batch, not per record.  Each consumer's queue in turn,
-                 * a batch from each. */
-                rd_kafka_message_t *batch[1024];
-                const ssize_t       cap  = sizeof(batch) / sizeof(batch[0]);
-                bool                full = false; /* a batch filled */
-                /* What the queues hold, without waiting: waiting for a
-                 * full batch would hold a record for the whole timeout
-                 * under light traffic.  Under load the queues hold many
-                 * records and the batches fill by themselves. */
-                ssize_t n = 0;
-                if (!f->owner || flow_scale_poll(f)) {
-                        for (int k = 0; k < f->nfx; k++) {
-                                ssize_t got = rd_kafka_consume_batch_queue(
-                                    f->fx[k].q, 0, batch, (size_t)cap);
-                                f->cur_fx = k;
-                                for (ssize_t i = 0; i < got; i++) {
-                                        if (atomic_load(&f->ctl.stop) ||
-                                            !flow_handle(f, batch[i]))
-                                                rd_kafka_message_destroy(
-                                                    batch[i]);
-                                }
-                                if (got > 0)
-                                        n += got;
-                                full = full || got == cap;
-                        }
-                }
-                f->batch_no++;
-                atomic_store_explicit(&f->queue_records, flow_fx_queued(f),
-                                      memory_order_relaxed);
-                flow_lease_poll(f);
-                if (f->fenced && flow_lease_fenced(f))
-                        break;
-                if (f->lease_wait && f->lease_held &&
-                    aagw_mono_ms() - f->lease_held_ms >= LEASE_SETTLE_MS)
-                        flow_lease_regained(f);
-                f->now_cache = aagw_wall_ms();
-                rd_kafka_poll(f->out, 0);
-                if (f->out != f->producer)
-                        rd_kafka_poll(f->producer, 0);
-                /* A short poll and an empty queue: the only time a
-                 * partition that stands still can be a stall. */
-                int64_t now = aagw_mono_ms();
-                if (!full && !f->paused &&
-                    now - f->last_poke_ms >= STALL_LOOK_MS &&
-                    !flow_fx_queued(f)) {
-                        f->last_poke_ms = now;
-                        for (int k = 0; k < f->nfx; k++)
-                                aagw_stall_watch_look(f->fx[k].stalls, now,
-                                                      STALL_LOOK_MS);
-                        flow_restart_stalled(f, now);
-                }
-                if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
-                        flow_save_positions(f, false);
-                        f->last_save_ms = now;
-                }
-                if (now - f->last_refresh_ms >= f->conf.refresh_ms) {
-                        /* The source did not answer the first time. */
-                        asked = false;
-                        if (!f->window_done) {
-                                /* It may replace the queue the wait
-                                 * holds. */
-                                aagw_qwait_destroy(qwait);
-                                qwait = NULL;
-                                asked = flow_fetch_window(f, &merr, &md);
-                                if (f->consumer)
-                                        qwait = flow_wait_new(f, qs, pq);
-                        }
-                        if (atomic_load(&f->ctl.stop) || !f->consumer) {
-                                if (asked && md) /* stopping, or failed */
-                                        rd_kafka_metadata_destroy(md);
-                                break;
-                        }
-                        if (asked)
-                                flow_discover_md(f, merr, md);
-                        else if (!mdw)
-                                flow_discover(f);
-                        if (!mdw && f->window_done)
-                                mdw = aagw_md_watch_new(
-                                    f->meta, f->conf.refresh_ms, &f->ctl.stop);
-                        f->last_refresh_ms = aagw_mono_ms();
-                }
-                /* A copy was made (or could not be): its topic starts
-                 * at the discovery asked for now. */
-                if (atomic_exchange(&f->made, false)) {
-                        if (mdw)
-                                aagw_md_watch_kick(mdw);
-                        else
-                                f->last_refresh_ms = 0;
-                }
-                if (mdw && aagw_md_watch_take(mdw, &merr, &md))
-                        flow_discover_md(f, merr, md);
-                /* Nothing came: wait for records or delivery reports.
-                 * The timeout paces the stall watch and the saves; while
-                 * records come, go round at once. */
-                if (n <= 0)
-                        aagw_qwait(qwait, 100);
+        if (f->window_done)
+                f->mdw = aagw_md_watch_new(f->meta, f->conf.refresh_ms,
+                                           &f->ctl.stop);
+        return 0;
+}
+
+static int flow_queues(void *arg, struct stage_queue *qs, int max) {
+        aagw_flow_t *f = arg;
+
+        for (int k = 0; k < f->nfx && k < max; k++)
+                qs[k] = (struct stage_queue){f->fx[k].c, f->fx[k].q,
+                                             f->fx[k].stalls};
+        return f->nfx < max ? f->nfx : max;
+}
+
+static rd_kafka_t *flow_out(void *arg) {
+        return ((aagw_flow_t *)arg)->out;
+}
+
+static int flow_round(void *arg) {
+        aagw_flow_t *f          = arg;
+        bool         want_pause = atomic_load(&f->paused_req);
+
+        if (want_pause != f->paused)
+                flow_set_paused(f, want_pause);
+        return 1;
+}
+
+static void flow_batch(void *arg, int k, rd_kafka_message_t **msgs, size_t n) {
+        aagw_flow_t *f = arg;
+
+        f->cur_fx = k;
+        for (size_t i = 0; i < n; i++)
+                if (atomic_load(&f->ctl.stop) || !flow_handle(f, msgs[i]))
+                        rd_kafka_message_destroy(msgs[i]);
+}
+
+static int flow_after(void *arg, ssize_t n, bool full) {
+        aagw_flow_t *f = arg;
+
+        (void)n;
+        (void)full;
+        f->batch_no++;
+        atomic_store_explicit(&f->queue_records, flow_fx_queued(f),
+                              memory_order_relaxed);
+        f->now_cache = aagw_wall_ms();
+        rd_kafka_poll(f->out, 0);
+        if (f->out != f->producer)
+                rd_kafka_poll(f->producer, 0);
+        int64_t now = aagw_mono_ms();
+        if (now - f->last_save_ms >= SAVE_INTERVAL_MS) {
+                flow_save_positions(f, false);
+                f->last_save_ms = now;
         }
-        aagw_md_watch_destroy(mdw);
+        rd_kafka_resp_err_t             merr;
+        const struct rd_kafka_metadata *md;
+        if (now - f->last_refresh_ms >= f->conf.refresh_ms) {
+                /* The source did not answer the first time. */
+                bool asked = false;
+                if (!f->window_done) {
+                        /* It may replace the queue the wait holds. */
+                        stage_unwait(&f->stage);
+                        asked = flow_fetch_window(f, &merr, &md);
+                }
+                if (atomic_load(&f->ctl.stop) || !f->consumer) {
+                        if (asked && md) /* stopping, or failed */
+                                rd_kafka_metadata_destroy(md);
+                        return -1;
+                }
+                if (asked)
+                        flow_discover_md(f, merr, md);
+                else if (!f->mdw)
+                        flow_discover(f);
+                if (!f->mdw && f->window_done)
+                        f->mdw = aagw_md_watch_new(f->meta, f->conf.refresh_ms,
+                                                   &f->ctl.stop);
+                f->last_refresh_ms = aagw_mono_ms();
+        }
+        /* A copy was made (or could not be): its topic starts at the
+         * discovery asked for now. */
+        if (atomic_exchange(&f->made, false)) {
+                if (f->mdw)
+                        aagw_md_watch_kick(f->mdw);
+                else
+                        f->last_refresh_ms = 0;
+        }
+        if (f->mdw && aagw_md_watch_take(f->mdw, &merr, &md))
+                flow_discover_md(f, merr, md);
+        return 0;
+}
+
+/* Partitions whose fetch stands still while the leader holds more (the
+ * stall watch): seek each to where the flow is, on the refreshed metadata,
+ * which starts its fetch again. */
+static void flow_restart(void *arg, int k, const struct aagw_stall_report *r,
+                         size_t n) {
+        aagw_flow_t                     *f = arg;
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new((int)n);
+
+        for (size_t i = 0; i < n; i++)
+                rd_kafka_topic_partition_list_add(l, r[i].topic, r[i].partition)
+                    ->offset = r[i].pos;
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(f->fx[k].c, l, 2000);
+        if (e) {
+                aagw_log(AAGW_LOG_WARN, "FETCH", "%s: seek: %s", f->name,
+                         rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        INC(f->fetch_restarts);
+}
+
+/* Stop: no more consuming; finish in-flight, store, close (a static
+ * member does not leave its group: a restart with the same identity
+ * takes the id back at once). */
+static void flow_finish(void *arg) {
+        aagw_flow_t *f = arg;
+
+        aagw_md_watch_destroy(f->mdw);
+        f->mdw = NULL;
         flow_maker_stop(f);
-        if (qwait)
-                aagw_qwait_destroy(qwait);
-        if (pq)
-                rd_kafka_queue_destroy(pq);
-        /* Stop: no more consuming; finish in-flight, store, close (a
-         * static member does not leave its group: a restart with the same
-         * identity takes the id back at once). */
         f->stop_at = aagw_mono_ms();
-        /* Scale-out: what was copied counts once committed; the owner
-         * leaves the group in aagw_flow_destroy(). */
-        if (f->owner && atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
-                flow_scale_commit(f);
+        f->stage.commit->finish(f);
         flow_drain(f, atomic_load(&f->drain_ms));
         flow_save_positions(f, true);
         for (int k = 0; k < f->nfx; k++) {
@@ -1907,10 +1845,50 @@ void *flow_main(void *arg) {
          * its own flow_unassign (kafka-txn_start, a stop 0.1 s after the
          * assignment, gdb stacks).  aagw_flow_destroy() destroys it
          * without the close. */
-        if (atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
-                atomic_store(&f->ctl.state, AAGW_FLOW_STOPPED);
-        return NULL;
 }
+
+/* One process copies every partition: positions are stored at an
+ * interval (flow_after()), and the identity lease keeps a second process
+ * with the same identity from copying too. */
+static int flow_single_start(void *arg) {
+        (void)arg;
+        return 0;
+}
+
+static int flow_single_round(void *arg) {
+        (void)arg;
+        return 1;
+}
+
+static int flow_single_after(void *arg) {
+        aagw_flow_t *f = arg;
+
+        flow_lease_poll(f);
+        if (f->fenced && flow_lease_fenced(f))
+                return -1;
+        if (f->lease_wait && f->lease_held &&
+            aagw_mono_ms() - f->lease_held_ms >= LEASE_SETTLE_MS)
+                flow_lease_regained(f);
+        return 0;
+}
+
+static void flow_single_finish(void *arg) {
+        (void)arg;
+}
+
+const struct stage_commit flow_single = {.start  = flow_single_start,
+                                         .round  = flow_single_round,
+                                         .after  = flow_single_after,
+                                         .finish = flow_single_finish};
+
+const struct stage_hooks flow_hooks = {.start    = flow_start,
+                                       .queues   = flow_queues,
+                                       .producer = flow_out,
+                                       .round    = flow_round,
+                                       .batch    = flow_batch,
+                                       .after    = flow_after,
+                                       .restart  = flow_restart,
+                                       .finish   = flow_finish};
 
 /* Serve delivery reports until nothing is in flight, for up to
  * 'timeout_ms'; once the flow stops, no longer than what is left of the

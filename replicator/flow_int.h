@@ -7,6 +7,7 @@
 #define FLOW_INT_H
 
 #include "replicator_int.h"
+#include "stage.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,19 +50,7 @@
  * three of its heartbeats, in which the process it fenced learns of it
  * (at its next heartbeat) and stops copying. */
 #define LEASE_SETTLE_MS 3000
-/* The stall watch (aagw_stall_watch_look()) is looked at no more often:
- * a look reads every partition's position, and a stall takes seconds. */
-#define STALL_LOOK_MS 1000
 #define MAX_TOPICS 4096
-/* Scale-out: how long a suspect (a record refused with its batch, see
- * SCALE-OUT) waits for the records before it, and then for its own
- * answer, to be sent alone.  A few ms normally (linger.ms 2 and a round
- * trip); past this, it goes with the others and stays a suspect. */
-#define ALONE_MS 5000
-/* Records remembered as refused at once, at most: a refused batch makes
- * every record of it a suspect, and librdkafka batches up to
- * batch.num.messages (10,000) records per partition. */
-#define REFUSED_MAX 100000
 
 /* --------------------------------------------------------------- TYPES -- */
 
@@ -87,7 +76,7 @@ struct ptrack {
         _Atomic int64_t  high;     /* source high watermark, last seen */
         _Atomic int64_t  pos_pub;  /* 'next', published for stats */
         _Atomic uint64_t records_out;
-        /* offset-syncs (offsets issue): the delta target - source of the
+        /* offset-syncs: the delta target - source of the
          * last sync written, and the rate bound's window */
         bool             sync_known, sync_lossy;
         int64_t          sync_delta;
@@ -215,7 +204,11 @@ struct aagw_flow {
         struct ttrack **topics;
         size_t          ntopics;
         struct aagw_pool tokens;
-        int64_t          last_save_ms, last_refresh_ms, last_poke_ms;
+        int64_t          last_save_ms, last_refresh_ms;
+        /* The thread (stage.c runs it through flow_hooks) and its later
+         * discoveries' metadata watch (NULL: none yet). */
+        struct stage     stage;
+        aagw_md_watch_t *mdw;
         /* The source consumer's fetch window (flow_fetch_window()); done
          * once sized or left at its base; rtt_us and window_bytes are
          * read by aagw_flow_stats(). */
@@ -258,7 +251,7 @@ struct aagw_flow {
         _Atomic int32_t  ntopics_active, nparts_assigned, ntopics_refused,
             nparts_missing;
 
-        /* offsets issue: MM2 topics, truncation, heartbeat latency */
+        /* MM2-format topics, truncation, heartbeat latency */
         struct mm2      *mm2;
         struct takeover *takeover; /* NULL: mm2.takeover off */
         _Atomic uint64_t truncations, truncated_records, resets, target_resets;
@@ -276,34 +269,19 @@ struct aagw_flow {
         char             owners_group[600];
         char             txn_id[600];
         int32_t          work_cnt;
-        bool             txn_open;  /* a transaction is begun */
-        bool             txn_dirty; /* it took records since */
-        bool             txn_broken; /* a record of it failed */
-        int64_t          txn_ms;    /* mono ms when it was begun */
+        struct stage_txn tx;           /* the member's transactions */
+        bool             txn_dirty;    /* the open one took records */
         bool             gained, lost; /* ownership changed: to act on
                                           after owner_poll()/_commit() */
         int64_t          lost_ms;   /* mono ms of the last loss, 0 */
         int64_t          txn_wait_ms; /* flow_stable_end()'s last wait */
-        bool             need_renew;  /* the producer failed for good:
-                                         flow_main() makes a new one */
-        int              renewals;    /* within the window since ... */
-        int64_t          renew_since_ms;
         atomic_bool      leads_mm2; /* owns work partition 0 */
-        /* The records a transaction was aborted for (refused.c), and
-         * what the open one dead-lettered and counts as produce errors:
-         * added to the counters when it commits. */
-        struct refused  *refused;
+        /* What the open transaction dead-lettered and counts as produce
+         * errors: added to the counters when it commits. */
         uint64_t         txn_dlq, txn_errs;
-        _Atomic uint64_t rebalances, fenced_txns, aborted_txns,
-            committed_txns;
+        _Atomic uint64_t rebalances;
         _Atomic int32_t  owned_work;
 };
-
-#define RELAXED memory_order_relaxed
-/* Counters have one writer, the flow thread (delivery reports run in
- * its rd_kafka_poll()). */
-#define ADD(x, n) AAGW_STAT_ADD(x, n)
-#define INC(x) ADD(x, 1)
 
 /* Fail the flow closed: it stops consuming and reports why. */
 #define flow_fail(f, ...) replicator_fail(&(f)->ctl, __VA_ARGS__)
@@ -374,13 +352,6 @@ int64_t flow_fx_queued(const aagw_flow_t *f);
 
 void flow_set_paused(aagw_flow_t *f, bool pause);
 
-/* Partitions whose fetch stands still while the leader holds more (the
- * stall watch): seek each to where the flow is, on the refreshed metadata,
- * which starts its fetch again.  Only with the queue empty and the flow
- * not paused, so a flow that holds back (a full target) or an operator's
- * pause is never taken for a stall. */
-void flow_restart_stalled(aagw_flow_t *f, int64_t now);
-
 /* Serve the identity lease: its group's callbacks (flow_lease_cb()) and
  * errors.  Fenced, it sets f->fenced for flow_lease_fenced(). */
 void flow_lease_poll(aagw_flow_t *f);
@@ -392,7 +363,7 @@ void flow_lease_poll(aagw_flow_t *f);
  * session.  Stop copying (the records in flight acknowledged, the
  * positions stored, every partition unassigned), replace the lease, and
  * copy again, every partition reconciled against the target, only once
- * the new lease has held the id for LEASE_SETTLE_MS (flow_main()): the
+ * the new lease has held the id for LEASE_SETTLE_MS (flow_single_after()): the
  * other process, fenced in turn, has stopped copying by then.  Fails the flow, and returns
  * -1, if it cannot, or if the last restart was less than REFENCE_MS ago:
  * two processes take the id from each other, and this one gives up. */
@@ -425,8 +396,8 @@ int flow_settle_all(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
  * copies reached the leader, but a replica in the ISR (one on a broker
  * that died, until the controller fences it) has not fetched them, and a
  * scan up to the watermark would miss them; the flow would copy them
- * again, after them (issue 16: 2 and 7 records twice in
- * kafka-target_kill).  Under the prefix policy this flow is the target's
+ * again, after them (2 and 7 records twice in a kafka-target_kill
+ * run).  Under the prefix policy this flow is the target's
  * only writer and is not writing yet, so the wait for the watermark to
  * reach the log's end ends once the replicas caught up or the ISR
  * dropped the dead one; failing that within RECONCILE_WAIT_MS, the flow
@@ -511,7 +482,7 @@ void flow_scale_drop(aagw_flow_t *f);
  * fence).  Only then the positions are final. */
 void flow_scale_commit(aagw_flow_t *f);
 
-/* Serve the ownership once per round of flow_main(): rebalances, the
+/* Serve the ownership once per round of the stage loop: rebalances, the
  * commit when the transaction is old enough, a new transaction when
  * there are partitions to copy.  Returns whether records may be
  * consumed now (only into an open transaction). */
@@ -522,7 +493,11 @@ bool flow_scale_poll(aagw_flow_t *f);
  * owner.  Returns 0, or -1 with the flow failed. */
 int flow_scale_start(aagw_flow_t *f);
 
-void *flow_main(void *arg);
+/* The flow's part in the stage loop (stage_main()), and how it makes
+ * its progress durable: in one process (flow.c) or in a site's
+ * transactions (flow_scale.c). */
+extern const struct stage_hooks  flow_hooks;
+extern const struct stage_commit flow_single, flow_scale_commit_ops;
 
 /* Scale-out: the work partition that source partition 'p' of 'tt'
  * belongs to; every partition of a topic in a different one, in turn,
@@ -546,7 +521,7 @@ struct ptrack *flow_part_get(aagw_flow_t *f, struct ttrack *tt,
  * where the Admin API is missing, the producer's auto-creation remains. */
 void flow_dlq_ensure(aagw_flow_t *f);
 
-/* Start and stop the maker thread (flow_main()).  Without it (it could
+/* Start and stop the maker thread (flow_start(), flow_finish()).  Without it (it could
  * not start) copies are made in the flow thread, as discovery finds
  * them. */
 void flow_maker_start(aagw_flow_t *f);
@@ -574,7 +549,7 @@ void flow_part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset);
  * drops whatever the resumed fetch brought from elsewhere. */
 void flow_release_held(aagw_flow_t *f, struct ttrack *tt);
 
-/* A new transactional producer after scale_fatal(): what was in flight
+/* A new transactional producer after stage_txn_fatal(): what was in flight
  * is purged, every partition let go (the committed positions stored),
  * the topic handles moved to the new producer, and the partitions still
  * flow_owned reconciled again (scale_gain()).  The caller holds no queue of

@@ -57,7 +57,7 @@ void flow_scale_failed(aagw_flow_t *f, struct token *tok,
 
         if (!replicator_refused_for_good(m->err) ||
             atomic_load(&f->ctl.stop)) {
-                if (!f->txn_broken && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+                if (!f->tx.broken && m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
                         aagw_log(AAGW_LOG_WARN, "FLOW",
                                  "%s: %s [%d] offset %" PRId64 ": delivery "
@@ -66,7 +66,7 @@ void flow_scale_failed(aagw_flow_t *f, struct token *tok,
                                  f->name, pt->tt->topic, (int)pt->partition,
                                  sl->src_off, rd_kafka_topic_name(m->rkt),
                                  rd_kafka_err2str(m->err));
-                f->txn_broken = true;
+                f->tx.broken = true;
                 return;
         }
         if (tok->dlq && (tok->stub || !flow_too_large(m->err))) {
@@ -78,18 +78,12 @@ void flow_scale_failed(aagw_flow_t *f, struct token *tok,
                           rd_kafka_err2str(m->err));
                 return;
         }
-        if (!(rr = refused_add(f->refused, pt->tt->topic, pt->partition,
-                               sl->src_off))) {
-                flow_fail(f,
-                          "member %s: %s [%d] offset %" PRId64 ": %s refused "
-                          "it (%s) and %zu refused records are remembered "
-                          "already (out of memory, or more than %d)",
-                          f->conf.scale_out->member, pt->tt->topic,
-                          (int)pt->partition, sl->src_off, f->target,
-                          rd_kafka_err2str(m->err),
-                          refused_count(f->refused), REFUSED_MAX);
+        char what[AAGW_ALIAS_MAX + 128];
+        snprintf(what, sizeof(what), "%s refused it (%s)", f->target,
+                 rd_kafka_err2str(m->err));
+        if (!(rr = stage_txn_refused(&f->tx, pt->tt->topic, pt->partition,
+                                     sl->src_off, what)))
                 return;
-        }
         if (tok->dlq) {
                 /* Its dead-letter copy is too large: the redo sends one
                  * without the record. */
@@ -113,7 +107,7 @@ void flow_scale_failed(aagw_flow_t *f, struct token *tok,
                          f->dlq_topic);
         } else if (!rr->confirmed) {
                 rr->err = m->err;
-                if (!f->txn_broken)
+                if (!f->tx.broken)
                         aagw_log(AAGW_LOG_WARN, "FLOW",
                                  "%s: %s [%d] offset %" PRId64 ": %s refused "
                                  "it with its batch (%s); aborting the "
@@ -124,7 +118,7 @@ void flow_scale_failed(aagw_flow_t *f, struct token *tok,
                                  sl->src_off, f->target,
                                  rd_kafka_err2str(m->err));
         }
-        f->txn_broken = true;
+        f->tx.broken = true;
 }
 
 /* refused_each() at a commit: what it dead-lettered is done with, as is
@@ -152,21 +146,8 @@ static bool refused_unmark(void *arg, struct refused_rec *r) {
 /* The open transaction is gone: its counts and marks with it. */
 static void scale_forget(aagw_flow_t *f) {
         f->txn_dlq = f->txn_errs = 0;
-        if (refused_count(f->refused))
-                refused_each(f->refused, refused_unmark, NULL);
-}
-
-/* "0,3" of a partition list ("none" if empty), for the log. */
-static void parts_str(const rd_kafka_topic_partition_list_t *l, char *buf,
-                      size_t size) {
-        size_t n = 0;
-
-        buf[0] = '\0';
-        for (int i = 0; l && i < l->cnt && n < size; i++)
-                n += (size_t)snprintf(buf + n, size - n, "%s%" PRId32,
-                                      i ? "," : "", l->elems[i].partition);
-        if (!l || !l->cnt)
-                snprintf(buf, size, "none");
+        if (refused_count(f->tx.refused))
+                refused_each(f->tx.refused, refused_unmark, NULL);
 }
 
 /* owner_conf.on_gained / on_lost: called inside owner_poll() and
@@ -193,52 +174,6 @@ static void scale_lost(void *opaque,
         atomic_store(&f->leads_mm2, owner_owned(f->owner, 0));
 }
 
-/* Delivery reports of the owner's producer: as the flow's own. */
-static void scale_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
-                     void *opaque) {
-        (void)rk;
-        if (m->_private)
-                flow_on_delivery(opaque, m->_private, m);
-}
-
-#define RENEW_MAX       3     /* new producers per window, then fail */
-#define RENEW_WINDOW_MS 60000
-
-/* The owner's producer failed for good (librdkafka's fatal error): a
- * zombie whose open transaction the coordinator aborted and fenced
- * (epoch bumped) while it stood still, or an abort refused as
- * INVALID_TXN_STATE.  Nothing of its open transaction becomes visible
- * either way; flow_main() makes a new producer (owner_renew(), the
- * membership is kept) and the flow_owned partitions are reconciled again.
- * More than RENEW_MAX in a minute is another process running as this
- * member: the flow fails. */
-static void scale_fatal(aagw_flow_t *f, const char *why) {
-        const char *member = f->conf.scale_out->member;
-        int64_t     now    = aagw_mono_ms();
-
-        f->txn_open = false;
-        if (f->need_renew)
-                return;
-        if (!f->renew_since_ms || now - f->renew_since_ms > RENEW_WINDOW_MS) {
-                f->renew_since_ms = now;
-                f->renewals       = 0;
-        }
-        if (++f->renewals > RENEW_MAX) {
-                flow_fail(f,
-                          "member %s: transactions: %s (its transactional "
-                          "producer failed for good %d times within %d s: "
-                          "does another process run as member %s?)",
-                          member, why, f->renewals, RENEW_WINDOW_MS / 1000,
-                          member);
-                return;
-        }
-        aagw_log(AAGW_LOG_WARN, "FLOW",
-                 "%s: member %s: %s; its open transaction stays invisible; "
-                 "making a new transactional producer",
-                 f->name, member, why);
-        f->need_renew = true;
-}
-
 /* Give up the open transaction (aborted: its copies are never visible)
  * and every source partition with it, at once: a lost work partition is
  * no longer this process's to write, and the partitions still flow_owned
@@ -247,16 +182,13 @@ void flow_scale_drop(aagw_flow_t *f) {
         char why[512];
 
         f->lost = false;
-        if (f->txn_open) {
+        if (f->tx.open) {
                 /* What was sent is let come back first (nothing new is
                  * sent): librdkafka 2.0.2 aborting with records in flight
                  * had EndTxn refused INVALID_TXN_STATE, a fatal error,
                  * in one run in three of kafka-scale_flow. */
                 flow_drain(f, DRAIN_MS);
-                if (owner_abort(f->owner, why, sizeof(why)) ==
-                    AAGW_OWNER_FATAL)
-                        scale_fatal(f, why);
-                f->txn_open = false;
+                stage_txn_abort(&f->tx, why, sizeof(why));
         }
         f->txn_dirty = false;
         /* The purged records' reports, and the committed positions
@@ -265,8 +197,8 @@ void flow_scale_drop(aagw_flow_t *f) {
         scale_forget(f);
         if (gone)
                 return;
-        f->txn_broken = false;
-        f->gained     = true;
+        f->tx.broken = false;
+        f->gained    = true;
 }
 
 /* Take the flow_owned source partitions this process does not copy yet:
@@ -280,7 +212,7 @@ static void scale_gain(aagw_flow_t *f) {
         for (size_t i = 0; i < f->ntopics && !atomic_load(&f->ctl.stop); i++)
                 if (f->topics[i]->active)
                         flow_assign_new(f, f->topics[i]);
-        parts_str(owner_partitions(f->owner), parts, sizeof(parts));
+        stage_parts_str(owner_partitions(f->owner), parts, sizeof(parts));
         int64_t now = aagw_mono_ms();
         aagw_log(AAGW_LOG_INFO, "FLOW",
                  "%s: member %s owns work partitions [%s] of %s: %d source "
@@ -306,28 +238,19 @@ static void scale_gain(aagw_flow_t *f) {
  * offsets of every flow_owned work partition with the group's metadata (the
  * fence).  Only then the positions are final. */
 void flow_scale_commit(aagw_flow_t *f) {
-        const rd_kafka_topic_partition_list_t *own =
-            owner_partitions(f->owner);
         char why[700];
 
-        if (!f->txn_open)
+        if (!f->tx.open)
                 return;
         flow_drain(f, DRAIN_MS);
-        if (atomic_load(&f->inflight) > 0 || !own->cnt || f->txn_broken) {
-                INC(f->aborted_txns);
+        if (atomic_load(&f->inflight) > 0 || !owner_partitions(f->owner)->cnt ||
+            f->tx.broken) {
+                INC(f->tx.aborted);
                 flow_scale_drop(f);
                 return;
         }
-        rd_kafka_topic_partition_list_t *offs =
-            rd_kafka_topic_partition_list_copy(own);
-        for (int i = 0; i < offs->cnt; i++)
-                offs->elems[i].offset = 0; /* any >= 0: it is the fence */
-        owner_result_t r = owner_commit(f->owner, offs, why, sizeof(why));
-        rd_kafka_topic_partition_list_destroy(offs);
-        f->txn_open = false;
-        switch (r) {
+        switch (stage_txn_commit(&f->tx, why, sizeof(why))) {
         case AAGW_OWNER_OK:
-                INC(f->committed_txns);
                 f->txn_dirty = false;
                 ADD(f->dead_lettered, f->txn_dlq);
                 ADD(f->produce_errors, f->txn_errs);
@@ -342,14 +265,13 @@ void flow_scale_commit(aagw_flow_t *f) {
                                 pt->c_out  = pt->out_next;
                                 if (pt->next >= 0)
                                         flow_sync_point(f, pt, pt->next,
-                                                   pt->out_next, false);
+                                                        pt->out_next, false);
                         }
                 }
-                if (refused_count(f->refused))
-                        refused_each(f->refused, refused_keep, f);
+                if (refused_count(f->tx.refused))
+                        refused_each(f->tx.refused, refused_keep, f);
                 break;
         case AAGW_OWNER_ABORTED:
-                INC(f->aborted_txns);
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: member %s: %s; copying its partitions again "
                          "from what %s holds",
@@ -357,7 +279,6 @@ void flow_scale_commit(aagw_flow_t *f) {
                 flow_scale_drop(f);
                 break;
         case AAGW_OWNER_FENCED:
-                INC(f->fenced_txns);
                 aagw_log(AAGW_LOG_WARN, "FLOW",
                          "%s: member %s fenced: %s; its copies since the "
                          "last commit stay invisible",
@@ -365,52 +286,48 @@ void flow_scale_commit(aagw_flow_t *f) {
                 flow_scale_drop(f);
                 break;
         case AAGW_OWNER_FATAL:
-                scale_fatal(f, why);
                 break;
         }
 }
 
-/* Serve the ownership once per round of flow_main(): rebalances, the
+/* Serve the ownership once per round of the stage loop: rebalances, the
  * commit when the transaction is old enough, a new transaction when
  * there are partitions to copy.  Returns whether records may be
  * consumed now (only into an open transaction). */
 bool flow_scale_poll(aagw_flow_t *f) {
         char why[512];
 
-        if (f->need_renew)
-                return false; /* flow_main() renews the producer first */
+        if (f->tx.need_renew)
+                return false; /* flow_round() renews the producer first */
 
         if (owner_poll(f->owner, 0, why, sizeof(why))) {
                 flow_fail(f, "member %s: owners' group %s: %s",
                           f->conf.scale_out->member, f->owners_group, why);
                 return false;
         }
-        if (f->txn_broken) {
-                INC(f->aborted_txns);
+        if (f->tx.broken) {
+                INC(f->tx.aborted);
                 f->lost = true;
         }
         if (f->lost)
                 flow_scale_drop(f);
         if (f->gained && !atomic_load(&f->ctl.stop))
                 scale_gain(f);
-        if (f->txn_open && f->txn_dirty &&
-            aagw_mono_ms() - f->txn_ms >= f->conf.scale_out->commit_interval_ms)
+        if (f->tx.open && f->txn_dirty &&
+            aagw_mono_ms() - f->tx.begun_ms >=
+                f->conf.scale_out->commit_interval_ms)
                 flow_scale_commit(f);
         if (f->lost)
                 flow_scale_drop(f);
-        if (f->txn_open || atomic_load(&f->nparts_assigned) == 0 ||
+        if (f->tx.open || atomic_load(&f->nparts_assigned) == 0 ||
             atomic_load(&f->ctl.stop))
-                return f->txn_open;
-        owner_result_t r = owner_begin(f->owner, why, sizeof(why));
+                return f->tx.open;
+        owner_result_t r = stage_txn_begin(&f->tx, why, sizeof(why));
         if (r == AAGW_OWNER_OK) {
-                f->txn_open  = true;
                 f->txn_dirty = false;
-                f->txn_ms    = aagw_mono_ms();
                 return true;
         }
-        if (r == AAGW_OWNER_FATAL)
-                scale_fatal(f, why);
-        else
+        if (r != AAGW_OWNER_FATAL)
                 aagw_log(AAGW_LOG_WARN, "FLOW", "%s: member %s: %s",
                          f->name, f->conf.scale_out->member, why);
         return false;
@@ -439,45 +356,34 @@ int flow_scale_start(aagw_flow_t *f) {
                          f->name, f->work_topic, have, so->work_partitions,
                          have);
         f->work_cnt = have;
-        struct owner_conf oc = {
-            .bootstraps         = f->conf.target_bootstraps,
-            .props              = f->conf.target_props,
-            .prop_cnt           = f->conf.target_prop_cnt,
-            .group              = f->owners_group,
-            .topic              = f->work_topic,
-            .member             = so->member,
-            .transactional_id   = f->txn_id,
-            .session_timeout_ms = so->session_timeout_ms,
-            .txn_timeout_ms     = so->txn_timeout_ms,
-            .on_gained          = scale_gained,
-            .on_lost            = scale_lost,
-            .opaque             = f,
-            .dr_msg_cb          = scale_dr,
-            .dr_opaque          = f,
-            .stop               = &f->ctl.stop};
-        if (!(f->refused = refused_new(REFUSED_MAX))) {
+        struct owner_conf oc = {.bootstraps         = f->conf.target_bootstraps,
+                                .props              = f->conf.target_props,
+                                .prop_cnt           = f->conf.target_prop_cnt,
+                                .group              = f->owners_group,
+                                .topic              = f->work_topic,
+                                .transactional_id   = f->txn_id,
+                                .session_timeout_ms = so->session_timeout_ms,
+                                .txn_timeout_ms     = so->txn_timeout_ms,
+                                .on_gained          = scale_gained,
+                                .on_lost            = scale_lost,
+                                .opaque             = f};
+        if (stage_txn_init(&f->tx, &f->ctl, f->name, so->member)) {
                 flow_fail(f, "member %s: out of memory", so->member);
                 return -1;
         }
-        if (!(f->owner = owner_new(&oc, errstr, sizeof(errstr)))) {
-                flow_fail(f, "member %s: %s", so->member, errstr);
+        if (!(f->owner = stage_txn_join(&f->tx, &oc, &f->delivery)))
                 return -1;
-        }
         f->out = owner_producer(f->owner);
         return 0;
 }
 
-/* A new transactional producer after scale_fatal(): what was in flight
- * is purged, every partition let go (the committed positions stored),
- * the topic handles moved to the new producer, and the partitions still
- * flow_owned reconciled again (scale_gain()).  The caller holds no queue of
- * the old producer.  Returns 0, or -1 (the flow failed). */
-int flow_scale_renew(aagw_flow_t *f) {
-        char why[512];
+/* stage_txn_renew()'s steps for a flow: let go of every partition (the
+ * purged records' reports served, the committed positions stored) and
+ * the topic handles on the old producer; then handles on the new one,
+ * and the partitions still owned reconciled again (scale_gain()). */
+static int renew_detach(void *arg) {
+        aagw_flow_t *f = arg;
 
-        f->need_renew = false;
-        rd_kafka_purge(f->out,
-                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         flow_drain(f, DRAIN_MS);
         if (flow_unassign(f, NULL, DRAIN_MS))
                 return -1;
@@ -490,27 +396,73 @@ int flow_scale_renew(aagw_flow_t *f) {
                 rd_kafka_topic_destroy(f->dlq_rkt);
                 f->dlq_rkt = NULL;
         }
-        f->out = f->producer; /* no flow_handle of the old one is left */
-        if (owner_renew(f->owner, why, sizeof(why)) != AAGW_OWNER_OK) {
-                flow_fail(f, "member %s: %s", f->conf.scale_out->member,
-                          why);
-                return -1;
-        }
-        f->out = owner_producer(f->owner);
+        f->out = f->producer; /* no handle of the old one is left */
+        return 0;
+}
+
+static int renew_attach(void *arg, rd_kafka_t *producer) {
+        aagw_flow_t *f = arg;
+
+        f->out = producer;
         for (size_t i = 0; i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
                 if (tt->active &&
                     !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL))) {
-                        flow_fail(f, "%s: a topic flow_handle: out of memory",
+                        flow_fail(f, "%s: a topic handle: out of memory",
                                   tt->remote);
                         return -1;
                 }
         }
-        f->txn_open = f->txn_dirty = f->txn_broken = false;
-        f->gained   = true;
+        f->txn_dirty = false;
+        f->gained    = true;
         scale_forget(f);
         return 0;
 }
+
+/* A new transactional producer after stage_txn_fatal().  The caller
+ * holds no queue of the old producer.  Returns 0, or -1 (the flow
+ * failed). */
+int flow_scale_renew(aagw_flow_t *f) {
+        return stage_txn_renew(&f->tx, f->out, renew_detach, renew_attach, f);
+}
+
+/* The stage loop's side of it (stage_commit). */
+
+static int scale_start(void *arg) {
+        /* Before the first topic handle is made on its producer. */
+        return flow_scale_start(arg);
+}
+
+static int scale_round(void *arg) {
+        aagw_flow_t *f = arg;
+
+        if (f->tx.need_renew) {
+                /* The producer's queue goes with it. */
+                stage_unwait(&f->stage);
+                if (flow_scale_renew(f))
+                        return -1;
+        }
+        return flow_scale_poll(f);
+}
+
+static int scale_after(void *arg) {
+        (void)arg;
+        return 0;
+}
+
+/* What was copied counts once committed; the owner leaves the group in
+ * aagw_flow_destroy(). */
+static void scale_finish(void *arg) {
+        aagw_flow_t *f = arg;
+
+        if (atomic_load(&f->ctl.state) != AAGW_FLOW_FAILED)
+                flow_scale_commit(f);
+}
+
+const struct stage_commit flow_scale_commit_ops = {.start  = scale_start,
+                                                   .round  = scale_round,
+                                                   .after  = scale_after,
+                                                   .finish = scale_finish};
 
 bool flow_scaled(const aagw_flow_t *f) {
         return f->conf.scale_out && f->conf.scale_out->enabled;

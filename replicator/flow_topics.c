@@ -186,7 +186,7 @@ static int target_prepare(aagw_flow_t *f, struct ttrack *tt, int want) {
  * stood still meanwhile (the README demo copied nothing into a site for
  * 5 s while the heartbeats copy was being made).  So discovery hands a
  * copy to make to the maker thread and goes on; the answer is taken at
- * the next discovery, asked for at once (flow_main()). */
+ * the next discovery, asked for at once (flow_after()). */
 
 enum { MAKE_IDLE, MAKE_ASKED, MAKE_DONE };
 
@@ -406,7 +406,7 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
                         changed = true;
                 }
                 /* After a fence, nothing until the lease holds the id
-                 * again (flow_main() assigns then). */
+                 * again (flow_after() assigns then). */
                 if (!f->lease_wait)
                         flow_assign_new(f, tt);
         }
@@ -590,7 +590,7 @@ int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
 
         flow_drain(f, drain_ms);
         if (atomic_load(&f->inflight) > 0) {
-                /* (Stopping: flow_main() drains and stores once more.) */
+                /* (Stopping: flow_finish() drains and stores once more.) */
                 if (!atomic_load(&f->ctl.stop))
                         flow_fail(f, "%" PRId64 " records still "
                                      "unacknowledged after %d ms: cannot "

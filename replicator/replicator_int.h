@@ -12,6 +12,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* Counters have one writer, the stage's thread (delivery reports run in
+ * its rd_kafka_poll()): a relaxed load and store, no read-modify-write. */
+#define RELAXED memory_order_relaxed
+#define ADD(x, n) AAGW_STAT_ADD(x, n)
+#define INC(x) ADD(x, 1)
+
 /* ------------------- SHARED MECHANICS (kafka_common.c) ------------------- */
 
 /* Wait for the answer of an admin call on 'q' (request timeout

@@ -134,7 +134,7 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * (unify_so_commit()). */
                 replicator_note_authz(u->site, m->err, "WRITE", "topic %s",
                                       tok->ut->out);
-                if (!u->txn_poisoned && !replicator_refused_for_good(m->err) &&
+                if (!u->tx.broken && !replicator_refused_for_good(m->err) &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
                     m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
                         aagw_log(AAGW_LOG_WARN, "UNIFY",
@@ -143,7 +143,7 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                                  u->site, tok->ut->out, (int)m->partition,
                                  m->err ? rd_kafka_err2str(m->err)
                                         : "acknowledged without an offset");
-                u->txn_poisoned = true;
+                u->tx.broken = true;
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
                 return;
@@ -182,10 +182,10 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 /* A suspect acknowledged alone: it was only batched with
                  * the record refused for good. */
                 struct refused_rec *rr = refused_find(
-                    u->refused, rd_kafka_topic_name(tok->base.src->rkt),
+                    u->tx.refused, rd_kafka_topic_name(tok->base.src->rkt),
                     tok->base.src->partition, tok->base.src->offset);
                 if (rr)
-                        refused_del(u->refused, rr);
+                        refused_del(u->tx.refused, rr);
         }
         u->ops->acked(u->st, tok->ep, tok->ut->out_id, m->partition,
                       m->offset);
@@ -303,11 +303,11 @@ int unify_produce(aagw_unify_t *u, struct item *it,
         rd_kafka_timestamp_type_t tstype;
         int64_t             ts = rd_kafka_message_timestamp(m, &tstype);
         rd_kafka_resp_err_t err;
-        struct refused_rec *rr =
-            u->scale && refused_count(u->refused)
-                ? refused_find(u->refused, it->ui->topic, m->partition,
-                               m->offset)
-                : NULL;
+        struct refused_rec       *rr =
+            u->scale && refused_count(u->tx.refused)
+                      ? refused_find(u->tx.refused, it->ui->topic, m->partition,
+                                     m->offset)
+                      : NULL;
         if (rr && rr->confirmed) {
                 /* Scale-out: the output refused it as too large when the
                  * transaction was tried before (unify_so_refusal()): the
@@ -318,7 +318,7 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                 if (!(err = unify_produce_stub(u, tok, part, m, h, rr->err)))
                         rd_kafka_headers_destroy(h);
         } else {
-                if (rr && !u->txn_poisoned) {
+                if (rr && !u->tx.broken) {
                         /* A suspect: alone in its batch, so that the
                          * broker's answer is about this record. */
                         unify_so_settle(u, 0);
@@ -486,7 +486,7 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 u->ops->key(u->st, r);
         }
         /* Scale-out: only what this unify_process owns, in a transaction. */
-        if (u->scale && u->txn_poisoned) {
+        if (u->scale && u->tx.broken) {
                 /* Nothing goes into a transaction that must abort:
                  * these records are read again after the redo. */
                 unify_so_commit(u);
@@ -565,126 +565,115 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
 
 /* -------------------------------------------------------------- THREAD --- */
 
-/* Inputs whose fetch stands still while their leader holds more (the
- * stall watch): a new assignment at the
- * stage's own positions, on the refreshed metadata, starts them again.
- * Only looked at with the queue empty, so the stage's own backlog is
- * never taken for a stall. */
-static void restart_stalled(aagw_unify_t *u, int64_t now) {
-        struct aagw_stall_report r[16];
-        char                     who[AAGW_ALIAS_MAX + 8];
-        size_t n = aagw_stall_watch_stalled(u->stalls, now, r, 16);
+/* The stage's part in the stage loop (stage.c). */
 
-        if (!n)
-                return;
-        snprintf(who, sizeof(who), "unify@%s", u->site);
-        aagw_fetch_stalls_note(u->consumer, who, r, n);
-        rd_kafka_assign(u->consumer, NULL);
-        unify_reassign(u);
-        INC(u->fetch_restarts);
-}
-
-static void *unify_main(void *arg) {
-        aagw_unify_t          *u = arg;
-        rd_kafka_message_t **msgs = calloc(BATCH_MAX, sizeof(*msgs));
-        int                  refresh_ms = u->conf.refresh_ms > 0
-                                              ? u->conf.refresh_ms
-                                              : 5000;
-
-        if (!msgs) {
-                ufail(u, "out of memory");
-                return NULL;
-        }
-        if (u->conf.scale_out && u->conf.scale_out->enabled && unify_so_start(u)) {
-                free(msgs);
-                return NULL;
-        }
-        /* Woken by records at the consumer and by delivery reports
-         * (aagw_qwait(), replicator/kconf.c). */
-        rd_kafka_queue_t *pq    = rd_kafka_queue_get_main(u->out_producer);
-        rd_kafka_queue_t *qs[2] = {u->cq, pq};
-        aagw_qwait_t     *qwait = aagw_qwait_new(qs, 2);
-        int64_t           last_poke_ms = 0;
+static int unify_start(void *arg) {
+        aagw_unify_t *u = arg;
 
         unify_discover(u);
         u->last_refresh_ms = aagw_mono_ms();
         if (atomic_load(&u->ctl.state) == AAGW_FLOW_STARTING)
                 atomic_store(&u->ctl.state, AAGW_FLOW_RUNNING);
-        while (!atomic_load(&u->ctl.stop)) {
-                if (aagw_mono_ms() - u->last_refresh_ms >=
-                    (u->inputs_leaderless && refresh_ms > LEADER_WAIT_MS
-                         ? LEADER_WAIT_MS
-                         : refresh_ms)) {
-                        unify_discover(u);
-                        u->last_refresh_ms = aagw_mono_ms();
-                }
-                if (u->scale && u->need_renew) {
-                        /* The wait holds the old producer's queue. */
-                        aagw_qwait_destroy(qwait);
-                        rd_kafka_queue_destroy(pq);
-                        qwait = NULL;
-                        pq    = NULL;
-                        if (unify_so_renew(u))
-                                break;
-                        pq    = rd_kafka_queue_get_main(u->out_producer);
-                        qs[1] = pq;
-                        qwait = aagw_qwait_new(qs, 2);
-                }
-                if (u->scale && unify_so_poll(u))
-                        break;
-                /* What the queue holds, without waiting (waiting for a
-                 * full batch holds a record for the whole timeout under
-                 * light traffic); under load the batches fill by
-                 * themselves. */
-                ssize_t n =
-                    rd_kafka_consume_batch_queue(u->cq, 0, msgs, BATCH_MAX);
-                if (n > 0) {
-                        u->batch_no++;
-                        unify_process(u, msgs, (size_t)n);
-                        for (ssize_t i = 0; i < n; i++)
-                                if (u->items[i].m)
-                                        rd_kafka_message_destroy(
-                                            u->items[i].m);
-                }
-                rd_kafka_poll(u->out_producer, 0);
-                if (!u->scale)
-                        commit_ready(u);
-                /* A short poll and an empty queue: the only time an
-                 * input that stands still can be a stall. */
-                int64_t now = aagw_mono_ms();
-                if (n < BATCH_MAX && now - last_poke_ms >= STALL_LOOK_MS &&
-                    !rd_kafka_queue_length(u->cq)) {
-                        last_poke_ms = now;
-                        aagw_stall_watch_look(u->stalls, now, STALL_LOOK_MS);
-                        restart_stalled(u, now);
-                }
-                if (now - u->last_lag_ms >= 500) {
-                        unify_update_lag(u);
-                        u->last_lag_ms = aagw_mono_ms();
-                }
-                /* Nothing came: wait for records or delivery reports. */
-                if (n <= 0)
-                        aagw_qwait(qwait, 100);
+        return 0;
+}
+
+static int unify_queues(void *arg, struct stage_queue *qs, int max) {
+        aagw_unify_t *u = arg;
+
+        (void)max;
+        qs[0] = (struct stage_queue){u->consumer, u->cq, u->stalls};
+        return 1;
+}
+
+static rd_kafka_t *unify_out(void *arg) {
+        return ((aagw_unify_t *)arg)->out_producer;
+}
+
+static int unify_round(void *arg) {
+        aagw_unify_t *u = arg;
+        int refresh_ms  = u->conf.refresh_ms > 0 ? u->conf.refresh_ms : 5000;
+
+        if (aagw_mono_ms() - u->last_refresh_ms >=
+            (u->inputs_leaderless && refresh_ms > LEADER_WAIT_MS
+                 ? LEADER_WAIT_MS
+                 : refresh_ms)) {
+                unify_discover(u);
+                u->last_refresh_ms = aagw_mono_ms();
         }
-        aagw_qwait_destroy(qwait);
-        if (pq)
-                rd_kafka_queue_destroy(pq);
-        /* Drain: what was produced is acknowledged and committed, or the
-         * next start finds it in the output.  A unify_process that stops gives
-         * it what a flow gives its own (3 s: a stop has 5 s in all). */
-        int64_t deadline =
+        return 1;
+}
+
+static void unify_batch(void *arg, int k, rd_kafka_message_t **msgs, size_t n) {
+        aagw_unify_t *u = arg;
+
+        (void)k;
+        u->batch_no++;
+        unify_process(u, msgs, n);
+        for (size_t i = 0; i < n; i++)
+                if (u->items[i].m)
+                        rd_kafka_message_destroy(u->items[i].m);
+}
+
+static int unify_after(void *arg, ssize_t n, bool full) {
+        aagw_unify_t *u = arg;
+
+        (void)n;
+        (void)full;
+        rd_kafka_poll(u->out_producer, 0);
+        if (aagw_mono_ms() - u->last_lag_ms >= 500) {
+                unify_update_lag(u);
+                u->last_lag_ms = aagw_mono_ms();
+        }
+        return 0;
+}
+
+/* Inputs whose fetch stands still while their leader holds more (the
+ * stall watch): a new assignment at the stage's own positions, on the
+ * refreshed metadata, starts them again. */
+static void unify_restart(void *arg, int k, const struct aagw_stall_report *r,
+                          size_t n) {
+        aagw_unify_t *u = arg;
+
+        (void)k;
+        (void)r;
+        (void)n;
+        rd_kafka_assign(u->consumer, NULL);
+        unify_reassign(u);
+        INC(u->fetch_restarts);
+}
+
+static void unify_finish(void *arg) {
+        aagw_unify_t *u = arg;
+
+        u->stage.commit->finish(u);
+}
+
+/* One process decides every output partition: each batch is an epoch
+ * (seal_epoch()), stored in RocksDB once all of its records were
+ * acknowledged (commit_ready()). */
+static int single_start(void *arg) {
+        (void)arg;
+        return 0;
+}
+
+static int single_round(void *arg) {
+        (void)arg;
+        return 1;
+}
+
+static int single_after(void *arg) {
+        commit_ready(arg);
+        return 0;
+}
+
+/* Drain: what was produced is acknowledged and committed, or the next
+ * start finds it in the output.  A stopping process gives it what a flow
+ * gives its own (3 s: a stop has 5 s in all). */
+static void single_finish(void *arg) {
+        aagw_unify_t *u        = arg;
+        int64_t       deadline =
             aagw_mono_ms() + (aagw_kafka_process_stopping() ? 3000 : 10000);
-        if (u->scale) {
-                /* What the open transaction holds is committed (or
-                 * aborted and redone by the next owner). */
-                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
-                    u->owner && !u->need_renew)
-                        unify_so_commit(u);
-                free(msgs);
-                if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED)
-                        atomic_store(&u->ctl.state, AAGW_FLOW_STOPPED);
-                return NULL;
-        }
+
         seal_epoch(u);
         while (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED &&
                atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline) {
@@ -695,11 +684,21 @@ static void *unify_main(void *arg) {
                 rd_kafka_poll(u->producer, 0);
                 commit_ready(u);
         }
-        free(msgs);
-        if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED)
-                atomic_store(&u->ctl.state, AAGW_FLOW_STOPPED);
-        return NULL;
 }
+
+static const struct stage_commit unify_single = {.start  = single_start,
+                                                 .round  = single_round,
+                                                 .after  = single_after,
+                                                 .finish = single_finish};
+
+static const struct stage_hooks unify_hooks = {.start    = unify_start,
+                                               .queues   = unify_queues,
+                                               .producer = unify_out,
+                                               .round    = unify_round,
+                                               .batch    = unify_batch,
+                                               .after    = unify_after,
+                                               .restart  = unify_restart,
+                                               .finish   = unify_finish};
 
 /* ---------------------------------------------------------- LIFECYCLE --- */
 
@@ -801,7 +800,12 @@ fail:
 }
 
 int aagw_unify_start(aagw_unify_t *u, char *errstr, size_t errstr_size) {
-        int err = pthread_create(&u->thread, NULL, unify_main, u);
+        stage_init(&u->stage, &unify_hooks,
+                   u->conf.scale_out && u->conf.scale_out->enabled
+                       ? &unify_scale_commit
+                       : &unify_single,
+                   u, &u->ctl, u->who, NULL, BATCH_MAX);
+        int err = pthread_create(&u->thread, NULL, stage_main, &u->stage);
         if (err) {
                 snprintf(errstr, errstr_size, "cannot start a thread: %s",
                          strerror(err));
@@ -831,13 +835,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                  * rd_kafka_destroy() waits for every message of its own
                  * and hung for good after a failed stage (a full state
                  * dir, a deleted input topic). */
-                int64_t deadline = aagw_mono_ms() + 5000;
-                rd_kafka_purge(u->out_producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                    RD_KAFKA_PURGE_F_INFLIGHT);
-                do
-                        rd_kafka_poll(u->out_producer, 10);
-                while (atomic_load(&u->inflight) > 0 &&
-                       aagw_mono_ms() < deadline);
+                stage_purge(u->out_producer, &u->inflight, 5000);
         }
         if (u->consumer) {
                 replicator_consumer_close(u->consumer, REPLICATOR_CLOSE_MS());
@@ -863,7 +861,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         /* Aborts what is still open, leaves the group: the others take
          * over at once. */
         owner_destroy(u->owner);
-        refused_destroy(u->refused);
+        stage_txn_deinit(&u->tx);
         replicator_consumer_close(u->reader, REPLICATOR_CLOSE_MS());
         replicator_consumer_close(u->end_probe, REPLICATOR_CLOSE_MS());
         if (u->sbq)
@@ -936,9 +934,9 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->restores    = LD(restores);
         st->restore_ms_total = LD(restore_ms_total);
         st->restored_records = LD(restored_records);
-        st->fenced      = LD(fenced);
-        st->aborted     = LD(aborted);
-        st->txn_commits = LD(txn_commits);
+        st->fenced           = LD(tx.fenced);
+        st->aborted          = LD(tx.aborted);
+        st->txn_commits      = LD(tx.committed);
         st->owned_partitions = LD(owned_parts);
 #undef LD
 }

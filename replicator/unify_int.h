@@ -7,6 +7,7 @@
 #define UNIFY_INT_H
 
 #include "replicator_int.h"
+#include "stage.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -153,6 +154,7 @@ struct aagw_unify {
         _Atomic int32_t  ntopics_pub, ninputs_pub;
         int64_t          last_lag_ms;
         aagw_stall_watch_t *stalls;
+        struct stage        stage; /* the thread: stage.c, unify_hooks */
         bool             topics_full_logged;
         rd_kafka_topic_t *last_rkt;  /* input of the previous record */
         struct utopic    *last_ut;
@@ -170,38 +172,28 @@ struct aagw_unify {
         rd_kafka_queue_t *sbq;
         bool          sb_reassign;  /* ownership or topics changed */
         int64_t       sb_sig;       /* what unify_sb_assign() assigned for */
-        rd_kafka_t   *hw_probe;     /* read_uncommitted: the high
-                                       watermark of a changelog */
-        bool          need_renew;
+        rd_kafka_t       *hw_probe;     /* read_uncommitted: the high
+                                           watermark of a changelog */
         bool          kept_pending; /* unify_so_revoking() noted kept_hw */
-        struct changelog_ids_conf ids_conf; /* from unify.window */
-        int64_t       renew_since_ms;
-        int           renewals;     /* since renew_since_ms */
+        struct changelog_ids_conf ids_conf;     /* from unify.window */
         rd_kafka_t   *out_producer; /* writes the output: the owner's
                                        transactional producer, or
                                        'producer' */
         int32_t       work_parts;   /* W */
         char          work[AAGW_TOPIC_MAX + 1];
-        bool          txn_open, txn_poisoned, need_restore;
-        int64_t       txn_started_ms, last_commit_ms, fence_seq, lost_ms;
+        struct stage_txn          tx; /* the member's transactions */
+        bool                      need_restore;
+        int64_t                   last_commit_ms, lost_ms;
         int64_t       txn_records; /* records produced in the open one */
-        /* The records a transaction was aborted for (refused.c,
-         * unify_so_refusal()), and the stand-ins the open one holds: counted
-         * (oversized) when it commits. */
-        struct refused *refused;
+        /* The stand-ins the open transaction holds: counted (oversized)
+         * when it commits. */
         uint64_t        txn_stubs;
         pthread_mutex_t owned_lock; /* 'owned' for aagw_unify_owned() */
         char            owned[1024];
         _Atomic uint64_t rebalances, restores, restore_ms_total,
-            restored_records, fenced, aborted, txn_commits;
+            restored_records;
         _Atomic int32_t  owned_parts;
 };
-
-#define RELAXED memory_order_relaxed
-/* Counters have one writer, the unify thread (delivery reports run in
- * its rd_kafka_poll()). */
-#define ADD(x, n) AAGW_STAT_ADD(x, n)
-#define INC(x) ADD(x, 1)
 
 /* Copy the string 'src' into 'dst' (size bytes), truncating: snprintf
  * without the format parsing, on the per-record path. */
@@ -223,6 +215,10 @@ static inline void token_put(aagw_unify_t *u, struct token *t) {
 }
 
 /* ------------------------------------------------------ ACROSS FILES --- */
+
+/* How the stage makes its decisions durable under scale-out
+ * (unify_scale.c): the transactions of the member's producer. */
+extern const struct stage_commit unify_scale_commit;
 
 /* What one file of a unify stage calls in another (unify.c,
  * unify_topics.c, unify_scale.c, unify_restore.c). */
@@ -386,8 +382,6 @@ void unify_so_publish(aagw_unify_t *u);
  * from positions no longer wanted), then assign them afresh. */
 void unify_so_reassign(aagw_unify_t *u);
 
-void unify_so_fatal(aagw_unify_t *u, const char *err);
-
 int unify_so_begin(aagw_unify_t *u);
 
 /* The transactional producer refused a record: the transaction is in
@@ -402,7 +396,7 @@ void unify_so_refusal(aagw_unify_t *u, struct token *tok,
                       const rd_kafka_message_t *m);
 
 /* Serve delivery reports until at most 'until' output records are in
- * flight (SO_ALONE_MS at most). */
+ * flight (STAGE_ALONE_MS at most). */
 void unify_so_settle(aagw_unify_t *u, int64_t until);
 
 /* refused_each() at a commit: its stand-ins are in; an output partition
@@ -442,7 +436,7 @@ int unify_so_state_topic(aagw_unify_t *u, struct utopic *ut,
  * or -1 (the stage failed). */
 int unify_so_start(aagw_unify_t *u);
 
-/* A new transactional producer after unify_so_fatal() (owner_renew(): the
+/* A new transactional producer after stage_txn_fatal() (owner_renew(): the
  * membership and what it owns stay): what was in flight is dropped, the
  * topics' handles move to the new producer, and the inputs go back to
  * the committed positions, as after an abort.  If the group moved on

@@ -226,7 +226,7 @@ static bool seed_commit(struct seed_ctx *sc) {
 
         if (u->ops->fold_commit(u->st, false, sc->err, sizeof(sc->err)))
                 return false;
-        if (unify_so_commit(u) || u->txn_open || u->txn_poisoned) {
+        if (unify_so_commit(u) || u->tx.open || u->tx.broken) {
                 snprintf(sc->err, sizeof(sc->err),
                          "its transaction did not commit");
                 return false;
@@ -283,7 +283,8 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
                 memcpy(c.id, r.prov->id, r.prov->id_len);
                 c.id[r.prov->id_len] = '\0';
         }
-        if ((!u->txn_open && unify_so_begin(u)) || unify_so_state(u, ut, sc->p, &c)) {
+        if ((!u->tx.open && unify_so_begin(u)) ||
+            unify_so_state(u, ut, sc->p, &c)) {
                 snprintf(sc->err, sizeof(sc->err),
                          "writing its changelog failed");
                 sc->failed = true;
@@ -304,7 +305,7 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
                         sc->failed = true;
                         return false;
                 }
-                if (u->need_renew ||
+                if (u->tx.need_renew ||
                     owner_assignments(u->owner) != sc->assignments ||
                     !unify_so_owns(u, sc->p)) {
                         sc->abandoned = true;
@@ -343,12 +344,10 @@ int unify_so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
         if (sc.abandoned) {
                 /* (What it committed is written again by the next
                  * owner's seed: no position was written yet.) */
-                if (u->txn_open) {
+                if (u->tx.open) {
                         char err[512];
-                        if (owner_abort(u->owner, err, sizeof(err)) ==
-                            AAGW_OWNER_FATAL)
-                                unify_so_fatal(u, err);
-                        u->txn_open = u->txn_poisoned = false;
+                        stage_txn_abort(&u->tx, err, sizeof(err));
+                        u->tx.broken = false;
                 }
                 free(sc.pos);
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1
@@ -363,14 +362,14 @@ int unify_so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
                         copy_str(c.topic, sizeof(c.topic), sc.pos[i].topic);
                         c.partition = sc.pos[i].partition;
                         c.offset    = sc.pos[i].next;
-                        if ((!u->txn_open && unify_so_begin(u)) ||
+                        if ((!u->tx.open && unify_so_begin(u)) ||
                             unify_so_state(u, ut, p, &c)) {
                                 snprintf(sc.err, sizeof(sc.err),
                                          "writing its positions failed");
                                 sc.failed = true;
                         }
                 }
-                if (!sc.failed && u->txn_open && !seed_commit(&sc))
+                if (!sc.failed && u->tx.open && !seed_commit(&sc))
                         sc.failed = true;
         }
         if (end != AAGW_RANGE_DONE || sc.failed) {
@@ -431,7 +430,7 @@ static bool so_restore_tick(void *arg) {
                 ufail(u, "member %s: %s", u->conf.scale_out->member, err);
                 return false;
         }
-        return !u->need_renew &&
+        return !u->tx.need_renew &&
                owner_assignments(u->owner) == rc->assignments &&
                unify_so_owns(u, rc->p);
 }

@@ -196,13 +196,13 @@ void unify_so_reassign(aagw_unify_t *u) {
 /* The open transaction is gone (aborted, fenced): forget its decisions
  * and go back to the committed positions. */
 static void so_redo(aagw_unify_t *u) {
-        u->txn_open  = false;
+        u->tx.open   = false;
         u->txn_stubs = 0;
-        if (refused_count(u->refused))
-                refused_each(u->refused, unify_so_refused_keep, NULL);
+        if (refused_count(u->tx.refused))
+                refused_each(u->tx.refused, unify_so_refused_keep, NULL);
         if (so_drain(u))
                 return;
-        u->txn_poisoned = false;
+        u->tx.broken = false;
         if (u->ops->drop(u->st)) {
                 ufail(u, "out of memory");
                 return;
@@ -226,42 +226,6 @@ static void so_redo(aagw_unify_t *u) {
         unify_so_reassign(u);
 }
 
-/* The owner failed for good: its producer (a transaction the
- * coordinator aborted on its own after transaction.timeout.ms, a zombie
- * woken after that; a transactional state the broker no longer accepts)
- * or its consumer.  A new producer (transactions initialised again:
- * unify_so_renew(), from the stage's loop) is what a restart would make; the
- * membership goes on (a consumer failed for good fails the stage).  More than SO_RENEW_MAX of them within
- * SO_RENEW_WINDOW_MS is not a passing state: the stage fails. */
-#define SO_RENEW_MAX       3
-#define SO_RENEW_WINDOW_MS 60000
-
-void unify_so_fatal(aagw_unify_t *u, const char *err) {
-        const char *member = u->conf.scale_out->member;
-        int64_t     now    = aagw_mono_ms();
-
-        u->txn_open = false;
-        if (u->need_renew)
-                return;
-        if (!u->renew_since_ms || now - u->renew_since_ms > SO_RENEW_WINDOW_MS) {
-                u->renew_since_ms = now;
-                u->renewals       = 0;
-        }
-        if (++u->renewals > SO_RENEW_MAX) {
-                ufail(u, "member %s: %s (its transactional producer failed "
-                         "for good %d times within %d s: does another "
-                         "unify_process run as member %s?)",
-                      member, err, u->renewals, SO_RENEW_WINDOW_MS / 1000,
-                      member);
-                return;
-        }
-        aagw_log(AAGW_LOG_WARN, "UNIFY",
-                 "unify@%s: member %s: %s; making a new transactional "
-                 "producer",
-                 u->site, member, err);
-        u->need_renew = true;
-}
-
 /* What a transaction step's result means for the stage. */
 static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
         const char *member = u->conf.scale_out->member;
@@ -270,7 +234,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
         case AAGW_OWNER_OK:
                 return;
         case AAGW_OWNER_ABORTED:
-                INC(u->aborted);
+                INC(u->tx.aborted);
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: member %s: %s; redoing from the last "
                          "committed positions",
@@ -278,7 +242,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
                 so_redo(u);
                 return;
         case AAGW_OWNER_FENCED:
-                INC(u->fenced);
+                INC(u->tx.fenced);
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: member %s fenced: %s; nothing of its "
                          "transaction (%" PRId64 " output records) is "
@@ -287,7 +251,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
                 so_redo(u);
                 return;
         case AAGW_OWNER_FATAL:
-                unify_so_fatal(u, err);
+                stage_txn_fatal(&u->tx, err);
                 return;
         }
 }
@@ -295,16 +259,15 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
 int unify_so_begin(aagw_unify_t *u) {
         char err[512];
 
-        if (u->txn_open)
+        if (u->tx.open)
                 return 0;
-        owner_result_t r = owner_begin(u->owner, err, sizeof(err));
+        owner_result_t r = stage_txn_begin(&u->tx, err, sizeof(err));
         if (r == AAGW_OWNER_OK) {
-                u->txn_open       = true;
-                u->txn_records    = 0;
-                u->txn_started_ms = aagw_mono_ms();
+                u->txn_records = 0;
                 return 0;
         }
-        so_result(u, r, err);
+        if (r != AAGW_OWNER_FATAL)
+                so_result(u, r, err);
         return -1;
 }
 
@@ -315,13 +278,13 @@ int unify_so_begin(aagw_unify_t *u) {
  * (unify_so_poll() runs it at once). */
 void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
                       rd_kafka_resp_err_t err) {
-        if (!u->txn_poisoned)
+        if (!u->tx.broken)
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: member %s: unify_produce to %s [%d]: %s; the "
                          "transaction is aborted and redone",
                          u->site, u->conf.scale_out->member, topic, (int)p,
                          rd_kafka_err2str(err));
-        u->txn_poisoned = true;
+        u->tx.broken = true;
 }
 
 /*
@@ -344,10 +307,6 @@ void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
  * (oversized) when their transaction commits.
  */
 
-#define SO_ALONE_MS   5000   /* a suspect's wait to be alone, then for
-                                its answer */
-#define SO_REFUSED_MAX 100000 /* a batch is up to batch.num.messages */
-
 void unify_so_refusal(aagw_unify_t *u, struct token *tok,
                       const rd_kafka_message_t *m) {
         const rd_kafka_message_t *src = tok->base.src;
@@ -359,18 +318,12 @@ void unify_so_refusal(aagw_unify_t *u, struct token *tok,
                       (int)m->partition, rd_kafka_err2str(m->err));
                 return;
         }
-        if (!(rr = refused_add(u->refused, in, src->partition,
-                               src->offset))) {
-                ufail(u, "member %s: %s [%d] offset %" PRId64 ": %s [%d] "
-                         "refused its unified copy (%s) and %zu refused "
-                         "records are remembered already (out of memory, "
-                         "or more than %d)",
-                      u->conf.scale_out->member, in, (int)src->partition,
-                      src->offset, tok->ut->out, (int)m->partition,
-                      rd_kafka_err2str(m->err), refused_count(u->refused),
-                      SO_REFUSED_MAX);
+        char what[AAGW_TOPIC_MAX + 128];
+        snprintf(what, sizeof(what), "%s [%d] refused its unified copy (%s)",
+                 tok->ut->out, (int)m->partition, rd_kafka_err2str(m->err));
+        if (!(rr = stage_txn_refused(&u->tx, in, src->partition, src->offset,
+                                     what)))
                 return;
-        }
         rr->out_part = m->partition;
         if (rr->confirmed)
                 return;
@@ -388,7 +341,7 @@ void unify_so_refusal(aagw_unify_t *u, struct token *tok,
                          u->site, u->conf.scale_out->member, in,
                          (int)src->partition, src->offset, tok->ut->out,
                          (int)m->partition, rd_kafka_err2str(m->err));
-        } else if (!u->txn_poisoned) {
+        } else if (!u->tx.broken) {
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: member %s: %s [%d] refused a batch (%s; "
                          "%s [%d] offset %" PRId64 " among it); the "
@@ -402,13 +355,10 @@ void unify_so_refusal(aagw_unify_t *u, struct token *tok,
 }
 
 /* Serve delivery reports until at most 'until' output records are in
- * flight (SO_ALONE_MS at most). */
+ * flight (STAGE_ALONE_MS at most). */
 void unify_so_settle(aagw_unify_t *u, int64_t until) {
-        int64_t deadline = aagw_mono_ms() + SO_ALONE_MS;
-
-        while (atomic_load(&u->inflight) > until &&
-               aagw_mono_ms() < deadline && !atomic_load(&u->ctl.stop))
-                rd_kafka_poll(u->out_producer, 10);
+        stage_settle(u->out_producer, &u->inflight, until, STAGE_ALONE_MS,
+                     &u->ctl.stop, NULL);
 }
 
 /* refused_each() at a commit: its stand-ins are in; an output partition
@@ -532,18 +482,16 @@ int unify_so_commit(aagw_unify_t *u) {
                                 }
                 }
         }
-        if (u->txn_poisoned) {
+        if (u->tx.broken) {
                 /* A record went wrong in it (unify_on_delivery(),
                  * unify_so_refused()). */
-                owner_result_t r = owner_abort(u->owner, err, sizeof(err));
-                so_result(u, r == AAGW_OWNER_OK ? AAGW_OWNER_ABORTED : r,
-                          r == AAGW_OWNER_OK
-                              ? "a record of the transaction failed; "
-                                "transaction aborted"
-                              : err);
+                if (stage_txn_abort(&u->tx, err, sizeof(err)) == AAGW_OWNER_OK)
+                        so_result(u, AAGW_OWNER_ABORTED,
+                                  "a record of the transaction failed; "
+                                  "transaction aborted");
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         }
-        if (!moved && !u->txn_open)
+        if (!moved && !u->tx.open)
                 return 0;
         if (unify_so_begin(u))
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
@@ -570,33 +518,22 @@ int unify_so_commit(aagw_unify_t *u) {
                                 }
                 }
         }
-        if (u->txn_poisoned)
+        if (u->tx.broken)
                 return unify_so_commit(u); /* (a position refused) */
-        const rd_kafka_topic_partition_list_t *own = owner_partitions(u->owner);
-        rd_kafka_topic_partition_list_t *offs =
-            rd_kafka_topic_partition_list_new(own->cnt > 0 ? own->cnt : 1);
-        /* The offsets mean nothing but the fence: any value >= 0. */
-        u->fence_seq++;
-        for (int i = 0; i < own->cnt; i++)
-                rd_kafka_topic_partition_list_add(offs, u->work,
-                                                  own->elems[i].partition)
-                    ->offset = u->fence_seq;
-        owner_result_t r = owner_commit(u->owner, offs, err, sizeof(err));
-        rd_kafka_topic_partition_list_destroy(offs);
+        owner_result_t r = stage_txn_commit(&u->tx, err, sizeof(err));
         if (r != AAGW_OWNER_OK) {
-                so_result(u, r, err);
+                if (r != AAGW_OWNER_FATAL)
+                        so_result(u, r, err);
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         }
-        u->txn_open = false;
-        INC(u->txn_commits);
         /* Its stand-ins are in the output. */
         ADD(u->oversized, u->txn_stubs);
         u->txn_stubs = 0;
-        if (refused_count(u->refused))
-                refused_each(u->refused, unify_so_refused_keep, u);
+        if (refused_count(u->tx.refused))
+                refused_each(u->tx.refused, unify_so_refused_keep, u);
         if (so_drain(u))
                 return -1;
-        if (u->txn_poisoned) {
+        if (u->tx.broken) {
                 /* Acknowledged without an offset inside a committed
                  * transaction (librdkafka's implicit acknowledgement,
                  * tests/realkafka/README.md): whether the record is in
@@ -662,10 +599,10 @@ void unify_so_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u = opaque;
         (void)parts;
-        if (u->txn_open && !u->need_renew)
+        if (u->tx.open && !u->tx.need_renew)
                 unify_so_commit(u);
         /* Committed, and still the owner (a fenced commit lost all). */
-        if (!u->txn_open && !u->need_renew && !atomic_load(&u->ctl.stop) &&
+        if (!u->tx.open && !u->tx.need_renew && !atomic_load(&u->ctl.stop) &&
             owner_partitions(u->owner)->cnt)
                 unify_so_kept_note(u);
 }
@@ -674,7 +611,7 @@ void unify_so_revoking(void *opaque,
 static void so_lost(void *opaque,
                     const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u       = opaque;
-        bool          open    = u->txn_open;
+        bool          open    = u->tx.open;
         int64_t       records = u->txn_records;
         char          err[512], what[96];
 
@@ -684,13 +621,11 @@ static void so_lost(void *opaque,
         if (!u->kept_pending)
                 unify_so_kept_clear(u);
         u->kept_pending = false;
-        if (u->txn_open) {
-                owner_result_t r = owner_abort(u->owner, err, sizeof(err));
-                u->txn_open      = false;
-                if (r != AAGW_OWNER_OK) {
+        if (u->tx.open) {
+                if (stage_txn_abort(&u->tx, err, sizeof(err)) !=
+                    AAGW_OWNER_OK) {
                         /* Its records stay aborted (the coordinator ends
                          * the transaction); a new owner goes on. */
-                        unify_so_fatal(u, err);
                         rd_kafka_purge(u->out_producer,
                                        RD_KAFKA_PURGE_F_QUEUE |
                                            RD_KAFKA_PURGE_F_INFLIGHT);
@@ -710,7 +645,7 @@ static void so_lost(void *opaque,
                  what);
         if (so_drain(u))
                 return;
-        u->txn_poisoned = false;
+        u->tx.broken = false;
         if (u->ops->drop(u->st)) {
                 ufail(u, "out of memory");
                 return;
@@ -720,14 +655,6 @@ static void so_lost(void *opaque,
         rd_kafka_assign(u->consumer, NULL);
         u->sb_reassign = true;
         unify_so_publish(u);
-}
-
-/* Delivery reports of the owner's producer: records carry a token
- * (output records) or none (changelog records, copied). */
-static void so_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-        (void)rk;
-        if (m->_private)
-                unify_on_delivery(opaque, m->_private, m);
 }
 
 /* Make the changelog topics of 'ut' if missing, both with as many
@@ -883,32 +810,25 @@ static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
 static int so_owner(aagw_unify_t *u) {
         const struct aagw_scale_out *so = u->conf.scale_out;
         const char *group = u->owners_group;
-        char txn_id[AAGW_TOPIC_MAX + 64], err[512];
+        char                         txn_id[AAGW_TOPIC_MAX + 64];
 
         snprintf(txn_id, sizeof(txn_id), "aagw.%s.%s.unify.%s",
                  u->conf.gateway_id, u->site, so->member);
-        struct owner_conf oc = {
-            .bootstraps           = u->conf.bootstraps,
-            .props                = u->conf.props,
-            .prop_cnt             = u->conf.prop_cnt,
-            .group                = group,
-            .topic                = u->work,
-            .member               = so->member,
-            .transactional_id     = txn_id,
-            .session_timeout_ms   = so->session_timeout_ms,
-            .max_poll_interval_ms = so->session_timeout_ms,
-            .txn_timeout_ms       = so->txn_timeout_ms,
-            .on_gained            = so_gained,
-            .on_lost              = so_lost,
-            .on_revoking          = unify_so_revoking,
-            .opaque               = u,
-            .dr_msg_cb            = so_dr,
-            .dr_opaque            = u,
-            .stop                 = &u->ctl.stop};
-        if (!(u->owner = owner_new(&oc, err, sizeof(err)))) {
-                ufail(u, "member %s: %s", so->member, err);
+        struct owner_conf oc = {.bootstraps           = u->conf.bootstraps,
+                                .props                = u->conf.props,
+                                .prop_cnt             = u->conf.prop_cnt,
+                                .group                = group,
+                                .topic                = u->work,
+                                .transactional_id     = txn_id,
+                                .session_timeout_ms   = so->session_timeout_ms,
+                                .max_poll_interval_ms = so->session_timeout_ms,
+                                .txn_timeout_ms       = so->txn_timeout_ms,
+                                .on_gained            = so_gained,
+                                .on_lost              = so_lost,
+                                .on_revoking          = unify_so_revoking,
+                                .opaque               = u};
+        if (!(u->owner = stage_txn_join(&u->tx, &oc, &u->delivery)))
                 return -1;
-        }
         u->out_producer = owner_producer(u->owner);
         aagw_log(AAGW_LOG_INFO, "UNIFY",
                  "unify@%s: member %s of group %s (%s, %d partitions): "
@@ -933,7 +853,7 @@ int unify_so_start(aagw_unify_t *u) {
 
         u->scale      = true;
         u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
-        if (!(u->refused = refused_new(SO_REFUSED_MAX))) {
+        if (stage_txn_init(&u->tx, &u->ctl, u->who, so->member)) {
                 ufail(u, "member %s: out of memory", so->member);
                 return -1;
         }
@@ -980,18 +900,14 @@ int unify_so_start(aagw_unify_t *u) {
         return so_owner(u);
 }
 
-/* A new transactional producer after unify_so_fatal() (owner_renew(): the
- * membership and what it owns stay): what was in flight is dropped, the
- * topics' handles move to the new producer, and the inputs go back to
- * the committed positions, as after an abort.  If the group moved on
- * meanwhile, the owner says so at its next poll, as always.  Returns 0,
- * or -1 (the stage failed). */
-int unify_so_renew(aagw_unify_t *u) {
-        char err[512];
+/* stage_txn_renew()'s steps for the stage: what was in flight drained,
+ * the topics' handles on the old producer dropped; then handles on the
+ * new one, and the inputs back to the committed positions, as after an
+ * abort.  If the group moved on meanwhile, the owner says so at its
+ * next poll, as always. */
+static int renew_detach(void *arg) {
+        aagw_unify_t *u = arg;
 
-        u->need_renew = false;
-        rd_kafka_purge(u->out_producer,
-                       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         if (so_drain(u))
                 return -1;
         unify_so_kept_clear(u);
@@ -1006,11 +922,13 @@ int unify_so_renew(aagw_unify_t *u) {
                 ut->out_rkt = ut->state_rkt = ut->ids_rkt = NULL;
         }
         u->out_producer = u->producer; /* (no handle of the old one left) */
-        if (owner_renew(u->owner, err, sizeof(err)) != AAGW_OWNER_OK) {
-                ufail(u, "member %s: %s", u->conf.scale_out->member, err);
-                return -1;
-        }
-        u->out_producer = owner_producer(u->owner);
+        return 0;
+}
+
+static int renew_attach(void *arg, rd_kafka_t *producer) {
+        aagw_unify_t *u = arg;
+
+        u->out_producer = producer;
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready)
@@ -1030,6 +948,13 @@ int unify_so_renew(aagw_unify_t *u) {
         return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
 }
 
+/* A new transactional producer after stage_txn_fatal() (the membership
+ * and what it owns stay).  Returns 0, or -1 (the stage failed). */
+int unify_so_renew(aagw_unify_t *u) {
+        return stage_txn_renew(&u->tx, u->out_producer, renew_detach,
+                               renew_attach, u);
+}
+
 /* One turn of the owner's side in the stage's loop: membership,
  * restore, the commit due.  Returns 0, or -1 if the stage failed. */
 int unify_so_poll(aagw_unify_t *u) {
@@ -1040,7 +965,7 @@ int unify_so_poll(aagw_unify_t *u) {
                 ufail(u, "member %s: %s", u->conf.scale_out->member, err);
                 return -1;
         }
-        if (u->need_renew)
+        if (u->tx.need_renew)
                 return 0; /* the stage's loop renews the producer first */
         if (u->need_restore && unify_so_restore(u))
                 return -1;
@@ -1050,10 +975,47 @@ int unify_so_poll(aagw_unify_t *u) {
         int iv = u->conf.scale_out->commit_interval_ms > 0
                      ? u->conf.scale_out->commit_interval_ms
                      : 200;
-        if (now - (u->txn_open ? u->txn_started_ms : u->last_commit_ms) >=
-            iv) {
+        if (now - (u->tx.open ? u->tx.begun_ms : u->last_commit_ms) >= iv) {
                 u->last_commit_ms = now;
                 return unify_so_commit(u);
         }
         return 0;
 }
+
+/* The stage loop's side of it (stage_commit). */
+
+static int scale_start(void *arg) {
+        return unify_so_start(arg);
+}
+
+static int scale_round(void *arg) {
+        aagw_unify_t *u = arg;
+
+        if (u->tx.need_renew) {
+                /* The wait holds the old producer's queue. */
+                stage_unwait(&u->stage);
+                if (unify_so_renew(u))
+                        return -1;
+        }
+        return unify_so_poll(u) ? -1 : 1;
+}
+
+static int scale_after(void *arg) {
+        (void)arg;
+        return 0;
+}
+
+/* What the open transaction holds is committed (or aborted and redone by
+ * the next owner). */
+static void scale_finish(void *arg) {
+        aagw_unify_t *u = arg;
+
+        if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED && u->owner &&
+            !u->tx.need_renew)
+                unify_so_commit(u);
+}
+
+const struct stage_commit unify_scale_commit = {.start  = scale_start,
+                                                .round  = scale_round,
+                                                .after  = scale_after,
+                                                .finish = scale_finish};
