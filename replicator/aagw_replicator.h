@@ -870,7 +870,7 @@ struct aagw_flow_stats {
         uint64_t topic_configs_synced; /**< AlterConfigs applied */
         uint64_t topic_acls_synced;    /**< ACLs created at the target */
         uint64_t topic_sync_errors;    /**< config/ACL sync calls failed */
-        /* offsets issue: MM2 topics and source truncation */
+        /* MM2-format topics and source truncation */
         uint64_t truncations;       /**< log start passed the position */
         uint64_t truncated_records; /**< records lost to those */
         uint64_t resets;            /**< source end offset went backwards */
@@ -938,7 +938,7 @@ struct aagw_flow_missing {
 size_t aagw_flow_missing(const aagw_flow_t *flow,
                          struct aagw_flow_missing *out, size_t max);
 
-/* ============== MM2 TOPICS AND GROUP OFFSETS (offsets issue) ============== */
+/* ===================== MM2 TOPICS AND GROUP OFFSETS ====================== */
 
 /*
  * Helpers for the offsets commands and the checkpoint task: consumer group

@@ -146,8 +146,8 @@ int flow_settle_all(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
  * copies reached the leader, but a replica in the ISR (one on a broker
  * that died, until the controller fences it) has not fetched them, and a
  * scan up to the watermark would miss them; the flow would copy them
- * again, after them (issue 16: 2 and 7 records twice in
- * kafka-target_kill).  Under the prefix policy this flow is the target's
+ * again, after them (2 and 7 records twice in a kafka-target_kill
+ * run).  Under the prefix policy this flow is the target's
  * only writer and is not writing yet, so the wait for the watermark to
  * reach the log's end ends once the replicas caught up or the ISR
  * dropped the dead one; failing that within RECONCILE_WAIT_MS, the flow

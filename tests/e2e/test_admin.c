@@ -997,7 +997,7 @@ static bool hb_resumed(void *arg) {
         return a->now.acked[a->paused] > a->since[a->paused];
 }
 
-/* Issue 16 item 4: with replication.topics naming only the test's clicks
+/* With replication.topics naming only the test's clicks
  * topic, the heartbeats topic is still replicated in both directions
  * (as in MirrorMaker 2), so each flow's heartbeat age is known (not -1)
  * and stays small while both sites run: new copies keep being

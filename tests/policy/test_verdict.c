@@ -936,7 +936,7 @@ static void test_precheck_matches_verdict(void **state) {
 
 /* The encoding of resolved provenance is aagw_prov_encode()'s, byte for
  * byte; the id is left out exactly when it is the derived one. */
-/* Item 8 of issue 16: provenance a producer forged (or an application
+/* Provenance a producer forged (or an application
  * forwarded from a copy) is valid, but under the prefix policy the topic
  * name contradicts its path: the verdict is unchanged (skip, or a copy)
  * and path_forged says the sites will diverge. */

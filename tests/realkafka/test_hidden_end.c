@@ -1,8 +1,8 @@
 /*
  * tests/realkafka/test_hidden_end.c: a flow restarted while its target
  * partition's high watermark is held back below the leader's log must
- * not copy again what the previous run left above the watermark (issue
- * 16: 2 and 7 records copied twice in kafka-target_kill).
+ * not copy again what the previous run left above the watermark (2 and 7
+ * records were copied twice in a kafka-target_kill run).
  *
  * east has 3 brokers; west.clicks there has replication factor 3 and
  * min.insync.replicas 2, and the brokers fence a dead broker only after

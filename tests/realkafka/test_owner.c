@@ -1,8 +1,7 @@
 /*
  * tests/realkafka/test_owner.c: the work-ownership module
  * (replicator/owner.c) fences a stalled process on a real broker
- * (issue 17, scale-out within a site: the mechanism a scratch program
- * showed first, here through the module's API).
+ * (scale-out within a site), through the module's API.
  *
  * One cluster (east, one broker), topics work (2 partitions), out and
  * probe (1 each).  Owner A (session 6 s, max.poll 7 s) is given both work

@@ -1,7 +1,6 @@
 /*
  * tests/realkafka/test_rejoin.c: a gateway killed with SIGKILL and
- * started again copies again at once, with the default settings (issue
- * 16, item 5), and a second process with its identity is found out.
+ * started again copies again at once, with the default settings, and a second process with its identity is found out.
  *
  * The flows assign themselves their partitions: nothing waits for a
  * consumer group.  A flow whose partitions came from a group (aagw before

@@ -1,7 +1,7 @@
 /*
  * tests/realkafka/test_scale.c: both sites served by several aagw
  * processes each (scale-out), while processes are killed, added, stopped
- * and frozen past their session timeout (issue 17's scenario).
+ * and frozen past their session timeout.
  *
  * Two single-broker clusters.  At each site three processes
  * (`--site S --scale-out true`, members e1..e3 and w1..w3) share the

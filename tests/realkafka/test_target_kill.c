@@ -175,7 +175,8 @@ static void test_target_kill(void **state) {
         bool ok = rk_verify_clicks(r, NULL, &pr, "end");
         if (!ok) {
                 /* Where each run resumed each partition, and what its
-                 * consumer did at the start (the gap of issue 16). */
+                 * consumer did at the start (the gap this test
+                 * was written for). */
                 static const char *const needles[] = {
                     "resuming", "first record", "fetched from", "seek",
                     "dead-letter", "restarting its fetch", "unacknowledged",

@@ -1,8 +1,8 @@
 /*
  * tests/realkafka/test_txn_start.c: a flow and a unify stage resumed at an
  * offset that holds no record (a transaction marker) check the jump to
- * the first record before they believe it (issue 16, "nothing
- * acknowledged is lost").
+ * the first record before they believe it (nothing acknowledged
+ * may be lost).
  *
  * Both assign a partition at their stored position and used to take any
  * first record past it for compaction or markers; a consumer that started

@@ -18,7 +18,7 @@
  * Every source record must then be in the remote copy exactly once, in
  * the same partition and the same order (kcat reads both sides).
  *
- * Restarts resume at once (issue 16, item 5), with the default settings:
+ * Restarts resume at once, with the default settings:
  * the flows' consumer session is set to 30 s, the gateway is SIGKILLed
  * with records waiting and restarted, and they must be copied within
  * REJOIN_MS.  A flow whose partitions came from a consumer group waited

@@ -2,7 +2,7 @@
  * tests/replication/test_end_probe.c: replicator_log_ends_at() and
  * replicator_settle_end() (replicator/kafka_common.c), which flows and
  * the unify stage use before they trust a target partition's high
- * watermark as the end of what a previous run wrote (issue 16).
+ * watermark as the end of what a previous run wrote.
  *
  * On a librdkafka mock cluster in this process (which, like Kafka,
  * answers a fetch past the log end with OFFSET_OUT_OF_RANGE and one at

@@ -1,6 +1,6 @@
 /*
  * tests/replication/test_state_full.c: a flow whose positions cannot be
- * stored stops at the stored ones (issue 16; flow.c, save_positions()).
+ * stored stops at the stored ones (flow_save_positions()).
  *
  * A state dir that refuses writes (full, read-only) must stop a flow
  * rather than let it copy on with positions only in memory.  The soak's

@@ -1,7 +1,8 @@
 /*
  * aagw - active-active replication gateway for Kafka
  *
- * tests/soak/soak.c: the long fault runs of issue 16 ("Long runs").
+ * tests/soak/soak.c: the long fault runs (docs/reliability.md, "Long
+ * runs").
  *
  *   two sites, east and west: embedded mock clusters in `aagw sandbox`
  *   processes of their own (one per site, so a site's brokers can be
@@ -1656,7 +1657,7 @@ static void scenario_cut(struct soak *s) {
                 if (next > harness_now_ms())
                         pause_ms(next - harness_now_ms());
         }
-        /* The cut must show (issue 16, item 4): each gateway has a flow
+        /* The cut must show: each gateway has a flow
          * or stage that uses the frozen cluster, so each says degraded
          * and reports a lag as unknown while it lasts; and both are
          * healthy again with known lags at the end. */

@@ -1,6 +1,6 @@
 /*
  * tests/unify/test_forged.c: a forged provenance header makes the sites'
- * unified streams differ, and aagw says so (issue 16, item 8).
+ * unified streams differ, and aagw says so.
  *
  * A producer writes east's local clicks with a valid but forged
  * aagw.prov claiming the record is west's copy (path west>east).  The

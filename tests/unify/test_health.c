@@ -1,5 +1,5 @@
 /*
- * tests/unify/test_health.c: an outage is visible (issue 16, item 4).
+ * tests/unify/test_health.c: an outage is visible.
  *
  * A gateway replicates east <-> west and unifies at both sites.  Every
  * broker of west is set down (rd_kafka_mock_broker_set_down: connections

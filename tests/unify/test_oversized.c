@@ -1,6 +1,6 @@
 /*
  * tests/unify/test_oversized.c: one record must not stop the gateway for
- * good (issue 16, items 1 and 2).
+ * good.
  *
  * hostile header: a producer at east writes a record whose aagw.prov is
  *   1,000,000 bytes between ordinary ones.  It is rejected (bad

@@ -1,7 +1,7 @@
 /*
  * tests/unify/test_start.c: the unify stage checks the first record of an
- * input it assigns at a stored position (issue 16, "nothing acknowledged
- * is lost"; replicator_start_take() in replicator/kafka_common.c).
+ * input it assigns at a stored position, so that nothing acknowledged is
+ * lost (replicator_start_take() in replicator/kafka_common.c).
  *
  * The stage resumes each input partition at its stored position.  A first
  * record past it can be legitimate (records deleted, a transaction

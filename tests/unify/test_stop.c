@@ -1,6 +1,6 @@
 /*
  * tests/unify/test_stop.c: a graceful stop in the middle of a batch stores
- * none of that batch's positions (issue 16; the loss fixed by 1c0ca79).
+ * none of that batch's positions (the loss fixed by 1c0ca79).
  *
  * The unify stage advances its input positions over a whole consumed
  * batch while it decides it, then produces the accepted records one by
