@@ -69,7 +69,7 @@
  *
  * ------------------------------- FILTER --------------------------------
  *
- * A time-sliced blocked Bloom filter (filter.c): n slots of filter_mb / n
+ * A time-sliced blocked Bloom filter (bloom.c): n slots of filter_mb / n
  * each, slot s holding the ids whose time falls in epoch e (e = time /
  * slice, s = e % n, n = ceil(window / slice) + 1: 8 for a new store).  The
  * epochs that overlap [now - window, now] are at most n, so a slot is
@@ -78,7 +78,7 @@
  * slots and reads RocksDB only in the epochs whose slot answered "maybe".
  *
  * With unify.filter: exact, each slot also holds the keys themselves (a
- * table behind the Bloom slot, filter.c), and a "maybe" is settled there:
+ * table behind the Bloom slot, bloom.c), and a "maybe" is settled there:
  * a key found in an epoch wholly inside the window is a duplicate without
  * a read (the seen lookup asks RocksDB only when the caller wants the
  * first-seen record, or in the epoch the window's cutoff cuts, where the
@@ -225,7 +225,7 @@ struct dedup_filter;
  * FILTER_SLOTS_MAX. */
 int dedup_filter_slots(int64_t window_ms, int64_t slice_ms);
 /* 'bytes' of memory (rounded down to whole blocks or entries): a Bloom
- * filter, or with 'exact' a table of the keys themselves (filter.c).
+ * filter, or with 'exact' a table of the keys themselves (bloom.c).
  * Returns NULL if out of memory or too many slots.  Not thread-safe: the
  * store locks. */
 struct dedup_filter *dedup_filter_new(size_t bytes, int64_t window_ms,

@@ -12,7 +12,7 @@
  * touch the gateway's state dir, so they work while it runs.
  *
  * Translation: per source partition the group committed C; the points of
- * the offset-syncs topic give the target offset T (policy/mm2.c) and
+ * the offset-syncs topic give the target offset T (policy/mm2_format.c) and
  * whether it is exact.  The target topic is the policy's remote name of
  * the source topic (east.clicks under the prefix policy).  A topic at the
  * source that is a copy of one of the target's own (west.clicks at east,
@@ -750,7 +750,7 @@ static void via_positions(struct ctx *c, rd_kafka_t *adm, const char *site,
 
 /* The rows of one third site 'site': is it there (within
  * --source-timeout, as the source), the two flows' positions and
- * offset-syncs, then the composition (policy/mm2.c).  A site that does
+ * offset-syncs, then the composition (policy/mm2_format.c).  A site that does
  * not answer leaves its rows without a translation when the syncs live
  * there (the default), or not exact past the last sync (their flows'
  * positions unknown) when they live at the source and the target. */

@@ -3,7 +3,7 @@
  * internal records, written in the tests from Kafka's published schemas
  * (org.apache.kafka.connect.mirror Heartbeat, OffsetSync, Checkpoint:
  * Kafka protocol STRING = INT16 length + bytes, big-endian integers).  It
- * shares no code with policy/mm2.c, so a mistake there cannot hide here.
+ * shares no code with policy/mm2_format.c, so a mistake there cannot hide here.
  */
 #ifndef AAGW_TEST_MM2_REF_H
 #define AAGW_TEST_MM2_REF_H

@@ -1,4 +1,4 @@
-/* tests/offsets/test_mm2.c: MM2 record formats (policy/mm2.c) against the
+/* tests/offsets/test_mm2.c: MM2 record formats (policy/mm2_format.c) against the
  * test's own reader of Kafka's schemas, and exact offset translation. */
 #include <setjmp.h>
 #include <stdarg.h>

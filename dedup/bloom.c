@@ -1,5 +1,5 @@
 /*
- * dedup/filter.c: the time-sliced blocked Bloom filter in front of the
+ * dedup/bloom.c: the time-sliced blocked Bloom filter in front of the
  * seen ids (design in dedup_int.h).
  *
  * Each slot is an array of 64-byte blocks; an id picks one block index

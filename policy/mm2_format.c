@@ -1,4 +1,4 @@
-/* policy/mm2.c: MirrorMaker 2's internal record formats, and exact offset
+/* policy/mm2_format.c: MirrorMaker 2's internal record formats, and exact offset
  * translation from offset-sync points.
  *
  * The formats are Kafka protocol structs without any framing: a STRING is
