@@ -1613,7 +1613,8 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
 
         /* Aliases are checked one by one above; against the separator
          * only when it was set (the default "." cannot be in an alias). */
-        if ((v = gw_cfg_val_find(cfg, "replication.separator")) && v->n) {
+        if (cfg->bound &&
+            (v = gw_cfg_val_find(cfg, "replication.separator")) && v->n) {
                 char why[512];
                 /* A bad alias is reported as such already. */
                 if (gw_separator_check(cfg, why, sizeof(why)) &&
