@@ -198,10 +198,11 @@ static int check_pair(const struct gw_admin_tls *t, const char *cert_path,
 
 int gw_admin_tls_init(struct gw_admin_tls *t, const aagw_config_t *cfg,
                       char *errstr, size_t errstr_size) {
-        const char *cert = aagw_config_str(cfg, "admin.tls.cert");
-        const char *key  = aagw_config_str(cfg, "admin.tls.key");
-        const char *pw   = aagw_config_str(cfg, "admin.tls.key_password");
-        const char *ca   = aagw_config_str(cfg, "admin.tls.client_ca");
+        const struct aagw_settings *s    = aagw_config_settings(cfg);
+        const char                 *cert = s->admin.tls.cert;
+        const char                 *key  = s->admin.tls.key;
+        const char                 *pw   = s->admin.tls.key_password;
+        const char                 *ca   = s->admin.tls.client_ca;
 
         memset(t, 0, sizeof(*t));
         if (!cert || !key) /* config validation saw to the rest */

@@ -1232,7 +1232,7 @@ int gw_cmd_audit(int argc, char **argv) {
                 return rc;
         memset(&x, 0, sizeof(x));
         x.o             = &o;
-        const char *dir = aagw_config_str(cfg, "gateway.state_dir");
+        const char *dir = aagw_config_settings(cfg)->gateway.state_dir;
         if (stat(dir, &sb) == -1) {
                 gw_errorf("audit: state dir %s: %s (name the gateway's with "
                           "--state-dir DIR or -c FILE)",

@@ -121,6 +121,8 @@ struct ctx {
         bool        target_only;
         char        source_err[256];
         char        err[1024];
+        /* cfg's values as typed fields (aagw_config_settings()) */
+        const struct aagw_settings *set;
 };
 
 /* Take our options out of argv (they are not config flags), leaving the
@@ -187,21 +189,23 @@ static int take_opts(int *argcp, char **argv, struct opts *o) {
  * site's topic too).  NULL with the reason in c->err. */
 static rd_kafka_t *client_at(struct ctx *c, const char *alias,
                              rd_kafka_type_t type, const char *group) {
-        char               name[128], key[256];
+        const struct aagw_cluster_settings *cl =
+            aagw_settings_cluster(c->set, alias);
+        char               name[128];
         const char *const *props;
         size_t             nprops;
         rd_kafka_conf_t   *conf;
         rd_kafka_t        *rk;
 
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", alias);
-        if (!aagw_config_str(c->cfg, key)) {
+        if (!cl || !cl->bootstrap_servers) {
                 snprintf(c->err, sizeof(c->err), "no cluster %s configured",
                          alias);
                 return NULL;
         }
-        nprops = aagw_config_cluster_props(c->cfg, alias, &props);
+        props  = cl->properties.kv;
+        nprops = cl->properties.n;
         snprintf(name, sizeof(name), "offsets-%s", alias);
-        conf = aagw_kafka_conf_new(aagw_config_str(c->cfg, key), name, c->err,
+        conf = aagw_kafka_conf_new(cl->bootstrap_servers, name, c->err,
                                    sizeof(c->err));
         if (!conf)
                 return NULL;
@@ -433,8 +437,7 @@ static bool on_checkpoint_any(void *arg, const rd_kafka_message_t *m) {
                            c->o.from))
                         return true;
                 up = aagw_repl_topic_upstream(c->pol, ck.topic);
-        } else if (!strcmp(aagw_config_str(c->cfg, "replication.policy"),
-                           "identity"))
+        } else if (c->set->replication.policy == AAGW_NAMING_IDENTITY)
                 up = ck.topic;
         if (!up || !aagw_repl_topic_allowed(c->pol, up))
                 return true;
@@ -592,8 +595,8 @@ static int translate_back(struct ctx *c, bool at_target) {
                 if (c->rows[i].back)
                         rd_kafka_topic_partition_list_add(
                             pos, c->rows[i].remote, c->rows[i].partition);
-        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
-                 aagw_config_str(c->cfg, "gateway.id"), c->o.to, c->o.from);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s", c->set->gateway.id,
+                 c->o.to, c->o.from);
         if (!aagw_kafka_group_offsets(c->to_admin, rgroup, pos, TIMEOUT_MS, e,
                                       sizeof(e)))
                 for (size_t i = 0, k = 0; i < c->nrows; i++)
@@ -737,8 +740,8 @@ static void via_positions(struct ctx *c, rd_kafka_t *adm, const char *site,
                 if (c->rows[i].via && !strcmp(c->rows[i].via, site))
                         rd_kafka_topic_partition_list_add(l, c->rows[i].origin,
                                                           c->rows[i].partition);
-        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
-                 aagw_config_str(c->cfg, "gateway.id"), site, dst);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s", c->set->gateway.id,
+                 site, dst);
         if (!aagw_kafka_group_offsets(adm, rgroup, l, TIMEOUT_MS, e, sizeof(e)))
                 for (size_t i = 0, k = 0; i < c->nrows; i++)
                         if (c->rows[i].via && !strcmp(c->rows[i].via, site))
@@ -825,16 +828,14 @@ static void via_site(struct ctx *c, const char *site, bool at_target) {
  * one of the source's own.  Say what would move it via its origin. */
 static void unknown_site_note(const struct ctx *c, struct row *r) {
         const char *sep = aagw_repl_separator(c->pol), *at;
-        char        key[AAGW_TOPIC_MAX + 64];
+        char        alias[AAGW_TOPIC_MAX + 1];
 
         if (r->npts || r->by_checkpoint || !sep || !*sep ||
-            !strcmp(aagw_config_str(c->cfg, "replication.policy"),
-                    "identity") ||
+            c->set->replication.policy == AAGW_NAMING_IDENTITY ||
             !(at = strstr(r->topic, sep)) || at == r->topic)
                 return;
-        snprintf(key, sizeof(key), "clusters.%.*s.bootstrap_servers",
-                 (int)(at - r->topic), r->topic);
-        if (aagw_config_str(c->cfg, key))
+        snprintf(alias, sizeof(alias), "%.*s", (int)(at - r->topic), r->topic);
+        if (aagw_settings_cluster(c->set, alias))
                 return;
         snprintf(r->why, sizeof(r->why),
                  "%s; if %.*s is a site (and this its copy of %s), give the "
@@ -867,8 +868,8 @@ static int translate(struct ctx *c) {
         rd_kafka_topic_partition_list_t *l, *pos;
         rd_kafka_resp_err_t              err;
         char rgroup[512], stopic[AAGW_TOPIC_MAX + 1];
-        bool at_target = !strcmp(
-            aagw_config_str(c->cfg, "mm2.offset_syncs_location"), "target");
+        bool                             at_target =
+            c->set->mm2.offset_syncs_location == GW_SYNCS_AT_TARGET;
 
         err = rd_kafka_metadata(c->from_admin, 1, NULL, &md,
                                 c->target_only_ok
@@ -899,8 +900,8 @@ static int translate(struct ctx *c) {
         }
         rd_kafka_metadata_destroy(md);
         pos = rd_kafka_topic_partition_list_copy(l);
-        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
-                 aagw_config_str(c->cfg, "gateway.id"), c->o.from, c->o.to);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s", c->set->gateway.id,
+                 c->o.from, c->o.to);
         if (!l->cnt ||
             aagw_kafka_group_offsets(c->from_admin, c->o.group, l, TIMEOUT_MS,
                                      c->err, sizeof(c->err)) ||
@@ -1242,9 +1243,9 @@ static void usage_drill(FILE *out) {
 /* Common start: options, config, policy, clients. */
 static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
                  bool need_from) {
-        struct gw_run_opts ro;
-        char               key[256];
-        int                rc;
+        struct gw_run_opts                  ro;
+        const struct aagw_cluster_settings *from, *to;
+        int                                 rc;
 
         memset(c, 0, sizeof(*c));
         c->o.deadline_s       = 60;
@@ -1262,19 +1263,15 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
         rc = gw_config_from_args(argc, argv, 0, usage, &c->cfg, &ro);
         if (rc != EXIT_OK)
                 return rc;
+        c->set = aagw_config_settings(c->cfg);
         /* Commands print their results: library chatter only from warn
          * up, unless asked for less. */
-        int lvl =
-            aagw_log_level_parse(aagw_config_str(c->cfg, "gateway.log_level"));
-        gw_log_init(lvl > AAGW_LOG_WARN ? (aagw_log_level_t)lvl
-                                        : AAGW_LOG_WARN);
-        if (!c->o.from && !need_from &&
-            aagw_config_instance_cnt(c->cfg, "clusters") == 2 && c->o.to) {
+        aagw_log_level_t lvl = c->set->gateway.log_level;
+        gw_log_init(lvl > AAGW_LOG_WARN ? lvl : AAGW_LOG_WARN);
+        if (!c->o.from && !need_from && c->set->nclusters == 2 && c->o.to) {
                 for (size_t i = 0; i < 2; i++)
-                        if (strcmp(aagw_config_instance(c->cfg, "clusters", i),
-                                   c->o.to))
-                                c->o.from =
-                                    aagw_config_instance(c->cfg, "clusters", i);
+                        if (strcmp(c->set->clusters[i].alias, c->o.to))
+                                c->o.from = c->set->clusters[i].alias;
         }
         if (!c->o.group || !c->o.from || !c->o.to) {
                 gw_errorf("--group, --from and --to are required%s",
@@ -1288,19 +1285,20 @@ static int setup(struct ctx *c, int argc, char **argv, void (*usage)(FILE *),
                 gw_errorf("--from and --to name the same cluster");
                 return EXIT_USAGE;
         }
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", c->o.from);
-        c->from_bs = aagw_config_str(c->cfg, key);
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", c->o.to);
-        c->to_bs = aagw_config_str(c->cfg, key);
+        from       = aagw_settings_cluster(c->set, c->o.from);
+        to         = aagw_settings_cluster(c->set, c->o.to);
+        c->from_bs = from ? from->bootstrap_servers : NULL;
+        c->to_bs   = to ? to->bootstrap_servers : NULL;
         if (!c->from_bs || !c->to_bs) {
                 gw_errorf("no cluster %s configured (--cluster %s=HOST:PORT)",
                           c->from_bs ? c->o.to : c->o.from,
                           c->from_bs ? c->o.to : c->o.from);
                 return EXIT_USAGE;
         }
-        c->from_nprops =
-            aagw_config_cluster_props(c->cfg, c->o.from, &c->from_props);
-        c->to_nprops = aagw_config_cluster_props(c->cfg, c->o.to, &c->to_props);
+        c->from_props  = from->properties.kv;
+        c->from_nprops = from->properties.n;
+        c->to_props    = to->properties.kv;
+        c->to_nprops   = to->properties.n;
         if (!(c->pol = gw_policy_new_flow(c->cfg, c->o.from, c->o.to, c->err,
                                           sizeof(c->err)))) {
                 gw_errorf("replication policy: %s", c->err);
@@ -1708,8 +1706,7 @@ static int verify(struct ctx *c, int *verified) {
         char        hop[AAGW_AFFIX_MAX + 8];
         rd_kafka_t *rk;
 
-        snprintf(hop, sizeof(hop), "%shop",
-                 aagw_config_str(c->cfg, "replication.header_prefix"));
+        snprintf(hop, sizeof(hop), "%shop", c->set->replication.header_prefix);
         snprintf(group, sizeof(group), "%s", c->o.group);
         if (!(rk = client(c, false, RD_KAFKA_CONSUMER, group)))
                 return -1;
@@ -1778,8 +1775,8 @@ static int64_t lag_now(struct ctx *c) {
         char    rgroup[512], e[512];
         int64_t lag = 0;
 
-        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s",
-                 aagw_config_str(c->cfg, "gateway.id"), c->o.from, c->o.to);
+        snprintf(rgroup, sizeof(rgroup), "aagw.%s.%s-%s", c->set->gateway.id,
+                 c->o.from, c->o.to);
         for (size_t i = 0; i < c->nrows; i++)
                 rd_kafka_topic_partition_list_add(pos, c->rows[i].topic,
                                                   c->rows[i].partition);

@@ -57,6 +57,7 @@ int gw_cmd_run(int argc, char **argv) {
         struct gw_engine_hooks hooks;
         struct gw_admin_tls    tls  = {0};
         struct gw_admin_conf   admin = {.fd = -1, .health_fd = -1};
+        const struct aagw_settings *s;
         char                   err[1024];
         bool                   is_demo;
         int                    rc;
@@ -80,41 +81,40 @@ int gw_cmd_run(int argc, char **argv) {
         }
         /* No clusters: the demo (gateway/demo.c).  Its live lines and
          * summary go to stdout, the log to stderr as always. */
-        is_demo = aagw_config_instance_cnt(cfg, "clusters") == 0;
-        gw_log_init((aagw_log_level_t)aagw_log_level_parse(
-            aagw_config_str(cfg, "gateway.log_level")));
+        s       = aagw_config_settings(cfg);
+        is_demo = s->nclusters == 0;
+        gw_log_init(s->gateway.log_level);
         gw_signals_install();
         if (is_demo &&
             (rc = gw_demo_state_dir(cfg, err, sizeof(err))) != EXIT_OK) {
                 gw_errorf("%s", err);
                 goto out;
         }
+        /* The demo may have given the config a state dir. */
+        s  = aagw_config_settings(cfg);
         rc = EXIT_RUNTIME;
 
         /* Take the state dir first: a second instance must be refused
          * before it touches any cluster. */
-        sd = aagw_statedir_open(aagw_config_str(cfg, "gateway.state_dir"), err,
-                                sizeof(err));
+        sd = aagw_statedir_open(s->gateway.state_dir, err, sizeof(err));
         if (!sd) {
                 gw_errorf("%s", err);
                 goto out;
         }
         /* Then the admin ports, for the same reason: a gateway that
          * could not serve them must not have started flows first. */
-        if (aagw_config_str(cfg, "admin.listen") &&
-            (admin.fd = gw_admin_listen(aagw_config_str(cfg, "admin.listen"),
-                                        err, sizeof(err))) == -1) {
+        if (s->admin.listen && (admin.fd = gw_admin_listen(
+                                    s->admin.listen, err, sizeof(err))) == -1) {
                 gw_errorf("admin endpoint: %s", err);
                 goto out;
         }
-        if (aagw_config_str(cfg, "admin.health_listen") &&
-            (admin.health_fd = gw_admin_listen(
-                 aagw_config_str(cfg, "admin.health_listen"), err,
-                 sizeof(err))) == -1) {
+        if (s->admin.health_listen &&
+            (admin.health_fd = gw_admin_listen(s->admin.health_listen, err,
+                                               sizeof(err))) == -1) {
                 gw_errorf("admin health listener: %s", err);
                 goto out;
         }
-        admin.token = aagw_config_str(cfg, "admin.token");
+        admin.token = s->admin.token;
         admin.tls   = &tls;
 
         if (is_demo) {

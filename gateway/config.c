@@ -11,6 +11,7 @@
  */
 #include "config_int.h" /* and gateway_int.h: gw_split_hostport, ... */
 
+#include <assert.h>
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -274,6 +275,8 @@ static void note_instance(aagw_config_t *cfg, const struct cfg_key *k,
 
 /* ------------------------------ LIFECYCLE ------------------------------ */
 
+static void settings_free(struct aagw_settings *s);
+
 aagw_config_t *aagw_config_new(void) {
         aagw_config_t *cfg = calloc(1, sizeof(*cfg));
 
@@ -336,6 +339,7 @@ void aagw_config_destroy(aagw_config_t *cfg) {
         for (size_t i = 0; i < cfg->nenvrefs; i++)
                 free(cfg->envrefs[i]);
         free(cfg->envrefs);
+        settings_free(&cfg->set);
         free(cfg);
 }
 
@@ -852,6 +856,7 @@ static aagw_err_t load_yaml(aagw_config_t *cfg, const char *name,
         int             errs_before = cfg->nerrs;
         struct walk     w = {cfg, &doc, intern(cfg, name)};
 
+        cfg->bound = false;
         if (!yaml_parser_initialize(&parser)) {
                 err_at(cfg, NULL, NULL, "%s: out of memory", name);
                 return AAGW_ERR_CONFIG;
@@ -953,6 +958,7 @@ static aagw_err_t set_from(aagw_config_t *cfg, const char *key,
         struct cfg_val       *v;
         char                  why[1024], *norm = NULL, base[1024];
 
+        cfg->bound = false;
         if (!k || (k->type == CT_PROPS && !sub)) {
                 char        buf[128];
                 const char *dot  = strrchr(key, '.');
@@ -1105,6 +1111,239 @@ size_t aagw_config_cluster_props(const aagw_config_t *cfg, const char *alias,
         const struct cfg_val *v = gw_cfg_val_find(cfg, path);
         *kvp = v ? (const char *const *)v->items : NULL;
         return v ? v->n / 2 : 0;
+}
+
+/* ------------------------------- BINDING ------------------------------- */
+
+/* Index of 'word' among the '|'-separated 'choices', or -1. */
+static int choice_index(const char *choices, const char *word) {
+        size_t len = strlen(word);
+        int    i   = 0;
+
+        for (const char *c = choices; c && *c; i++) {
+                const char *bar = strchr(c, '|');
+                size_t      cl  = bar ? (size_t)(bar - c) : strlen(c);
+                if (cl == len && !strncmp(c, word, len))
+                        return i;
+                c = bar ? bar + 1 : NULL;
+        }
+        return -1;
+}
+
+/* FNV-1a of the 'len' bytes at 's'. */
+static size_t name_hash(const char *s, size_t len) {
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+        return (size_t)h;
+}
+
+/* Store key 'k's value 'v' (NULL: unset) in its field at 'dst', as the
+ * getters read it: every value was checked against its type when it was
+ * set, so the conversions cannot fail here. */
+static void bind_value(void *dst, const struct cfg_key *k,
+                       const struct cfg_val *v) {
+        const char *s = v && v->n ? v->items[0] : NULL;
+        int64_t     x = 0;
+
+        switch (k->ftype) {
+        case FT_NONE:
+                break;
+        case FT_STR:
+                *(const char **)dst = s;
+                break;
+        case FT_I64:
+                if (s && k->type == CT_DURATION)
+                        aagw_duration_parse(s, &x);
+                else if (s)
+                        x = strtoll(s, NULL, 10);
+                *(int64_t *)dst = x;
+                break;
+        case FT_BOOL:
+                *(bool *)dst = s && !strcmp(s, "true");
+                break;
+        case FT_ENUM:
+                /* Unset (a key without default): -1, which the enum
+                 * of such a key names (GW_UNIFY_INHERIT). */
+                *(int *)dst = s ? choice_index(k->choices, s) : -1;
+                break;
+        case FT_LIST:
+                *(struct aagw_cfg_list *)dst = (struct aagw_cfg_list){
+                    v ? (const char *const *)v->items : NULL, v ? v->n : 0,
+                    v && v->origin != ORIG_DEFAULT};
+                break;
+        case FT_PROPS:
+                *(struct aagw_cfg_props *)dst = (struct aagw_cfg_props){
+                    v ? (const char *const *)v->items : NULL, v ? v->n / 2 : 0};
+                break;
+        }
+}
+
+_Static_assert(offsetof(struct aagw_cluster_settings, alias) == 0 &&
+                   offsetof(struct aagw_flow_settings, name) == 0 &&
+                   offsetof(struct aagw_unify_topic_settings, name) == 0,
+               "an instance struct starts with its name");
+
+/* The entries of instance mapping 'kind' as an array of '*np' structs of
+ * 'size' bytes, each named by its first member (a const char *) and
+ * filled from the values of the "KIND.*.LEAF" rows.  One pass over the
+ * values, each finding its entry through a hash of the names: a config
+ * with 20,000 unify.topics took 51 s looking each value up by path.
+ * NULL with *np == 0 when there is none; -1: out of memory. */
+static int bind_instances(aagw_config_t *cfg, const char *kind, size_t size,
+                          void **arrp, size_t *np) {
+        size_t  n = aagw_config_instance_cnt(cfg, kind), j = 0, mask = 15;
+        size_t  klen = strlen(kind);
+        char   *arr;
+        size_t *slot; /* entry index + 1 by name hash; 0: empty */
+
+        *arrp = NULL;
+        *np   = 0;
+        if (!n)
+                return 0;
+        while (mask + 1 < 2 * n)
+                mask = mask * 2 + 1;
+        arr  = calloc(n, size);
+        slot = calloc(mask + 1, sizeof(*slot));
+        if (!arr || !slot) {
+                free(arr);
+                free(slot);
+                return -1;
+        }
+        for (size_t i = 0; i < cfg->ninsts; i++) {
+                const char *name = cfg->insts[i].name;
+                char       *e    = arr + j * size;
+                size_t      h;
+                if (strcmp(cfg->insts[i].kind, kind))
+                        continue;
+                *(const char **)e = name;
+                /* Unset first: an enum's unset is -1, not 0. */
+                for (const struct cfg_key *k = aagw_config_keys; k->path; k++)
+                        if (!strncmp(k->path, kind, klen) &&
+                            !strncmp(k->path + klen, ".*.", 3))
+                                bind_value(e + k->off, k, NULL);
+                h = name_hash(name, strlen(name)) & mask;
+                while (slot[h])
+                        h = (h + 1) & mask;
+                slot[h] = ++j;
+        }
+        for (size_t i = 0; i < cfg->nvals; i++) {
+                const struct cfg_val *v = &cfg->vals[i];
+                const char           *name, *dot;
+                size_t                nlen, h;
+                if (strncmp(v->key->path, kind, klen) ||
+                    strncmp(v->key->path + klen, ".*.", 3))
+                        continue;
+                name = v->path + klen + 1;
+                dot  = strchr(name, '.');
+                nlen = dot ? (size_t)(dot - name) : strlen(name);
+                for (h = name_hash(name, nlen) & mask; slot[h];
+                     h = (h + 1) & mask) {
+                        char *e = arr + (slot[h] - 1) * size;
+                        if (!strncmp(*(const char **)e, name, nlen) &&
+                            !(*(const char **)e)[nlen]) {
+                                bind_value(e + v->key->off, v->key, v);
+                                break;
+                        }
+                }
+        }
+        free(slot);
+        *arrp = arr;
+        *np   = j;
+        return 0;
+}
+
+static void settings_free(struct aagw_settings *s) {
+        free(s->clusters);
+        free(s->replication.per_flow);
+        free(s->unify.topics);
+        memset(s, 0, sizeof(*s));
+}
+
+/* Fill cfg->set from the stored values: the plain keys through their
+ * rows' offsets, the instance mappings into arrays of their own. */
+static int bind_settings(aagw_config_t *cfg) {
+        struct aagw_settings *s = &cfg->set;
+        void                 *a, *b, *c;
+        int                   rc;
+
+        settings_free(s);
+        cfg->bound = false;
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++)
+                if (!strchr(k->path, '*'))
+                        bind_value((char *)s + k->off, k,
+                                   gw_cfg_val_find(cfg, k->path));
+        rc = bind_instances(cfg, "clusters", sizeof(*s->clusters), &a,
+                            &s->nclusters);
+        rc |= bind_instances(cfg, "replication.per_flow",
+                             sizeof(*s->replication.per_flow), &b,
+                             &s->replication.nper_flow);
+        rc |= bind_instances(cfg, "unify.topics", sizeof(*s->unify.topics), &c,
+                             &s->unify.ntopics);
+        s->clusters             = a;
+        s->replication.per_flow = b;
+        s->unify.topics         = c;
+        if (rc) {
+                settings_free(s);
+                return -1;
+        }
+        cfg->bound = true;
+        return 0;
+}
+
+const struct aagw_settings *aagw_config_settings(const aagw_config_t *cfg) {
+        assert(cfg->bound && "aagw_config_validate() after every change");
+        return &cfg->set;
+}
+
+const struct aagw_cluster_settings *
+aagw_settings_cluster(const struct aagw_settings *s, const char *alias) {
+        for (size_t i = 0; alias && i < s->nclusters; i++)
+                if (!strcmp(s->clusters[i].alias, alias))
+                        return &s->clusters[i];
+        return NULL;
+}
+
+const struct aagw_flow_settings *
+aagw_settings_per_flow(const struct aagw_settings *s, const char *src,
+                       const char *dst) {
+        size_t sl = src ? strlen(src) : 0;
+
+        for (size_t i = 0; src && dst && i < s->replication.nper_flow; i++) {
+                const char *n = s->replication.per_flow[i].name;
+                if (!strncmp(n, src, sl) && !strncmp(n + sl, "->", 2) &&
+                    !strcmp(n + sl + 2, dst))
+                        return &s->replication.per_flow[i];
+        }
+        return NULL;
+}
+
+const struct aagw_unify_topic_settings *
+aagw_settings_unify_topic(const struct aagw_settings *s, const char *topic) {
+        for (size_t i = 0; topic && i < s->unify.ntopics; i++)
+                if (!strcmp(s->unify.topics[i].name, topic))
+                        return &s->unify.topics[i];
+        return NULL;
+}
+
+const char *aagw_settings_word(const struct aagw_settings *s, const void *field,
+                               char *buf, size_t size) {
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                int         idx;
+                const char *c;
+                if (k->ftype != FT_ENUM || strchr(k->path, '*') ||
+                    (const char *)s + k->off != (const char *)field)
+                        continue;
+                idx = *(const int *)field;
+                for (c = k->choices; idx > 0 && c; idx--)
+                        if ((c = strchr(c, '|')))
+                                c++;
+                if (idx < 0 || !c)
+                        return NULL;
+                snprintf(buf, size, "%.*s", (int)strcspn(c, "|"), c);
+                return buf;
+        }
+        return NULL;
 }
 
 /* ------------------------------ VALIDATION ----------------------------- */
@@ -1279,6 +1518,12 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
         const char     *mode        = aagw_config_str(cfg, "gateway.mode");
         struct cfg_val *v;
 
+        /* First: the cross-checks below build the policy from the typed
+         * settings (gw_separator_check()), as the program will.  Every
+         * value already passed its own check when it was set. */
+        if (bind_settings(cfg))
+                err_at(cfg, NULL, NULL, "out of memory");
+
         for (size_t i = 0; i < cfg->ninsts; i++)
                 if (!strcmp(cfg->insts[i].kind, "clusters"))
                         check_cluster(cfg, &cfg->insts[i]);
@@ -1368,7 +1613,8 @@ aagw_err_t aagw_config_validate(aagw_config_t *cfg) {
 
         /* Aliases are checked one by one above; against the separator
          * only when it was set (the default "." cannot be in an alias). */
-        if ((v = gw_cfg_val_find(cfg, "replication.separator")) && v->n) {
+        if (cfg->bound &&
+            (v = gw_cfg_val_find(cfg, "replication.separator")) && v->n) {
                 char why[512];
                 /* A bad alias is reported as such already. */
                 if (gw_separator_check(cfg, why, sizeof(why)) &&

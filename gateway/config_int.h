@@ -52,6 +52,10 @@ struct aagw_config {
         bool             from_mm2; /* a file was read as mm2.properties */
         char           **envrefs; /* variables ${VAR} references read */
         size_t           nenvrefs;
+        /* The values as typed fields, filled by aagw_config_validate();
+         * 'bound' turns false at any change, until the next one. */
+        struct aagw_settings set;
+        bool                 bound;
 };
 
 /* config_values.c */

@@ -389,17 +389,20 @@ static bool plain_name(const char *p) {
  * topics, write their copies (or create them), its groups. */
 static int plan_flow(const aagw_config_t *cfg, const aagw_repl_policy_t *pol,
                      struct cc *s, struct cc *d, bool scale) {
-        const char *gw = aagw_config_str(cfg, "gateway.id");
-        bool        cfgs = aagw_config_bool(cfg, "replication.sync_topic_configs");
-        char        key[512], remote[AAGW_TOPIC_MAX + 1], group[600];
+        const struct aagw_settings      *set = aagw_config_settings(cfg);
+        const struct aagw_flow_settings *f =
+            aagw_settings_per_flow(set, s->alias, d->alias);
+        const struct aagw_cfg_list *list = &set->replication.topics;
+        const char                 *gw   = set->gateway.id;
+        bool                        cfgs = set->replication.sync_topic_configs;
+        char                        remote[AAGW_TOPIC_MAX + 1], group[600];
         const char *const *pats;
-        size_t      npats;
+        size_t                      npats;
 
-        snprintf(key, sizeof(key), "replication.per_flow.%s->%s.topics",
-                 s->alias, d->alias);
-        npats = aagw_config_list(
-            cfg, aagw_config_is_set(cfg, key) ? key : "replication.topics",
-            &pats);
+        if (f && f->topics.set)
+                list = &f->topics;
+        pats  = list->items;
+        npats = list->n;
         /* Every topic the source lists that the flow copies, and the
          * plain names of the topic list that it does not list. */
         for (size_t i = 0; i < s->nseen + npats; i++) {
@@ -449,7 +452,7 @@ static int plan_flow(const aagw_config_t *cfg, const aagw_repl_policy_t *pol,
                         return -1;
         }
         /* MirrorMaker 2's heartbeats, written at the source. */
-        if (aagw_config_duration_ms(cfg, "mm2.heartbeats_interval") > 0) {
+        if (set->mm2.heartbeats_interval_ms > 0) {
                 s->writes = true;
                 if (seen(s, AAGW_MM2_HEARTBEATS_TOPIC)) {
                         if (add_need(s, AAGW_MM2_HEARTBEATS_TOPIC,
@@ -472,9 +475,8 @@ static int plan_unify(const aagw_config_t *cfg, struct cc *c, bool scale) {
 
         for (size_t i = 0, n = c->nneed; i < n; i++) {
                 if (!(c->need[i].role & ROLE_SOURCE) ||
-                    !strcmp(gw_unify_topic(cfg, c->need[i].topic, out,
-                                           sizeof(out)),
-                            "off") ||
+                    gw_unify_topic(cfg, c->need[i].topic, out, sizeof(out)) ==
+                        GW_UNIFY_OFF ||
                     !out[0])
                         continue;
                 if (seen(c, out)) {
@@ -486,7 +488,7 @@ static int plan_unify(const aagw_config_t *cfg, struct cc *c, bool scale) {
                         snprintf(c->create, sizeof(c->create), "%s", out);
         }
         snprintf(group, sizeof(group), "aagw.%s.unify.%s",
-                 aagw_config_str(cfg, "gateway.id"), c->alias);
+                 aagw_config_settings(cfg)->gateway.id, c->alias);
         c->writes = true;
         c->txn |= scale;
         return add_group(c, group);
@@ -799,7 +801,7 @@ static void check_txn(struct cc *c, int64_t deadline) {
         if (!c->txn)
                 return;
         snprintf(id, sizeof(id), "aagw.%s.connect-check.%08x%08x",
-                 aagw_config_str(c->cfg, "gateway.id"), (unsigned)random(),
+                 aagw_config_settings(c->cfg)->gateway.id, (unsigned)random(),
                  (unsigned)random());
         snprintf(name, sizeof(name), "connect-check-txn");
         conf = aagw_kafka_conf_new(c->bootstraps, name, err, sizeof(err));
@@ -830,7 +832,7 @@ static void check_txn(struct cc *c, int64_t deadline) {
                        "DESCRIBE on the transactional ids aagw.%s., a "
                        "PREFIXED ACL)",
                        id, rd_kafka_error_string(e), c->who,
-                       aagw_config_str(c->cfg, "gateway.id"));
+                       aagw_config_settings(c->cfg)->gateway.id);
         else
                 result(c, false, "transactions",
                        "FAILED (transactional.id %s: %s)", id,
@@ -868,13 +870,14 @@ static void run_round(struct cc *cs, size_t n, void *(*fn)(void *)) {
 }
 
 int gw_connect_check(const aagw_config_t *cfg, FILE *out) {
-        size_t              n = aagw_config_instance_cnt(cfg, "clusters");
-        struct cc           cs[AAGW_SITES_MAX];
-        struct gw_plan      plan;
-        aagw_repl_policy_t *pol = NULL;
-        char                err[700], key[256];
-        int                 rc = EXIT_RUNTIME, checks = 0, failed = 0;
-        bool scale = aagw_config_bool(cfg, "scale_out.enabled");
+        const struct aagw_settings *set = aagw_config_settings(cfg);
+        size_t                      n   = set->nclusters;
+        struct cc                   cs[AAGW_SITES_MAX];
+        struct gw_plan              plan;
+        aagw_repl_policy_t         *pol = NULL;
+        char                        err[700];
+        int                         rc = EXIT_RUNTIME, checks = 0, failed = 0;
+        bool                        scale = set->scale_out.enabled;
 
         if (n > AAGW_SITES_MAX)
                 n = AAGW_SITES_MAX;
@@ -893,13 +896,11 @@ int gw_connect_check(const aagw_config_t *cfg, FILE *out) {
         aagw_access_reset();
         for (size_t i = 0; i < n; i++) {
                 struct cc *c = &cs[i];
-                c->cfg   = cfg;
-                c->alias = aagw_config_instance(cfg, "clusters", i);
-                snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers",
-                         c->alias);
-                c->bootstraps = aagw_config_str(cfg, key);
-                c->nprops     = aagw_config_cluster_props(cfg, c->alias,
-                                                          &c->props);
+                c->cfg        = cfg;
+                c->alias      = set->clusters[i].alias;
+                c->bootstraps = set->clusters[i].bootstrap_servers;
+                c->nprops     = set->clusters[i].properties.n;
+                c->props      = set->clusters[i].properties.kv;
                 if (!(c->out = open_memstream(&c->text, &c->len)))
                         goto out;
                 aagw_access_register(c->alias, c->bootstraps);
@@ -926,7 +927,7 @@ int gw_connect_check(const aagw_config_t *cfg, FILE *out) {
                         goto out;
         }
         if (gw_unify_wanted(cfg)) {
-                const char *site = aagw_config_str(cfg, "gateway.site");
+                const char *site = set->gateway.site;
                 for (size_t i = 0; i < n; i++)
                         if ((!site || !strcmp(site, cs[i].alias)) &&
                             plan_unify(cfg, &cs[i], scale))

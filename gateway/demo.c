@@ -1157,6 +1157,11 @@ int gw_demo_state_dir(aagw_config_t *cfg, char *err, size_t errsize) {
                 return EXIT_RUNTIME;
         }
         aagw_config_set(cfg, "gateway.state_dir", path, "demo");
+        /* Bound again (aagw_config_settings()) for what reads it next. */
+        if (aagw_config_validate(cfg) != AAGW_OK) {
+                snprintf(err, errsize, "%s", aagw_config_errors(cfg));
+                return EXIT_USAGE;
+        }
         return EXIT_OK;
 }
 
@@ -1214,9 +1219,9 @@ gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out, char *err,
         d->seed           = (unsigned)aagw_wall_ms();
         for (int i = 0; i < SITES; i++)
                 d->s[i].alias = site_alias[i];
-        if (!realpath(aagw_config_str(cfg, "gateway.state_dir"), d->state_dir))
-                snprintf(d->state_dir, sizeof(d->state_dir), "%s",
-                         aagw_config_str(cfg, "gateway.state_dir"));
+        const char *dir = aagw_config_settings(cfg)->gateway.state_dir;
+        if (!realpath(dir, d->state_dir))
+                snprintf(d->state_dir, sizeof(d->state_dir), "%s", dir);
         ssize_t n = readlink("/proc/self/exe", d->exe, sizeof(d->exe) - 1);
         if (n > 0)
                 d->exe[n] = '\0';

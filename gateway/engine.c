@@ -37,10 +37,13 @@ struct engine {
         char                pause_file[4200];
         struct aagw_scale_out scale; /* scale_out.*, for every stage */
         char                  member[160];
+        char                  mode[32]; /* gateway.mode's word, for /status */
         aagw_members_t       *members; /* the owner groups, for /status */
         /* Test hook: AAGW_TEST_POS_SAVE_FAIL (see pos_save()); NULL
          * unless set. */
         const char         *pos_save_fail;
+        /* cfg's values as typed fields (aagw_config_settings()) */
+        const struct aagw_settings *set;
 };
 
 /* ------------------------------------------------------- FLOW CALLBACKS -- */
@@ -49,10 +52,20 @@ static const aagw_id_rule_t *id_rule_for(void *opaque, const char *topic) {
         struct engine *e = opaque;
         for (size_t i = 0; i < e->ntopic_rules; i++)
                 if (e->topic_rules[i] &&
-                    !strcmp(aagw_config_instance(e->cfg, "unify.topics", i),
-                            topic))
+                    !strcmp(e->set->unify.topics[i].name, topic))
                         return e->topic_rules[i];
         return e->default_rule;
+}
+
+/* Cluster 'alias's settings.  The plan and the site name configured
+ * clusters only (validated); an empty entry, no bootstraps and no
+ * properties, stands in for any other, as a missing key read before. */
+static const struct aagw_cluster_settings *cluster_of(const struct engine *e,
+                                                      const char *alias) {
+        static const struct aagw_cluster_settings none;
+        const struct aagw_cluster_settings       *c =
+            aagw_settings_cluster(e->set, alias);
+        return c ? c : &none;
 }
 
 static int pos_load(void *opaque, const char *scope, const char *topic,
@@ -175,77 +188,66 @@ static void engine_free(struct engine *e) {
 
 static int add_flow(struct engine *e, const char *src, const char *dst,
                     char *err, size_t errsize) {
-        const aagw_config_t  *cfg = e->cfg;
-        struct aagw_flow_conf fc;
-        char                  key[256];
-        unsigned              flags = 0;
+        const aagw_config_t                *cfg = e->cfg;
+        const struct aagw_settings         *s   = e->set;
+        const struct aagw_cluster_settings *sc  = cluster_of(e, src);
+        const struct aagw_cluster_settings *tc  = cluster_of(e, dst);
+        struct aagw_flow_conf               fc;
+        unsigned                            flags = 0;
 
-        if (!aagw_config_bool(cfg, "replication.loop_check_topics"))
+        if (!s->replication.loop_check_topics)
                 flags |= AAGW_VERDICT_F_NO_TOPIC_CHECK;
-        if (!aagw_config_bool(cfg, "replication.loop_check_headers"))
+        if (!s->replication.loop_check_headers)
                 flags |= AAGW_VERDICT_F_NO_HEADER_CHECK;
         memset(&fc, 0, sizeof(fc));
-        fc.gateway_id = aagw_config_str(cfg, "gateway.id");
-        fc.site       = aagw_config_str(cfg, "gateway.site");
-        fc.source     = src;
-        fc.target     = dst;
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", src);
-        fc.source_bootstraps = aagw_config_str(cfg, key);
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", dst);
-        fc.target_bootstraps = aagw_config_str(cfg, key);
-        fc.source_prop_cnt =
-            aagw_config_cluster_props(cfg, src, &fc.source_props);
+        fc.gateway_id        = s->gateway.id;
+        fc.site              = s->gateway.site;
+        fc.source            = src;
+        fc.target            = dst;
+        fc.source_bootstraps = sc->bootstrap_servers;
+        fc.target_bootstraps = tc->bootstrap_servers;
+        fc.source_prop_cnt   = sc->properties.n;
+        fc.source_props      = sc->properties.kv;
         fc.fetch_window_fixed =
-            !strcmp(aagw_config_str(cfg, "replication.fetch_window"), "fixed");
-        /* "auto" reads as 0 */
-        fc.fetch_connections =
-            atoi(aagw_config_str(cfg, "replication.fetch_connections"));
-        fc.target_prop_cnt =
-            aagw_config_cluster_props(cfg, dst, &fc.target_props);
-        fc.policy        = e->policy;
+            s->replication.fetch_window == GW_FETCH_WINDOW_FIXED;
+        fc.fetch_connections = s->replication.fetch_connections; /* auto: 0 */
+        fc.target_prop_cnt   = tc->properties.n;
+        fc.target_props      = tc->properties.kv;
+        fc.policy            = e->policy;
         if (gw_flow_has_own_topics(cfg, src, dst)) {
                 if (!(e->flow_pols[e->nflows] =
                           gw_policy_new_flow(cfg, src, dst, err, errsize)))
                         return -1;
                 fc.policy = e->flow_pols[e->nflows];
         }
-        fc.header_prefix = aagw_config_str(cfg, "replication.header_prefix");
+        fc.header_prefix = s->replication.header_prefix;
         fc.verdict_flags = flags;
-        fc.refresh_ms    = (int)aagw_config_duration_ms(
-            cfg, "replication.refresh_topics_interval");
-        fc.id_rule_for = id_rule_for;
-        fc.pos_load    = pos_load;
-        fc.pos_save    = pos_save;
-        fc.opaque      = e;
-        /* offsets issue: the MM2-format topics of this flow */
-        fc.mm2.heartbeat_ms = (int)aagw_config_duration_ms(
-            cfg, "mm2.heartbeats_interval");
-        fc.mm2.checkpoint_ms = (int)aagw_config_duration_ms(
-            cfg, "mm2.checkpoints_interval");
-        fc.mm2.syncs = aagw_config_bool(cfg, "mm2.offset_syncs");
+        fc.refresh_ms    = (int)s->replication.refresh_topics_interval_ms;
+        fc.id_rule_for   = id_rule_for;
+        fc.pos_load      = pos_load;
+        fc.pos_save      = pos_save;
+        fc.opaque        = e;
+        /* The MM2-format topics of this flow. */
+        fc.mm2.heartbeat_ms  = (int)s->mm2.heartbeats_interval_ms;
+        fc.mm2.checkpoint_ms = (int)s->mm2.checkpoints_interval_ms;
+        fc.mm2.syncs         = s->mm2.offset_syncs;
         fc.mm2.syncs_at_target =
-            !strcmp(aagw_config_str(cfg, "mm2.offset_syncs_location"),
-                    "target");
-        fc.mm2.sync_max_per_s =
-            (int)aagw_config_int(cfg, "mm2.offset_syncs_max_rate");
-        fc.mm2.group_cnt =
-            aagw_config_list(cfg, "replication.groups", &fc.mm2.groups);
-        fc.mm2.sync_group_offsets =
-            aagw_config_bool(cfg, "mm2.sync_group_offsets");
-        fc.mm2.truncation_fail = !strcmp(
-            aagw_config_str(cfg, "replication.on_truncation"), "fail");
-        fc.mm2.takeover = aagw_config_bool(cfg, "mm2.takeover");
-        fc.scale_out = &e->scale;
-        fc.topics.replication_factor =
-            (int)aagw_config_int(cfg, "replication.factor");
-        fc.topics.sync_configs =
-            aagw_config_bool(cfg, "replication.sync_topic_configs");
-        fc.topics.configs_interval_ms = (int)aagw_config_duration_ms(
-            cfg, "replication.sync_topic_configs_interval");
-        fc.topics.sync_acls =
-            aagw_config_bool(cfg, "replication.sync_topic_acls");
-        fc.topics.acls_interval_ms = (int)aagw_config_duration_ms(
-            cfg, "replication.sync_topic_acls_interval");
+            s->mm2.offset_syncs_location == GW_SYNCS_AT_TARGET;
+        fc.mm2.sync_max_per_s     = (int)s->mm2.offset_syncs_max_rate;
+        fc.mm2.group_cnt          = s->replication.groups.n;
+        fc.mm2.groups             = s->replication.groups.items;
+        fc.mm2.sync_group_offsets = s->mm2.sync_group_offsets;
+        fc.mm2.truncation_fail =
+            s->replication.on_truncation == GW_TRUNCATION_FAIL;
+        fc.mm2.takeover              = s->mm2.takeover;
+        fc.scale_out                 = &e->scale;
+        fc.topics.replication_factor = (int)s->replication.factor;
+        fc.topics.sync_configs       = s->replication.sync_topic_configs;
+        fc.topics.configs_interval_ms =
+            (int)s->replication.sync_topic_configs_interval_ms;
+        fc.topics.sync_acls = s->replication.sync_topic_acls;
+        fc.topics.acls_interval_ms =
+            (int)s->replication.sync_topic_acls_interval_ms;
         aagw_flow_t *f = aagw_flow_new(&fc, err, errsize);
         if (!f)
                 return -1;
@@ -267,17 +269,19 @@ static int add_flow(struct engine *e, const char *src, const char *dst,
 static int topic_conf(void *opaque, const char *name,
                       struct aagw_unify_topic *tc, char *errstr,
                       size_t errstr_size) {
-        struct engine       *e   = opaque;
-        const aagw_config_t *cfg = e->cfg;
-        char                 key[AAGW_TOPIC_MAX + 64], err[256];
-        const char          *mode, *ek;
+        struct engine                          *e = opaque;
+        const struct aagw_unify_topic_settings *t =
+            aagw_settings_unify_topic(e->set, name);
+        enum gw_unify_mode mode;
+        char               err[256];
+        const char        *ek;
 
-        mode = gw_unify_topic(cfg, name, tc->out, sizeof(tc->out));
-        if (!strcmp(mode, "off")) {
+        mode = gw_unify_topic(e->cfg, name, tc->out, sizeof(tc->out));
+        if (mode == GW_UNIFY_OFF) {
                 tc->mode = AAGW_UNIFY_OFF;
                 return 0;
         }
-        tc->mode = !strcmp(mode, "lww") ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
+        tc->mode = mode == GW_UNIFY_LWW ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
         if (!tc->out[0]) {
                 snprintf(errstr, errstr_size,
                          "%s: the unified topic name would exceed %d bytes; "
@@ -286,12 +290,12 @@ static int topic_conf(void *opaque, const char *name,
                 return -1;
         }
         tc->id_rule = id_rule_for(e, name);
-        snprintf(key, sizeof(key), "unify.topics.%s.entity_key", name);
-        if (!(ek = aagw_config_str(cfg, key)))
-                ek = aagw_config_str(cfg, "unify.entity_key");
+        if (!(ek = t ? t->entity_key : NULL))
+                ek = e->set->unify.entity_key;
         if (ek && strcmp(ek, "key") &&
             !(tc->ekey_rule = aagw_id_rule_new(ek, err, sizeof(err)))) {
-                snprintf(errstr, errstr_size, "%s: %s", key, err);
+                snprintf(errstr, errstr_size, "unify.topics.%s.entity_key: %s",
+                         name, err);
                 return -1;
         }
         return 0;
@@ -301,35 +305,34 @@ static int topic_conf(void *opaque, const char *name,
  * dedup decider (dedup/decider.c) behind it. */
 static int add_unify(struct engine *e, const char *site, char *err,
                      size_t errsize) {
-        const aagw_config_t     *cfg = e->cfg;
-        struct aagw_unify_conf   uc;
-        struct aagw_decider_conf dc = {
-            .store          = e->store,
-            .site           = site,
-            .audit_accepted = aagw_config_bool(cfg, "unify.audit_accepted")};
-        char key[256];
+        const struct aagw_settings         *s = e->set;
+        const struct aagw_cluster_settings *c = cluster_of(e, site);
+        struct aagw_unify_conf              uc;
+        struct aagw_decider_conf            dc = {.store = e->store,
+                                                  .site  = site,
+                                                  .audit_accepted =
+                                                      s->unify.audit_accepted};
 
         aagw_decider_t *d = aagw_decider_new(&dc, err, errsize);
         if (!d)
                 return -1;
         memset(&uc, 0, sizeof(uc));
-        uc.gateway_id = aagw_config_str(cfg, "gateway.id");
-        uc.site       = site;
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
-        uc.bootstraps    = aagw_config_str(cfg, key);
-        uc.prop_cnt      = aagw_config_cluster_props(cfg, site, &uc.props);
+        uc.gateway_id    = s->gateway.id;
+        uc.site          = site;
+        uc.bootstraps    = c->bootstrap_servers;
+        uc.prop_cnt      = c->properties.n;
+        uc.props         = c->properties.kv;
         uc.policy        = e->policy;
-        uc.header_prefix = aagw_config_str(cfg, "replication.header_prefix");
-        if (!aagw_config_bool(cfg, "replication.loop_check_headers"))
+        uc.header_prefix = s->replication.header_prefix;
+        if (!s->replication.loop_check_headers)
                 uc.verdict_flags |= AAGW_VERDICT_F_NO_HEADER_CHECK;
-        uc.refresh_ms = (int)aagw_config_duration_ms(
-            cfg, "replication.refresh_topics_interval");
+        uc.refresh_ms   = (int)s->replication.refresh_topics_interval_ms;
         uc.topic_conf   = topic_conf;
         uc.opaque       = e;
         uc.state        = &aagw_decider_ops;
         uc.state_opaque = d;
         uc.scale_out    = &e->scale;
-        uc.window_ms    = aagw_config_duration_ms(cfg, "unify.window");
+        uc.window_ms    = s->unify.window_ms;
         aagw_unify_t *u = aagw_unify_new(&uc, err, errsize);
         if (!u) {
                 aagw_decider_destroy(d);
@@ -345,16 +348,15 @@ static int add_unify(struct engine *e, const char *site, char *err,
  * the site's cluster fences the way scale-out needs (not the mock). */
 static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
                            char *err, size_t errsize) {
-        const aagw_config_t *cfg  = e->cfg;
-        const char          *site = aagw_config_str(cfg, "gateway.site");
-        const char          *name = aagw_config_str(cfg, "scale_out.member");
-        const char *const   *props;
-        size_t               nprops;
-        char                 key[256], why[700], host[128] = "aagw";
-        int                  rc;
+        const struct aagw_settings         *s    = e->set;
+        const char                         *site = s->gateway.site;
+        const char                         *name = s->scale_out.member;
+        const struct aagw_cluster_settings *c    = cluster_of(e, site);
+        char                                why[700], host[128] = "aagw";
+        int                                 rc;
 
         memset(&e->scale, 0, sizeof(e->scale));
-        if (!aagw_config_bool(cfg, "scale_out.enabled"))
+        if (!s->scale_out.enabled)
                 return 0;
         if (name) {
                 snprintf(e->member, sizeof(e->member), "%s", name);
@@ -370,29 +372,22 @@ static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
                          (unsigned)XXH32(p, strlen(p), 0));
                 free(real);
         }
-        e->scale.enabled         = true;
-        e->scale.member          = e->member;
-        e->scale.work_partitions =
-            (int32_t)aagw_config_int(cfg, "scale_out.work_partitions");
-        e->scale.session_timeout_ms =
-            (int)aagw_config_duration_ms(cfg, "scale_out.session_timeout");
-        e->scale.txn_timeout_ms = (int)aagw_config_duration_ms(
-            cfg, "scale_out.transaction_timeout");
-        e->scale.commit_interval_ms =
-            (int)aagw_config_duration_ms(cfg, "scale_out.commit_interval");
-        e->scale.standby = aagw_config_bool(cfg, "scale_out.standby");
+        e->scale.enabled            = true;
+        e->scale.member             = e->member;
+        e->scale.work_partitions    = (int32_t)s->scale_out.work_partitions;
+        e->scale.session_timeout_ms = (int)s->scale_out.session_timeout_ms;
+        e->scale.txn_timeout_ms     = (int)s->scale_out.transaction_timeout_ms;
+        e->scale.commit_interval_ms = (int)s->scale_out.commit_interval_ms;
+        e->scale.standby            = s->scale_out.standby;
 
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
-        nprops = aagw_config_cluster_props(cfg, site, &props);
-        rc     = aagw_scale_out_check(aagw_config_str(cfg, key), props, nprops,
-                                      aagw_config_str(cfg, "gateway.id"), site,
-                                      why, sizeof(why));
+        rc = aagw_scale_out_check(c->bootstrap_servers, c->properties.kv,
+                                  c->properties.n, s->gateway.id, site, why,
+                                  sizeof(why));
         if (rc == 1) {
                 aagw_log(AAGW_LOG_INFO, "RUN",
                          "scale-out: member %s of site %s (gateway %s); "
                          "cluster %s enforces transactions",
-                         e->member, site, aagw_config_str(cfg, "gateway.id"),
-                         site);
+                         e->member, site, s->gateway.id, site);
                 return 0;
         }
         if (rc == 0)
@@ -414,11 +409,10 @@ static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
  * unify stage's and every inbound flow's, named by the stages
  * themselves. */
 static int members_start(struct engine *e, char *err, size_t errsize) {
-        const aagw_config_t     *cfg  = e->cfg;
-        const char              *site = aagw_config_str(cfg, "gateway.site");
+        const struct aagw_cluster_settings *c =
+            cluster_of(e, e->set->gateway.site);
         char                     stages[GW_MAX_FLOWS + 1][160];
         const char              *np[GW_MAX_FLOWS + 1], *sp[GW_MAX_FLOWS + 1];
-        char                     key[256];
         struct aagw_members_conf mc = {0};
 
         for (size_t i = 0; i < e->nflows && mc.n < GW_MAX_FLOWS; i++) {
@@ -440,9 +434,9 @@ static int members_start(struct engine *e, char *err, size_t errsize) {
         }
         if (!mc.n)
                 return 0;
-        snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers", site);
-        mc.bootstraps  = aagw_config_str(cfg, key);
-        mc.prop_cnt    = aagw_config_cluster_props(cfg, site, &mc.props);
+        mc.bootstraps  = c->bootstrap_servers;
+        mc.prop_cnt    = c->properties.n;
+        mc.props       = c->properties.kv;
         mc.groups      = np;
         mc.stages      = sp;
         mc.interval_ms = 5000;
@@ -455,19 +449,21 @@ static int members_start(struct engine *e, char *err, size_t errsize) {
 static int admin_start(struct engine *e, struct aagw_statedir *sd,
                        const struct gw_admin_conf *conf, char *err,
                        size_t errsize) {
-        struct gw_admin_view v = {
-            .gateway_id = aagw_config_str(e->cfg, "gateway.id"),
-            .site       = aagw_config_str(e->cfg, "gateway.site"),
-            .mode       = aagw_config_str(e->cfg, "gateway.mode"),
-            .started    = time(NULL),
-            .flows      = e->flows,
-            .nflows     = e->nflows,
-            .unify      = e->unify,
-            .nunify     = e->nunify,
-            .paused     = e->paused,
-            .pause_file = e->pause_file,
-            .member     = e->scale.enabled ? e->member : NULL,
-            .members    = e->members,
+        const struct aagw_settings *s = e->set;
+        struct gw_admin_view        v = {
+                   .gateway_id = s->gateway.id,
+                   .site       = s->gateway.site,
+                   .mode    = aagw_settings_word(s, &s->gateway.mode, e->mode,
+                                                 sizeof(e->mode)),
+                   .started = time(NULL),
+                   .flows   = e->flows,
+                   .nflows  = e->nflows,
+                   .unify   = e->unify,
+                   .nunify  = e->nunify,
+                   .paused  = e->paused,
+                   .pause_file = e->pause_file,
+                   .member     = e->scale.enabled ? e->member : NULL,
+                   .members    = e->members,
         };
         char  tmp[4200];
         FILE *f;
@@ -613,6 +609,7 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
 
         memset(&e, 0, sizeof(e));
         e.cfg       = cfg;
+        e.set       = aagw_config_settings(cfg);
         /* A refused login is told by the bootstraps of the client that
          * met it. */
         aagw_access_reset();
@@ -620,24 +617,18 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
         gw_starting = 1;
         if (gw_stop_signal)
                 aagw_kafka_process_stop(true);
-        for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "clusters");
-             i++) {
-                const char *alias = aagw_config_instance(cfg, "clusters", i);
-                char        key[256];
-                snprintf(key, sizeof(key), "clusters.%s.bootstrap_servers",
-                         alias);
-                aagw_access_register(alias, aagw_config_str(cfg, key));
-        }
+        for (size_t i = 0; i < e.set->nclusters; i++)
+                aagw_access_register(e.set->clusters[i].alias,
+                                     e.set->clusters[i].bootstrap_servers);
         e.pos_save_fail = getenv("AAGW_TEST_POS_SAVE_FAIL");
         if (e.pos_save_fail && !*e.pos_save_fail)
                 e.pos_save_fail = NULL;
         snprintf(e.pause_file, sizeof(e.pause_file), "%s/%s",
                  aagw_statedir_path(sd), GW_PAUSE_FILE);
-        so.cache_mb  = (size_t)aagw_config_int(cfg, "unify.cache_mb");
-        so.window_ms = aagw_config_duration_ms(cfg, "unify.window");
-        so.filter_mb = (size_t)aagw_config_int(cfg, "unify.filter_mb");
-        so.filter_exact =
-            !strcmp(aagw_config_str(cfg, "unify.filter"), "exact");
+        so.cache_mb     = (size_t)e.set->unify.cache_mb;
+        so.window_ms    = e.set->unify.window_ms;
+        so.filter_mb    = (size_t)e.set->unify.filter_mb;
+        so.filter_exact = e.set->unify.filter == GW_FILTER_EXACT;
         if (!(e.store = aagw_store_open(sd, &so, err, sizeof(err)))) {
                 gw_errorf("state store: %s", err);
                 goto out;
@@ -647,24 +638,22 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 rc = EXIT_USAGE;
                 goto out;
         }
-        if (!(e.default_rule = aagw_id_rule_new(
-                  aagw_config_str(cfg, "unify.id"), err, sizeof(err)))) {
+        if (!(e.default_rule =
+                  aagw_id_rule_new(e.set->unify.id, err, sizeof(err)))) {
                 gw_errorf("unify.id: %s", err);
                 rc = EXIT_USAGE;
                 goto out;
         }
-        e.ntopic_rules = aagw_config_instance_cnt(cfg, "unify.topics");
+        e.ntopic_rules = e.set->unify.ntopics;
         e.topic_rules  = calloc(e.ntopic_rules + 1, sizeof(*e.topic_rules));
         for (size_t i = 0; i < e.ntopic_rules; i++) {
-                char        key[512];
-                const char *spec;
-                snprintf(key, sizeof(key), "unify.topics.%s.id",
-                         aagw_config_instance(cfg, "unify.topics", i));
-                if (!(spec = aagw_config_str(cfg, key)))
+                const struct aagw_unify_topic_settings *t =
+                    &e.set->unify.topics[i];
+                if (!t->id)
                         continue;
                 if (!(e.topic_rules[i] =
-                          aagw_id_rule_new(spec, err, sizeof(err)))) {
-                        gw_errorf("%s: %s", key, err);
+                          aagw_id_rule_new(t->id, err, sizeof(err)))) {
+                        gw_errorf("unify.topics.%s.id: %s", t->name, err);
                         rc = EXIT_USAGE;
                         goto out;
                 }
@@ -701,11 +690,10 @@ int gw_engine_run(aagw_config_t *cfg, const struct gw_plan *plan,
                 }
         }
         if (gw_unify_wanted(cfg)) {
-                const char *site = aagw_config_str(cfg, "gateway.site");
-                size_t      n    = aagw_config_instance_cnt(cfg, "clusters");
+                const char *site = e.set->gateway.site;
+                size_t      n    = e.set->nclusters;
                 for (size_t i = 0; i < n && e.nunify < AAGW_SITES_MAX; i++) {
-                        const char *a = aagw_config_instance(cfg, "clusters",
-                                                             i);
+                        const char *a = e.set->clusters[i].alias;
                         if (site && strcmp(site, a))
                                 continue;
                         if (add_unify(&e, a, err, sizeof(err)) == -1) {

@@ -292,12 +292,12 @@ int gw_connect_check(const aagw_config_t *cfg, FILE *out);
 /* Whether any topic is unified: unify.mode, or a per-topic mode. */
 bool gw_unify_wanted(const aagw_config_t *cfg);
 
-/* How logical topic 'name' is unified: its mode ("off", "dedup", "lww";
- * unify.topics.NAME.mode over unify.mode), and unless "off" its output
- * topic in 'out' (unify.topics.NAME.output, or NAME and unify.suffix;
- * empty when that would not fit in 'size'). */
-const char *gw_unify_topic(const aagw_config_t *cfg, const char *name,
-                           char *out, size_t size);
+/* How logical topic 'name' is unified: its mode (unify.topics.NAME.mode
+ * over unify.mode; never GW_UNIFY_INHERIT), and unless GW_UNIFY_OFF its
+ * output topic in 'out' (unify.topics.NAME.output, or NAME and
+ * unify.suffix; empty when that would not fit in 'size'). */
+enum gw_unify_mode gw_unify_topic(const aagw_config_t *cfg, const char *name,
+                                  char *out, size_t size);
 
 /* ------------------------- OFFSETS COMMANDS (offsets issue) ------------- */
 

@@ -36,48 +36,41 @@ static void add(struct gw_plan *p, const char *src, const char *dst) {
 
 int gw_plan_flows(const aagw_config_t *cfg, struct gw_plan *p, char *errstr,
                   size_t errstr_size) {
-        const char *const *items;
-        size_t             nflows = aagw_config_list(cfg, "replication.flows",
-                                                     &items);
-        size_t      n    = aagw_config_instance_cnt(cfg, "clusters");
-        const char *mode = aagw_config_str(cfg, "gateway.mode");
-        const char *site = aagw_config_str(cfg, "gateway.site");
-        struct gw_plan all;
+        const struct aagw_settings         *s     = aagw_config_settings(cfg);
+        const struct aagw_cfg_list         *flows = &s->replication.flows;
+        const struct aagw_cluster_settings *cl    = s->clusters;
+        size_t                              n     = s->nclusters;
+        const char                         *site  = s->gateway.site;
+        char                                mode[32];
+        struct gw_plan                      all;
 
+        aagw_settings_word(s, &s->gateway.mode, mode, sizeof(mode));
         memset(p, 0, sizeof(*p));
         memset(&all, 0, sizeof(all));
-        if (nflows) {
-                for (size_t i = 0; i < nflows; i++) {
+        if (flows->n) {
+                for (size_t i = 0; i < flows->n; i++) {
                         char        src[128];
-                        const char *arrow = strstr(items[i], "->");
+                        const char *arrow = strstr(flows->items[i], "->");
                         snprintf(src, sizeof(src), "%.*s",
-                                 (int)(arrow - items[i]), items[i]);
+                                 (int)(arrow - flows->items[i]),
+                                 flows->items[i]);
                         add(&all, src, arrow + 2);
                 }
-        } else if (!strcmp(mode, "active-active")) {
+        } else if (s->gateway.mode == GW_MODE_ACTIVE_ACTIVE) {
                 for (size_t i = 0; i < n; i++)
                         for (size_t j = 0; j < n; j++)
                                 if (i != j)
-                                        add(&all,
-                                            aagw_config_instance(cfg,
-                                                                 "clusters", i),
-                                            aagw_config_instance(cfg,
-                                                                 "clusters",
-                                                                 j));
-        } else if (!strcmp(mode, "active-passive")) {
-                const char *primary = aagw_config_str(cfg, "gateway.primary");
-                for (size_t i = 0; i < n; i++) {
-                        const char *c = aagw_config_instance(cfg, "clusters", i);
-                        if (strcmp(c, primary))
-                                add(&all, primary, c);
-                }
+                                        add(&all, cl[i].alias, cl[j].alias);
+        } else if (s->gateway.mode == GW_MODE_ACTIVE_PASSIVE) {
+                const char *primary = s->gateway.primary;
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(cl[i].alias, primary))
+                                add(&all, primary, cl[i].alias);
         } else { /* aggregate */
-                const char *central = aagw_config_str(cfg, "gateway.central");
-                for (size_t i = 0; i < n; i++) {
-                        const char *c = aagw_config_instance(cfg, "clusters", i);
-                        if (strcmp(c, central))
-                                add(&all, c, central);
-                }
+                const char *central = s->gateway.central;
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(cl[i].alias, central))
+                                add(&all, cl[i].alias, central);
         }
         for (size_t i = 0; i < all.nflows; i++)
                 if (!site || !strcmp(all.flows[i].dst, site))
@@ -111,22 +104,19 @@ aagw_repl_policy_t *gw_policy_new(const aagw_config_t *cfg, char *err,
 /* The policy's sites (borrowed from 'cfg', in 'sites'), naming and
  * separator: what both the flows' policy and the separator check start
  * from. */
-static void naming_conf(const aagw_config_t *cfg, struct aagw_repl_conf *rc,
-                        const char **sites) {
-        size_t n = aagw_config_instance_cnt(cfg, "clusters");
+static void naming_conf(const struct aagw_settings *s,
+                        struct aagw_repl_conf *rc, const char **sites) {
+        size_t n = s->nclusters;
 
         aagw_repl_conf_init(rc);
         if (n > AAGW_SITES_MAX)
                 n = AAGW_SITES_MAX;
         for (size_t i = 0; i < n; i++)
-                sites[i] = aagw_config_instance(cfg, "clusters", i);
+                sites[i] = s->clusters[i].alias;
         rc->sites     = sites;
         rc->site_cnt  = n;
-        rc->naming    = strcmp(aagw_config_str(cfg, "replication.policy"),
-                               "identity")
-                            ? AAGW_NAMING_PREFIX
-                            : AAGW_NAMING_IDENTITY;
-        rc->separator = aagw_config_str(cfg, "replication.separator");
+        rc->naming    = s->replication.policy;
+        rc->separator = s->replication.separator;
 }
 
 /* The separator against the cluster aliases, as the policy checks them
@@ -134,12 +124,13 @@ static void naming_conf(const aagw_config_t *cfg, struct aagw_repl_conf *rc,
  * names too long), so that `config check` refuses what `run` would.  Only
  * the naming keys go in: every other policy key has its own check. */
 int gw_separator_check(const aagw_config_t *cfg, char *err, size_t errsize) {
-        struct aagw_repl_conf rc;
-        const char           *sites[AAGW_SITES_MAX];
+        const struct aagw_settings *s = aagw_config_settings(cfg);
+        struct aagw_repl_conf       rc;
+        const char                 *sites[AAGW_SITES_MAX];
 
-        if (!aagw_config_instance_cnt(cfg, "clusters"))
+        if (!s->nclusters)
                 return 0;
-        naming_conf(cfg, &rc, sites);
+        naming_conf(s, &rc, sites);
         aagw_repl_policy_t *pol = aagw_repl_policy_new(&rc, err, errsize);
         if (!pol)
                 return -1;
@@ -147,74 +138,51 @@ int gw_separator_check(const aagw_config_t *cfg, char *err, size_t errsize) {
         return 0;
 }
 
-/* replication.per_flow.<src>-><dst>.<leaf>, or "" without a flow. */
-static void per_flow_key(char *buf, size_t size, const char *src,
-                         const char *dst, const char *leaf) {
-        if (src && dst)
-                snprintf(buf, size, "replication.per_flow.%s->%s.%s", src,
-                         dst, leaf);
-        else
-                buf[0] = '\0';
-}
-
 bool gw_flow_has_own_topics(const aagw_config_t *cfg, const char *src,
                             const char *dst) {
-        char key[512];
+        const struct aagw_flow_settings *f =
+            aagw_settings_per_flow(aagw_config_settings(cfg), src, dst);
 
-        per_flow_key(key, sizeof(key), src, dst, "topics");
-        if (aagw_config_is_set(cfg, key))
-                return true;
-        per_flow_key(key, sizeof(key), src, dst, "topics_exclude");
-        return aagw_config_is_set(cfg, key);
+        return f && (f->topics.set || f->topics_exclude.set);
 }
 
 aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
                                        const char *src, const char *dst,
                                        char *err, size_t errsize) {
-        struct aagw_repl_conf rc;
-        const char           *sites[AAGW_SITES_MAX];
-        const char *const    *items;
-        const char           *bad;
+        const struct aagw_settings      *s = aagw_config_settings(cfg);
+        const struct aagw_flow_settings *f =
+            aagw_settings_per_flow(s, src, dst);
+        const struct aagw_cfg_list *inc = &s->replication.topics;
+        const struct aagw_cfg_list *exc = &s->replication.topics_exclude;
+        struct aagw_repl_conf       rc;
+        const char                 *sites[AAGW_SITES_MAX];
 
-        naming_conf(cfg, &rc, sites);
-        rc.multi_hop = aagw_config_bool(cfg, "replication.multi_hop");
-        rc.header_prefix  = aagw_config_str(cfg, "replication.header_prefix");
-        rc.unified_suffix = aagw_config_str(cfg, "unify.suffix");
+        naming_conf(s, &rc, sites);
+        rc.multi_hop      = s->replication.multi_hop;
+        rc.header_prefix  = s->replication.header_prefix;
+        rc.unified_suffix = s->unify.suffix;
         /* A flow's own lists replace the global ones, as MM2's
          * "east->west.topics" replaces "topics". */
-        char key[512];
-        per_flow_key(key, sizeof(key), src, dst, "topics");
-        rc.topics_include_cnt = aagw_config_list(
-            cfg, aagw_config_is_set(cfg, key) ? key : "replication.topics",
-            &items);
-        rc.topics_include = items;
-        per_flow_key(key, sizeof(key), src, dst, "topics_exclude");
-        rc.topics_exclude_cnt = aagw_config_list(
-            cfg,
-            aagw_config_is_set(cfg, key) ? key : "replication.topics_exclude",
-            &items);
-        rc.topics_exclude = items;
-        rc.groups_include_cnt =
-            aagw_config_list(cfg, "replication.groups", &items);
-        rc.groups_include = items;
-        rc.groups_exclude_cnt =
-            aagw_config_list(cfg, "replication.groups_exclude", &items);
-        rc.groups_exclude = items;
-        rc.configs_exclude_cnt =
-            aagw_config_list(cfg, "replication.topic_configs_exclude", &items);
-        rc.configs_exclude = items;
-        bad = aagw_config_str(cfg, "replication.bad_provenance");
-        rc.on_bad_provenance = !strcmp(bad, "pass")   ? AAGW_BAD_PASS
-                               : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
-                                                      : AAGW_BAD_DEAD_LETTER;
-        bad = aagw_config_str(cfg, "replication.missing_id");
-        rc.on_missing_id = !strcmp(bad, "derive") ? AAGW_BAD_PASS
-                           : !strcmp(bad, "fail") ? AAGW_BAD_FAIL
-                                                  : AAGW_BAD_DEAD_LETTER;
+        if (f && f->topics.set)
+                inc = &f->topics;
+        if (f && f->topics_exclude.set)
+                exc = &f->topics_exclude;
+        rc.topics_include_cnt  = inc->n;
+        rc.topics_include      = inc->items;
+        rc.topics_exclude_cnt  = exc->n;
+        rc.topics_exclude      = exc->items;
+        rc.groups_include_cnt  = s->replication.groups.n;
+        rc.groups_include      = s->replication.groups.items;
+        rc.groups_exclude_cnt  = s->replication.groups_exclude.n;
+        rc.groups_exclude      = s->replication.groups_exclude.items;
+        rc.configs_exclude_cnt = s->replication.topic_configs_exclude.n;
+        rc.configs_exclude     = s->replication.topic_configs_exclude.items;
+        rc.on_bad_provenance   = s->replication.bad_provenance;
+        rc.on_missing_id       = s->replication.missing_id;
         /* Unified topics are never replicated: those named by the suffix
          * are built-in exclusions, those named per topic are added here
          * (as whole-name regexes, metacharacters escaped). */
-        size_t nout = aagw_config_instance_cnt(cfg, "unify.topics");
+        size_t nout = s->unify.ntopics;
         if (nout) {
                 size_t       k = 0, base = rc.topics_exclude_cnt;
                 const char **ex =
@@ -226,11 +194,8 @@ aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
                 for (size_t i = 0; i < rc.topics_exclude_cnt; i++)
                         ex[k++] = rc.topics_exclude[i];
                 for (size_t i = 0; i < nout; i++) {
-                        char        key[512];
-                        const char *out;
-                        snprintf(key, sizeof(key), "unify.topics.%s.output",
-                                 aagw_config_instance(cfg, "unify.topics", i));
-                        if (!(out = aagw_config_str(cfg, key)))
+                        const char *out = s->unify.topics[i].output;
+                        if (!out)
                                 continue;
                         char *re = malloc(2 * strlen(out) + 1), *w = re;
                         if (!re)
@@ -258,36 +223,33 @@ aagw_repl_policy_t *gw_policy_new_flow(const aagw_config_t *cfg,
 /* -------------------------------------------------------------- UNIFY --- */
 
 bool gw_unify_wanted(const aagw_config_t *cfg) {
-        if (strcmp(aagw_config_str(cfg, "unify.mode"), "off"))
+        const struct aagw_settings *s = aagw_config_settings(cfg);
+
+        if (s->unify.mode != GW_UNIFY_OFF)
                 return true;
-        for (size_t i = 0; i < aagw_config_instance_cnt(cfg, "unify.topics");
-             i++) {
-                char        key[512];
-                const char *m;
-                snprintf(key, sizeof(key), "unify.topics.%s.mode",
-                         aagw_config_instance(cfg, "unify.topics", i));
-                if ((m = aagw_config_str(cfg, key)) && strcmp(m, "off"))
+        for (size_t i = 0; i < s->unify.ntopics; i++) {
+                enum gw_unify_mode m = s->unify.topics[i].mode;
+                if (m != GW_UNIFY_INHERIT && m != GW_UNIFY_OFF)
                         return true;
         }
         return false;
 }
 
-const char *gw_unify_topic(const aagw_config_t *cfg, const char *name,
-                           char *out, size_t size) {
-        char        key[AAGW_TOPIC_MAX + 64];
-        const char *mode, *o;
+enum gw_unify_mode gw_unify_topic(const aagw_config_t *cfg, const char *name,
+                                  char *out, size_t size) {
+        const struct aagw_settings             *s = aagw_config_settings(cfg);
+        const struct aagw_unify_topic_settings *t =
+            aagw_settings_unify_topic(s, name);
+        enum gw_unify_mode mode = t ? t->mode : GW_UNIFY_INHERIT;
 
         out[0] = '\0';
-        snprintf(key, sizeof(key), "unify.topics.%s.mode", name);
-        if (!(mode = aagw_config_str(cfg, key)))
-                mode = aagw_config_str(cfg, "unify.mode");
-        if (!strcmp(mode, "off"))
+        if (mode == GW_UNIFY_INHERIT)
+                mode = s->unify.mode;
+        if (mode == GW_UNIFY_OFF)
                 return mode;
-        snprintf(key, sizeof(key), "unify.topics.%s.output", name);
-        if ((o = aagw_config_str(cfg, key)))
-                snprintf(out, size, "%s", o);
-        else if ((size_t)snprintf(out, size, "%s%s", name,
-                                  aagw_config_str(cfg, "unify.suffix")) >=
+        if (t && t->output)
+                snprintf(out, size, "%s", t->output);
+        else if ((size_t)snprintf(out, size, "%s%s", name, s->unify.suffix) >=
                  size)
                 out[0] = '\0';
         return mode;

@@ -5,8 +5,10 @@
  * Error messages are asserted verbatim, line and column included: they are
  * the interface an operator reads.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "config_int.h"  /* gw_cfg_key_exact */
 #include "gateway_int.h" /* gw_policy_new */
 
 struct fixture {
@@ -1298,6 +1301,500 @@ static void test_admin_health_listen_loopback(void **state) {
                             "client certificate\n");
 }
 
+/* ------------------------------- SETTINGS ------------------------------ */
+
+/* The binding is checked from the key table itself, so a key added later
+ * is covered without touching these tests: every row has a field of the
+ * storage its type needs, named as the key, that gets the key's default
+ * and a value set on top of it, as the getters read them. */
+
+static enum cfg_ftype storage_of(enum cfg_type t) {
+        switch (t) {
+        case CT_INT:
+        case CT_DURATION:
+                return FT_I64;
+        case CT_BOOL:
+                return FT_BOOL;
+        case CT_ENUM:
+                return FT_ENUM;
+        case CT_LIST:
+        case CT_REGEXES:
+        case CT_FLOWS:
+                return FT_LIST;
+        case CT_PROPS:
+                return FT_PROPS;
+        default:
+                return FT_STR;
+        }
+}
+
+/* "clusters" for "clusters.*.bootstrap_servers", "" for a plain key. */
+static void kind_of(const struct cfg_key *k, char *buf, size_t size) {
+        const char *star = strstr(k->path, ".*.");
+        snprintf(buf, size, "%.*s", star ? (int)(star - k->path) : 0, k->path);
+}
+
+/* Where row 'k's field is in 's': a plain key's in 's' itself, an
+ * instance key's in the entry named 'inst'. */
+static const char *field_at(const struct aagw_settings *s,
+                            const struct cfg_key *k, const char *inst) {
+        char        kind[64];
+        const void *base = s;
+
+        kind_of(k, kind, sizeof(kind));
+        if (!strcmp(kind, "clusters"))
+                base = aagw_settings_cluster(s, inst);
+        else if (!strcmp(kind, "replication.per_flow"))
+                base = aagw_settings_per_flow(s, "east", "west");
+        else if (!strcmp(kind, "unify.topics"))
+                base = aagw_settings_unify_topic(s, inst);
+        else if (*kind)
+                fail_msg("%s: an instance mapping the test does not know",
+                         k->path);
+        assert_non_null(base);
+        return (const char *)base + k->off;
+}
+
+/* Check the field of 'k' at 'at' against the config's stored 'value'
+ * ('path' concrete), converted here on the test's own, and against what
+ * the getters return for 'path'. */
+static void check_field(const aagw_config_t *cfg, const struct cfg_key *k,
+                        const char *path, const char *at) {
+        const char *const *items;
+        size_t             n   = aagw_config_list(cfg, path, &items);
+        const char        *str = n ? items[0] : NULL;
+
+        switch (k->ftype) {
+        case FT_STR:
+                if (!str)
+                        assert_null(*(const char *const *)at);
+                else
+                        assert_string_equal(*(const char *const *)at, str);
+                assert_ptr_equal(*(const char *const *)at,
+                                 aagw_config_str(cfg, path));
+                break;
+        case FT_I64: {
+                int64_t want = 0;
+                if (str && k->type == CT_DURATION)
+                        assert_int_equal(aagw_duration_parse(str, &want), 0);
+                else if (str)
+                        want = strtoll(str, NULL, 10);
+                assert_int_equal(*(const int64_t *)at, want);
+                assert_int_equal(*(const int64_t *)at,
+                                 k->type == CT_DURATION
+                                     ? aagw_config_duration_ms(cfg, path)
+                                     : aagw_config_int(cfg, path));
+                break;
+        }
+        case FT_BOOL:
+                assert_int_equal(*(const bool *)at,
+                                 str && !strcmp(str, "true"));
+                assert_int_equal(*(const bool *)at,
+                                 aagw_config_bool(cfg, path));
+                break;
+        case FT_ENUM: {
+                int want = -1, i = 0;
+                for (const char *c = k->choices; str && c; i++) {
+                        size_t len = strcspn(c, "|");
+                        if (len == strlen(str) && !strncmp(c, str, len))
+                                want = i;
+                        c = c[len] ? c + len + 1 : NULL;
+                }
+                assert_true(!str || want >= 0);
+                assert_int_equal(*(const int *)at, want);
+                break;
+        }
+        case FT_LIST: {
+                const struct aagw_cfg_list *l = (const void *)at;
+                assert_int_equal(l->n, n);
+                for (size_t i = 0; i < n; i++)
+                        assert_string_equal(l->items[i], items[i]);
+                assert_int_equal(l->set, aagw_config_is_set(cfg, path));
+                break;
+        }
+        case FT_PROPS: {
+                const struct aagw_cfg_props *p = (const void *)at;
+                const char *const           *kv;
+                char                         alias[64];
+                snprintf(alias, sizeof(alias), "%.*s",
+                         (int)strcspn(path + strlen("clusters."), "."),
+                         path + strlen("clusters."));
+                assert_int_equal(p->n,
+                                 aagw_config_cluster_props(cfg, alias, &kv));
+                for (size_t i = 0; i < 2 * p->n; i++)
+                        assert_string_equal(p->kv[i], kv[i]);
+                break;
+        }
+        case FT_NONE:
+                fail_msg("%s: not bound", k->path);
+        }
+}
+
+/* The concrete path of row 'k' for the test's instances: cluster east,
+ * flow east->west, topic clicks. */
+static void concrete(const struct cfg_key *k, char *buf, size_t size,
+                     const char **inst) {
+        char kind[64];
+
+        kind_of(k, kind, sizeof(kind));
+        *inst = !strcmp(kind, "clusters")               ? "east"
+                : !strcmp(kind, "replication.per_flow") ? "east->west"
+                : !strcmp(kind, "unify.topics")         ? "clicks"
+                                                        : NULL;
+        if (*inst)
+                snprintf(buf, size, "%s.%s.%s", kind, *inst,
+                         k->path + strlen(kind) + 3);
+        else
+                snprintf(buf, size, "%s", k->path);
+}
+
+static void test_settings_rows_bound(void **state) {
+        (void)state;
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                char        kind[64], want[256];
+                const char *leaf;
+
+                kind_of(k, kind, sizeof(kind));
+                leaf = *kind ? k->path + strlen(kind) + 3 : k->path;
+                snprintf(want, sizeof(want), "%s%s", leaf,
+                         k->type == CT_DURATION ? "_ms" : "");
+                if (k->ftype != storage_of(k->type))
+                        fail_msg("%s: bound as storage %d, its type needs %d",
+                                 k->path, k->ftype, storage_of(k->type));
+                assert_non_null(k->field);
+                if (strcmp(k->field, want))
+                        fail_msg("%s: bound to field %s, expected %s", k->path,
+                                 k->field, want);
+                /* Two rows never share a field. */
+                for (const struct cfg_key *o = aagw_config_keys; o < k; o++) {
+                        char okind[64];
+                        kind_of(o, okind, sizeof(okind));
+                        if (!strcmp(kind, okind) && o->off == k->off)
+                                fail_msg("%s and %s share a field", o->path,
+                                         k->path);
+                }
+        }
+}
+
+static void test_settings_defaults(void **state) {
+        struct fixture             *f = *state;
+        const struct aagw_settings *s;
+
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        s = aagw_config_settings(f->cfg);
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++)
+                if (!strchr(k->path, '*'))
+                        check_field(f->cfg, k, k->path,
+                                    (const char *)s + k->off);
+        assert_int_equal(s->nclusters, 0);
+        assert_int_equal(s->replication.nper_flow, 0);
+        assert_int_equal(s->unify.ntopics, 0);
+        /* A few by name, as the program reads them. */
+        assert_string_equal(s->gateway.id, "aagw");
+        assert_int_equal(s->gateway.mode, GW_MODE_ACTIVE_ACTIVE);
+        assert_int_equal(s->replication.refresh_topics_interval_ms, 5000);
+        assert_int_equal(s->unify.window_ms, 86400000);
+        assert_int_equal(s->replication.groups_exclude.n, 3);
+        assert_false(s->replication.groups_exclude.set);
+        assert_null(s->gateway.site);
+        assert_int_equal(s->replication.factor, 0);
+}
+
+/* A valid value of row 'k' other than its default (for an enum its last
+ * word, or the first where the last is the default). */
+static void other_value(const struct cfg_key *k, char *buf, size_t size) {
+        const char *d = k->def;
+
+        switch (k->type) {
+        case CT_STR: {
+                size_t len = k->min > 12 ? (size_t)k->min : 12;
+                if (k->max && len > (size_t)k->max)
+                        len = (size_t)k->max;
+                snprintf(buf, size, "%.*s", (int)len,
+                         "set-value-from-the-test");
+                break;
+        }
+        case CT_NAME:
+                snprintf(buf, size, "set.name-1");
+                break;
+        case CT_ALIAS:
+                snprintf(buf, size, "west");
+                break;
+        case CT_INT:
+                snprintf(buf, size, "%" PRId64,
+                         d && strtoll(d, NULL, 10) == k->min + 1 ? k->min + 2
+                                                                 : k->min + 1);
+                break;
+        case CT_BOOL:
+                snprintf(buf, size, "%s",
+                         d && !strcmp(d, "true") ? "false" : "true");
+                break;
+        case CT_ENUM: {
+                const char *last = strrchr(k->choices, '|');
+                last             = last ? last + 1 : k->choices;
+                if (d && !strcmp(last, d))
+                        snprintf(buf, size, "%.*s",
+                                 (int)strcspn(k->choices, "|"), k->choices);
+                else
+                        snprintf(buf, size, "%s", last);
+                break;
+        }
+        case CT_DURATION: {
+                int64_t def = 0;
+                if (d)
+                        aagw_duration_parse(d, &def);
+                snprintf(buf, size, "%" PRId64 "ms",
+                         def == k->min + 1000 ? k->min + 2000 : k->min + 1000);
+                break;
+        }
+        case CT_HOSTPORT:
+                snprintf(buf, size, "127.0.0.1:1234");
+                break;
+        case CT_IDRULE:
+                snprintf(buf, size, "header:x-id");
+                break;
+        case CT_KEYRULE:
+                snprintf(buf, size, "json:user");
+                break;
+        case CT_SEP:
+                snprintf(buf, size, "_");
+                break;
+        case CT_LIST:
+                snprintf(buf, size, "set-item");
+                break;
+        case CT_REGEXES:
+                snprintf(buf, size, "set-.*");
+                break;
+        case CT_FLOWS:
+                snprintf(buf, size, "east->west");
+                break;
+        case CT_PROPS:
+                snprintf(buf, size, "client.rack");
+                break;
+        }
+}
+
+static void test_settings_set_values(void **state) {
+        struct fixture             *f = *state;
+        const struct aagw_settings *s;
+
+        assert_int_equal(load(f, two_clusters), AAGW_OK);
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                char        path[256], value[256], prop[520];
+                const char *inst;
+
+                concrete(k, path, sizeof(path), &inst);
+                other_value(k, value, sizeof(value));
+                if (k->type == CT_PROPS) {
+                        snprintf(prop, sizeof(prop), "%s.%s", path, value);
+                        assert_int_equal(
+                            aagw_config_set(f->cfg, prop, "r1", "--set"),
+                            AAGW_OK);
+                } else if (aagw_config_set(f->cfg, path, value, "--set"))
+                        fail_msg("%s=%s: %s", path, value,
+                                 aagw_config_errors(f->cfg));
+        }
+        /* Cross-checks may object (a TLS key without its files): the
+         * settings are bound whatever they find. */
+        aagw_config_validate(f->cfg);
+        s = aagw_config_settings(f->cfg);
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                char        path[256], value[256];
+                const char *inst;
+
+                concrete(k, path, sizeof(path), &inst);
+                assert_true(aagw_config_is_set(f->cfg, path));
+                check_field(f->cfg, k, path, field_at(s, k, inst));
+                /* And it is the value set, not the default. */
+                other_value(k, value, sizeof(value));
+                if (k->ftype == FT_STR && k->type != CT_DURATION)
+                        assert_string_equal(
+                            *(const char *const *)field_at(s, k, inst), value);
+        }
+        assert_int_equal(s->nclusters, 2);
+        assert_string_equal(s->clusters[1].alias, "west");
+        assert_string_equal(s->clusters[1].bootstrap_servers, "127.0.0.1:9093");
+        assert_int_equal(s->clusters[0].properties.n, 1);
+        assert_string_equal(s->clusters[0].properties.kv[0], "client.rack");
+        assert_string_equal(s->clusters[0].properties.kv[1], "r1");
+        assert_true(s->replication.topics.set);
+        assert_string_equal(s->replication.topics.items[0], "set-.*");
+        assert_int_equal(s->replication.nper_flow, 1);
+        assert_true(s->replication.per_flow[0].topics_exclude.set);
+        assert_null(aagw_settings_per_flow(s, "west", "east"));
+        assert_null(aagw_settings_cluster(s, "north"));
+        assert_int_equal(s->unify.topics[0].mode, GW_UNIFY_OFF);
+}
+
+/* An instance key left unset reads as "inherit": NULL, GW_UNIFY_INHERIT,
+ * a list not set. */
+static void test_settings_instance_unset(void **state) {
+        struct fixture                         *f = *state;
+        char                                    yaml[512];
+        const struct aagw_settings             *s;
+        const struct aagw_unify_topic_settings *t;
+        const struct aagw_flow_settings        *fl;
+
+        snprintf(yaml, sizeof(yaml),
+                 "%s"
+                 "replication:\n"
+                 "  per_flow:\n"
+                 "    west->east:\n"
+                 "      topics: []\n"
+                 "unify:\n"
+                 "  topics:\n"
+                 "    clicks:\n"
+                 "      output: all-clicks\n",
+                 two_clusters);
+        assert_int_equal(load(f, yaml), AAGW_OK);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        s = aagw_config_settings(f->cfg);
+        assert_non_null(t = aagw_settings_unify_topic(s, "clicks"));
+        assert_int_equal(t->mode, GW_UNIFY_INHERIT);
+        assert_null(t->id);
+        assert_null(t->entity_key);
+        assert_string_equal(t->output, "all-clicks");
+        assert_null(aagw_settings_unify_topic(s, "profiles"));
+        assert_non_null(fl = aagw_settings_per_flow(s, "west", "east"));
+        /* An empty list given is set: that flow replicates nothing. */
+        assert_true(fl->topics.set);
+        assert_int_equal(fl->topics.n, 0);
+        assert_false(fl->topics_exclude.set);
+        assert_null(s->clusters[0].properties.kv);
+}
+
+/* Binding goes over the values once: looking each instance key up by
+ * path made it quadratic (20,000 unify.topics took 51 s to validate;
+ * 5,000 about 1 s, against 3 ms). */
+static void test_settings_many_instances_fast(void **state) {
+        struct fixture *f = *state;
+        enum { N = 5000 };
+        char           *yaml = malloc((size_t)N * 64 + 256), *p = yaml;
+        struct timespec t0, t1;
+        double          secs;
+
+        assert_non_null(yaml);
+        p += sprintf(p, "%sunify:\n  topics:\n", two_clusters);
+        for (int i = 0; i < N; i++)
+                p +=
+                    sprintf(p, "    t%d:\n      mode: lww\n      id: key\n", i);
+        assert_int_equal(load(f, yaml), AAGW_OK);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+        assert_int_equal(aagw_config_validate(f->cfg), AAGW_OK);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+        secs = (double)(t1.tv_sec - t0.tv_sec) +
+               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        if (secs > 0.5)
+                fail_msg("validating %d unify.topics took %.2f s of CPU", N,
+                         secs);
+        const struct aagw_settings *s = aagw_config_settings(f->cfg);
+        assert_int_equal(s->unify.ntopics, N);
+        assert_string_equal(s->unify.topics[N - 1].name, "t4999");
+        assert_int_equal(s->unify.topics[N - 1].mode, GW_UNIFY_LWW);
+        assert_string_equal(s->unify.topics[N - 1].id, "key");
+        assert_null(s->unify.topics[N - 1].output);
+        free(yaml);
+}
+
+/* The C constants the program compares enum fields with, against the
+ * words of the key table: every word of every enum key must be listed
+ * here, so a word added to a key needs its constant. */
+static void test_settings_enum_constants(void **state) {
+        static const struct {
+                const char *path, *word;
+                int         value;
+        } words[] = {
+            {"gateway.mode", "active-active", GW_MODE_ACTIVE_ACTIVE},
+            {"gateway.mode", "active-passive", GW_MODE_ACTIVE_PASSIVE},
+            {"gateway.mode", "aggregate", GW_MODE_AGGREGATE},
+            {"gateway.log_level", "debug", AAGW_LOG_DEBUG},
+            {"gateway.log_level", "info", AAGW_LOG_INFO},
+            {"gateway.log_level", "warn", AAGW_LOG_WARN},
+            {"gateway.log_level", "error", AAGW_LOG_ERROR},
+            {"replication.policy", "prefix", AAGW_NAMING_PREFIX},
+            {"replication.policy", "identity", AAGW_NAMING_IDENTITY},
+            {"replication.fetch_window", "auto", GW_FETCH_WINDOW_AUTO},
+            {"replication.fetch_window", "fixed", GW_FETCH_WINDOW_FIXED},
+            /* an int: the number of connections, auto 0 */
+            {"replication.fetch_connections", "auto", 0},
+            {"replication.fetch_connections", "1", 1},
+            {"replication.fetch_connections", "2", 2},
+            {"replication.fetch_connections", "3", 3},
+            {"replication.fetch_connections", "4", 4},
+            {"replication.fetch_connections", "5", 5},
+            {"replication.fetch_connections", "6", 6},
+            {"replication.fetch_connections", "7", 7},
+            {"replication.fetch_connections", "8", 8},
+            {"replication.bad_provenance", "pass", AAGW_BAD_PASS},
+            {"replication.bad_provenance", "dead-letter", AAGW_BAD_DEAD_LETTER},
+            {"replication.bad_provenance", "fail", AAGW_BAD_FAIL},
+            {"replication.missing_id", "derive", AAGW_BAD_PASS},
+            {"replication.missing_id", "dead-letter", AAGW_BAD_DEAD_LETTER},
+            {"replication.missing_id", "fail", AAGW_BAD_FAIL},
+            {"replication.on_truncation", "resume", GW_TRUNCATION_RESUME},
+            {"replication.on_truncation", "fail", GW_TRUNCATION_FAIL},
+            {"unify.mode", "dedup", GW_UNIFY_DEDUP},
+            {"unify.mode", "lww", GW_UNIFY_LWW},
+            {"unify.mode", "off", GW_UNIFY_OFF},
+            {"unify.filter", "bloom", GW_FILTER_BLOOM},
+            {"unify.filter", "exact", GW_FILTER_EXACT},
+            {"unify.topics.*.mode", "dedup", GW_UNIFY_DEDUP},
+            {"unify.topics.*.mode", "lww", GW_UNIFY_LWW},
+            {"unify.topics.*.mode", "off", GW_UNIFY_OFF},
+            {"mm2.offset_syncs_location", "source", GW_SYNCS_AT_SOURCE},
+            {"mm2.offset_syncs_location", "target", GW_SYNCS_AT_TARGET},
+        };
+        size_t nwords = sizeof(words) / sizeof(words[0]);
+
+        (void)state;
+        for (const struct cfg_key *k = aagw_config_keys; k->path; k++) {
+                if (k->type != CT_ENUM)
+                        continue;
+                for (const char *c = k->choices; c;) {
+                        size_t len   = strcspn(c, "|");
+                        bool   found = false;
+                        for (size_t i = 0; i < nwords; i++)
+                                found |= !strcmp(words[i].path, k->path) &&
+                                         strlen(words[i].word) == len &&
+                                         !strncmp(words[i].word, c, len);
+                        if (!found)
+                                fail_msg("%s: word %.*s has no constant in "
+                                         "this test",
+                                         k->path, (int)len, c);
+                        c = c[len] ? c + len + 1 : NULL;
+                }
+        }
+        for (size_t i = 0; i < nwords; i++) {
+                aagw_config_t              *cfg = aagw_config_new();
+                const struct cfg_key       *k = gw_cfg_key_exact(words[i].path);
+                const struct aagw_settings *s;
+                char                        path[256], buf[64];
+                const char                 *inst, *at;
+
+                assert_non_null(k);
+                concrete(k, path, sizeof(path), &inst);
+                assert_int_equal(aagw_config_load_string(cfg, "gw.yaml",
+                                                         two_clusters,
+                                                         strlen(two_clusters)),
+                                 AAGW_OK);
+                assert_int_equal(
+                    aagw_config_set(cfg, path, words[i].word, "--set"),
+                    AAGW_OK);
+                aagw_config_validate(cfg);
+                s  = aagw_config_settings(cfg);
+                at = field_at(s, k, inst);
+                if (*(const int *)at != words[i].value)
+                        fail_msg("%s: %s binds to %d, the constant is %d", path,
+                                 words[i].word, *(const int *)at,
+                                 words[i].value);
+                if (!inst)
+                        assert_string_equal(
+                            aagw_settings_word(s, at, buf, sizeof(buf)),
+                            words[i].word);
+                aagw_config_destroy(cfg);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1342,6 +1839,12 @@ int main(void) {
             T(test_admin_tls_rules),
             T(test_admin_tls_needs_listen),
             T(test_admin_health_listen_loopback),
+            T(test_settings_rows_bound),
+            T(test_settings_defaults),
+            T(test_settings_set_values),
+            T(test_settings_instance_unset),
+            T(test_settings_many_instances_fast),
+            T(test_settings_enum_constants),
 #undef T
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
