@@ -841,7 +841,7 @@ static char *status_text(const struct gw_admin *a) {
                           st.inflight,
                           st.lat_count ? st.lat_sum_ms / st.lat_count : 0,
                           st.source_down_ms, st.target_down_ms);
-                /* offsets issue: MM2 topics and truncation */
+                /* MM2-format topics and truncation */
                 gw_sb_printf(&b,
                           "truncations:%" PRIu64 "\ntruncated_records:%" PRIu64
                           "\nresets:%" PRIu64 "\ntarget_resets:%" PRIu64

@@ -304,7 +304,7 @@ const struct cfg_key aagw_config_keys[] = {
      "sync.topic.acls.interval.seconds).",
      AT(replication.sync_topic_acls_interval_ms)},
 
-    /* offsets issue: what to do when the source lost records */
+    /* what to do when the source lost records */
     {"replication.on_truncation", CT_ENUM, "resume", NOLIMIT, "resume|fail",
      NULL, 0,
      "When a source partition lost records before they were replicated "

@@ -299,7 +299,7 @@ bool gw_unify_wanted(const aagw_config_t *cfg);
 enum gw_unify_mode gw_unify_topic(const aagw_config_t *cfg, const char *name,
                                   char *out, size_t size);
 
-/* ------------------------- OFFSETS COMMANDS (offsets issue) ------------- */
+/* ------------------------------- OFFSETS COMMANDS ----------------------- */
 
 /* `aagw offsets`, `aagw failover`, `aagw drill` (cli_offsets.c). */
 int gw_cmd_offsets(int argc, char **argv);

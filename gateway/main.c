@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
             {"sandbox", gw_cmd_sandbox},
             {"status", gw_cmd_status},
             {"audit", gw_cmd_audit},
-            /* offsets issue: DR commands (cli_offsets.c) */
+            /* disaster-recovery commands (cli_offsets.c) */
             {"offsets", gw_cmd_offsets},
             {"failover", gw_cmd_failover},
             {"drill", gw_cmd_drill},
