@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "aagw_policy.h"
+#include "aagw_unify_contract.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -354,7 +354,8 @@ aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
  *
  * The decisions of one site's unify stage and the state behind them, with
  * no Kafka in sight (the stage's Kafka side is replicator/unify.c; they
- * meet through struct aagw_unify_state_ops: aagw_decider_ops below).
+ * meet through struct aagw_unify_state_ops, policy/aagw_unify_contract.h:
+ * aagw_decider_ops below).
  *
  * Records are decided in epochs: one consumed batch each.  An epoch's
  * decisions (seen ids, new winners, audit entries), the input positions
@@ -366,7 +367,7 @@ aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
  * (aagw_decider_fold()), and re-reading such a record's input is a replay
  * (aagw_decider_replayed()), not a duplicate.  One thread uses a decider.
  */
-typedef struct aagw_unify_state aagw_decider_t; /* policy/'s opaque */
+typedef struct aagw_unify_state aagw_decider_t; /* the contract's opaque */
 
 /** The decider as the unify stage's state (replicator/unify.c): every
  *  member is the aagw_decider_* function of the same name. */

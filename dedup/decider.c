@@ -1,6 +1,7 @@
 /*
  * dedup/decider.c: the unify stage's decisions and the state behind them
- * (the contract is in aagw_dedup.h, "THE DECIDER").
+ * (the contract is policy/aagw_unify_contract.h; this implementation's
+ * side of it is in aagw_dedup.h, "THE DECIDER").
  *
  * Exactly once into the unified topic, without broker transactions
  * (docs/architecture.md, "Exactly once into the unified topic"):

@@ -8,9 +8,10 @@
  * provenance headers, loop-prevention verdicts, id rules, the
  * last-write-wins order, the hybrid logical clock's arithmetic and MM2's
  * record formats.  Everything here is unit-testable without a broker, a
- * disk or a clock you cannot set.  Clocks, counters, error codes and
- * logging, which every user needs too, are in aagw_base.h, included
- * here.
+ * disk or a clock you cannot set.  Two more headers sit beside it:
+ * aagw_base.h (clocks, counters, error codes, logging: included here, as
+ * every user needs the error codes) and aagw_unify_contract.h (the words
+ * the unify stage's Kafka side and its decider share).
  */
 #ifndef AAGW_POLICY_H
 #define AAGW_POLICY_H
@@ -559,103 +560,6 @@ struct aagw_version {
  *  A tombstone is compared by its version like any record. */
 int aagw_version_cmp(const struct aagw_version *a,
                      const struct aagw_version *b);
-
-/* ------------------------- UNIFY DECISIONS ---------------------------- *
- *
- * The words the unify stage's two halves share: the Kafka side
- * (replicator/unify.c) reads and writes records, the decider
- * (dedup/decider.c) decides them and keeps their state.  Neither includes
- * the other's header: they meet through struct aagw_unify_state_ops below,
- * which the decider fills with its own functions (aagw_decider_ops) and
- * gateway/ hands to the stage. */
-
-/** How a logical topic is unified. */
-typedef enum {
-        AAGW_UNIFY_OFF   = 0,
-        AAGW_UNIFY_DEDUP = 1, /**< first occurrence of a global id */
-        AAGW_UNIFY_LWW   = 2, /**< newest version per entity key */
-} aagw_unify_mode_t;
-
-/** What became of one record. */
-typedef enum {
-        AAGW_UNIFY_ACCEPTED   = 0, /**< deliver it */
-        AAGW_UNIFY_DROPPED    = 1, /**< dedup: id seen before */
-        AAGW_UNIFY_SUPERSEDED = 2, /**< lww: older than the winner */
-        AAGW_UNIFY_IDENTICAL  = 3, /**< lww: the winner's own version */
-        AAGW_UNIFY_REJECTED   = 4, /**< bad provenance or no entity key */
-} aagw_unify_outcome_t;
-
-/** One record to decide (or, at start, to fold in), as read at the site.
- *  Pointers are borrowed for the call. */
-struct aagw_unify_rec {
-        aagw_unify_mode_t mode;
-        bool              rejected;  /**< provenance refused, or lww and
-                                          no entity key: audited only */
-        struct aagw_prov *prov;      /**< resolved; a rejected record's is
-                                          rewritten to its derived id */
-        const char       *scope;     /**< lww: the logical topic's entity
-                                          scope (see aagw_scoped_key()) */
-        const char       *topic;     /**< input topic at the site */
-        int32_t           partition;
-        int64_t           offset;
-        const void       *ekey;      /**< lww: the entity key */
-        size_t            ekey_len;
-        bool              tombstone; /**< null value */
-        bool              diverged;  /**< the provenance path contradicts
-                                          the topic name (the verdict's
-                                          path_forged): audited as
-                                          diverged besides its outcome */
-        /* Out. */
-        aagw_unify_outcome_t outcome;
-        uint8_t           key[16];   /**< id hash (dedup), scoped entity
-                                          key hash (lww): partitions it */
-        /* The decider's scratch. */
-        bool              probe, lookup;
-        size_t            li;
-};
-
-/** The state the unify stage decides with, opaque to its Kafka side: the
- *  decider of dedup/ (aagw_decider_t is this type). */
-typedef struct aagw_unify_state aagw_unify_state_t;
-
-/** The unify stage's state and decisions: every call comes from the
- *  stage's thread.  Each member is the decider function of the same name
- *  (dedup/aagw_dedup.h, "THE DECIDER"), called directly: no wrapper in
- *  between on the per-record path. */
-struct aagw_unify_state_ops {
-        void (*lww_scope)(const aagw_unify_state_t *st, const char *topic,
-                          char *buf, size_t size);
-        void (*key)(aagw_unify_state_t *st, struct aagw_unify_rec *r);
-        int (*decide)(aagw_unify_state_t *st, struct aagw_unify_rec *recs,
-                      size_t n, int64_t now_ms, char *errstr,
-                      size_t errstr_size);
-        bool (*replayed)(aagw_unify_state_t *st, const char *topic,
-                         int32_t part, int64_t off);
-        int (*pos)(aagw_unify_state_t *st, bool output, const char *topic,
-                   int32_t part, int64_t *next, char *errstr,
-                   size_t errstr_size);
-        void (*reached)(aagw_unify_state_t *st, const char *topic,
-                        int32_t part, int64_t next);
-        int (*output)(aagw_unify_state_t *st, const char *topic,
-                      int32_t nparts);
-        unsigned (*sent)(aagw_unify_state_t *st);
-        void (*acked)(aagw_unify_state_t *st, unsigned ep, int out,
-                      int32_t part, int64_t off);
-        void (*lost)(aagw_unify_state_t *st, unsigned ep);
-        int (*seal)(aagw_unify_state_t *st);
-        bool (*open)(aagw_unify_state_t *st);
-        int (*commit)(aagw_unify_state_t *st, char *errstr,
-                      size_t errstr_size);
-        int (*fold)(aagw_unify_state_t *st, struct aagw_unify_rec *r,
-                    int64_t now_ms, char *errstr, size_t errstr_size);
-        void (*fold_out)(aagw_unify_state_t *st, const char *topic,
-                         int32_t part, int64_t next);
-        int (*fold_commit)(aagw_unify_state_t *st, bool end, char *errstr,
-                           size_t errstr_size);
-        int (*restore)(aagw_unify_state_t *st, const struct aagw_unify_rec *r,
-                       int64_t time_ms, char *errstr, size_t errstr_size);
-        int (*drop)(aagw_unify_state_t *st);
-};
 
 /* -------------------------------- IDS ---------------------------------- */
 

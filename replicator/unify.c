@@ -11,8 +11,9 @@
  * The decisions and the state behind them (the epochs that commit them
  * with the positions, the pending ids and winners, the fold of what a
  * previous run left in the output, the replay set) are the decider's,
- * reached through struct aagw_unify_state_ops (policy/aagw_policy.h,
- * filled by dedup/decider.c).  What this file keeps to make it exactly once
+ * reached through struct aagw_unify_state_ops
+ * (policy/aagw_unify_contract.h, filled by dedup/decider.c).  What this
+ * file keeps to make it exactly once
  * (docs/architecture.md, "Exactly once into the unified topic"):
  *
  *  - aagw is the only writer of the unified topic, and every record it
