@@ -389,23 +389,14 @@ aagw_decider_t *aagw_decider_new(const struct aagw_decider_conf *c,
  *  output).  NULL is a no-op. */
 void aagw_decider_destroy(aagw_decider_t *d);
 
-/** The entity scope of logical @p topic (aagw_unify_lww_scope()). */
-void aagw_decider_lww_scope(const aagw_decider_t *d, const char *topic,
-                            char *buf, size_t size);
-
-/** Hash @p r's id (dedup) or scoped entity key (lww) into r->key and
- *  bring its pending-map slot towards the cache: call it a while before
- *  aagw_decider_decide() (a pass over the batch earlier). */
-void aagw_decider_key(aagw_decider_t *d, struct aagw_unify_rec *r);
-
 /**
  * @brief Decide @p n records in order, into the open epoch: each gets
- * r->outcome.  Keys (aagw_decider_key()) must be set for records not
- * rejected.  Those decided before in a pending epoch are answered from
- * memory, the rest with one store lookup per kind.  @p now_ms stamps the
- * seen entries, winners and audit entries.  The stage must send every
- * ACCEPTED record (aagw_decider_sent()) or give the epoch up
- * (aagw_decider_lost()).
+ * r->outcome.  Records not rejected need r->key (aagw_unify_key() with
+ * the decider's site).  Those decided before in a pending epoch are
+ * answered from memory, the rest with one store lookup per kind.
+ * @p now_ms stamps the seen entries, winners and audit entries.  The
+ * stage must send every ACCEPTED record (aagw_decider_sent()) or give the
+ * epoch up (aagw_decider_lost()).
  * @returns 0, or -1 (store or memory; the epoch must not commit) with
  * @p errstr.
  */
@@ -453,16 +444,19 @@ bool aagw_decider_open(aagw_decider_t *d);
 /** Store the oldest sealed epochs whose records are all acknowledged, in
  *  epoch order.  @returns how many, or -1 with @p errstr. */
 int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size);
-/** Epochs sealed or open that are not committed (the open one counts
- *  once something happened in it). */
+/** Epochs sealed that are not committed. */
 size_t aagw_decider_uncommitted(const aagw_decider_t *d);
+/** Keys aagw_decider_decide() asked the store about, since the start (the
+ *  rest were answered by a pending epoch). */
+uint64_t aagw_decider_lookups(const aagw_decider_t *d);
 
 /**
  * @brief Fold in one record found in the output at start (delivered by a
  * run whose epoch never committed): r describes it as it was decided (its
- * provenance, input coordinates, entity key).  Its id or version goes
- * into the store with its audit entry at the next aagw_decider_fold_commit()
- * and its input coordinates into the replay set.
+ * provenance, input coordinates, entity key); r->key is set here.  Its id
+ * or version goes into the store with its audit entry at the next
+ * aagw_decider_fold_commit() and its input coordinates into the replay
+ * set.
  * @returns 0, or -1 (memory, store or a bad value) with @p errstr.
  */
 int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
@@ -508,12 +502,6 @@ int aagw_decider_fold_commit(aagw_decider_t *d, bool end, char *errstr,
 /** The position scope of @p site's unify stage: its inputs, or its
  *  @p output. */
 void aagw_unify_pos_scope(const char *site, bool output, char *buf,
-                          size_t size);
-
-/** The scope of a last-write-wins entity: "SITE/TOPIC", with TOPIC the
- *  logical topic ("profiles" for east.profiles too).  Seen ids are scoped
- *  by the site alone.  Keys: aagw_scoped_key(scope, ...). */
-void aagw_unify_lww_scope(const char *site, const char *topic, char *buf,
                           size_t size);
 
 /** Most scopes (sites, or site and topic pairs) one query looks at. */

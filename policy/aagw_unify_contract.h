@@ -11,10 +11,10 @@
  * below, and gateway/ hands the stage the decider's table of functions
  * (aagw_decider_ops) with the decider as its opaque state.
  *
- * The contract sits in policy/ because it is pure words (types and a
- * table of function pointers) that both halves include, and policy/ is
- * the folder both may depend on; it has a header of its own so that
- * aagw_policy.h holds decisions only.
+ * The contract sits in policy/ because it is pure words (types, a key
+ * derivation, a table of function pointers) that both halves include,
+ * and policy/ is the folder both may depend on; it has a header of its
+ * own so that aagw_policy.h holds decisions only.
  */
 #ifndef AAGW_UNIFY_CONTRACT_H
 #define AAGW_UNIFY_CONTRACT_H
@@ -46,7 +46,10 @@ typedef enum {
 } aagw_unify_outcome_t;
 
 /** One record to decide (or, at start, to fold in), as read at the site.
- *  Pointers are borrowed for the call. */
+ *  Pointers are borrowed for the call.  decide() writes only the outcome
+ *  and a rejected record's provenance (fold() also the key): whatever an
+ *  implementation needs while deciding it keeps to itself, so the stage's
+ *  array of records is the contract's and nothing more. */
 struct aagw_unify_rec {
         aagw_unify_mode_t mode;
         bool              rejected;  /**< provenance refused, or lww and
@@ -54,7 +57,7 @@ struct aagw_unify_rec {
         struct aagw_prov *prov;      /**< resolved; a rejected record's is
                                           rewritten to its derived id */
         const char       *scope;     /**< lww: the logical topic's entity
-                                          scope (see aagw_scoped_key()) */
+                                          scope (aagw_unify_lww_scope()) */
         const char       *topic;     /**< input topic at the site */
         int32_t           partition;
         int64_t           offset;
@@ -65,14 +68,32 @@ struct aagw_unify_rec {
                                           the topic name (the verdict's
                                           path_forged): audited as
                                           diverged besides its outcome */
+        /** aagw_unify_key() of the record (not needed when rejected): the
+         *  output partition and the state's key.  decide() and restore()
+         *  take it as given; fold() sets it. */
+        uint8_t key[AAGW_ID_KEY_LEN];
         /* Out. */
         aagw_unify_outcome_t outcome;
-        uint8_t           key[16];   /**< id hash (dedup), scoped entity
-                                          key hash (lww): partitions it */
-        /* The decider's scratch. */
-        bool              probe, lookup;
-        size_t            li;
 };
+
+/**
+ * @brief The key of @p r at @p site's unify stage, into r->key: its id
+ * scoped by @p site (dedup), or its entity key scoped by r->scope (lww),
+ * hashed by aagw_scoped_key().
+ *
+ * One definition for both halves: the Kafka side partitions the output by
+ * it (all versions of an entity, all copies of an id, in one partition)
+ * and, under scale-out, routes each record to the process owning that
+ * partition before anything is decided; the decider keys its state by it.
+ * No allocation, no I/O.
+ */
+void aagw_unify_key(const char *site, struct aagw_unify_rec *r);
+
+/** The scope of a last-write-wins entity: "SITE/TOPIC", with TOPIC the
+ *  logical topic ("profiles" for east.profiles too), into @p buf.  Seen
+ *  ids are scoped by the site alone (aagw_unify_key()). */
+void aagw_unify_lww_scope(const char *site, const char *topic, char *buf,
+                          size_t size);
 
 /** The state the unify stage decides with, opaque to its Kafka side: the
  *  decider of dedup/ (aagw_decider_t is this type). */
@@ -83,9 +104,6 @@ typedef struct aagw_unify_state aagw_unify_state_t;
  *  (dedup/aagw_dedup.h, "THE DECIDER"), called directly: no wrapper in
  *  between on the per-record path. */
 struct aagw_unify_state_ops {
-        void (*lww_scope)(const aagw_unify_state_t *st, const char *topic,
-                          char *buf, size_t size);
-        void (*key)(aagw_unify_state_t *st, struct aagw_unify_rec *r);
         int (*decide)(aagw_unify_state_t *st, struct aagw_unify_rec *recs,
                       size_t n, int64_t now_ms, char *errstr,
                       size_t errstr_size);

@@ -255,8 +255,8 @@ static struct utopic *topic_of(aagw_unify_t *u, const char *topic,
         return NULL;
 }
 
-/* The output partition of a decided record: its id hash (dedup) or
- * scoped entity key hash (lww). */
+/* The output partition of a keyed record (aagw_unify_key()): its id hash
+ * (dedup) or scoped entity key hash (lww). */
 int32_t unify_out_part(const struct utopic *ut,
                        const struct aagw_unify_rec *r) {
         uint64_t hk;
@@ -445,7 +445,6 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 struct aagw_unify_rec *r = &u->recs[nr];
                 u->ritem[nr++]           = i;
                 memset(r, 0, offsetof(struct aagw_unify_rec, key));
-                r->probe     = false;
                 r->mode      = it->ut->mode;
                 r->prov      = &it->v->prov;
                 r->scope     = it->ut->scope;
@@ -484,7 +483,7 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         r->rejected = true; /* no entity key */
                         continue;
                 }
-                u->ops->key(u->st, r);
+                aagw_unify_key(u->site, r);
         }
         /* Scale-out: only what this unify_process owns, in a transaction. */
         if (u->scale && u->txn_poisoned) {

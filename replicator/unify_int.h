@@ -251,8 +251,8 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m);
 
 struct uinput *unify_input_of(struct utopic *ut, const char *topic);
 
-/* The output partition of a decided record: its id hash (dedup) or
- * scoped entity key hash (lww). */
+/* The output partition of a keyed record (aagw_unify_key()): its id hash
+ * (dedup) or scoped entity key hash (lww). */
 int32_t unify_out_part(const struct utopic *ut,
                        const struct aagw_unify_rec *r);
 
