@@ -180,10 +180,9 @@ struct aagw_unify_state {
 
         /* Batch scratch, grown to the largest batch and kept: nothing is
          * allocated per batch.  li[i] is where record i of the batch
-         * being decided gets its answer (see LI_MEMORY), the lk_ and
-         * found_ arrays are the store lookups.  Kept here, not in the
-         * records: the records are the contract's, shared with the Kafka
-         * side. */
+         * being decided gets its answer (see LI_*), the lk_ and found_
+         * arrays are the store lookups.  Kept here, not in the records:
+         * the records are the contract's, shared with the Kafka side. */
         size_t           cap;
         size_t          *li;
         uint8_t        (*lk_ids)[16];
@@ -194,9 +193,10 @@ struct aagw_unify_state {
 };
 
 /* li[i] of a record answered from memory (a pending epoch has its key, or
- * it is rejected); any other value is the record's row in the lookup
- * arrays. */
+ * it is rejected) and of a replay (no verdict at all); any other value is
+ * the record's row in the lookup arrays. */
 #define LI_MEMORY SIZE_MAX
+#define LI_REPLAY (SIZE_MAX - 1)
 
 /* Copy the string 'src' into 'dst' (size bytes), truncating: snprintf
  * without the format parsing, on the per-record path. */
@@ -313,11 +313,6 @@ int aagw_decider_output(aagw_decider_t *d, const char *topic,
         return (int)d->nouts++;
 }
 
-unsigned aagw_decider_sent(aagw_decider_t *d) {
-        d->epochs[d->open_slot].outstanding++;
-        return d->open_slot;
-}
-
 void aagw_decider_acked(aagw_decider_t *d, unsigned ep, int out, int32_t part,
                         int64_t off) {
         d->epochs[ep].outstanding--;
@@ -330,24 +325,27 @@ void aagw_decider_lost(aagw_decider_t *d, unsigned ep) {
         d->epochs[ep].outstanding = INT64_MAX / 2; /* never commits */
 }
 
-void aagw_decider_reached(aagw_decider_t *d, const char *topic, int32_t part,
-                          int64_t next) {
+/* The open epoch consumed input 'topic' ['part'] up to 'next'. */
+static void reached(aagw_decider_t *d, const char *topic, int32_t part,
+                    int64_t next) {
         struct aagw_pos pos = {next, -1};
         aagw_store_batch_pos(d->epochs[d->open_slot].b, d->scope_in, topic,
                              part, &pos);
 }
 
-int aagw_decider_seal(aagw_decider_t *d) {
+/* Close the open epoch, unless nothing happened in it (it stays open). */
+static void seal(aagw_decider_t *d) {
         struct epoch *ep = &d->epochs[d->open_slot];
 
         if (!aagw_store_batch_size(ep->b) && !ep->outstanding && !ep->nkeys)
-                return 0; /* nothing happened: keep it open */
+                return;
         ep->sealed = true;
         d->sealed  = true;
-        return 1;
 }
 
-bool aagw_decider_open(aagw_decider_t *d) {
+/* Open the next epoch after a seal.  Returns false while its slot is still
+ * taken (commit, or wait for acknowledgements, and try again). */
+static bool open_next(aagw_decider_t *d) {
         unsigned nxt = (d->open_slot + 1) % EPOCHS;
 
         /* (Not the slot's own flag: waiting for the next slot may have
@@ -364,7 +362,9 @@ bool aagw_decider_open(aagw_decider_t *d) {
         return true;
 }
 
-int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size) {
+/* Store the oldest sealed epochs whose records are all acknowledged, in
+ * epoch order.  Returns how many, or -1 with 'errstr'. */
+static int commit(aagw_decider_t *d, char *errstr, size_t errstr_size) {
         char err[512];
         int  n = 0;
 
@@ -408,6 +408,24 @@ int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size) {
         }
 }
 
+/* Commit before opening: when every slot is taken, the commit may free
+ * the one the next epoch needs, and it opens without a wait. */
+int aagw_decider_settle(aagw_decider_t *d, const struct aagw_unify_pos *rch,
+                        size_t n, bool sealing, unsigned *committed,
+                        char *errstr, size_t errstr_size) {
+        int c;
+
+        for (size_t i = 0; i < n; i++)
+                reached(d, rch[i].topic, rch[i].partition, rch[i].next);
+        if (sealing)
+                seal(d);
+        *committed = 0;
+        if ((c = commit(d, errstr, errstr_size)) < 0)
+                return -1;
+        *committed = (unsigned)c;
+        return open_next(d) ? 1 : 0;
+}
+
 uint64_t aagw_decider_lookups(const aagw_decider_t *d) {
         return d->lookups;
 }
@@ -445,8 +463,10 @@ static void replay_key(const char *topic, int32_t part, int64_t off,
         aagw_id_key(buf, n, key);
 }
 
-bool aagw_decider_replayed(aagw_decider_t *d, const char *topic, int32_t part,
-                           int64_t off) {
+/* True (once) if input 'topic' ['part'] 'off' was found in the output at
+ * start: a replay of a folded record. */
+static bool replayed(aagw_decider_t *d, const char *topic, int32_t part,
+                     int64_t off) {
         uint8_t      rk[16];
         struct kent *re;
 
@@ -595,12 +615,14 @@ static int decide_lww(aagw_decider_t *d, struct epoch *ep,
 }
 
 int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
-                        size_t n, int64_t now_ms, char *errstr,
+                        size_t n, int64_t now_ms, unsigned *epoch, char *errstr,
                         size_t errstr_size) {
         struct epoch *ep   = &d->epochs[d->open_slot];
         size_t        nids = 0, nlww = 0;
+        int64_t       accepted = 0;
         char          err[512];
 
+        *epoch = d->open_slot;
         if (scratch(d, n))
                 goto oom;
         /* Every key's pending-map slot towards the cache a whole pass
@@ -609,10 +631,17 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
         for (size_t i = 0; i < n; i++)
                 if (!recs[i].rejected)
                         kmap_prefetch(pending(d, recs[i].mode), recs[i].key);
-        /* Keys decided in a pending epoch need no lookup. */
+        /* Replays get no verdict, rejected or not.  Keys decided in a
+         * pending epoch need no lookup. */
         for (size_t i = 0; i < n; i++) {
                 struct aagw_unify_rec *r = &recs[i];
                 d->li[i]                 = LI_MEMORY;
+                if (d->replay.cnt &&
+                    replayed(d, r->topic, r->partition, r->offset)) {
+                        d->li[i]   = LI_REPLAY;
+                        r->outcome = AAGW_UNIFY_REPLAYED;
+                        continue;
+                }
                 if (r->rejected || kmap_find(pending(d, r->mode), r->key))
                         continue;
                 if (r->mode == AAGW_UNIFY_DEDUP) {
@@ -629,14 +658,14 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
                                            nids, d->found_ids, NULL, err,
                                            sizeof(err))) {
                 snprintf(errstr, errstr_size, "looking up ids: %s", err);
-                return -1;
+                goto fail;
         }
         if (nlww && aagw_store_lww_lookup(d->store,
                                           (const uint8_t(*)[16])d->lk_lww,
                                           nlww, d->found_lww, d->lww_out, err,
                                           sizeof(err))) {
                 snprintf(errstr, errstr_size, "looking up winners: %s", err);
-                return -1;
+                goto fail;
         }
 
         /* In order: the decisions. */
@@ -646,6 +675,8 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
                 int                    rc;
                 if (i + 8 < n && !r[8].rejected)
                         kmap_prefetch(pending(d, r[8].mode), r[8].key);
+                if (li == LI_REPLAY)
+                        continue;
                 /* Decided as usual, but the other sites on its path will
                  * not see it: audited apart. */
                 if (r->diverged &&
@@ -659,11 +690,18 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
                         rc = decide_lww(d, ep, r, li, now_ms);
                 if (rc)
                         goto oom;
+                accepted += r->outcome == AAGW_UNIFY_ACCEPTED;
         }
+        /* In flight until acked() or lost(): an accepted record the stage
+         * never sends keeps the epoch from committing. */
+        ep->outstanding += accepted;
         return 0;
 oom:
         snprintf(errstr, errstr_size,
                  "out of memory (or a value the store refuses)");
+fail:
+        /* Part of the batch decided, its records not sent: never stored. */
+        ep->outstanding = INT64_MAX / 2;
         return -1;
 }
 
@@ -852,16 +890,11 @@ int aagw_decider_fold_commit(aagw_decider_t *d, bool end, char *errstr,
 
 const struct aagw_unify_state_ops aagw_decider_ops = {
     .decide      = aagw_decider_decide,
-    .replayed    = aagw_decider_replayed,
-    .pos         = aagw_decider_pos,
-    .reached     = aagw_decider_reached,
-    .output      = aagw_decider_output,
-    .sent        = aagw_decider_sent,
     .acked       = aagw_decider_acked,
     .lost        = aagw_decider_lost,
-    .seal        = aagw_decider_seal,
-    .open        = aagw_decider_open,
-    .commit      = aagw_decider_commit,
+    .settle      = aagw_decider_settle,
+    .output      = aagw_decider_output,
+    .pos         = aagw_decider_pos,
     .fold        = aagw_decider_fold,
     .fold_out    = aagw_decider_fold_out,
     .fold_commit = aagw_decider_fold_commit,

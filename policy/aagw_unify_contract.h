@@ -12,9 +12,25 @@
  * (aagw_decider_ops) with the decider as its opaque state.
  *
  * The contract sits in policy/ because it is pure words (types, a key
- * derivation, a table of function pointers) that both halves include,
- * and policy/ is the folder both may depend on; it has a header of its
- * own so that aagw_policy.h holds decisions only.
+ * derivation, a table of function pointers) that both halves include, and
+ * policy/ is the folder both may depend on.
+ *
+ * One consumed batch costs the stage three calls, plus one per delivery
+ * report:
+ *
+ *   decide()   once: replays, verdicts, audit entries, all into the open
+ *              epoch; the accepted records count as in flight in it
+ *   acked()    per accepted record's delivery report (lost() instead when
+ *              the record will never be acknowledged)
+ *   settle()   once at the end with the input positions the batch reached
+ *              (seal the epoch, store every epoch whose records are all
+ *              acknowledged, open the next), and once per pass of the
+ *              stage's loop without them (store what was acknowledged)
+ *
+ * The other calls run outside the batch path: output() and pos() when
+ * topics are discovered and partitions assigned; fold(), fold_out() and
+ * fold_commit() in the start-up scan of the output; restore() and drop()
+ * under scale-out.
  */
 #ifndef AAGW_UNIFY_CONTRACT_H
 #define AAGW_UNIFY_CONTRACT_H
@@ -43,6 +59,9 @@ typedef enum {
         AAGW_UNIFY_SUPERSEDED = 2, /**< lww: older than the winner */
         AAGW_UNIFY_IDENTICAL  = 3, /**< lww: the winner's own version */
         AAGW_UNIFY_REJECTED   = 4, /**< bad provenance or no entity key */
+        AAGW_UNIFY_REPLAYED   = 5, /**< delivered by the previous run and
+                                        found in the output at start (see
+                                        fold()): no verdict, no audit */
 } aagw_unify_outcome_t;
 
 /** One record to decide (or, at start, to fold in), as read at the site.
@@ -95,43 +114,101 @@ void aagw_unify_key(const char *site, struct aagw_unify_rec *r);
 void aagw_unify_lww_scope(const char *site, const char *topic, char *buf,
                           size_t size);
 
+/** An input partition's position at the end of a batch: the next offset
+ *  to read.  @p topic is borrowed for the call. */
+struct aagw_unify_pos {
+        const char *topic;
+        int32_t     partition;
+        int64_t     next;
+};
+
 /** The state the unify stage decides with, opaque to its Kafka side: the
- *  decider of dedup/ (aagw_decider_t is this type). */
+ *  decider of dedup/ (aagw_decider_t is this type) or a test's double. */
 typedef struct aagw_unify_state aagw_unify_state_t;
 
-/** The unify stage's state and decisions: every call comes from the
- *  stage's thread.  Each member is the decider function of the same name
- *  (dedup/aagw_dedup.h, "THE DECIDER"), called directly: no wrapper in
- *  between on the per-record path. */
+/**
+ * @brief The unify stage's state and decisions.  Every call comes from the
+ * stage's thread.  In the decider each member is the aagw_decider_*
+ * function of the same name (dedup/aagw_dedup.h, "THE DECIDER"), called
+ * directly: no wrapper in between.
+ *
+ * Records are decided in epochs, one consumed batch each: an epoch is
+ * stored (its decisions, the input positions it reached, the output
+ * offsets acknowledged) only once every record it accepted, and every
+ * earlier epoch, is acknowledged by the output.  At most a fixed number
+ * of epochs are open or waiting; settle() says when the next cannot open.
+ */
 struct aagw_unify_state_ops {
+        /* ------------------------- per batch -------------------------- */
+
+        /**
+         * Decide @p n records in order into the open epoch; each gets
+         * r->outcome.  A record whose coordinates fold() met in the output
+         * is REPLAYED (once); the rest are decided against what earlier
+         * records, pending epochs and the stored state decided.  @p now_ms
+         * stamps what is stored.  Every ACCEPTED record counts as in
+         * flight in the epoch @p *epoch: the stage sends each and reports
+         * its acknowledgement with acked() or its loss with lost().
+         * @returns 0, or -1 (store or memory) with @p errstr: the epoch
+         * then never commits.
+         */
         int (*decide)(aagw_unify_state_t *st, struct aagw_unify_rec *recs,
-                      size_t n, int64_t now_ms, char *errstr,
+                      size_t n, int64_t now_ms, unsigned *epoch, char *errstr,
                       size_t errstr_size);
-        bool (*replayed)(aagw_unify_state_t *st, const char *topic,
-                         int32_t part, int64_t off);
+        /** A record of epoch @p ep is acknowledged at output @p out
+         *  (output()'s number) partition @p part, offset @p off. */
+        void (*acked)(aagw_unify_state_t *st, unsigned ep, int out,
+                      int32_t part, int64_t off);
+        /** A record of epoch @p ep will never be acknowledged (or was
+         *  never sent): that epoch, and every later one, never commits. */
+        void (*lost)(aagw_unify_state_t *st, unsigned ep);
+        /**
+         * The end of a batch, or a pass of the stage's loop.  The open
+         * epoch reached the @p n input positions in @p reached; with
+         * @p seal it is closed (unless nothing happened in it).  Then
+         * every epoch whose records are all acknowledged is stored, in
+         * order (their number in @p *committed), and after a seal the
+         * next epoch is opened.
+         * @returns 1 when an epoch is open for the next batch; 0 while
+         * the next epoch's slot is still taken (poll for delivery
+         * reports, call again with no positions and no seal); -1 with
+         * @p errstr (the store failed).
+         */
+        int (*settle)(aagw_unify_state_t          *st,
+                      const struct aagw_unify_pos *reached, size_t n, bool seal,
+                      unsigned *committed, char *errstr, size_t errstr_size);
+
+        /* -------------------- outside the batch path ------------------ */
+
+        /** Register output @p topic with @p nparts partitions.  @returns
+         *  its number for acked(), or -1 (memory). */
+        int (*output)(aagw_unify_state_t *st, const char *topic,
+                      int32_t nparts);
+        /** The stored position of an input (@p output false) or output
+         *  partition.  @returns 0 with @p next, 1 if none is stored, -1
+         *  with @p errstr. */
         int (*pos)(aagw_unify_state_t *st, bool output, const char *topic,
                    int32_t part, int64_t *next, char *errstr,
                    size_t errstr_size);
-        void (*reached)(aagw_unify_state_t *st, const char *topic,
-                        int32_t part, int64_t next);
-        int (*output)(aagw_unify_state_t *st, const char *topic,
-                      int32_t nparts);
-        unsigned (*sent)(aagw_unify_state_t *st);
-        void (*acked)(aagw_unify_state_t *st, unsigned ep, int out,
-                      int32_t part, int64_t off);
-        void (*lost)(aagw_unify_state_t *st, unsigned ep);
-        int (*seal)(aagw_unify_state_t *st);
-        bool (*open)(aagw_unify_state_t *st);
-        int (*commit)(aagw_unify_state_t *st, char *errstr,
-                      size_t errstr_size);
+        /** Fold in one record found in the output at start (delivered by
+         *  a run whose epoch never committed), described as it was
+         *  decided; its input coordinates make decide() call that input
+         *  record REPLAYED.  Stored at the next fold_commit(). */
         int (*fold)(aagw_unify_state_t *st, struct aagw_unify_rec *r,
                     int64_t now_ms, char *errstr, size_t errstr_size);
+        /** Output @p topic [@p part] was scanned up to @p next. */
         void (*fold_out)(aagw_unify_state_t *st, const char *topic,
                          int32_t part, int64_t next);
+        /** Store what was folded or restored: if it is large, or at the
+         *  @p end of an output. */
         int (*fold_commit)(aagw_unify_state_t *st, bool end, char *errstr,
                            size_t errstr_size);
+        /** Scale-out: fold in one decision (r->key as decided) restored
+         *  from a changelog, decided at @p time_ms; additive. */
         int (*restore)(aagw_unify_state_t *st, const struct aagw_unify_rec *r,
                        int64_t time_ms, char *errstr, size_t errstr_size);
+        /** Scale-out: forget every decision not stored yet and open a
+         *  fresh epoch.  @returns 0, or -1 (memory). */
         int (*drop)(aagw_unify_state_t *st);
 };
 
