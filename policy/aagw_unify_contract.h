@@ -9,7 +9,10 @@
  * decisions (dedup/decider.c) decides each record and stores what was
  * decided.  Neither includes the other's header: they share the words
  * below, and gateway/ hands the stage the decider's table of functions
- * (aagw_decider_ops) with the decider as its opaque state.
+ * (aagw_decider_ops) with the decider as its opaque state.  Any other
+ * implementation of struct aagw_unify_state_ops serves the stage just as
+ * well: tests/unit/test_unify_contract.c runs one kept in memory beside
+ * the decider and checks that both give the same answers.
  *
  * The contract sits in policy/ because it is pure words (types, a key
  * derivation, a table of function pointers) that both halves include, and

@@ -7,7 +7,8 @@
  * left in the output and the replay set, the window, and the scale-out
  * ops (drop of an aborted transaction's decisions, restore from a
  * changelog).  Each "restart" is a new decider on the same store, as a
- * new process would have.
+ * new process would have.  tests/unit/test_unify_contract.c drives it
+ * through the contract beside an in-memory double.
  */
 #include <setjmp.h>
 #include <stdarg.h>
