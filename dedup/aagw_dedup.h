@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "aagw_policy.h"
+#include "aagw_unify_contract.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -354,19 +354,20 @@ aagw_err_t aagw_store_audit_range(aagw_store_t *st, int64_t from_ms,
  *
  * The decisions of one site's unify stage and the state behind them, with
  * no Kafka in sight (the stage's Kafka side is replicator/unify.c; they
- * meet through struct aagw_unify_state_ops: aagw_decider_ops below).
+ * meet through struct aagw_unify_state_ops, policy/aagw_unify_contract.h:
+ * aagw_decider_ops below).
  *
  * Records are decided in epochs: one consumed batch each.  An epoch's
  * decisions (seen ids, new winners, audit entries), the input positions
  * it reached and the output offsets acknowledged for it go to the store
- * in ONE WriteBatch, once every record it sent and every earlier epoch is
- * acknowledged.  Until then its ids and winners are pending, in memory,
- * and later records are checked against them first.  At start, what a
- * previous run delivered after its last commit is folded in
+ * in ONE WriteBatch, once every record it accepted and every earlier
+ * epoch is acknowledged.  Until then its ids and winners are pending, in
+ * memory, and later records are checked against them first.  At start,
+ * what a previous run delivered after its last commit is folded in
  * (aagw_decider_fold()), and re-reading such a record's input is a replay
- * (aagw_decider_replayed()), not a duplicate.  One thread uses a decider.
+ * (AAGW_UNIFY_REPLAYED), not a duplicate.  One thread uses a decider.
  */
-typedef struct aagw_unify_state aagw_decider_t; /* policy/'s opaque */
+typedef struct aagw_unify_state aagw_decider_t; /* the contract's opaque */
 
 /** The decider as the unify stage's state (replicator/unify.c): every
  *  member is the aagw_decider_* function of the same name. */
@@ -388,53 +389,22 @@ aagw_decider_t *aagw_decider_new(const struct aagw_decider_conf *c,
  *  output).  NULL is a no-op. */
 void aagw_decider_destroy(aagw_decider_t *d);
 
-/** The entity scope of logical @p topic (aagw_unify_lww_scope()). */
-void aagw_decider_lww_scope(const aagw_decider_t *d, const char *topic,
-                            char *buf, size_t size);
-
-/** Hash @p r's id (dedup) or scoped entity key (lww) into r->key and
- *  bring its pending-map slot towards the cache: call it a while before
- *  aagw_decider_decide() (a pass over the batch earlier). */
-void aagw_decider_key(aagw_decider_t *d, struct aagw_unify_rec *r);
-
 /**
  * @brief Decide @p n records in order, into the open epoch: each gets
- * r->outcome.  Keys (aagw_decider_key()) must be set for records not
- * rejected.  Those decided before in a pending epoch are answered from
- * memory, the rest with one store lookup per kind.  @p now_ms stamps the
- * seen entries, winners and audit entries.  The stage must send every
- * ACCEPTED record (aagw_decider_sent()) or give the epoch up
- * (aagw_decider_lost()).
- * @returns 0, or -1 (store or memory; the epoch must not commit) with
- * @p errstr.
+ * r->outcome.  A record at input coordinates the fold found in the output
+ * is REPLAYED (once) and gets no verdict.  The others need r->key
+ * (aagw_unify_key() with the decider's site) unless rejected; those
+ * decided before in a pending epoch are answered from memory, the rest
+ * with one store lookup per kind.  @p now_ms stamps the seen entries,
+ * winners and audit entries.  Every ACCEPTED record is in flight in epoch
+ * @p *epoch until aagw_decider_acked() (or aagw_decider_lost()).
+ * @returns 0, or -1 (store or memory) with @p errstr; the epoch then
+ * never commits.
  */
 int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
-                        size_t n, int64_t now_ms, char *errstr,
+                        size_t n, int64_t now_ms, unsigned *epoch, char *errstr,
                         size_t errstr_size);
 
-/** @returns true (once) if input @p topic [@p part] @p off was found in
- *  the output at start: a replay of a folded record, no decision. */
-bool aagw_decider_replayed(aagw_decider_t *d, const char *topic, int32_t part,
-                           int64_t off);
-
-/** The stored position of an input (@p output false) or output
- *  partition.  @returns 0 with @p next, 1 if none is stored, -1 with
- *  @p errstr. */
-int aagw_decider_pos(aagw_decider_t *d, bool output, const char *topic,
-                     int32_t part, int64_t *next, char *errstr,
-                     size_t errstr_size);
-
-/** The open epoch consumed input @p topic [@p part] up to @p next. */
-void aagw_decider_reached(aagw_decider_t *d, const char *topic, int32_t part,
-                          int64_t next);
-
-/** Register output @p topic with @p nparts partitions.  @returns its
- *  number for aagw_decider_acked(), or -1 (memory). */
-int aagw_decider_output(aagw_decider_t *d, const char *topic, int32_t nparts);
-
-/** One accepted record of the open epoch was sent.  @returns the epoch
- *  (a slot) to pass to aagw_decider_acked() / aagw_decider_lost(). */
-unsigned aagw_decider_sent(aagw_decider_t *d);
 /** A record of epoch @p ep is acknowledged at output @p out [@p part]
  *  @p off. */
 void aagw_decider_acked(aagw_decider_t *d, unsigned ep, int out, int32_t part,
@@ -443,25 +413,44 @@ void aagw_decider_acked(aagw_decider_t *d, unsigned ep, int out, int32_t part,
  *  sent): the epoch, and every later one, never commits. */
 void aagw_decider_lost(aagw_decider_t *d, unsigned ep);
 
-/** Close the open epoch.  @returns 1, or 0 if nothing happened in it
- *  (it stays open). */
-int aagw_decider_seal(aagw_decider_t *d);
-/** Open the next epoch after a seal.  @returns false while its slot is
- *  still taken (commit, or wait for acknowledgements, and try again). */
-bool aagw_decider_open(aagw_decider_t *d);
-/** Store the oldest sealed epochs whose records are all acknowledged, in
- *  epoch order.  @returns how many, or -1 with @p errstr. */
-int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size);
-/** Epochs sealed or open that are not committed (the open one counts
- *  once something happened in it). */
+/**
+ * @brief Record the @p n input positions @p reached in the open epoch;
+ * with @p seal close it (an epoch where nothing happened stays open);
+ * store the oldest sealed epochs whose records are all acknowledged, in
+ * epoch order (how many in @p *committed); open the next epoch after a
+ * seal.
+ * @returns 1 if an epoch is open, 0 while the next one's slot is still
+ * taken (commit, or wait for acknowledgements, and call again), -1 with
+ * @p errstr.
+ */
+int aagw_decider_settle(aagw_decider_t *d, const struct aagw_unify_pos *reached,
+                        size_t n, bool seal, unsigned *committed, char *errstr,
+                        size_t errstr_size);
+
+/** The stored position of an input (@p output false) or output
+ *  partition.  @returns 0 with @p next, 1 if none is stored, -1 with
+ *  @p errstr. */
+int aagw_decider_pos(aagw_decider_t *d, bool output, const char *topic,
+                     int32_t part, int64_t *next, char *errstr,
+                     size_t errstr_size);
+
+/** Register output @p topic with @p nparts partitions.  @returns its
+ *  number for aagw_decider_acked(), or -1 (memory). */
+int aagw_decider_output(aagw_decider_t *d, const char *topic, int32_t nparts);
+
+/** Epochs sealed that are not committed. */
 size_t aagw_decider_uncommitted(const aagw_decider_t *d);
+/** Keys aagw_decider_decide() asked the store about, since the start (the
+ *  rest were answered by a pending epoch). */
+uint64_t aagw_decider_lookups(const aagw_decider_t *d);
 
 /**
  * @brief Fold in one record found in the output at start (delivered by a
  * run whose epoch never committed): r describes it as it was decided (its
- * provenance, input coordinates, entity key).  Its id or version goes
- * into the store with its audit entry at the next aagw_decider_fold_commit()
- * and its input coordinates into the replay set.
+ * provenance, input coordinates, entity key); r->key is set here.  Its id
+ * or version goes into the store with its audit entry at the next
+ * aagw_decider_fold_commit() and its input coordinates into the replay
+ * set.
  * @returns 0, or -1 (memory, store or a bad value) with @p errstr.
  */
 int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
@@ -507,12 +496,6 @@ int aagw_decider_fold_commit(aagw_decider_t *d, bool end, char *errstr,
 /** The position scope of @p site's unify stage: its inputs, or its
  *  @p output. */
 void aagw_unify_pos_scope(const char *site, bool output, char *buf,
-                          size_t size);
-
-/** The scope of a last-write-wins entity: "SITE/TOPIC", with TOPIC the
- *  logical topic ("profiles" for east.profiles too).  Seen ids are scoped
- *  by the site alone.  Keys: aagw_scoped_key(scope, ...). */
-void aagw_unify_lww_scope(const char *site, const char *topic, char *buf,
                           size_t size);
 
 /** Most scopes (sites, or site and topic pairs) one query looks at. */

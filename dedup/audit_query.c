@@ -8,8 +8,9 @@
  * A query therefore first finds the scopes the id or key may live in, from
  * the stored positions (every site with a unify stage) and from the audit
  * entries that name it, then looks each scoped key up.  The scope strings
- * are made here, by the functions the unify stage uses too, so the two
- * cannot drift apart.
+ * are made by the functions the unify stage uses too (the position scopes
+ * here, the entity scopes in policy/unify_key.c), so the two cannot drift
+ * apart.
  */
 #include "dedup_int.h"
 
@@ -23,11 +24,6 @@ void aagw_unify_pos_scope(const char *site, bool output, char *buf,
                           size_t size) {
         snprintf(buf, size, "%s%s%s", AAGW_UNIFY_POS_PREFIX, site,
                  output ? ":out" : "");
-}
-
-void aagw_unify_lww_scope(const char *site, const char *topic, char *buf,
-                          size_t size) {
-        snprintf(buf, size, "%s/%s", site, topic);
 }
 
 /* ------------------------------ DISCOVERY ------------------------------- */

@@ -1,6 +1,7 @@
 /*
  * dedup/decider.c: the unify stage's decisions and the state behind them
- * (the contract is in aagw_dedup.h, "THE DECIDER").
+ * (the contract is policy/aagw_unify_contract.h; this implementation's
+ * side of it is in aagw_dedup.h, "THE DECIDER").
  *
  * Exactly once into the unified topic, without broker transactions
  * (docs/architecture.md, "Exactly once into the unified topic"):
@@ -67,7 +68,7 @@ static struct kent *kmap_find(struct kmap *m, const uint8_t *k) {
 /* Bring the home slot of 'k' towards the cache: a map of pending keys
  * is larger than L2 and every key lands somewhere random in it, so each
  * probe would otherwise wait for memory.  Issued a while before the
- * probe (see aagw_decider_key() and commit()). */
+ * probe (see aagw_decider_decide() and commit()). */
 static void kmap_prefetch(const struct kmap *m, const uint8_t *k) {
         if (m->cap)
                 __builtin_prefetch(&m->e[kmap_home(m, k)]);
@@ -177,13 +178,25 @@ struct aagw_unify_state {
 
         aagw_store_batch_t *fold_b; /* what the start-up scan folds */
 
-        /* batch scratch */
+        /* Batch scratch, grown to the largest batch and kept: nothing is
+         * allocated per batch.  li[i] is where record i of the batch
+         * being decided gets its answer (see LI_*), the lk_ and found_
+         * arrays are the store lookups.  Kept here, not in the records:
+         * the records are the contract's, shared with the Kafka side. */
         size_t           cap;
+        size_t          *li;
         uint8_t        (*lk_ids)[16];
         uint8_t        (*lk_lww)[16];
         bool            *found_ids, *found_lww;
         struct aagw_lww *lww_out;
+        uint64_t         lookups; /* keys asked of the store */
 };
+
+/* li[i] of a record answered from memory (a pending epoch has its key, or
+ * it is rejected) and of a replay (no verdict at all); any other value is
+ * the record's row in the lookup arrays. */
+#define LI_MEMORY SIZE_MAX
+#define LI_REPLAY (SIZE_MAX - 1)
 
 /* Copy the string 'src' into 'dst' (size bytes), truncating: snprintf
  * without the format parsing, on the per-record path. */
@@ -244,17 +257,13 @@ void aagw_decider_destroy(aagw_decider_t *d) {
         kmap_free(&d->pend_ids);
         kmap_free(&d->pend_lww);
         kmap_free(&d->replay);
+        free(d->li);
         free(d->lk_ids);
         free(d->lk_lww);
         free(d->found_ids);
         free(d->found_lww);
         free(d->lww_out);
         free(d);
-}
-
-void aagw_decider_lww_scope(const aagw_decider_t *d, const char *topic,
-                            char *buf, size_t size) {
-        aagw_unify_lww_scope(d->site, topic, buf, size);
 }
 
 /* ------------------------------------------------------------- EPOCHS --- */
@@ -304,11 +313,6 @@ int aagw_decider_output(aagw_decider_t *d, const char *topic,
         return (int)d->nouts++;
 }
 
-unsigned aagw_decider_sent(aagw_decider_t *d) {
-        d->epochs[d->open_slot].outstanding++;
-        return d->open_slot;
-}
-
 void aagw_decider_acked(aagw_decider_t *d, unsigned ep, int out, int32_t part,
                         int64_t off) {
         d->epochs[ep].outstanding--;
@@ -321,24 +325,27 @@ void aagw_decider_lost(aagw_decider_t *d, unsigned ep) {
         d->epochs[ep].outstanding = INT64_MAX / 2; /* never commits */
 }
 
-void aagw_decider_reached(aagw_decider_t *d, const char *topic, int32_t part,
-                          int64_t next) {
+/* The open epoch consumed input 'topic' ['part'] up to 'next'. */
+static void reached(aagw_decider_t *d, const char *topic, int32_t part,
+                    int64_t next) {
         struct aagw_pos pos = {next, -1};
         aagw_store_batch_pos(d->epochs[d->open_slot].b, d->scope_in, topic,
                              part, &pos);
 }
 
-int aagw_decider_seal(aagw_decider_t *d) {
+/* Close the open epoch, unless nothing happened in it (it stays open). */
+static void seal(aagw_decider_t *d) {
         struct epoch *ep = &d->epochs[d->open_slot];
 
         if (!aagw_store_batch_size(ep->b) && !ep->outstanding && !ep->nkeys)
-                return 0; /* nothing happened: keep it open */
+                return;
         ep->sealed = true;
         d->sealed  = true;
-        return 1;
 }
 
-bool aagw_decider_open(aagw_decider_t *d) {
+/* Open the next epoch after a seal.  Returns false while its slot is still
+ * taken (commit, or wait for acknowledgements, and try again). */
+static bool open_next(aagw_decider_t *d) {
         unsigned nxt = (d->open_slot + 1) % EPOCHS;
 
         /* (Not the slot's own flag: waiting for the next slot may have
@@ -355,7 +362,9 @@ bool aagw_decider_open(aagw_decider_t *d) {
         return true;
 }
 
-int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size) {
+/* Store the oldest sealed epochs whose records are all acknowledged, in
+ * epoch order.  Returns how many, or -1 with 'errstr'. */
+static int commit(aagw_decider_t *d, char *errstr, size_t errstr_size) {
         char err[512];
         int  n = 0;
 
@@ -399,6 +408,28 @@ int aagw_decider_commit(aagw_decider_t *d, char *errstr, size_t errstr_size) {
         }
 }
 
+/* Commit before opening: when every slot is taken, the commit may free
+ * the one the next epoch needs, and it opens without a wait. */
+int aagw_decider_settle(aagw_decider_t *d, const struct aagw_unify_pos *rch,
+                        size_t n, bool sealing, unsigned *committed,
+                        char *errstr, size_t errstr_size) {
+        int c;
+
+        for (size_t i = 0; i < n; i++)
+                reached(d, rch[i].topic, rch[i].partition, rch[i].next);
+        if (sealing)
+                seal(d);
+        *committed = 0;
+        if ((c = commit(d, errstr, errstr_size)) < 0)
+                return -1;
+        *committed = (unsigned)c;
+        return open_next(d) ? 1 : 0;
+}
+
+uint64_t aagw_decider_lookups(const aagw_decider_t *d) {
+        return d->lookups;
+}
+
 size_t aagw_decider_uncommitted(const aagw_decider_t *d) {
         size_t n = 0;
         for (int s = 0; s < EPOCHS; s++)
@@ -432,8 +463,10 @@ static void replay_key(const char *topic, int32_t part, int64_t off,
         aagw_id_key(buf, n, key);
 }
 
-bool aagw_decider_replayed(aagw_decider_t *d, const char *topic, int32_t part,
-                           int64_t off) {
+/* True (once) if input 'topic' ['part'] 'off' was found in the output at
+ * start: a replay of a folded record. */
+static bool replayed(aagw_decider_t *d, const char *topic, int32_t part,
+                     int64_t off) {
         uint8_t      rk[16];
         struct kent *re;
 
@@ -446,18 +479,12 @@ bool aagw_decider_replayed(aagw_decider_t *d, const char *topic, int32_t part,
         return true;
 }
 
-void aagw_decider_key(aagw_decider_t *d, struct aagw_unify_rec *r) {
-        if (r->mode == AAGW_UNIFY_DEDUP)
-                aagw_scoped_key(d->site, r->prov->id, r->prov->id_len, r->key);
-        else
-                aagw_scoped_key(r->scope, r->ekey, r->ekey_len, r->key);
-        kmap_prefetch(pending(d, r->mode), r->key);
-        r->probe = true;
-}
-
 static int scratch(aagw_decider_t *d, size_t n) {
         if (n <= d->cap)
                 return 0;
+        void *l = realloc(d->li, n * sizeof(*d->li));
+        if (l)
+                d->li = l;
         void *a = realloc(d->lk_ids, n * sizeof(*d->lk_ids));
         if (a)
                 d->lk_ids = a;
@@ -473,7 +500,7 @@ static int scratch(aagw_decider_t *d, size_t n) {
         void *f = realloc(d->lww_out, n * sizeof(*d->lww_out));
         if (f)
                 d->lww_out = f;
-        if (!a || !b || !c || !e || !f)
+        if (!l || !a || !b || !c || !e || !f)
                 return -1;
         d->cap = n;
         return 0;
@@ -516,8 +543,9 @@ static int reject(aagw_decider_t *d, struct epoch *ep,
 }
 
 static int decide_dedup(aagw_decider_t *d, struct epoch *ep,
-                        struct aagw_unify_rec *r, int64_t now) {
-        bool dup = r->lookup ? d->found_ids[r->li] : true;
+                        struct aagw_unify_rec *r, size_t li, int64_t now) {
+        /* Not looked up: a pending epoch delivered it. */
+        bool dup = li != LI_MEMORY ? d->found_ids[li] : true;
         if (!dup && kmap_find(&d->pend_ids, r->key))
                 dup = true; /* earlier in this batch */
         if (dup) {
@@ -547,15 +575,15 @@ static int decide_dedup(aagw_decider_t *d, struct epoch *ep,
 }
 
 static int decide_lww(aagw_decider_t *d, struct epoch *ep,
-                      struct aagw_unify_rec *r, int64_t now) {
+                      struct aagw_unify_rec *r, size_t li, int64_t now) {
         const struct aagw_prov *p   = r->prov;
         struct aagw_lww        *cur = NULL, nw;
         struct kent            *pe  = kmap_find(&d->pend_lww, r->key);
 
         if (pe)
                 cur = pe->val;
-        else if (r->lookup && d->found_lww[r->li])
-                cur = &d->lww_out[r->li];
+        else if (li != LI_MEMORY && d->found_lww[li])
+                cur = &d->lww_out[li];
         memset(&nw.v, 0, offsetof(struct aagw_version, id));
         nw.time_ms   = now;
         nw.tombstone = r->tombstone;
@@ -587,55 +615,68 @@ static int decide_lww(aagw_decider_t *d, struct epoch *ep,
 }
 
 int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
-                        size_t n, int64_t now_ms, char *errstr,
+                        size_t n, int64_t now_ms, unsigned *epoch, char *errstr,
                         size_t errstr_size) {
         struct epoch *ep   = &d->epochs[d->open_slot];
         size_t        nids = 0, nlww = 0;
+        int64_t       accepted = 0;
         char          err[512];
 
+        *epoch = d->open_slot;
         if (scratch(d, n))
                 goto oom;
-        /* Keys decided in a pending epoch need no lookup (the probes come
-         * a whole pass after their prefetch). */
+        /* Every key's pending-map slot towards the cache a whole pass
+         * before its probe: the map is larger than L2 and each key lands
+         * somewhere random in it. */
+        for (size_t i = 0; i < n; i++)
+                if (!recs[i].rejected)
+                        kmap_prefetch(pending(d, recs[i].mode), recs[i].key);
+        /* Replays get no verdict, rejected or not.  Keys decided in a
+         * pending epoch need no lookup. */
         for (size_t i = 0; i < n; i++) {
                 struct aagw_unify_rec *r = &recs[i];
-                r->lookup                = false;
-                if (r->rejected)
+                d->li[i]                 = LI_MEMORY;
+                if (d->replay.cnt &&
+                    replayed(d, r->topic, r->partition, r->offset)) {
+                        d->li[i]   = LI_REPLAY;
+                        r->outcome = AAGW_UNIFY_REPLAYED;
                         continue;
-                if (!r->probe)
-                        aagw_decider_key(d, r);
-                if (kmap_find(pending(d, r->mode), r->key))
+                }
+                if (r->rejected || kmap_find(pending(d, r->mode), r->key))
                         continue;
-                r->lookup = true;
                 if (r->mode == AAGW_UNIFY_DEDUP) {
-                        r->li = nids;
+                        d->li[i] = nids;
                         memcpy(d->lk_ids[nids++], r->key, 16);
                 } else {
-                        r->li = nlww;
+                        d->li[i] = nlww;
                         memcpy(d->lk_lww[nlww++], r->key, 16);
                 }
         }
+        d->lookups += nids + nlww;
         if (nids && aagw_store_seen_lookup(d->store,
                                            (const uint8_t(*)[16])d->lk_ids,
                                            nids, d->found_ids, NULL, err,
                                            sizeof(err))) {
                 snprintf(errstr, errstr_size, "looking up ids: %s", err);
-                return -1;
+                goto fail;
         }
         if (nlww && aagw_store_lww_lookup(d->store,
                                           (const uint8_t(*)[16])d->lk_lww,
                                           nlww, d->found_lww, d->lww_out, err,
                                           sizeof(err))) {
                 snprintf(errstr, errstr_size, "looking up winners: %s", err);
-                return -1;
+                goto fail;
         }
 
         /* In order: the decisions. */
         for (size_t i = 0; i < n; i++) {
-                struct aagw_unify_rec *r = &recs[i];
+                struct aagw_unify_rec *r  = &recs[i];
+                size_t                 li = d->li[i];
                 int                    rc;
-                if (i + 8 < n && r[8].probe && !r[8].rejected)
+                if (i + 8 < n && !r[8].rejected)
                         kmap_prefetch(pending(d, r[8].mode), r[8].key);
+                if (li == LI_REPLAY)
+                        continue;
                 /* Decided as usual, but the other sites on its path will
                  * not see it: audited apart. */
                 if (r->diverged &&
@@ -644,16 +685,23 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
                 if (r->rejected)
                         rc = reject(d, ep, r, now_ms);
                 else if (r->mode == AAGW_UNIFY_DEDUP)
-                        rc = decide_dedup(d, ep, r, now_ms);
+                        rc = decide_dedup(d, ep, r, li, now_ms);
                 else
-                        rc = decide_lww(d, ep, r, now_ms);
+                        rc = decide_lww(d, ep, r, li, now_ms);
                 if (rc)
                         goto oom;
+                accepted += r->outcome == AAGW_UNIFY_ACCEPTED;
         }
+        /* In flight until acked() or lost(): an accepted record the stage
+         * never sends keeps the epoch from committing. */
+        ep->outstanding += accepted;
         return 0;
 oom:
         snprintf(errstr, errstr_size,
                  "out of memory (or a value the store refuses)");
+fail:
+        /* Part of the batch decided, its records not sent: never stored. */
+        ep->outstanding = INT64_MAX / 2;
         return -1;
 }
 
@@ -724,24 +772,23 @@ int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
                       int64_t now_ms, char *errstr, size_t errstr_size) {
         const struct aagw_prov *p = r->prov;
         aagw_store_batch_t     *b = d->fold_b;
-        uint8_t                 key[16];
+        uint8_t                 rk[16];
         struct aagw_audit       a = {
             .time_ms = now_ms, .verdict = AAGW_AUDIT_ACCEPTED,
             .site = d->site, .origin = p->origin, .topic = r->topic,
             .partition = r->partition, .offset = r->offset, .hlc = p->hlc,
             .id = p->id, .id_len = p->id_len};
 
+        aagw_unify_key(d->site, r);
         if (r->mode == AAGW_UNIFY_DEDUP) {
                 struct aagw_seen s;
                 seen_of(d, r, now_ms, &s);
-                aagw_scoped_key(d->site, p->id, p->id_len, key);
-                if (aagw_store_batch_seen(b, key, &s))
+                if (aagw_store_batch_seen(b, r->key, &s))
                         goto bad;
         } else {
                 struct aagw_lww nw;
-                aagw_scoped_key(r->scope, r->ekey, r->ekey_len, key);
                 winner_of(r, now_ms, &nw);
-                if (fold_winner(d, key, &nw, errstr, errstr_size))
+                if (fold_winner(d, r->key, &nw, errstr, errstr_size))
                         return -1;
                 a.ekey     = r->ekey;
                 a.ekey_len = r->ekey_len > AAGW_AUDIT_EKEY_MAX
@@ -755,8 +802,8 @@ int aagw_decider_fold(aagw_decider_t *d, struct aagw_unify_rec *r,
          * duplicate (only the audit log differs: "dropped" instead of no
          * entry); past its bound the rest are treated as duplicates. */
         if (d->replay.cnt < REPLAY_MAX) {
-                replay_key(r->topic, r->partition, r->offset, key);
-                struct kent *re = kmap_put(&d->replay, key);
+                replay_key(r->topic, r->partition, r->offset, rk);
+                struct kent *re = kmap_put(&d->replay, rk);
                 if (!re)
                         goto bad;
                 re->epoch = 1;
@@ -842,19 +889,12 @@ int aagw_decider_fold_commit(aagw_decider_t *d, bool end, char *errstr,
 }
 
 const struct aagw_unify_state_ops aagw_decider_ops = {
-    .lww_scope   = aagw_decider_lww_scope,
-    .key         = aagw_decider_key,
     .decide      = aagw_decider_decide,
-    .replayed    = aagw_decider_replayed,
-    .pos         = aagw_decider_pos,
-    .reached     = aagw_decider_reached,
-    .output      = aagw_decider_output,
-    .sent        = aagw_decider_sent,
     .acked       = aagw_decider_acked,
     .lost        = aagw_decider_lost,
-    .seal        = aagw_decider_seal,
-    .open        = aagw_decider_open,
-    .commit      = aagw_decider_commit,
+    .settle      = aagw_decider_settle,
+    .output      = aagw_decider_output,
+    .pos         = aagw_decider_pos,
     .fold        = aagw_decider_fold,
     .fold_out    = aagw_decider_fold_out,
     .fold_commit = aagw_decider_fold_commit,

@@ -1,130 +1,30 @@
 /*
  * aagw - active-active replication gateway for Kafka
  *
- * policy/aagw_policy.h: the only policy header other folders may include.
+ * policy/aagw_policy.h: policy/'s decisions, the header other folders
+ * include for them.
  *
- * policy/ holds pure decisions and no I/O: error codes, the log line format
- * (the sink that writes lines is installed by the program), topic naming,
- * filters, provenance headers and loop-prevention verdicts.  Everything here
- * is unit-testable without a broker, a disk or a clock you cannot set.
+ * policy/ holds pure decisions and no I/O: topic naming, filters,
+ * provenance headers, loop-prevention verdicts, id rules, the
+ * last-write-wins order, the hybrid logical clock's arithmetic and MM2's
+ * record formats.  Everything here is unit-testable without a broker, a
+ * disk or a clock you cannot set.  Two more headers sit beside it:
+ * aagw_base.h (clocks, counters, error codes, logging: included here, as
+ * every user needs the error codes) and aagw_unify_contract.h (the words
+ * the unify stage's Kafka side and its decider share).
  */
 #ifndef AAGW_POLICY_H
 #define AAGW_POLICY_H
 
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
+
+#include "aagw_base.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------- CLOCKS AND COUNTERS ------------------------- */
-
-/* Shared by every folder: the replicator, the state store and the program
- * read the same two clocks and update single-writer counters the same way. */
-
-/** Wall-clock milliseconds since the epoch (record timestamps, ages). */
-static inline int64_t aagw_wall_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/** Monotonic milliseconds (intervals and deadlines). */
-static inline int64_t aagw_mono_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/**
- * Add @p n to the _Atomic counter @p x that only one thread writes (a
- * stage's counters, written by its thread, read by stats): a relaxed load
- * and store instead of a locked read-modify-write per update.  Readers
- * still see whole values.
- */
-#define AAGW_STAT_ADD(x, n)                                                    \
-        atomic_store_explicit(&(x),                                            \
-                              atomic_load_explicit(&(x),                       \
-                                                   memory_order_relaxed) +     \
-                                  (n),                                         \
-                              memory_order_relaxed)
-
-/* ------------------------------- ERRORS -------------------------------- */
-
-/**
- * @brief Error codes shared by every module.
- *
- * 0 is success; failures are negative.  Functions that can fail return one
- * of these and, when a human needs the reason, write it to a caller-provided
- * 'errstr' buffer (only on failure).
- */
-typedef enum {
-        AAGW_OK         = 0,
-        AAGW_ERR_CONFIG = -1, /**< bad user input: report it, keep serving */
-        AAGW_ERR_STORE  = -2, /**< RocksDB or file-system I/O */
-        AAGW_ERR_KAFKA  = -3, /**< librdkafka error, details in errstr */
-        AAGW_ERR_NOMEM  = -4, /**< allocation failed */
-        AAGW_ERR_BUSY   = -5, /**< resource held by someone else (state dir) */
-        AAGW_ERR_INVAL  = -6, /**< bad argument from a caller (a bug) */
-        AAGW_ERR_NOENT  = -7, /**< no such item */
-        AAGW_ERR_TIMEOUT = -8, /**< deadline passed */
-        AAGW_ERR_UNSUPPORTED = -9, /**< the peer lacks the feature */
-} aagw_err_t;
-
-/** @returns a static, human readable name for @p err; never NULL. */
-const char *aagw_err2str(aagw_err_t err);
-
-/* ------------------------------- LOGGING ------------------------------- */
-
-typedef enum {
-        AAGW_LOG_DEBUG = 0,
-        AAGW_LOG_INFO  = 1,
-        AAGW_LOG_WARN  = 2,
-        AAGW_LOG_ERROR = 3,
-        AAGW_LOG_OFF   = 4,
-} aagw_log_level_t;
-
-/** Lines below this level are not formatted at all (see aagw_log()). */
-extern aagw_log_level_t aagw_log_level;
-
-/**
- * @brief Where formatted log lines go.
- *
- * @p line is a complete line without the trailing newline, in the shape
- * `2026-05-01T10:00:00.123Z 4121 W [DEDUP] message`.  It is only valid
- * during the call.  The default sink discards everything; the program
- * installs one that writes to stderr.
- */
-typedef void(aagw_log_sink_t)(aagw_log_level_t level, const char *line,
-                              void *opaque);
-
-/** Install @p sink (NULL restores the discarding sink). Not thread-safe:
- *  call it before starting threads. */
-void aagw_log_set_sink(aagw_log_sink_t *sink, void *opaque);
-
-/** @returns the level named @p name ("debug", "info", "warn", "error",
- *  "off"), or -1 if the name is unknown. */
-int aagw_log_level_parse(const char *name);
-
-/** @returns the single letter used in log lines for @p level (D I W E). */
-char aagw_log_level_letter(aagw_log_level_t level);
-
-/** Format and emit a line.  Use the aagw_log() macro instead. */
-void aagw_log0(aagw_log_level_t level, const char *fac, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/** Log only if @p level passes aagw_log_level; arguments are not evaluated
- *  otherwise. */
-#define aagw_log(level, fac, ...)                                              \
-        do {                                                                   \
-                if ((level) >= aagw_log_level)                                 \
-                        aagw_log0((level), (fac), __VA_ARGS__);                \
-        } while (0)
 
 /* ------------------------------- SECRETS ------------------------------- */
 
@@ -661,103 +561,6 @@ struct aagw_version {
 int aagw_version_cmp(const struct aagw_version *a,
                      const struct aagw_version *b);
 
-/* ------------------------- UNIFY DECISIONS ---------------------------- *
- *
- * The words the unify stage's two halves share: the Kafka side
- * (replicator/unify.c) reads and writes records, the decider
- * (dedup/decider.c) decides them and keeps their state.  Neither includes
- * the other's header: they meet through struct aagw_unify_state_ops below,
- * which the decider fills with its own functions (aagw_decider_ops) and
- * gateway/ hands to the stage. */
-
-/** How a logical topic is unified. */
-typedef enum {
-        AAGW_UNIFY_OFF   = 0,
-        AAGW_UNIFY_DEDUP = 1, /**< first occurrence of a global id */
-        AAGW_UNIFY_LWW   = 2, /**< newest version per entity key */
-} aagw_unify_mode_t;
-
-/** What became of one record. */
-typedef enum {
-        AAGW_UNIFY_ACCEPTED   = 0, /**< deliver it */
-        AAGW_UNIFY_DROPPED    = 1, /**< dedup: id seen before */
-        AAGW_UNIFY_SUPERSEDED = 2, /**< lww: older than the winner */
-        AAGW_UNIFY_IDENTICAL  = 3, /**< lww: the winner's own version */
-        AAGW_UNIFY_REJECTED   = 4, /**< bad provenance or no entity key */
-} aagw_unify_outcome_t;
-
-/** One record to decide (or, at start, to fold in), as read at the site.
- *  Pointers are borrowed for the call. */
-struct aagw_unify_rec {
-        aagw_unify_mode_t mode;
-        bool              rejected;  /**< provenance refused, or lww and
-                                          no entity key: audited only */
-        struct aagw_prov *prov;      /**< resolved; a rejected record's is
-                                          rewritten to its derived id */
-        const char       *scope;     /**< lww: the logical topic's entity
-                                          scope (see aagw_scoped_key()) */
-        const char       *topic;     /**< input topic at the site */
-        int32_t           partition;
-        int64_t           offset;
-        const void       *ekey;      /**< lww: the entity key */
-        size_t            ekey_len;
-        bool              tombstone; /**< null value */
-        bool              diverged;  /**< the provenance path contradicts
-                                          the topic name (the verdict's
-                                          path_forged): audited as
-                                          diverged besides its outcome */
-        /* Out. */
-        aagw_unify_outcome_t outcome;
-        uint8_t           key[16];   /**< id hash (dedup), scoped entity
-                                          key hash (lww): partitions it */
-        /* The decider's scratch. */
-        bool              probe, lookup;
-        size_t            li;
-};
-
-/** The state the unify stage decides with, opaque to its Kafka side: the
- *  decider of dedup/ (aagw_decider_t is this type). */
-typedef struct aagw_unify_state aagw_unify_state_t;
-
-/** The unify stage's state and decisions: every call comes from the
- *  stage's thread.  Each member is the decider function of the same name
- *  (dedup/aagw_dedup.h, "THE DECIDER"), called directly: no wrapper in
- *  between on the per-record path. */
-struct aagw_unify_state_ops {
-        void (*lww_scope)(const aagw_unify_state_t *st, const char *topic,
-                          char *buf, size_t size);
-        void (*key)(aagw_unify_state_t *st, struct aagw_unify_rec *r);
-        int (*decide)(aagw_unify_state_t *st, struct aagw_unify_rec *recs,
-                      size_t n, int64_t now_ms, char *errstr,
-                      size_t errstr_size);
-        bool (*replayed)(aagw_unify_state_t *st, const char *topic,
-                         int32_t part, int64_t off);
-        int (*pos)(aagw_unify_state_t *st, bool output, const char *topic,
-                   int32_t part, int64_t *next, char *errstr,
-                   size_t errstr_size);
-        void (*reached)(aagw_unify_state_t *st, const char *topic,
-                        int32_t part, int64_t next);
-        int (*output)(aagw_unify_state_t *st, const char *topic,
-                      int32_t nparts);
-        unsigned (*sent)(aagw_unify_state_t *st);
-        void (*acked)(aagw_unify_state_t *st, unsigned ep, int out,
-                      int32_t part, int64_t off);
-        void (*lost)(aagw_unify_state_t *st, unsigned ep);
-        int (*seal)(aagw_unify_state_t *st);
-        bool (*open)(aagw_unify_state_t *st);
-        int (*commit)(aagw_unify_state_t *st, char *errstr,
-                      size_t errstr_size);
-        int (*fold)(aagw_unify_state_t *st, struct aagw_unify_rec *r,
-                    int64_t now_ms, char *errstr, size_t errstr_size);
-        void (*fold_out)(aagw_unify_state_t *st, const char *topic,
-                         int32_t part, int64_t next);
-        int (*fold_commit)(aagw_unify_state_t *st, bool end, char *errstr,
-                           size_t errstr_size);
-        int (*restore)(aagw_unify_state_t *st, const struct aagw_unify_rec *r,
-                       int64_t time_ms, char *errstr, size_t errstr_size);
-        int (*drop)(aagw_unify_state_t *st);
-};
-
 /* -------------------------------- IDS ---------------------------------- */
 
 typedef struct aagw_id_rule aagw_id_rule_t; /* opaque */
@@ -959,7 +762,7 @@ void aagw_prov_encode_resolved(const aagw_repl_policy_t *pol,
                                const struct aagw_prov *p,
                                struct aagw_prov_hdrs *out);
 
-/* ===== MM2 INTERNAL TOPICS AND OFFSET TRANSLATION (offsets issue) ===== */
+/* ========== MM2 INTERNAL TOPICS AND OFFSET TRANSLATION ========== */
 
 /*
  * MirrorMaker 2's internal topics in its wire format, so MM2-aware tooling

@@ -1,5 +1,5 @@
 /* policy/err.c: error code names. */
-#include "aagw_policy.h"
+#include "aagw_base.h"
 
 const char *aagw_err2str(aagw_err_t err) {
         switch (err) {

@@ -3,7 +3,7 @@
  * Formatting lives here so every module logs in one shape; writing the line
  * is the sink's job, installed by the program, which keeps policy/ free of
  * I/O and lets tests capture lines. */
-#include "aagw_policy.h"
+#include "aagw_base.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -16,6 +16,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "aagw_policy.h"
+#include "aagw_unify_contract.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -1077,8 +1078,8 @@ aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
  * the first occurrence of each id (dedup) or the newest version of each
  * entity (lww) to T's unified topic, exactly once.  One thread.  What to
  * deliver, and the state behind it, it asks of a decider through @ref
- * aagw_unify_state_ops (policy/aagw_policy.h; dedup/'s decider fills it),
- * as flows reach their positions through pos_load/pos_save.
+ * aagw_unify_state_ops (policy/aagw_unify_contract.h; dedup/'s decider
+ * fills it), as flows reach their positions through pos_load/pos_save.
  */
 typedef struct aagw_unify aagw_unify_t;
 

@@ -11,9 +11,11 @@
  * The decisions and the state behind them (the epochs that commit them
  * with the positions, the pending ids and winners, the fold of what a
  * previous run left in the output, the replay set) are the decider's,
- * reached through struct aagw_unify_state_ops (policy/aagw_policy.h,
- * filled by dedup/decider.c).  What this file keeps to make it exactly once
- * (docs/architecture.md, "Exactly once into the unified topic"):
+ * reached through struct aagw_unify_state_ops
+ * (policy/aagw_unify_contract.h, filled by dedup/decider.c): per consumed
+ * batch one decide(), an acked() per delivery report and one settle().
+ * What this file keeps to make it exactly once (docs/architecture.md,
+ * "Exactly once into the unified topic"):
  *
  *  - aagw is the only writer of the unified topic, and every record it
  *    writes carries its provenance (global id, origin, hlc) and its input
@@ -194,20 +196,33 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         token_put(u, tok);
 }
 
+/* Settle with the decider: the input positions 'n' in u->reached (with
+ * 'seal' the open epoch closes there) and the commit of the oldest epochs
+ * whose records are all acknowledged, in order.  Returns settle()'s
+ * answer (-1: the stage failed). */
+static int settle(aagw_unify_t *u, size_t n, bool seal) {
+        char     err[512];
+        unsigned done;
+        int      rc =
+            u->ops->settle(u->st, u->reached, n, seal, &done, err, sizeof(err));
+
+        if (rc < 0)
+                ufail(u, "%s", err);
+        else if (done)
+                ADD(u->commits, done);
+        return rc;
+}
+
 /* Commit the oldest epochs whose records are all acknowledged, in order. */
 static void commit_ready(aagw_unify_t *u) {
-        char err[512];
-        int  n = u->ops->commit(u->st, err, sizeof(err));
-
-        if (n < 0)
-                ufail(u, "%s", err);
-        else if (n)
-                ADD(u->commits, n);
+        settle(u, 0, false);
 }
 
 /* Seal the open epoch (positions of the inputs it moved) and open the
  * next one, waiting for it to commit if all are busy. */
 static int seal_epoch(aagw_unify_t *u) {
+        size_t n = 0;
+
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 for (size_t i = 0; i < ut->nin; i++) {
@@ -215,23 +230,32 @@ static int seal_epoch(aagw_unify_t *u) {
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 if (!ui->dirty[p])
                                         continue;
-                                u->ops->reached(u->st, ui->topic, p,
-                                                ui->next[p]);
+                                if (n == u->reached_cap) {
+                                        /* Grown once to the inputs'
+                                         * partitions, then kept. */
+                                        size_t nc = n ? 2 * n : 256;
+                                        void  *nr =
+                                            realloc(u->reached,
+                                                    nc * sizeof(*u->reached));
+                                        if (!nr) {
+                                                ufail(u, "out of memory");
+                                                return -1;
+                                        }
+                                        u->reached     = nr;
+                                        u->reached_cap = nc;
+                                }
+                                u->reached[n++] = (struct aagw_unify_pos){
+                                    ui->topic, p, ui->next[p]};
                                 ui->dirty[p] = false;
                         }
                 }
         }
-        if (!u->ops->seal(u->st))
-                return 0; /* nothing happened: keep it open */
-        bool opened;
-        while (!(opened = u->ops->open(u->st)) && !atomic_load(&u->ctl.stop)) {
+        int rc = settle(u, n, true);
+        while (!rc && !atomic_load(&u->ctl.stop)) {
                 rd_kafka_poll(u->producer, 5);
-                commit_ready(u);
+                rc = settle(u, 0, false);
         }
-        if (!opened)
-                return -1;
-        commit_ready(u);
-        return 0;
+        return rc == 1 ? 0 : -1;
 }
 
 /* ---------------------------------------------------------- DECISIONS --- */
@@ -254,8 +278,8 @@ static struct utopic *topic_of(aagw_unify_t *u, const char *topic,
         return NULL;
 }
 
-/* The output partition of a decided record: its id hash (dedup) or
- * scoped entity key hash (lww). */
+/* The output partition of a keyed record (aagw_unify_key()): its id hash
+ * (dedup) or scoped entity key hash (lww). */
 int32_t unify_out_part(const struct utopic *ut,
                        const struct aagw_unify_rec *r) {
         uint64_t hk;
@@ -265,7 +289,7 @@ int32_t unify_out_part(const struct utopic *ut,
 
 /* Produce an accepted record to the output.  Takes over 'it->m'. */
 int unify_produce(aagw_unify_t *u, struct item *it,
-                  const struct aagw_unify_rec *r) {
+                  const struct aagw_unify_rec *r, unsigned ep) {
         rd_kafka_message_t *m  = it->m;
         struct utopic      *ut = it->ut;
         struct aagw_prov_hdrs ph;
@@ -293,13 +317,13 @@ int unify_produce(aagw_unify_t *u, struct item *it,
         struct token *tok = token_get(u);
         if (!tok) {
                 rd_kafka_headers_destroy(h);
-                u->ops->lost(u->st, u->ops->sent(u->st));
+                u->ops->lost(u->st, ep);
                 ufail(u, "out of memory");
                 return -1;
         }
         tok->base.src = m;
         tok->ut       = ut;
-        tok->ep  = u->ops->sent(u->st);
+        tok->ep       = ep;
         rd_kafka_timestamp_type_t tstype;
         int64_t             ts = rd_kafka_message_timestamp(m, &tstype);
         rd_kafka_resp_err_t err;
@@ -364,10 +388,27 @@ int unify_produce(aagw_unify_t *u, struct item *it,
         return 0;
 }
 
+/* Count and log (at 1, 2, 4, ...) a record whose provenance path
+ * contradicts its topic name: aagw did not write it here, so the other
+ * sites on its path will not have it. */
+static void note_diverged(aagw_unify_t *u, const struct aagw_unify_rec *r) {
+        uint64_t d = atomic_fetch_add(&u->diverged, 1) + 1;
+        if (!(d & (d - 1)))
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s [%d] offset %" PRId64
+                         ": its provenance path contradicts "
+                         "the topic name (forged, or "
+                         "forwarded from a copy): the "
+                         "sites' unified topics will differ "
+                         "(%" PRIu64 " such records so far)",
+                         u->site, r->topic, (int)r->partition, r->offset, d);
+}
+
 /* Decide and unify_produce one consumed batch, then seal it as an epoch. */
 void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
-        size_t nr = 0;
-        char   err[512];
+        size_t   nr = 0, ndiverged = 0;
+        unsigned ep = 0;
+        char     err[512];
 
         /* Pass 1: provenance, ids and keys. */
         for (size_t i = 0; i < n; i++) {
@@ -421,12 +462,6 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 it->ui->next[m->partition]  = m->offset + 1;
                 it->ui->dirty[m->partition] = true;
                 INC(u->records_in);
-                if (u->ops->replayed(u->st, tn, m->partition, m->offset)) {
-                        /* Delivered by the previous run and folded in at
-                         * the start. */
-                        INC(u->replayed);
-                        continue;
-                }
                 struct aagw_rec rec;
                 unify_fill_rec(u, m, tn, &rec);
                 for (size_t h = 0; h < rec.hdr_cnt && !it->own_hdrs; h++)
@@ -444,7 +479,6 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 struct aagw_unify_rec *r = &u->recs[nr];
                 u->ritem[nr++]           = i;
                 memset(r, 0, offsetof(struct aagw_unify_rec, key));
-                r->probe     = false;
                 r->mode      = it->ut->mode;
                 r->prov      = &it->v->prov;
                 r->scope     = it->ut->scope;
@@ -452,20 +486,14 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 r->partition = m->partition;
                 r->offset    = m->offset;
                 r->tombstone = m->payload == NULL;
+                /* Counted once decided: a replay is not (only decide()
+                 * knows one).  Scale-out has no replays and counts every
+                 * record it reads, its own or not, as it always did. */
                 if ((r->diverged = it->v->path_forged)) {
-                        /* Not written here by aagw: the other sites on its
-                         * path will not have it.  Logged at 1, 2, 4, ... */
-                        uint64_t d = atomic_fetch_add(&u->diverged, 1) + 1;
-                        if (!(d & (d - 1)))
-                                aagw_log(AAGW_LOG_WARN, "UNIFY",
-                                         "unify@%s: %s [%d] offset %" PRId64
-                                         ": its provenance path contradicts "
-                                         "the topic name (forged, or "
-                                         "forwarded from a copy): the "
-                                         "sites' unified topics will differ "
-                                         "(%" PRIu64 " such records so far)",
-                                         u->site, it->ui->topic,
-                                         (int)m->partition, m->offset, d);
+                        if (u->scale)
+                                note_diverged(u, r);
+                        else
+                                ndiverged++;
                 }
                 if (it->v->kind != AAGW_VERDICT_REPLICATE) {
                         r->rejected = true; /* audited, dead-lettered */
@@ -483,7 +511,7 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         r->rejected = true; /* no entity key */
                         continue;
                 }
-                u->ops->key(u->st, r);
+                aagw_unify_key(u->site, r);
         }
         /* Scale-out: only what this unify_process owns, in a transaction. */
         if (u->scale && u->tx.broken) {
@@ -496,12 +524,19 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 return;
         int64_t now = aagw_wall_ms();
         /* Pass 2: the decisions, all at once (the decider asks the store
-         * about every key no pending epoch knows, in one lookup). */
-        if (nr && u->ops->decide(u->st, u->recs, nr, now, err,
-                                 sizeof(err))) {
+         * about every key no pending epoch knows, in one lookup), replays
+         * found among them. */
+        if (nr &&
+            u->ops->decide(u->st, u->recs, nr, now, &ep, err, sizeof(err))) {
                 ufail(u, "%s", err);
                 return;
         }
+        for (size_t k = 0; ndiverged && k < nr; k++)
+                if (u->recs[k].diverged &&
+                    u->recs[k].outcome != AAGW_UNIFY_REPLAYED) {
+                        note_diverged(u, &u->recs[k]);
+                        ndiverged--;
+                }
         /* Pass 3, in order: count and unify_produce. */
         for (size_t k = 0; k < nr; k++) {
                 struct aagw_unify_rec *r  = &u->recs[k];
@@ -536,6 +571,11 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         INC(u->identical);
                         INC(ut->identical);
                         continue;
+                case AAGW_UNIFY_REPLAYED:
+                        /* Delivered by the previous run and folded in at
+                         * the start. */
+                        INC(u->replayed);
+                        continue;
                 case AAGW_UNIFY_ACCEPTED:
                         break;
                 }
@@ -543,7 +583,7 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 INC(ut->accepted);
                 if (u->scale && unify_so_decided(u, it, r, now))
                         return;
-                if (unify_produce(u, it, r)) {
+                if (unify_produce(u, it, r, ep)) {
                         /* A stop while the producer's queue is full: the
                          * epoch is lost (unify_produce()), so the drain stores
                          * none of this batch's positions. */
@@ -882,6 +922,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         free(u->verdicts);
         free(u->recs);
         free(u->ritem);
+        free(u->reached);
         free(u->hdrs);
         replicator_ctl_deinit(&u->ctl);
         pthread_mutex_destroy(&u->owned_lock);

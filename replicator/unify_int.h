@@ -106,7 +106,7 @@ struct item {
         rd_kafka_message_t *m;
         struct utopic      *ut;
         struct uinput      *ui;
-        int                 state; /* 0 decide, 1 skip (not ours / replay) */
+        int                 state; /* 0 decide, 1 skip (not ours) */
         bool                own_hdrs; /* carries headers under our prefix */
         struct aagw_verdict *v;
 };
@@ -142,6 +142,9 @@ struct aagw_unify {
         struct aagw_verdict   *verdicts;
         struct aagw_unify_rec *recs;   /* the records to decide */
         size_t                *ritem;  /* recs[i] is items[ritem[i]] */
+        struct aagw_unify_pos *reached; /* input positions an epoch
+                                           reached (seal_epoch()) */
+        size_t                 reached_cap;
         struct aagw_header    *hdrs;
         size_t                 hdr_cap;
 
@@ -247,14 +250,15 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m);
 
 struct uinput *unify_input_of(struct utopic *ut, const char *topic);
 
-/* The output partition of a decided record: its id hash (dedup) or
- * scoped entity key hash (lww). */
+/* The output partition of a keyed record (aagw_unify_key()): its id hash
+ * (dedup) or scoped entity key hash (lww). */
 int32_t unify_out_part(const struct utopic *ut,
                        const struct aagw_unify_rec *r);
 
-/* Produce an accepted record to the output.  Takes over 'it->m'. */
+/* Produce an accepted record of epoch 'ep' (decide()'s) to the output.
+ * Takes over 'it->m'. */
 int unify_produce(aagw_unify_t *u, struct item *it,
-                  const struct aagw_unify_rec *r);
+                  const struct aagw_unify_rec *r, unsigned ep);
 
 /* Decide and unify_produce one consumed batch, then seal it as an epoch. */
 void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n);

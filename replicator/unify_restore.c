@@ -250,7 +250,7 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
                 sc->foreign++;
                 return true;
         }
-        u->ops->key(u->st, &r);
+        aagw_unify_key(u->site, &r);
         if (unify_out_part(ut, &r) != sc->p) {
                 /* Written by a unify_process with another partition count or
                  * hash: not this partition's to decide. */

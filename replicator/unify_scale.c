@@ -39,7 +39,7 @@
  * go to the changelog and the transaction commits with the offsets of
  * every owned work partition (the fence, KIP-447).  Only then does the
  * decider store the decisions in RocksDB (the transaction filled one
- * epoch: seal, commit).  An aborted transaction drops them (ops->drop)
+ * epoch, stored by settle).  An aborted transaction drops them (ops->drop)
  * and the inputs go back to the committed positions (so_redo()); a
  * fenced one, or partitions revoked by a rebalance, the same, and what
  * the group gives next is restored.  Before a rebalance takes the
@@ -546,18 +546,17 @@ int unify_so_commit(aagw_unify_t *u) {
                 return -1;
         }
         /* The transaction's one epoch: stored now. */
-        if (u->ops->seal(u->st)) {
-                int n = u->ops->commit(u->st, err, sizeof(err));
-                if (n < 0) {
-                        ufail(u, "%s", err);
-                        return -1;
-                }
-                ADD(u->commits, n);
-                if (!u->ops->open(u->st)) {
-                        ufail(u, "the decider kept an epoch of a committed "
-                                 "transaction");
-                        return -1;
-                }
+        unsigned n;
+        int rc = u->ops->settle(u->st, NULL, 0, true, &n, err, sizeof(err));
+        if (rc < 0) {
+                ufail(u, "%s", err);
+                return -1;
+        }
+        ADD(u->commits, n);
+        if (!rc) {
+                ufail(u, "the decider kept an epoch of a committed "
+                         "transaction");
+                return -1;
         }
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];

@@ -428,7 +428,7 @@ static struct utopic *utopic_get(aagw_unify_t *u, const char *name, bool create)
                 return NULL;
         }
         snprintf(ut->name, sizeof(ut->name), "%s", name);
-        u->ops->lww_scope(u->st, name, ut->scope, sizeof(ut->scope));
+        aagw_unify_lww_scope(u->site, name, ut->scope, sizeof(ut->scope));
         ut->mode      = tc.mode;
         ut->id_rule   = tc.id_rule;
         ut->ekey_rule = tc.ekey_rule;

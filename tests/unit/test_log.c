@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "aagw_policy.h"
+#include "aagw_base.h"
 
 static char last_line[4096];
 static int  lines;
