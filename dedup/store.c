@@ -3,7 +3,7 @@
  * open (primary and secondary), close, positions, maintenance, stats.
  *
  * The layout and the reasons for it are at the top of dedup_int.h; the
- * unify state lives in unify.c (lookups, batches), audit.c (queries),
+ * unify state lives in lookup.c (lookups, batches), audit.c (queries),
  * indexer.c (journal, tail indexer, filter rebuild), filter.c, tail.c and
  * codec.c.
  *

@@ -1,5 +1,5 @@
 /*
- * dedup/unify.c: the unify state's lookups and batches (design at the top
+ * dedup/lookup.c: the unify state's lookups and batches (design at the top
  * of dedup_int.h).
  *
  * A lookup goes, per chunk of keys: filter (seen only, once rebuilt) ->

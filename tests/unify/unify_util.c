@@ -1,4 +1,4 @@
-/* tests/unify/unify.c: the shared fixture of the unify e2e tests. */
+/* tests/unify/unify_util.c: the shared fixture of the unify e2e tests. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
