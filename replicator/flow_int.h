@@ -126,6 +126,9 @@ struct ttrack {
          * answer, 0 or -2 (try again). */
         _Atomic int         make_state;
         int                 make_want, make_rc;
+        int                 make_have; /* the partitions the producer
+                                          sees, asked by the maker; -1:
+                                          not asked (flow_topics.c) */
         bool                release_retry; /* held partitions to start
                                               again (a seek failed) */
         uint32_t            hash; /* XXH32 of the topic (flow_work_of()) */

@@ -178,6 +178,31 @@ static int target_prepare(aagw_flow_t *f, struct ttrack *tt, int want) {
         return 0;
 }
 
+/* The producer's handle of the copy of 'tt', made now if it has none
+ * (which asks for the topic's metadata: on clusters that allow it, that
+ * auto-creates the copy with the broker's partition count).  Returns the
+ * handle, or NULL. */
+static rd_kafka_topic_t *target_handle(aagw_flow_t *f, struct ttrack *tt) {
+        rd_kafka_topic_t *rkt;
+
+        if (tt->rkt)
+                return tt->rkt;
+        if (!(rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
+                return NULL;
+        tt->rkt = rkt;
+        return rkt;
+}
+
+/* The maker's last step: the partitions of the made copy as the
+ * producer sees them, -1 on error.  Not under scale-out, where the
+ * producer ('out') can be replaced by the flow thread at any time
+ * (flow_scale_renew()): there the flow thread asks itself. */
+static int target_count(aagw_flow_t *f, struct ttrack *tt) {
+        if (!target_handle(f, tt))
+                return -1;
+        return target_partitions(f, tt);
+}
+
 /* ---------------------------------------------------------------- MAKER --- */
 
 /* Creating a copy, or growing it, waits on the target's controller: up
@@ -211,7 +236,13 @@ static void *maker_main(void *arg) {
                 }
                 int want = job->make_want;
                 pthread_mutex_unlock(&f->maker_lock);
-                job->make_rc = target_prepare(f, job, want);
+                job->make_rc   = target_prepare(f, job, want);
+                job->make_have = -1;
+                if (!job->make_rc && !f->owner) {
+                        job->make_have = target_count(f, job);
+                        if (job->make_have < 0)
+                                job->make_rc = -2;
+                }
                 atomic_store(&job->make_state, MAKE_DONE);
                 atomic_store(&f->made, true);
                 pthread_mutex_lock(&f->maker_lock);
@@ -247,9 +278,10 @@ void flow_maker_stop(aagw_flow_t *f) {
 /* The copy of 'tt' with 'want' partitions: returns the partitions the
  * producer sees (fewer than 'want' if the copy could not be grown), -2 on
  * a transient error, -3 while the maker works on it (discovery comes back
- * to it). */
+ * to it).  With the maker, no round trip of its own: the maker asked
+ * for the copy's partitions too. */
 static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
-        int rc;
+        int rc, have = -1;
 
         if (!f->maker_started) {
                 rc = target_prepare(f, tt, want);
@@ -260,7 +292,8 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
                 case MAKE_DONE:
                         atomic_store(&tt->make_state, MAKE_IDLE);
                         if (tt->make_want == want) {
-                                rc = tt->make_rc;
+                                rc   = tt->make_rc;
+                                have = tt->make_have;
                                 break;
                         }
                         /* The source grew meanwhile: ask again. */
@@ -276,13 +309,13 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         }
         if (rc)
                 return rc;
-        /* The producer's topic flow_handle only now: it asks for the topic's
-         * metadata, which auto-creates it (with the broker's partition
-         * count) on clusters that allow that. */
-        if (!tt->rkt &&
-            !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
+        if (have >= 0)
+                return have;
+        /* The producer's topic handle only now (target_handle()), after
+         * the copy was made. */
+        if (!target_handle(f, tt))
                 return -2;
-        int have = target_partitions(f, tt);
+        have = target_partitions(f, tt);
         return have < 0 ? -2 : have;
 }
 
