@@ -20,7 +20,7 @@
  *    coordinates at S (<prefix>in = TOPIC:PARTITION:OFFSET).
  *  - On start, before any input is read, each output partition is read
  *    from the stored output position to its end, and what is there is
- *    folded in (unify_recover_output()).
+ *    folded in (output_settle(), then output_fold(), unify_topics.c).
  *  - Inputs then resume from the stored input positions.  Every record
  *    after them is either found (folded) or decided afresh; nothing is
  *    written twice and nothing is lost.
@@ -618,6 +618,7 @@ static void *unify_main(void *arg) {
                         unify_discover(u);
                         u->last_refresh_ms = aagw_mono_ms();
                 }
+                unify_discovered(u);
                 if (u->scale && u->need_renew) {
                         /* The wait holds the old producer's queue. */
                         aagw_qwait_destroy(qwait);
@@ -666,6 +667,7 @@ static void *unify_main(void *arg) {
                 if (n <= 0)
                         aagw_qwait(qwait, 100);
         }
+        unify_discovery_stop(u);
         aagw_qwait_destroy(qwait);
         if (pq)
                 rd_kafka_queue_destroy(pq);
