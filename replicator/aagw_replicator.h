@@ -743,12 +743,16 @@ struct aagw_flow_conf {
          *  must outlive the flow. */
         const aagw_id_rule_t *(*id_rule_for)(void *opaque, const char *topic);
         /** Load the stored position of a source partition: return 0 and
-         *  fill next/out_next, or -1 if none is stored.  Called from the
-         *  flow thread when a partition is assigned. */
+         *  fill next/out_next, or -1 if none is stored.  Called when a
+         *  partition is assigned, from the flow's reconciler thread (or
+         *  the flow thread), while the flow thread may call pos_save:
+         *  both must be thread-safe. */
         int (*pos_load)(void *opaque, const char *scope, const char *topic,
                         int32_t partition, int64_t *next, int64_t *out_next);
         /** Persist positions atomically; return 0 or -1 (logged, retried
-         *  at the next save).  Called from the flow thread. */
+         *  at the next save).  Called from the flow thread, and from its
+         *  reconciler thread for a partition not yet assigned (a target
+         *  found recreated: the new start is stored at once). */
         int (*pos_save)(void *opaque, const char *scope,
                         const struct aagw_flow_pos *pos, size_t cnt);
         void *opaque;

@@ -16,7 +16,8 @@
  *   - the target producer: idempotent, acks=all, unlimited delivery
  *     timeout, so a broker outage stalls the flow instead of losing data;
  *   - a target "reader" (an assign-only consumer) used at assignment to
- *     flow_reconcile the stored position with what the target log holds.
+ *     flow_reconcile the stored position with what the target log holds
+ *     (by the reconciler thread, flow_positions.c, beside the copying).
  * Topic creation goes through a fourth flow_handle, kept apart from the data
  * path, because the Admin API can hang or abort a flow_handle on some brokers;
  * the remote topics' creation, growth, configs and ACLs through topics.c
@@ -1795,6 +1796,7 @@ static int flow_after(void *arg, ssize_t n, bool full) {
         }
         if (f->mdw && aagw_md_watch_take(f->mdw, &merr, &md))
                 flow_discover_md(f, merr, md);
+        flow_reconciled(f);
         return 0;
 }
 

@@ -89,6 +89,14 @@ struct ptrack {
         /* Scale-out: 'next' and 'out_next' as of the last committed
          * transaction; only these are stored and synced. */
         int64_t          c_next, c_out;
+        /* Assigned and not held (flow_part_mark()): the flow writes its
+         * target partition, which flow_settle_all() then leaves out. */
+        atomic_bool copying;
+        /* Handed to the reconciler (flow_recon_ask()) and not taken back
+         * yet; 'recon_gen' counts the flow_unassign()s that made an
+         * answer asked for before them stale (flow thread only). */
+        bool     reconciling;
+        uint32_t recon_gen;
 };
 
 struct ttrack {
@@ -115,9 +123,36 @@ struct ttrack {
          * answer, 0 or -2 (try again). */
         _Atomic int         make_state;
         int                 make_want, make_rc;
+        int                 make_have;     /* the partitions the producer
+                                              sees, asked by the maker; -1:
+                                              not asked (flow_topics.c) */
         bool                release_retry; /* held partitions to start
                                               again (a seek failed) */
+        /* For reconciliation (flow_positions.c): the reader and the end
+         * probe know the copy (replicator_prime_topic()); the copy grew
+         * since, and the reader is to learn its new partitions. */
+        atomic_bool         primed, reader_stale;
         uint32_t            hash; /* XXH32 of the topic (flow_work_of()) */
+};
+
+/* What reconciling one partition found (flow_positions.c): where it
+ * resumes, and what the flow thread sets when it takes the answer. */
+#define FLOW_RECON_KEEP INT64_MIN /* out_next, hi_seen: unchanged */
+struct flow_recon {
+        int64_t  next; /* an offset, or RD_KAFKA_OFFSET_BEGINNING */
+        int64_t  out_next, hi_seen;
+        bool     stored; /* the new start is stored (a recreated target) */
+        uint64_t resets, truncations, truncated_records, target_resets;
+};
+
+/* A partition handed to the reconciler, and its answer. */
+struct flow_recon_job {
+        struct flow_recon_job *next;
+        struct ptrack         *pt;
+        uint32_t               gen;     /* pt->recon_gen when asked */
+        bool                   release; /* held (flow_release_held()), else
+                                           new (flow_assign_new()) */
+        struct flow_recon ans;
 };
 
 /* The msg_opaque of every produced record: which slot it fills. */
@@ -198,6 +233,18 @@ struct aagw_flow {
         pthread_mutex_t           maker_lock;
         pthread_cond_t            maker_cond;
         atomic_bool               made;
+        /* The reconciler thread: finds where each partition a discovery
+         * gives the flow resumes, beside the copying
+         * (flow_reconciler_start()); 'reconciled' tells the flow thread
+         * that answers wait (flow_reconciled()). */
+        pthread_t                 recon;
+        bool                      recon_started, recon_stop;
+        pthread_mutex_t           recon_lock;
+        pthread_cond_t            recon_cond;
+        struct flow_recon_job    *recon_todo, **recon_tail, *recon_done;
+        atomic_bool               reconciled;
+        struct aagw_header       *recon_hdrs; /* its header scratch */
+        size_t                    recon_hdr_cap;
         struct topics            *remote_topics; /* topics.c */
         char                     *target_bs; /* for the fix commands */
 
@@ -431,6 +478,46 @@ rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
  * normally, and not the whole partition when the stored state is old or
  * lost (the target may hold far more than can be read at start). */
 int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt);
+
+/* Record whether 'pt' is assigned and held (the flow thread's view) and
+ * whether the flow writes its target partition now (the reconciler's). */
+static inline void flow_part_mark(struct ptrack *pt, bool assigned, bool held) {
+        pt->assigned = assigned;
+        pt->held     = held;
+        atomic_store(&pt->copying, assigned && !held);
+}
+
+/* The reconciler: a thread that runs flow_reconcile()'s round trips to
+ * the target (the stored position, the target's end and its settling,
+ * the scan of its tail) beside the copying, started and stopped with
+ * the maker (flow_maker_start()).  In the flow thread they held every
+ * topic still while a new one started (the README demo's per-second p99
+ * reached a second when its flows took up the heartbeats topic). */
+void flow_reconciler_start(aagw_flow_t *f);
+void flow_reconciler_stop(aagw_flow_t *f);
+
+/* Hand 'pt' to the reconciler ('release': a held partition whose copy
+ * now has it, else one to assign), marking it reconciling.  Returns
+ * false if there is none (scale-out keeps its reconciliation in the
+ * flow thread, where its transactions are): reconcile in place. */
+bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release);
+
+/* The answers given since the last call, a list the caller frees; NULL
+ * if none. */
+struct flow_recon_job *flow_recon_take(aagw_flow_t *f);
+
+/* Set what an answer found in 'pt' and in the flow's counters (flow
+ * thread). */
+void flow_recon_apply(aagw_flow_t *f, struct ptrack *pt,
+                      const struct flow_recon *a);
+
+/* Start copying the partitions the reconciler answered for: assigned at
+ * the offsets found, or (held ones) resumed and sought there.  An answer
+ * asked for before an flow_unassign() of its partition is dropped, and
+ * the partition asked for again if the flow still copies its topic.
+ * Called by flow_main() each round; costs an atomic load when there is
+ * nothing. */
+void flow_reconciled(aagw_flow_t *f);
 
 /* Persist the positions that moved, and commit them to the group. */
 void flow_save_positions(aagw_flow_t *f, bool force);

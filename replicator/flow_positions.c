@@ -1,9 +1,9 @@
 /*
  * replicator/flow_positions.c: where a flow resumes: its stored positions,
  * the reconciliation of each assigned partition with what the target
- * already holds (the last copy this flow wrote), the offset-syncs, and
- * what it does when a source or target partition was truncated or
- * recreated.
+ * already holds (the last copy this flow wrote), on the reconciler thread
+ * beside the copying, the offset-syncs, and what it does when a source or
+ * target partition was truncated or recreated.
  */
 #include "flow_int.h"
 
@@ -14,25 +14,41 @@ size_t flow_collect_headers(aagw_flow_t *f, const rd_kafka_message_t *m) {
         return aagw_kafka_headers_view(m, &f->hdrs, &f->hdr_cap);
 }
 
+/* What one reconciliation of 'pt' uses and finds: done by the reconciler
+ * thread (RECONCILER below), or by the flow thread itself (scale-out, or
+ * no reconciler).  It reads only what never changes in 'pt' (its topic,
+ * partition and names), and reports what it found in 'ans' for the flow
+ * thread to apply (flow_recon_apply()): the flow thread is the only writer
+ * of a partition's state and of the flow's counters. */
+struct recon {
+        aagw_flow_t         *f;
+        struct ptrack       *pt;
+        struct aagw_header **hdrs; /* header scratch of the thread */
+        size_t              *hdr_cap;
+        struct flow_recon    ans;
+};
+
 /* If 'm' (read from the target) was written by this flow, return the
  * source offset it copied, else -1. */
-static int64_t written_by_us(aagw_flow_t *f, const rd_kafka_message_t *m,
+static int64_t written_by_us(struct recon *rc, const rd_kafka_message_t *m,
                              const char *topic, int32_t partition) {
+        aagw_flow_t     *f = rc->f;
         struct aagw_prov prov;
-        size_t           n = flow_collect_headers(f, m);
-        char             t[AAGW_TOPIC_MAX + 1];
-        int32_t          p;
-        int64_t          o;
+        size_t           n = aagw_kafka_headers_view(m, rc->hdrs, rc->hdr_cap);
+        struct aagw_header *h = *rc->hdrs;
+        char                t[AAGW_TOPIC_MAX + 1];
+        int32_t             p;
+        int64_t             o;
 
-        if (aagw_prov_decode(f->pol, f->hdrs, n, &prov) != AAGW_REASON_OK ||
+        if (aagw_prov_decode(f->pol, h, n, &prov) != AAGW_REASON_OK ||
             prov.path_len < 2 ||
             strcmp(prov.path[prov.path_len - 1], f->target) ||
             strcmp(prov.path[prov.path_len - 2], f->source))
                 return -1;
         for (size_t i = 0; i < n; i++) {
-                if (f->hdrs[i].value && !strcmp(f->hdrs[i].name, f->hop_hdr)) {
-                        if (!aagw_coords_parse(f->hdrs[i].value, f->hdrs[i].size, t,
-                                          sizeof(t), &p, &o))
+                if (h[i].value && !strcmp(h[i].name, f->hop_hdr)) {
+                        if (!aagw_coords_parse(h[i].value, h[i].size, t,
+                                               sizeof(t), &p, &o))
                                 return -1;
                         return !strcmp(t, topic) && p == partition ? o : -1;
                 }
@@ -45,13 +61,13 @@ static int64_t written_by_us(aagw_flow_t *f, const rd_kafka_message_t *m,
         return -1;
 }
 
-static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
-                                int64_t next);
+static int64_t check_truncation(struct recon *rc, int64_t next);
 
 /* The highest source offset among this flow's copies at target offsets
  * [from, to) of pt's remote partition, or -1 if none.  '*done' is false
  * if the deadline or a stop cut the read short. */
 struct scan {
+        struct recon  *rc;
         aagw_flow_t   *f;
         struct ptrack *pt;
         int64_t        found; /* last source offset copied, -1: none */
@@ -59,8 +75,8 @@ struct scan {
 
 static bool scan_record(void *arg, const rd_kafka_message_t *m) {
         struct scan *sc = arg;
-        int64_t      o  = written_by_us(sc->f, m, sc->pt->tt->topic,
-                                        sc->pt->partition);
+        int64_t      o =
+            written_by_us(sc->rc, m, sc->pt->tt->topic, sc->pt->partition);
         if (o > sc->found)
                 sc->found = o;
         return true;
@@ -75,9 +91,11 @@ static void scan_error(void *arg, rd_kafka_resp_err_t err,
                  sc->f->target, reason);
 }
 
-static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
-                           int64_t to, int timeout_ms, bool *done) {
-        struct scan             sc = {.f = f, .pt = pt, .found = -1};
+static int64_t scan_copies(struct recon *rc, int64_t from, int64_t to,
+                           int timeout_ms, bool *done) {
+        aagw_flow_t            *f  = rc->f;
+        struct ptrack          *pt = rc->pt;
+        struct scan             sc = {.rc = rc, .f = f, .pt = pt, .found = -1};
         struct aagw_kafka_range r  = {.topic      = pt->tt->remote,
                                       .partition  = pt->partition,
                                       .from       = from,
@@ -93,27 +111,52 @@ static int64_t scan_copies(aagw_flow_t *f, struct ptrack *pt, int64_t from,
         return sc.found;
 }
 
+/* Whether the flow writes the target partition of 'tt' ['p'] now: its
+ * source partition is assigned, not held, and reconciled.  Under the
+ * flow's lock (the topic table's shape). */
+static bool part_copying(const struct ttrack *tt, int32_t p) {
+        return p < tt->partition_cnt && tt->parts[p] &&
+               atomic_load(&tt->parts[p]->copying);
+}
+
 /* replicator_settle_all() over every target partition this flow's
  * producer writes; 'pt''s own watermarks end up in '*lo' / '*hi'.
- * Returns as replicator_settle_all(). */
+ * Returns as replicator_settle_all().
+ *
+ * Partitions the flow copies into meanwhile (reconciled before: the
+ * reconciler works beside the copying) are left out.  They grow with the
+ * flow's own records, which would pass for requests of a killed run
+ * being released: the wait would end only at "another writer"
+ * (END_GROWING_MS), with a false warning.  And they add nothing to it:
+ * each was reconciled after a settle of its own round, which found every
+ * partition then known at its high watermark twice, so what the killed
+ * run had held back there was appended before the flow wrote to it. */
 int flow_settle_all(aagw_flow_t *f, struct ptrack *pt, int64_t *lo,
                     int64_t *hi, int wait_ms) {
         size_t n = 0, k = 0;
         int    r;
 
+        pthread_mutex_lock(&f->ctl.lock);
         for (size_t i = 0; i < f->ntopics; i++)
                 if (f->topics[i]->rkt && f->topics[i]->target_cnt > 0)
                         n += (size_t)f->topics[i]->target_cnt;
         struct replicator_end *ends = calloc(n ? n : 1, sizeof(*ends));
-        if (!ends)
+        if (!ends) {
+                pthread_mutex_unlock(&f->ctl.lock);
                 return 0; /* out of memory: the partition's own settle */
+        }
+        /* (The names live as long as the flow: a track, once in the
+         * table, stays until the flow is destroyed.) */
         for (size_t i = 0; i < f->ntopics; i++) {
                 struct ttrack *tt = f->topics[i];
                 if (!tt->rkt || tt->target_cnt <= 0)
                         continue;
                 for (int32_t p = 0; p < tt->target_cnt; p++)
-                        ends[k++] = (struct replicator_end){tt->remote, p, -1};
+                        if (!part_copying(tt, p))
+                                ends[k++] =
+                                    (struct replicator_end){tt->remote, p, -1};
         }
+        pthread_mutex_unlock(&f->ctl.lock);
         char who[AAGW_ALIAS_MAX + 160];
         snprintf(who, sizeof(who), "%s: at %s", f->name, f->target);
         r = replicator_settle_all(f->reader, f->end_probe, ends, k, wait_ms,
@@ -292,9 +335,6 @@ rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
-static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
-                                int64_t next);
-
 /* The target partition of 'pt' ends (at 'hi') below the stored target
  * position 'out_next': the topic was deleted and created again since the
  * position was stored, and the copies are gone.  With none of ours in it
@@ -304,13 +344,14 @@ static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
  * resumes it instead of starting over.  Copies of ours in it cannot be
  * completed in order (the records before them are missing): fail closed.
  * Returns where to resume. */
-static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
-                            int64_t out_next, int64_t lo, int64_t hi,
-                            int64_t found) {
-        const char *topic = pt->tt->topic;
-        int64_t     slo, shi;
+static int64_t target_reset(struct recon *rc, int64_t next, int64_t out_next,
+                            int64_t lo, int64_t hi, int64_t found) {
+        aagw_flow_t   *f     = rc->f;
+        struct ptrack *pt    = rc->pt;
+        const char    *topic = pt->tt->topic;
+        int64_t        slo, shi;
 
-        INC(f->target_resets);
+        rc->ans.target_resets++;
         if (found >= 0) {
                 flow_fail(f,
                           "%s [%d] at %s ends at offset %" PRId64 ", below "
@@ -333,7 +374,7 @@ static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
         /* Both recreated (a whole cluster replaced): the source's reset
          * is reported and counted as well. */
         if (next > shi)
-                check_truncation(f, pt, next);
+                check_truncation(rc, next);
         aagw_log(AAGW_LOG_ERROR, "FLOW",
                  "%s: %s [%d] at %s was recreated: it ends at offset %" PRId64
                  " (log start %" PRId64 "), below the stored copy position "
@@ -351,10 +392,9 @@ static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
                           topic, (int)pt->partition);
                 return slo;
         }
-        pt->saved_next = slo;
-        pt->saved_out  = hi;
-        pt->out_next   = hi;
-        pt->hi_seen    = shi;
+        rc->ans.stored   = true;
+        rc->ans.out_next = hi;
+        rc->ans.hi_seen  = shi;
         return slo;
 }
 
@@ -368,9 +408,11 @@ static int64_t target_reset(aagw_flow_t *f, struct ptrack *pt, int64_t next,
  * chunks from its end until a chunk holds one of ours: a few records
  * normally, and not the whole partition when the stored state is old or
  * lost (the target may hold far more than can be read at start). */
-int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
-        int64_t next = -1, out_next = -1, lo, hi, found = -1;
-        const char *topic = pt->tt->topic;
+static int64_t reconcile(struct recon *rc) {
+        aagw_flow_t   *f    = rc->f;
+        struct ptrack *pt   = rc->pt;
+        int64_t        next = -1, out_next = -1, lo, hi, found = -1;
+        const char    *topic = pt->tt->topic;
 
         if (f->conf.pos_load &&
             f->conf.pos_load(f->conf.opaque, f->scope, topic, pt->partition,
@@ -404,15 +446,15 @@ int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
         if (next < 0 && hi > lo && f->takeover &&
             strcmp(pt->tt->remote, topic)) {
                 bool    done, exact = false;
-                int64_t tail = scan_copies(f, pt, hi - 1, hi,
-                                           RECONCILE_WAIT_MS, &done);
+                int64_t tail =
+                    scan_copies(rc, hi - 1, hi, RECONCILE_WAIT_MS, &done);
                 if (done && tail < 0)
                         tk = takeover_position(f->takeover, f->reader, topic,
                                                pt->tt->remote, pt->partition,
                                                lo, hi, &f->ctl.stop, &exact);
                 if (tk >= 0 && exact) {
-                        pt->out_next = hi;
-                        next         = check_truncation(f, pt, tk);
+                        rc->ans.out_next = hi;
+                        next             = check_truncation(rc, tk);
                         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
                 }
         }
@@ -427,8 +469,7 @@ int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
                 bool    done;
                 /* A deadline on each chunk (on progress): a target whose
                  * leader is moving answers again within seconds. */
-                found = scan_copies(f, pt, start, end, RECONCILE_WAIT_MS,
-                                    &done);
+                found = scan_copies(rc, start, end, RECONCILE_WAIT_MS, &done);
                 if (!done) {
                         /* A partial read cannot tell the last copy: the
                          * stored position could copy records twice. */
@@ -447,7 +488,7 @@ int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
                         span *= 4;
         }
         if (reset && !atomic_load(&f->ctl.stop))
-                return target_reset(f, pt, next, out_next, lo, hi, found);
+                return target_reset(rc, next, out_next, lo, hi, found);
         if (found >= 0 && next < 0) {
                 /* Copies of ours but no stored position: the state dir is
                  * new or lost.  Not routine, so a warning that says so. */
@@ -470,15 +511,165 @@ int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
         }
         if (found < 0 && next < 0 && tk >= 0)
                 next = tk; /* the takeover's, not exact (logged) */
-        pt->out_next = hi > out_next ? hi : out_next;
+        rc->ans.out_next = hi > out_next ? hi : out_next;
         aagw_log(AAGW_LOG_DEBUG, "FLOW",
                  "%s: %s [%d]: reconciled: %s [%d] ends at %" PRId64
                  ", last copy of source offset %" PRId64 ", stored position "
                  "%" PRId64 "; resuming at %" PRId64,
                  f->name, topic, (int)pt->partition, pt->tt->remote,
                  (int)pt->partition, hi, found, stored, next);
-        next = check_truncation(f, pt, next);
+        next = check_truncation(rc, next);
         return next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+}
+
+void flow_recon_apply(aagw_flow_t *f, struct ptrack *pt,
+                      const struct flow_recon *a) {
+        if (a->out_next != FLOW_RECON_KEEP)
+                pt->out_next = a->out_next;
+        if (a->hi_seen != FLOW_RECON_KEEP)
+                pt->hi_seen = a->hi_seen;
+        if (a->stored) { /* target_reset() stored the new start */
+                pt->saved_next = a->next;
+                pt->saved_out  = a->out_next;
+        }
+        ADD(f->resets, a->resets);
+        ADD(f->truncations, a->truncations);
+        ADD(f->truncated_records, a->truncated_records);
+        ADD(f->target_resets, a->target_resets);
+}
+
+/* Find where 'pt' resumes: the replicator's handles know its topic
+ * first (replicator_prime_topic(), once per topic; the reader's leaders
+ * again after the copy grew), then reconcile(). */
+static void recon_run(struct recon *rc) {
+        aagw_flow_t   *f  = rc->f;
+        struct ttrack *tt = rc->pt->tt;
+
+        rc->ans = (struct flow_recon){.out_next = FLOW_RECON_KEEP,
+                                      .hi_seen  = FLOW_RECON_KEEP};
+        if (!atomic_exchange(&tt->primed, true)) {
+                atomic_store(&tt->reader_stale, false);
+                replicator_prime_topic(f->end_probe, f->reader, tt->remote);
+        } else if (atomic_exchange(&tt->reader_stale, false)) {
+                replicator_refresh_leaders(f->reader, tt->remote, 5000);
+        }
+        rc->ans.next = reconcile(rc);
+}
+
+int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
+        struct recon rc = {
+            .f = f, .pt = pt, .hdrs = &f->hdrs, .hdr_cap = &f->hdr_cap};
+
+        recon_run(&rc);
+        flow_recon_apply(f, pt, &rc.ans);
+        return rc.ans.next;
+}
+
+/* --------------------------------------------------------- RECONCILER --- */
+
+/* Jobs are taken in the order asked.  An answer wakes the flow thread's
+ * wait (rd_kafka_queue_yield() on the first source consumer's queue,
+ * which flow_main() waits on): a new partition starts when it is
+ * reconciled, not at the wait's next timeout. */
+static void *reconciler_main(void *arg) {
+        aagw_flow_t *f = arg;
+
+        pthread_mutex_lock(&f->recon_lock);
+        while (!f->recon_stop) {
+                struct flow_recon_job *j = f->recon_todo;
+                if (!j) {
+                        pthread_cond_wait(&f->recon_cond, &f->recon_lock);
+                        continue;
+                }
+                if (!(f->recon_todo = j->next))
+                        f->recon_tail = &f->recon_todo;
+                pthread_mutex_unlock(&f->recon_lock);
+                struct recon rc = {.f       = f,
+                                   .pt      = j->pt,
+                                   .hdrs    = &f->recon_hdrs,
+                                   .hdr_cap = &f->recon_hdr_cap};
+                recon_run(&rc);
+                j->ans = rc.ans;
+                pthread_mutex_lock(&f->recon_lock);
+                j->next       = f->recon_done;
+                f->recon_done = j;
+                atomic_store(&f->reconciled, true);
+                if (f->fx[0].q)
+                        rd_kafka_queue_yield(f->fx[0].q);
+        }
+        pthread_mutex_unlock(&f->recon_lock);
+        return NULL;
+}
+
+void flow_reconciler_start(aagw_flow_t *f) {
+        pthread_mutex_init(&f->recon_lock, NULL);
+        pthread_cond_init(&f->recon_cond, NULL);
+        f->recon_todo = f->recon_done = NULL;
+        f->recon_tail                 = &f->recon_todo;
+        f->recon_stop                 = false;
+        f->recon_started = !pthread_create(&f->recon, NULL, reconciler_main, f);
+        if (!f->recon_started) {
+                pthread_cond_destroy(&f->recon_cond);
+                pthread_mutex_destroy(&f->recon_lock);
+        }
+}
+
+static void jobs_free(struct flow_recon_job *j) {
+        while (j) {
+                struct flow_recon_job *n = j->next;
+                free(j);
+                j = n;
+        }
+}
+
+void flow_reconciler_stop(aagw_flow_t *f) {
+        if (!f->recon_started)
+                return;
+        /* A reconciliation under way ends at the flow's stop (its reads
+         * and waits watch f->ctl.stop). */
+        pthread_mutex_lock(&f->recon_lock);
+        f->recon_stop = true;
+        pthread_cond_signal(&f->recon_cond);
+        pthread_mutex_unlock(&f->recon_lock);
+        pthread_join(f->recon, NULL);
+        f->recon_started = false;
+        jobs_free(f->recon_todo);
+        jobs_free(f->recon_done);
+        f->recon_todo = f->recon_done = NULL;
+        free(f->recon_hdrs);
+        f->recon_hdrs    = NULL;
+        f->recon_hdr_cap = 0;
+        pthread_cond_destroy(&f->recon_cond);
+        pthread_mutex_destroy(&f->recon_lock);
+}
+
+bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release) {
+        struct flow_recon_job *j;
+
+        if (!f->recon_started || f->owner || !(j = calloc(1, sizeof(*j))))
+                return false;
+        j->pt           = pt;
+        j->gen          = pt->recon_gen;
+        j->release      = release;
+        pt->reconciling = true;
+        pthread_mutex_lock(&f->recon_lock);
+        *f->recon_tail = j;
+        f->recon_tail  = &j->next;
+        pthread_cond_signal(&f->recon_cond);
+        pthread_mutex_unlock(&f->recon_lock);
+        return true;
+}
+
+struct flow_recon_job *flow_recon_take(aagw_flow_t *f) {
+        struct flow_recon_job *j;
+
+        if (!f->recon_started || !atomic_exchange(&f->reconciled, false))
+                return NULL;
+        pthread_mutex_lock(&f->recon_lock);
+        j             = f->recon_done;
+        f->recon_done = NULL;
+        pthread_mutex_unlock(&f->recon_lock);
+        return j;
 }
 
 /* --------------------------------------------------------- TRUNCATION --- */
@@ -525,17 +716,18 @@ static void source_shrank(aagw_flow_t *f, struct ptrack *pt, int64_t hi) {
  * log [lo, hi): records deleted before we copied them (retention,
  * DeleteRecords) or a reset partition.  Logged with the offsets, counted,
  * and resumed at the log start (or failed, on_truncation: fail). */
-static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
-                                int64_t next) {
-        int64_t lo, hi;
+static int64_t check_truncation(struct recon *rc, int64_t next) {
+        aagw_flow_t   *f  = rc->f;
+        struct ptrack *pt = rc->pt;
+        int64_t        lo, hi;
 
         if (next < 0 ||
             replicator_watermarks(f->meta, pt->tt->topic,
                                              pt->partition, &lo, &hi, 10000))
                 return next;
-        pt->hi_seen = hi;
+        rc->ans.hi_seen = hi;
         if (next > hi) {
-                INC(f->resets);
+                rc->ans.resets++;
                 aagw_log(AAGW_LOG_ERROR, "FLOW",
                          "%s: %s [%d]: stored position %" PRId64
                          " is past the source end offset %" PRId64
@@ -547,8 +739,8 @@ static int64_t check_truncation(aagw_flow_t *f, struct ptrack *pt,
                              ? "failing (on_truncation: fail)"
                              : "resuming at its log start");
         } else if (next < lo) {
-                INC(f->truncations);
-                ADD(f->truncated_records, (uint64_t)(lo - next));
+                rc->ans.truncations++;
+                rc->ans.truncated_records += (uint64_t)(lo - next);
                 aagw_log(AAGW_LOG_ERROR, "FLOW",
                          "%s: %s [%d]: source log start %" PRId64
                          " passed the stored position %" PRId64 ": %" PRId64
@@ -660,8 +852,7 @@ void flow_part_start(aagw_flow_t *f, struct ptrack *pt, int64_t offset) {
         replicator_start_arm(&pt->start, pt->next);
         if (!pt->assigned)
                 atomic_fetch_add(&f->nparts_assigned, 1);
-        pt->assigned   = true;
-        pt->held       = false;
+        flow_part_mark(pt, true, false);
         pt->sync_known = false;
         pt->c_next     = pt->next;
         pt->c_out      = pt->out_next;
@@ -676,9 +867,10 @@ void flow_target_count(aagw_flow_t *f, struct ttrack *tt, int have,
 
         if (tt->target_cnt > 0 && have > tt->target_cnt) {
                 /* The copy grew: the reader (flow_reconcile()) learns of the
-                 * new partitions now, not from a failed watermark query
-                 * and a wait for the end offset to settle. */
-                replicator_refresh_leaders(f->reader, tt->remote, 5000);
+                 * new partitions before it reconciles them, not from a
+                 * failed watermark query and a wait for the end offset to
+                 * settle. */
+                atomic_store(&tt->reader_stale, true);
         }
         pthread_mutex_lock(&f->ctl.lock);
         tt->target_cnt = have;

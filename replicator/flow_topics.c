@@ -60,9 +60,11 @@ struct ptrack *flow_part_get(aagw_flow_t *f, struct ttrack *tt,
                 pt->out_next      = -1;
                 pt->saved_next    = -1;
                 pt->saved_out     = -1;
+                /* (The reconciler reads the table: flow_settle_all().) */
+                pthread_mutex_lock(&f->ctl.lock);
                 tt->parts[partition] = pt;
+                pthread_mutex_unlock(&f->ctl.lock);
         }
-        (void)f;
         return tt->parts[partition];
 }
 
@@ -178,6 +180,34 @@ static int target_prepare(aagw_flow_t *f, struct ttrack *tt, int want) {
         return 0;
 }
 
+/* The producer's handle of the copy of 'tt', made now if it has none
+ * (which asks for the topic's metadata: on clusters that allow it, that
+ * auto-creates the copy with the broker's partition count).  Under the
+ * flow's lock: the reconciler reads it (flow_settle_all()).  Returns the
+ * handle, or NULL. */
+static rd_kafka_topic_t *target_handle(aagw_flow_t *f, struct ttrack *tt) {
+        rd_kafka_topic_t *rkt;
+
+        if (tt->rkt)
+                return tt->rkt;
+        if (!(rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
+                return NULL;
+        pthread_mutex_lock(&f->ctl.lock);
+        tt->rkt = rkt;
+        pthread_mutex_unlock(&f->ctl.lock);
+        return rkt;
+}
+
+/* The maker's last step: the partitions of the made copy as the
+ * producer sees them, -1 on error.  Not under scale-out, where the
+ * producer ('out') can be replaced by the flow thread at any time
+ * (flow_scale_renew()): there the flow thread asks itself. */
+static int target_count(aagw_flow_t *f, struct ttrack *tt) {
+        if (!target_handle(f, tt))
+                return -1;
+        return target_partitions(f, tt);
+}
+
 /* ---------------------------------------------------------------- MAKER --- */
 
 /* Creating a copy, or growing it, waits on the target's controller: up
@@ -211,7 +241,13 @@ static void *maker_main(void *arg) {
                 }
                 int want = job->make_want;
                 pthread_mutex_unlock(&f->maker_lock);
-                job->make_rc = target_prepare(f, job, want);
+                job->make_rc   = target_prepare(f, job, want);
+                job->make_have = -1;
+                if (!job->make_rc && !f->owner) {
+                        job->make_have = target_count(f, job);
+                        if (job->make_have < 0)
+                                job->make_rc = -2;
+                }
                 atomic_store(&job->make_state, MAKE_DONE);
                 atomic_store(&f->made, true);
                 pthread_mutex_lock(&f->maker_lock);
@@ -221,6 +257,7 @@ static void *maker_main(void *arg) {
 }
 
 void flow_maker_start(aagw_flow_t *f) {
+        flow_reconciler_start(f);
         pthread_mutex_init(&f->maker_lock, NULL);
         pthread_cond_init(&f->maker_cond, NULL);
         f->maker_stop    = false;
@@ -232,6 +269,7 @@ void flow_maker_start(aagw_flow_t *f) {
 }
 
 void flow_maker_stop(aagw_flow_t *f) {
+        flow_reconciler_stop(f);
         if (!f->maker_started)
                 return;
         pthread_mutex_lock(&f->maker_lock);
@@ -247,9 +285,10 @@ void flow_maker_stop(aagw_flow_t *f) {
 /* The copy of 'tt' with 'want' partitions: returns the partitions the
  * producer sees (fewer than 'want' if the copy could not be grown), -2 on
  * a transient error, -3 while the maker works on it (discovery comes back
- * to it). */
+ * to it).  With the maker, no round trip of its own: the maker asked
+ * for the copy's partitions too. */
 static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
-        int rc;
+        int rc, have = -1;
 
         if (!f->maker_started) {
                 rc = target_prepare(f, tt, want);
@@ -260,7 +299,8 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
                 case MAKE_DONE:
                         atomic_store(&tt->make_state, MAKE_IDLE);
                         if (tt->make_want == want) {
-                                rc = tt->make_rc;
+                                rc   = tt->make_rc;
+                                have = tt->make_have;
                                 break;
                         }
                         /* The source grew meanwhile: ask again. */
@@ -276,13 +316,13 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         }
         if (rc)
                 return rc;
-        /* The producer's topic flow_handle only now: it asks for the topic's
-         * metadata, which auto-creates it (with the broker's partition
-         * count) on clusters that allow that. */
-        if (!tt->rkt &&
-            !(tt->rkt = rd_kafka_topic_new(f->out, tt->remote, NULL)))
+        if (have >= 0)
+                return have;
+        /* The producer's topic handle only now (target_handle()), after
+         * the copy was made. */
+        if (!target_handle(f, tt))
                 return -2;
-        int have = target_partitions(f, tt);
+        have = target_partitions(f, tt);
         return have < 0 ? -2 : have;
 }
 
@@ -399,10 +439,8 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
                                  f->name, tt->topic, mt->partition_cnt,
                                  tt->remote, f->target);
                         topics_track(f->remote_topics, tt->topic, tt->remote);
-                        /* Before its partitions are reconciled: see
-                         * replicator_prime_topic(). */
-                        replicator_prime_topic(f->end_probe, f->reader,
-                                               tt->remote);
+                        /* (Its first reconciliation primes the handles
+                         * that do it: replicator_prime_topic().) */
                         changed = true;
                 }
                 /* After a fence, nothing until the lease holds the id
@@ -421,6 +459,7 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
                         if (flow_unassign(f, tt, 10000))
                                 break;
                         tt->active = false;
+                        atomic_store(&tt->primed, false);
                         atomic_fetch_sub(&f->ntopics_active, 1);
                         changed    = true;
                 }
@@ -446,10 +485,59 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
         }
 }
 
+static void release_noted(aagw_flow_t *f, const struct ptrack *pt,
+                          int64_t off) {
+        if (off == RD_KAFKA_OFFSET_BEGINNING)
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: %s [%d] now has a partition at %s; copying "
+                         "from its first record",
+                         f->name, pt->tt->topic, (int)pt->partition, f->target);
+        else
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: %s [%d] now has a partition at %s; copying "
+                         "from offset %" PRId64,
+                         f->name, pt->tt->topic, (int)pt->partition, f->target,
+                         off);
+}
+
+/* Let the consumers fetch the held partitions of 'l', positioned
+ * (flow_part_start()) at the offsets in 'l'.  Resumed first and sought
+ * after: the seek's barrier drops whatever the resumed fetch brought from
+ * elsewhere. */
+static void release_start(aagw_flow_t *f, rd_kafka_topic_partition_list_t *l) {
+        if (!l->cnt)
+                return;
+        if (!f->paused) {
+                rd_kafka_error_t *r = flow_fx_apply(f, FX_RESUME, l, 0);
+                if (r)
+                        rd_kafka_error_destroy(r);
+        }
+        rd_kafka_error_t *e = flow_fx_apply(f, FX_SEEK, l, 5000);
+        if (!e)
+                return;
+        /* (librdkafka 2.0 can answer "timed out" at once.)  Held again,
+         * and started again at the next discovery: nothing is read
+         * meanwhile. */
+        aagw_log(AAGW_LOG_WARN, "FLOW",
+                 "%s: starting %s's new partitions: seek: %s; trying again "
+                 "at the next discovery",
+                 f->name, l->elems[0].topic, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        if ((e = flow_fx_apply(f, FX_PAUSE, l, 0)))
+                rd_kafka_error_destroy(e);
+        for (int i = 0; i < l->cnt; i++) {
+                struct ttrack *tt = flow_topic_find(f, l->elems[i].topic);
+                struct ptrack *pt = tt->parts[l->elems[i].partition];
+                flow_part_mark(pt, true, true);
+                pt->next = -1;
+                atomic_store_explicit(&pt->pos_pub, -1, RELAXED);
+                tt->release_retry = true;
+        }
+}
+
 /* The held partitions of 'tt' below its target count: position each
  * (flow_reconcile(): a new partition from its first record), then let the
- * consumer fetch it.  Resumed first and sought after: the seek's barrier
- * drops whatever the resumed fetch brought from elsewhere. */
+ * consumer fetch it (release_start()). */
 void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(tt->target_cnt);
@@ -461,62 +549,66 @@ void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
         tt->release_retry = false;
         for (int32_t p = 0; p < n && !atomic_load(&f->ctl.stop); p++) {
                 struct ptrack *pt = tt->parts[p];
-                if (!pt || !pt->assigned || !pt->held)
+                if (!pt || !pt->assigned || !pt->held || pt->reconciling)
+                        continue;
+                /* Positioned and released once reconciled
+                 * (flow_reconciled()). */
+                if (flow_recon_ask(f, pt, true))
                         continue;
                 int64_t off = flow_reconcile(f, pt);
                 flow_part_start(f, pt, off);
+                release_noted(f, pt, off);
                 rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
                     off;
-                if (off == RD_KAFKA_OFFSET_BEGINNING)
-                        aagw_log(AAGW_LOG_INFO, "FLOW",
-                                 "%s: %s [%d] now has a partition at %s; "
-                                 "copying from its first record",
-                                 f->name, tt->topic, (int)p, f->target);
-                else
-                        aagw_log(AAGW_LOG_INFO, "FLOW",
-                                 "%s: %s [%d] now has a partition at %s; "
-                                 "copying from offset %" PRId64,
-                                 f->name, tt->topic, (int)p, f->target, off);
         }
-        if (l->cnt) {
-                if (!f->paused) {
-                        rd_kafka_error_t *r = flow_fx_apply(f, FX_RESUME, l, 0);
-                        if (r)
-                                rd_kafka_error_destroy(r);
-                }
-                rd_kafka_error_t *e = flow_fx_apply(f, FX_SEEK, l, 5000);
-                if (e) {
-                        /* (librdkafka 2.0 can answer "timed out" at
-                         * once.)  Held again, and started again at the
-                         * next discovery: nothing is read meanwhile. */
-                        aagw_log(AAGW_LOG_WARN, "FLOW",
-                                 "%s: starting %s's new partitions: seek: "
-                                 "%s; trying again at the next discovery",
-                                 f->name, tt->topic, rd_kafka_error_string(e));
-                        rd_kafka_error_destroy(e);
-                        if ((e = flow_fx_apply(f, FX_PAUSE, l, 0)))
-                                rd_kafka_error_destroy(e);
-                        for (int i = 0; i < l->cnt; i++) {
-                                struct ptrack *pt =
-                                    tt->parts[l->elems[i].partition];
-                                pt->held = true;
-                                pt->next = -1;
-                                atomic_store_explicit(&pt->pos_pub, -1,
-                                                      RELAXED);
-                        }
+        release_start(f, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Assign the partitions of 'l' (positioned by flow_part_start() or held
+ * by flow_assign_new(), at the offsets in 'l'); those also in 'held' are
+ * paused at once.  Incremental, so the partitions already read keep
+ * their place and what is in flight. */
+static void assign_start(aagw_flow_t *f, rd_kafka_topic_partition_list_t *l,
+                         rd_kafka_topic_partition_list_t *held) {
+        rd_kafka_error_t *e;
+
+        if (!l->cnt)
+                return;
+        e = flow_fx_apply(f, FX_ASSIGN, l, 0);
+        if (e) {
+                /* Unassigned again: the next discovery tries again. */
+                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: assigning %s: %s", f->name,
+                         l->elems[0].topic, rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                for (int i = 0; i < l->cnt; i++) {
+                        struct ttrack *tt =
+                            flow_topic_find(f, l->elems[i].topic);
+                        struct ptrack *pt = tt->parts[l->elems[i].partition];
+                        flow_part_mark(pt, false, false);
+                        atomic_fetch_sub(&f->nparts_assigned, 1);
                         tt->release_retry = true;
                 }
+                return;
         }
-        rd_kafka_topic_partition_list_destroy(l);
+        /* A paused flow (paused before, or kept paused across a restart)
+         * stays paused on partitions it takes now; records fetched
+         * before the pause are dropped by librdkafka's pause barrier. */
+        if (f->paused || held->cnt)
+                e = flow_fx_apply(f, FX_PAUSE, f->paused ? l : held, 0);
+        if (e)
+                rd_kafka_error_destroy(e);
+        if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
+                atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
 }
 
 /* Every partition of 'tt' is the flow's: a partition the copy has is
  * reconciled and read from there, one it lacks is held (assigned, paused,
- * positioned when the copy has it: flow_target_count()).  Incremental, so the
- * partitions already read keep their place and what is in flight. */
+ * positioned when the copy has it: flow_target_count()).  With the
+ * reconciler, a partition the copy has is assigned once it answered
+ * (flow_reconciled()). */
 void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
         rd_kafka_topic_partition_list_t *l, *held;
-        rd_kafka_error_t                *e;
 
         l    = rd_kafka_topic_partition_list_new(tt->partition_cnt);
         held = rd_kafka_topic_partition_list_new(tt->partition_cnt);
@@ -524,16 +616,18 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
              p++) {
                 struct ptrack *pt = flow_part_get(f, tt, p);
                 int64_t        off;
-                if (!pt || pt->assigned || !flow_owned(f, tt, p))
+                if (!pt || pt->assigned || pt->reconciling ||
+                    !flow_owned(f, tt, p))
                         continue;
                 if (p >= tt->target_cnt) {
-                        off      = RD_KAFKA_OFFSET_BEGINNING;
-                        pt->held = true;
-                        pt->assigned = true;
+                        off = RD_KAFKA_OFFSET_BEGINNING;
+                        flow_part_mark(pt, true, true);
                         pt->next = -1;
                         atomic_store_explicit(&pt->pos_pub, -1, RELAXED);
                         atomic_fetch_add(&f->nparts_assigned, 1);
                         rd_kafka_topic_partition_list_add(held, tt->topic, p);
+                } else if (flow_recon_ask(f, pt, false)) {
+                        continue; /* assigned once reconciled */
                 } else {
                         int64_t t0 = aagw_mono_ms();
                         off        = flow_reconcile(f, pt);
@@ -554,35 +648,66 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
                 rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
                     off;
         }
-        if (!l->cnt)
-                goto out;
-        e = flow_fx_apply(f, FX_ASSIGN, l, 0);
-        if (e) {
-                /* Unassigned again: the next discovery tries again. */
-                aagw_log(AAGW_LOG_WARN, "FLOW", "%s: assigning %s: %s",
-                         f->name, tt->topic, rd_kafka_error_string(e));
-                rd_kafka_error_destroy(e);
-                for (int i = 0; i < l->cnt; i++) {
-                        struct ptrack *pt = tt->parts[l->elems[i].partition];
-                        pt->assigned = false;
-                        pt->held     = false;
-                        atomic_fetch_sub(&f->nparts_assigned, 1);
-                }
-                tt->release_retry = true;
-                goto out;
-        }
-        /* A paused flow (paused before, or kept paused across a restart)
-         * stays paused on partitions it takes now; records fetched
-         * before the pause are dropped by librdkafka's pause barrier. */
-        if (f->paused || held->cnt)
-                e = flow_fx_apply(f, FX_PAUSE, f->paused ? l : held, 0);
-        if (e)
-                rd_kafka_error_destroy(e);
-        if (atomic_load(&f->ctl.state) == AAGW_FLOW_STARTING)
-                atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
-out:
+        assign_start(f, l, held);
         rd_kafka_topic_partition_list_destroy(l);
         rd_kafka_topic_partition_list_destroy(held);
+}
+
+/* Take the reconciler's answers (see flow_int.h). */
+void flow_reconciled(aagw_flow_t *f) {
+        struct flow_recon_job           *j = flow_recon_take(f), *next;
+        rd_kafka_topic_partition_list_t *l, *rel, *none;
+        bool                             again = false;
+
+        if (!j)
+                return;
+        if (atomic_load(&f->ctl.stop)) {
+                /* (Stopping: what was found is found again at the next
+                 * start.) */
+                for (; j; j = next) {
+                        next               = j->next;
+                        j->pt->reconciling = false;
+                        free(j);
+                }
+                return;
+        }
+        l    = rd_kafka_topic_partition_list_new(16);
+        rel  = rd_kafka_topic_partition_list_new(16);
+        none = rd_kafka_topic_partition_list_new(0);
+        for (; j; j = next) {
+                struct ptrack *pt = j->pt;
+                struct ttrack *tt = pt->tt;
+
+                next            = j->next;
+                pt->reconciling = false;
+                /* Let go of meanwhile (the topic is gone, the lease
+                 * fenced): the target may have changed since.  Asked
+                 * again if the flow still copies the topic. */
+                if (j->gen != pt->recon_gen || pt->assigned != j->release ||
+                    (j->release && !pt->held)) {
+                        again = true;
+                        free(j);
+                        continue;
+                }
+                flow_recon_apply(f, pt, &j->ans);
+                flow_part_start(f, pt, j->ans.next);
+                if (j->release)
+                        release_noted(f, pt, j->ans.next);
+                rd_kafka_topic_partition_list_add(j->release ? rel : l,
+                                                  tt->topic, pt->partition)
+                    ->offset = j->ans.next;
+                free(j);
+        }
+        assign_start(f, l, none);
+        release_start(f, rel);
+        /* (flow_assign_new() passes over what is assigned or being
+         * reconciled.) */
+        for (size_t k = 0; again && !f->lease_wait && k < f->ntopics; k++)
+                if (f->topics[k]->active)
+                        flow_assign_new(f, f->topics[k]);
+        rd_kafka_topic_partition_list_destroy(l);
+        rd_kafka_topic_partition_list_destroy(rel);
+        rd_kafka_topic_partition_list_destroy(none);
 }
 
 int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
@@ -608,10 +733,13 @@ int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
                         continue;
                 for (int32_t p = 0; p < t->partition_cnt; p++) {
                         struct ptrack *pt = t->parts[p];
+                        /* What the reconciler finds for it now is of
+                         * before (flow_reconciled()). */
+                        if (pt && pt->reconciling)
+                                pt->recon_gen++;
                         if (!pt || !pt->assigned)
                                 continue;
-                        pt->assigned = false;
-                        pt->held     = false;
+                        flow_part_mark(pt, false, false);
                         atomic_fetch_sub(&f->nparts_assigned, 1);
                         rd_kafka_topic_partition_list_add(l, t->topic, p);
                 }

@@ -22,7 +22,7 @@
  *    coordinates at S (<prefix>in = TOPIC:PARTITION:OFFSET).
  *  - On start, before any input is read, each output partition is read
  *    from the stored output position to its end, and what is there is
- *    folded in (unify_recover_output()).
+ *    folded in (output_settle(), then output_fold(), unify_topics.c).
  *  - Inputs then resume from the stored input positions.  Every record
  *    after them is either found (folded) or decided afresh; nothing is
  *    written twice and nothing is lost.
@@ -640,6 +640,7 @@ static int unify_round(void *arg) {
                 unify_discover(u);
                 u->last_refresh_ms = aagw_mono_ms();
         }
+        unify_discovered(u);
         return 1;
 }
 
@@ -685,6 +686,7 @@ static void unify_restart(void *arg, int k, const struct aagw_stall_report *r,
 static void unify_finish(void *arg) {
         aagw_unify_t *u = arg;
 
+        unify_discovery_stop(u);
         u->stage.commit->finish(u);
 }
 

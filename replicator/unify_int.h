@@ -54,6 +54,8 @@ struct uinput {
         bool     seen;     /* in the last discovery */
         bool     led;      /* every partition had a leader at a
                               discovery: assigned from then on */
+        bool     asking;   /* the helper asks the consumer for its
+                              leaders (unify_topics.c, "HELPER") */
 };
 
 struct utopic {
@@ -67,6 +69,10 @@ struct utopic {
         int32_t               out_parts;
         int                   out_id;          /* the decider's number */
         bool                  ready;           /* output recovered */
+        bool                  preparing;       /* the helper makes the output
+                                                  or settles its ends */
+        int32_t out_made;                      /* scale-out: its partitions as
+                                                  the helper made it, 0 */
         /* Scale-out: the changelog topics (winners and positions; ids),
          * and whether the owned output partitions' state is restored
          * from them. */
@@ -131,6 +137,17 @@ struct aagw_unify {
         int64_t              last_refresh_ms;
         bool                 inputs_leaderless; /* an input waits for its
                                                    leaders: unify_discover soon */
+        /* Discovery beside the stage (unify_topics.c, "HELPER"): the
+         * metadata watch unify_discover() kicks, and the helper thread
+         * with its jobs; 'helped' tells the stage answers wait. */
+        bool              disc_started;
+        aagw_md_watch_t  *mdw;
+        pthread_t         helper;
+        bool              helper_started, helper_stop;
+        pthread_mutex_t   helper_lock;
+        pthread_cond_t    helper_cond;
+        struct unify_job *jobs_todo, **jobs_tail, *jobs_done;
+        atomic_bool       helped;
 
         struct utopic *topics[MAX_TOPICS];
         size_t         ntopics;
@@ -276,14 +293,14 @@ bool unify_entity_key(const struct utopic *ut, const struct aagw_rec *rec,
 void unify_fill_rec(aagw_unify_t *u, const rd_kafka_message_t *m,
                     const char *topic, struct aagw_rec *rec);
 
-/* Wait until every partition of the output 'ut' answers a watermark
- * query.  While a partition's leader is gone (a broker died, and the
- * controller moves leadership only once the broker's session lapses: 9 s
- * by default) the query fails with a timeout, a transport error or "not
- * leader", and the start-up scan would fail the stage (and the gateway)
+/* Wait until every partition of the output 'out' ('parts' of them)
+ * answers a watermark query.  While a partition's leader is gone (a broker
+ * died, and the controller moves leadership only once the broker's session
+ * lapses: 9 s by default) the query fails with a timeout, a transport error or
+ * "not leader", and the start-up scan would fail the stage (and the gateway)
  * for a fault the cluster repairs by itself.  Returns 0, or -1 if the
  * stage is stopping or failed after OUTPUT_WAIT_MS. */
-int unify_output_wait(aagw_unify_t *u, struct utopic *ut);
+int unify_output_wait(aagw_unify_t *u, const char *out, int32_t parts);
 
 /* Decode output record 'm' of 'ut' into 'r' (prov in u->verdicts[0],
  * the input topic in 'in_topic', the entity key in 'ebuf'): what the
@@ -310,10 +327,6 @@ rd_kafka_resp_err_t unify_watermarks(rd_kafka_t *rk, const char *topic,
                                      int32_t p, int64_t *lo, int64_t *hi,
                                      int timeout_ms);
 
-/* Read each output partition of 'ut' from the stored position to its end
- * and fold what is there.  Returns 0, or -1 (the stage fails). */
-int unify_recover_output(aagw_unify_t *u, struct utopic *ut);
-
 const char *unify_topic_base(const aagw_repl_policy_t *pol,
                              const char *topic);
 
@@ -327,7 +340,19 @@ int unify_uinput_resize(struct uinput *ui, int32_t nparts);
  * record there (replicator_start_take(), in unify_process()). */
 void unify_reassign(aagw_unify_t *u);
 
+/* Ask for the site's metadata now (the stage's discovery cadence); the
+ * discovery runs on it when it comes (unify_discovered()).  The first
+ * call starts the watch and the helper; without them it runs here. */
 void unify_discover(aagw_unify_t *u);
+
+/* Act on what came since the last call: the metadata (the discovery
+ * proper) and the helper's answers (inputs led, outputs made and folded
+ * in, inputs assigned).  Called by unify_main() each round; costs a
+ * lock and an atomic load when nothing came. */
+void unify_discovered(aagw_unify_t *u);
+
+/* Stop the watch and the helper (unify_main(), once its loop ended). */
+void unify_discovery_stop(aagw_unify_t *u);
 
 /* Records behind the inputs' high unify_watermarks, from the unify_watermarks the
  * consumer's fetches cached (no request); -1 while one is unknown. */

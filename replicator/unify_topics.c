@@ -8,21 +8,6 @@
 
 /* ---------------------------------------------------------- DISCOVERY --- */
 
-/* Make sure the output of 'ut' exists; returns its partition count, or
- * -1 (retry at the next discovery). */
-static int ensure_output(aagw_unify_t *u, struct utopic *ut, int want,
-                         const struct rd_kafka_metadata *md) {
-        struct replicator_topic_maker tm = {
-            .admin             = u->admin,
-            .producer          = u->producer,
-            .tag               = "UNIFY",
-            .who               = u->who,
-            .cluster           = u->site,
-            .admin_unsupported = &u->admin_unsupported};
-        int have = replicator_md_partitions(md, ut->out);
-        return have > 0 ? have : replicator_topic_make(&tm, ut->out, want);
-}
-
 /* The entity key of a record under 'ut''s rule: the record key, or a JSON
  * field.  Returns false if the record has none. */
 bool unify_entity_key(const struct utopic *ut, const struct aagw_rec *rec,
@@ -65,7 +50,7 @@ void unify_fill_rec(aagw_unify_t *u, const rd_kafka_message_t *m,
  * leader", and the start-up scan would fail the stage (and the gateway)
  * for a fault the cluster repairs by itself.  Returns 0, or -1 if the
  * stage is stopping or failed after OUTPUT_WAIT_MS. */
-int unify_output_wait(aagw_unify_t *u, struct utopic *ut) {
+int unify_output_wait(aagw_unify_t *u, const char *out, int32_t parts) {
         int64_t deadline = aagw_mono_ms() + OUTPUT_WAIT_MS;
         bool    logged   = false;
 
@@ -74,17 +59,17 @@ int unify_output_wait(aagw_unify_t *u, struct utopic *ut) {
                 int32_t             p;
                 int64_t             lo, hi;
 
-                for (p = 0; p < ut->out_parts; p++)
-                        if ((err = replicator_watermarks(
-                                 u->reader, ut->out, p, &lo, &hi, 5000)))
+                for (p = 0; p < parts; p++)
+                        if ((err = replicator_watermarks(u->reader, out, p, &lo,
+                                                         &hi, 5000)))
                                 break;
                 if (!err)
                         return 0;
                 if (atomic_load(&u->ctl.stop))
                         return -1;
                 if (aagw_mono_ms() >= deadline) {
-                        ufail(u, "reading the end of %s [%d]: %s for %d s",
-                              ut->out, (int)p, rd_kafka_err2str(err),
+                        ufail(u, "reading the end of %s [%d]: %s for %d s", out,
+                              (int)p, rd_kafka_err2str(err),
                               OUTPUT_WAIT_MS / 1000);
                         return -1;
                 }
@@ -92,10 +77,10 @@ int unify_output_wait(aagw_unify_t *u, struct utopic *ut) {
                         aagw_log(AAGW_LOG_WARN, "UNIFY",
                                  "unify@%s: reading the end of %s [%d]: %s; "
                                  "trying again for up to %d s",
-                                 u->site, ut->out, (int)p,
-                                 rd_kafka_err2str(err), OUTPUT_WAIT_MS / 1000);
+                                 u->site, out, (int)p, rd_kafka_err2str(err),
+                                 OUTPUT_WAIT_MS / 1000);
                 logged = true;
-                replicator_refresh_leaders(u->reader, ut->out, 2000);
+                replicator_refresh_leaders(u->reader, out, 2000);
                 struct timespec ts = {0, 250 * 1000000L};
                 nanosleep(&ts, NULL);
         }
@@ -241,50 +226,47 @@ static void scan_error(void *arg, rd_kafka_resp_err_t err,
                  sc->u->site, sc->ut->out, reason);
 }
 
-/* Read each output partition of 'ut' from the stored position to its end
- * and fold what is there.  Returns 0, or -1 (the stage fails). */
-int unify_recover_output(aagw_unify_t *u, struct utopic *ut) {
-        char   err[512];
-        size_t found = 0, found_nopos = 0;
-
-        if (unify_output_wait(u, ut))
+/* The ends of the output 'out' ('parts' partitions) before the start-up
+ * scan: every partition answers (unify_output_wait()), nothing a killed
+ * run left is still held by a broker (replicator_settle_all()), and each
+ * high watermark is its leader's log end (replicator_settle_end()):
+ * '*lo' and '*hi' of each partition.  Kafka only (no state): the
+ * stage's helper thread asks it, or the stage's own thread.  Returns 0,
+ * or -1 (stopping, or the stage failed). */
+static int output_settle(aagw_unify_t *u, const char *out, int32_t parts,
+                         int64_t *los, int64_t *his) {
+        if (unify_output_wait(u, out, parts))
                 return -1;
         /* Requests of the killed run still held by a broker, to any
          * output partition (replicator_settle_all()). */
-        size_t nends = ut->out_parts > 0 ? (size_t)ut->out_parts : 1;
+        size_t                 nends = parts > 0 ? (size_t)parts : 1;
         struct replicator_end *ends = calloc(nends, sizeof(*ends));
         if (!ends) {
                 ufail(u, "out of memory");
                 return -1;
         }
-        for (int32_t p = 0; p < ut->out_parts; p++)
-                ends[p] = (struct replicator_end){ut->out, p, -1};
+        for (int32_t p = 0; p < parts; p++)
+                ends[p] = (struct replicator_end){out, p, -1};
         int sa = replicator_settle_all(u->reader, u->end_probe, ends,
-                                       (size_t)ut->out_parts, OUTPUT_WAIT_MS,
+                                       (size_t)parts, OUTPUT_WAIT_MS,
                                        &u->ctl.stop, "UNIFY", u->who);
         free(ends);
         if (sa < 0)
                 return -1;
         if (sa > 0) {
-                ufail(u, "%s: not every partition ends at its high "
-                         "watermark after %d s; writing on could deliver "
-                         "records twice",
-                      ut->out, OUTPUT_WAIT_MS / 1000);
+                ufail(u,
+                      "%s: not every partition ends at its high "
+                      "watermark after %d s; writing on could deliver "
+                      "records twice",
+                      out, OUTPUT_WAIT_MS / 1000);
                 return -1;
         }
-        for (int32_t p = 0; p < ut->out_parts; p++) {
-                int64_t lo, hi, from, next = -1;
-                int     e = u->ops->pos(u->st, true, ut->out, p, &next, err,
-                                        sizeof(err));
-                if (e < 0) {
-                        ufail(u, "%s", err);
-                        return -1;
-                }
-                rd_kafka_resp_err_t kerr =
-                    unify_watermarks(u->reader, ut->out, p, &lo, &hi, 10000);
+        for (int32_t p = 0; p < parts; p++) {
+                rd_kafka_resp_err_t kerr = unify_watermarks(
+                    u->reader, out, p, &los[p], &his[p], 10000);
                 if (kerr) {
-                        ufail(u, "reading the end of %s [%d]: %s", ut->out,
-                              (int)p, rd_kafka_err2str(kerr));
+                        ufail(u, "reading the end of %s [%d]: %s", out, (int)p,
+                              rd_kafka_err2str(kerr));
                         return -1;
                 }
                 /* Records the previous run left above the watermark (a
@@ -293,18 +275,41 @@ int unify_recover_output(aagw_unify_t *u, struct utopic *ut) {
                  * still behind its log) would be missed by the scan and
                  * delivered again: only this stage writes here, so wait
                  * until the watermark is the log's end. */
-                int s = replicator_settle_end(u->reader, u->end_probe, ut->out,
-                                              p, &lo, &hi, OUTPUT_WAIT_MS,
+                int s = replicator_settle_end(u->reader, u->end_probe, out, p,
+                                              &los[p], &his[p], OUTPUT_WAIT_MS,
                                               &u->ctl.stop, "UNIFY", u->who);
                 if (s < 0)
                         return -1;
                 if (s > 0) {
-                        ufail(u, "%s [%d]: its high watermark %" PRId64
-                                 " did not reach the end of its leader's "
-                                 "log in %d s (a replica in the ISR not "
-                                 "fetching?); writing on could deliver "
-                                 "records twice",
-                              ut->out, (int)p, hi, OUTPUT_WAIT_MS / 1000);
+                        ufail(u,
+                              "%s [%d]: its high watermark %" PRId64
+                              " did not reach the end of its leader's "
+                              "log in %d s (a replica in the ISR not "
+                              "fetching?); writing on could deliver "
+                              "records twice",
+                              out, (int)p, his[p], OUTPUT_WAIT_MS / 1000);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+/* Read each output partition of 'ut' from the stored position to its
+ * end, 'his' (settled by output_settle(), and no record written since:
+ * only this stage writes there, and not before the topic is ready), and
+ * fold what is there.  In the stage's thread: the decider's.  Returns 0,
+ * or -1 (the stage fails). */
+static int output_fold(aagw_unify_t *u, struct utopic *ut, const int64_t *los,
+                       const int64_t *his) {
+        char   err[512];
+        size_t found = 0, found_nopos = 0;
+
+        for (int32_t p = 0; p < ut->out_parts; p++) {
+                int64_t lo = los[p], hi = his[p], from, next = -1;
+                int     e = u->ops->pos(u->st, true, ut->out, p, &next, err,
+                                        sizeof(err));
+                if (e < 0) {
+                        ufail(u, "%s", err);
                         return -1;
                 }
                 from = e ? lo : next;
@@ -533,23 +538,22 @@ void unify_reassign(aagw_unify_t *u) {
         rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* Whether the stage's consumer, asked for 'ui''s metadata itself, finds
- * every partition with a leader.  The request also fills the consumer's
- * cache, which an assignment then relies on: librdkafka 2.0 leaves a
- * partition it assigned while its cache lacked it (a topic created
- * moments ago, another handle's metadata newer) unserved until its
- * periodic refresh, minutes later. */
-static bool consumer_knows(aagw_unify_t *u, const struct uinput *ui) {
+/* Whether the stage's consumer, asked for the metadata of input 'topic'
+ * itself, finds its 'nparts' partitions, each with a leader.  The
+ * request also fills the consumer's cache, which an assignment then
+ * relies on: librdkafka 2.0 leaves a partition it assigned while its
+ * cache lacked it (a topic created moments ago, another handle's
+ * metadata newer) unserved until its periodic refresh, minutes later. */
+static bool consumer_knows(aagw_unify_t *u, const char *topic, int32_t nparts) {
         const struct rd_kafka_metadata *md  = NULL;
-        rd_kafka_topic_t               *rkt =
-            rd_kafka_topic_new(u->consumer, ui->topic, NULL);
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(u->consumer, topic, NULL);
         bool ok = false;
 
         if (!rkt)
                 return false;
         if (!aagw_kafka_metadata(u->consumer, false, rkt, &md, 5000, NULL) &&
             md->topic_cnt == 1 && !md->topics[0].err &&
-            md->topics[0].partition_cnt >= ui->nparts) {
+            md->topics[0].partition_cnt >= nparts) {
                 ok = true;
                 for (int k = 0; k < md->topics[0].partition_cnt; k++)
                         if (md->topics[0].partitions[k].err ||
@@ -562,12 +566,212 @@ static bool consumer_knows(aagw_unify_t *u, const struct uinput *ui) {
         return ok;
 }
 
-void unify_discover(aagw_unify_t *u) {
-        const struct rd_kafka_metadata *md = NULL;
-        const aagw_repl_policy_t       *pol = u->conf.policy;
-        bool                            changed = false;
-        rd_kafka_resp_err_t err = aagw_kafka_metadata(u->admin, true, NULL,
-                                                      &md, 5000, &u->ctl.stop);
+/* ------------------------------------------------------------ HELPER --- */
+
+/*
+ * A discovery's round trips run beside the stage: the metadata is asked
+ * for by a watch (md_watch.c) that unify_discover() kicks, and what a
+ * discovery then has to ask the cluster is a job for the stage's helper
+ * thread: an input's leaders as the stage's consumer sees them
+ * (consumer_knows()), or a new output made (replicator_topic_make(): the
+ * Admin API, up to its timeout where the cluster answers none) and its
+ * ends settled for the start-up scan (output_settle(), which waits for
+ * the cluster at least two rounds of END_ROUND_MS).  In the stage's
+ * thread every unified topic stood still meanwhile.  The answers come
+ * back to the stage's thread (unify_discovered()), which keeps what
+ * orders the inputs: an input is assigned once its leaders are known
+ * both ways, and a topic's inputs only after its output was folded in
+ * (output_fold(), the decider's).  Without the threads (they could not
+ * start) a discovery does all of it in the stage's thread.
+ */
+
+struct unify_job {
+        struct unify_job *next;
+        struct utopic    *ut;
+        struct uinput    *ui; /* leaders of this input; NULL: the output */
+        char              topic[AAGW_TOPIC_MAX + 1]; /* ui's, or ut->out */
+        int32_t           want; /* the output's partitions to make it with,
+                                   or the input's partitions */
+        int32_t have;           /* the output's partitions: known from the
+                                   metadata, or as made; 0: to make */
+        bool scale;             /* make the output only: scale-out goes on
+                                   in the stage (its changelogs) */
+        /* the answer */
+        int rc; /* 0, or -1: at the next discovery (or the
+                   stage failed) */
+        bool     led;
+        int64_t *lo, *hi; /* the output's settled ends */
+};
+
+static void job_free(struct unify_job *j) {
+        free(j->lo);
+        free(j->hi);
+        free(j);
+}
+
+/* What a job asks of the cluster: no state but its own. */
+static void job_run(aagw_unify_t *u, struct unify_job *j) {
+        if (j->ui) {
+                j->led = consumer_knows(u, j->topic, j->want);
+                return;
+        }
+        if (j->have <= 0) {
+                struct replicator_topic_maker tm = {.admin    = u->admin,
+                                                    .producer = u->producer,
+                                                    .tag      = "UNIFY",
+                                                    .who      = u->who,
+                                                    .cluster  = u->site,
+                                                    .admin_unsupported =
+                                                        &u->admin_unsupported};
+                j->have = replicator_topic_make(&tm, j->topic, j->want);
+        }
+        j->rc = j->have > 0 ? 0 : -1;
+        if (j->rc || j->scale || atomic_load(&u->ctl.stop))
+                return;
+        j->lo = calloc((size_t)j->have, sizeof(*j->lo));
+        j->hi = calloc((size_t)j->have, sizeof(*j->hi));
+        if (!j->lo || !j->hi) {
+                ufail(u, "out of memory");
+                j->rc = -1;
+                return;
+        }
+        /* The output's leaders for the handles that check its end and
+         * read its tail: see replicator_prime_topic(). */
+        replicator_prime_topic(u->end_probe, u->reader, j->topic);
+        j->rc = output_settle(u, j->topic, j->have, j->lo, j->hi);
+        /* The producer's leaders as they are now, not as they were when
+         * it started (maybe during the outage the wait for the ends took):
+         * see replicator_refresh_leaders(). */
+        if (!j->rc)
+                replicator_refresh_leaders(u->producer, j->topic, 5000);
+}
+
+static void *helper_main(void *arg) {
+        aagw_unify_t *u = arg;
+
+        pthread_mutex_lock(&u->helper_lock);
+        while (!u->helper_stop) {
+                struct unify_job *j = u->jobs_todo;
+                if (!j) {
+                        pthread_cond_wait(&u->helper_cond, &u->helper_lock);
+                        continue;
+                }
+                if (!(u->jobs_todo = j->next))
+                        u->jobs_tail = &u->jobs_todo;
+                pthread_mutex_unlock(&u->helper_lock);
+                job_run(u, j);
+                pthread_mutex_lock(&u->helper_lock);
+                j->next      = u->jobs_done;
+                u->jobs_done = j;
+                atomic_store(&u->helped, true);
+                /* Wakes the stage's wait (unify_main() waits on this
+                 * queue): the answer is taken at once. */
+                rd_kafka_queue_yield(u->cq);
+        }
+        pthread_mutex_unlock(&u->helper_lock);
+        return NULL;
+}
+
+static bool output_ready(aagw_unify_t *u, struct unify_job *j,
+                         const struct rd_kafka_metadata *md);
+
+/* Hand 'j' to the helper, or (none) run it here and act on it.  Returns
+ * whether the inputs to assign changed (only when run here). */
+static bool job_ask(aagw_unify_t *u, struct unify_job *j,
+                    const struct rd_kafka_metadata *md) {
+        if (j->ui)
+                j->ui->asking = true;
+        else
+                j->ut->preparing = true;
+        if (u->helper_started) {
+                pthread_mutex_lock(&u->helper_lock);
+                *u->jobs_tail = j;
+                u->jobs_tail  = &j->next;
+                pthread_cond_signal(&u->helper_cond);
+                pthread_mutex_unlock(&u->helper_lock);
+                return false;
+        }
+        job_run(u, j);
+        bool changed;
+        if (j->ui) {
+                j->ui->asking = false;
+                if (!(changed = j->led))
+                        u->inputs_leaderless = true;
+                else
+                        j->ui->led = true;
+        } else {
+                changed = output_ready(u, j, md);
+        }
+        job_free(j);
+        return changed;
+}
+
+static struct unify_job *job_new(struct utopic *ut, struct uinput *ui,
+                                 const char *topic, int32_t want,
+                                 int32_t have) {
+        struct unify_job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return NULL;
+        j->ut   = ut;
+        j->ui   = ui;
+        j->want = want;
+        j->have = have;
+        copy_str(j->topic, sizeof(j->topic), topic);
+        return j;
+}
+
+/* ---------------------------------------------------------- DISCOVERY --- */
+
+/* The output of 'ut' is made ('j->have' partitions) and, but under
+ * scale-out, its ends settled: register it with the decider, fold in
+ * what a previous run left there, and let its inputs be assigned.
+ * Scale-out goes on with its changelogs and restore instead, which need
+ * the cluster's metadata ('md'; NULL: the next discovery's).  Returns
+ * whether the topic became ready. */
+static bool output_ready(aagw_unify_t *u, struct unify_job *j,
+                         const struct rd_kafka_metadata *md) {
+        struct utopic *ut = j->ut;
+
+        ut->preparing = false;
+        if (j->rc || atomic_load(&u->ctl.stop))
+                return false;
+        ut->out_parts = j->have;
+        if (ut->out_id < 0 &&
+            (ut->out_id = u->ops->output(u->st, ut->out, j->have)) < 0) {
+                ufail(u, "out of memory");
+                return false;
+        }
+        if (u->scale) {
+                ut->out_made = j->have;
+                if (!md || unify_so_state_topic(u, ut, md))
+                        return false;
+                /* No start-up scan: with transactions, what a previous
+                 * owner wrote is committed together with its changelog,
+                 * or not visible at all. */
+                ut->out_rkt =
+                    rd_kafka_topic_new(u->out_producer, ut->out, NULL);
+                replicator_refresh_leaders(u->out_producer, ut->out, 5000);
+                ut->ready       = true;
+                ut->restored    = false;
+                u->need_restore = true;
+                return true;
+        }
+        ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
+        if (output_fold(u, ut, j->lo, j->hi))
+                return false;
+        ut->ready = true;
+        return true;
+}
+
+/* The discovery proper, on the site's metadata ('err' from the request;
+ * takes 'md'): inputs found, grown, and assigned once led; outputs made
+ * and folded in.  What needs the cluster goes to the helper. */
+static void discover_md(aagw_unify_t *u, rd_kafka_resp_err_t err,
+                        const struct rd_kafka_metadata *md) {
+        const aagw_repl_policy_t *pol     = u->conf.policy;
+        bool                      changed = false;
+
         if (err == RD_KAFKA_RESP_ERR__INTR)
                 return; /* stopping */
         u->inputs_leaderless = false;
@@ -630,71 +834,152 @@ void unify_discover(aagw_unify_t *u) {
                  * refresh, with no watermark the stall detection could
                  * see: such an input waits for a discovery that finds
                  * every leader, here and in the consumer's own metadata
-                 * (consumer_knows()).  (Once assigned, an input stays so:
-                 * a leader lost later is the stall detection's case.) */
+                 * (consumer_knows(), the helper's).  (Once assigned, an
+                 * input stays so: a leader lost later is the stall
+                 * detection's case.) */
                 bool led = true;
                 for (int k = 0; k < mt->partition_cnt && !ui->led; k++)
                         if (mt->partitions[k].err ||
                             mt->partitions[k].leader < 0)
                                 led = false;
-                if (!ui->led && led && consumer_knows(u, ui)) {
-                        ui->led = true;
-                        changed = true;
-                } else if (!ui->led) {
-                        u->inputs_leaderless = true;
+                if (!ui->led && led && !ui->asking) {
+                        struct unify_job *j =
+                            job_new(ut, ui, ui->topic, ui->nparts, 0);
+                        if (j)
+                                changed |= job_ask(u, j, md);
                 }
+                if (!ui->led)
+                        u->inputs_leaderless = true;
         }
-        for (size_t t = 0; t < u->ntopics; t++) {
+        for (size_t t = 0; t < u->ntopics && !atomic_load(&u->ctl.stop); t++) {
                 struct utopic *ut = u->topics[t];
-                if (ut->ready || !ut->nin)
+                if (ut->ready || ut->preparing || !ut->nin)
                         continue;
                 int want = 1;
                 for (size_t k = 0; k < ut->nin; k++)
                         if (ut->in[k]->nparts > want)
                                 want = ut->in[k]->nparts;
-                int have = ensure_output(u, ut, want, md);
-                if (have <= 0)
+                /* Known to the cluster: nothing to make (scale-out: as
+                 * made before, if the metadata lags). */
+                int have = replicator_md_partitions(md, ut->out);
+                if (have <= 0 && u->scale)
+                        have = ut->out_made;
+                struct unify_job *j =
+                    job_new(ut, NULL, ut->out, want, have > 0 ? have : 0);
+                if (!j)
                         continue;
-                ut->out_parts = have;
-                if (ut->out_id < 0 &&
-                    (ut->out_id = u->ops->output(u->st, ut->out, have)) < 0) {
-                        ufail(u, "out of memory");
-                        break;
-                }
-                if (atomic_load(&u->ctl.stop))
-                        break;
-                if (u->scale) {
-                        /* No start-up scan: with transactions, what a
-                         * previous owner wrote is committed together with
-                         * its changelog, or not visible at all. */
-                        if (unify_so_state_topic(u, ut, md))
-                                continue;
-                        ut->out_rkt = rd_kafka_topic_new(u->out_producer,
-                                                         ut->out, NULL);
-                        replicator_refresh_leaders(u->out_producer, ut->out,
-                                                   5000);
-                        ut->ready    = true;
-                        ut->restored = false;
-                        u->need_restore = true;
-                        changed         = true;
+                j->scale = u->scale;
+                if (u->scale && have > 0) {
+                        /* Made: the changelogs, in the stage (above). */
+                        changed |= output_ready(u, j, md);
+                        job_free(j);
                         continue;
                 }
-                ut->out_rkt = rd_kafka_topic_new(u->producer, ut->out, NULL);
-                /* The output's leaders for the handles that check its
-                 * end and read its tail: see replicator_prime_topic(). */
-                replicator_prime_topic(u->end_probe, u->reader, ut->out);
-                if (unify_recover_output(u, ut))
-                        break;
-                /* The producer's leaders as they are now, not as they were
-                 * when it started (maybe during the outage the scan waited
-                 * out): see replicator_refresh_leaders(). */
-                replicator_refresh_leaders(u->producer, ut->out, 5000);
-                ut->ready = true;
-                changed   = true;
+                changed |= job_ask(u, j, md);
         }
         rd_kafka_metadata_destroy(md);
         if (changed && !atomic_load(&u->ctl.stop))
                 unify_reassign(u);
+}
+
+/* Start the watch and the helper (the stage's first discovery).  The
+ * watch asks only when kicked: unify_main() paces the discoveries (its
+ * refresh interval, or LEADER_WAIT_MS while an input waits for its
+ * leaders). */
+static void discovery_start(aagw_unify_t *u) {
+        u->disc_started = true;
+        pthread_mutex_init(&u->helper_lock, NULL);
+        pthread_cond_init(&u->helper_cond, NULL);
+        u->jobs_todo = u->jobs_done = NULL;
+        u->jobs_tail                = &u->jobs_todo;
+        u->helper_stop              = false;
+        u->helper_started = !pthread_create(&u->helper, NULL, helper_main, u);
+        if (u->helper_started)
+                u->mdw =
+                    aagw_md_watch_new(u->admin, 24 * 3600 * 1000, &u->ctl.stop);
+}
+
+void unify_discover(aagw_unify_t *u) {
+        if (!u->disc_started)
+                discovery_start(u);
+        if (u->mdw) {
+                aagw_md_watch_kick(u->mdw);
+                return;
+        }
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t             err =
+            aagw_kafka_metadata(u->admin, true, NULL, &md, 5000, &u->ctl.stop);
+        discover_md(u, err, md);
+}
+
+void unify_discovered(aagw_unify_t *u) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t             err;
+        struct unify_job               *j, *next;
+        bool                            changed = false;
+
+        if (u->mdw && aagw_md_watch_take(u->mdw, &err, &md))
+                discover_md(u, err, md);
+        if (!u->helper_started || !atomic_exchange(&u->helped, false))
+                return;
+        pthread_mutex_lock(&u->helper_lock);
+        j            = u->jobs_done;
+        u->jobs_done = NULL;
+        pthread_mutex_unlock(&u->helper_lock);
+        for (; j; j = next) {
+                next = j->next;
+                if (j->ui) {
+                        j->ui->asking = false;
+                        if (j->led) {
+                                j->ui->led = true;
+                                changed    = true;
+                        } else {
+                                u->inputs_leaderless = true;
+                        }
+                } else if (j->scale) {
+                        /* Made: its changelogs at the next discovery,
+                         * which has the metadata, asked for now. */
+                        j->ut->preparing = false;
+                        j->ut->out_made  = j->rc ? 0 : j->have;
+                        if (!j->rc)
+                                aagw_md_watch_kick(u->mdw);
+                } else if (!atomic_load(&u->ctl.stop)) {
+                        changed |= output_ready(u, j, NULL);
+                }
+                job_free(j);
+        }
+        if (changed && !atomic_load(&u->ctl.stop))
+                unify_reassign(u);
+}
+
+void unify_discovery_stop(aagw_unify_t *u) {
+        if (!u->disc_started)
+                return;
+        aagw_md_watch_destroy(u->mdw);
+        u->mdw = NULL;
+        if (u->helper_started) {
+                /* A job under way ends at the stage's stop (its waits
+                 * watch u->ctl.stop; a topic's creation within the Admin
+                 * API's timeout). */
+                pthread_mutex_lock(&u->helper_lock);
+                u->helper_stop = true;
+                pthread_cond_signal(&u->helper_cond);
+                pthread_mutex_unlock(&u->helper_lock);
+                pthread_join(u->helper, NULL);
+                u->helper_started = false;
+        }
+        for (struct unify_job *l = u->jobs_todo, *n; l; l = n) {
+                n = l->next;
+                job_free(l);
+        }
+        for (struct unify_job *l = u->jobs_done, *n; l; l = n) {
+                n = l->next;
+                job_free(l);
+        }
+        u->jobs_todo = u->jobs_done = NULL;
+        pthread_cond_destroy(&u->helper_cond);
+        pthread_mutex_destroy(&u->helper_lock);
+        u->disc_started = false;
 }
 
 /* Records behind the inputs' high unify_watermarks, from the unify_watermarks the

@@ -22,10 +22,10 @@
  * Method: the replicator starts first; the producer starts at once, at
  * 100 records/s until the reader saw the first record (so that a slow
  * start, such as a group join, leaves no backlog), then at the rate; the
- * measured window opens --warmup seconds later and lasts --seconds.  Only records sent in the
- * window count; every one of them must arrive (else the measurement is
- * FAILED).  The replicator's CPU (/proc) is taken over the window, its
- * peak RSS (VmHWM) at the end.  docs/benchmarks.md has the results.
+ * measured window opens --warmup seconds later and lasts --seconds.  Only
+ * records sent in the window count; every one of them must arrive (else the
+ * measurement is FAILED).  The replicator's CPU (/proc) is taken over the
+ * window, its peak RSS (VmHWM) at the end.  docs/benchmarks.md has the results.
  *
  * With --wan (real Kafka under scripts/kafka-clusters --wan-delay MS)
  * every replicator reaches east over its WAN listener, behind the delay
@@ -34,6 +34,19 @@
  * west (the floor reads east locally), so the latency a replicator adds
  * includes the WAN's share: at least half the round trip, the way from
  * east's broker to the replicator.
+ *
+ * With --new-topics N (f and a only) N new topics appear at east halfway
+ * through the window, one record each (created through the Admin API on
+ * real Kafka, by that record's produce on the mock), while the rate goes
+ * on: aagw's topic filter takes them, so its flow discovers them, has
+ * their copies made and starts copying them.  The window's records are
+ * then split at the moment the topics were created: "steady" before it,
+ * "during" from it until the record of every new topic could be read at
+ * the target (for the floor: at east), and each stretch gets its own
+ * p99; the ratio during/steady says what picking up new topics costs
+ * the topic already copied.  The window goes on (up to 60 s more) until
+ * every new topic was picked up.  The load average is printed with each
+ * measurement: a stretch's p99 on a shared machine moves with it.
  *
  * Exit status: 0 every measurement valid, 1 one was not, 2 usage.
  */
@@ -67,6 +80,8 @@
 #define START_TIMEOUT_S 120.0 /* replicator up, first record read */
 #define DRAIN_TIMEOUT_S 30.0  /* after the last send: all read */
 #define WARMUP_RATE 100.0     /* records/s until the first is read */
+#define NEW_TOPICS_MAX 100
+#define PICKUP_MAX_S 60.0 /* --new-topics: the window's extension, at most */
 
 enum meas { M_FLOOR, M_AAGW, M_BARE, M_MM2, M_CNT };
 static const char letters[M_CNT + 1] = "fabm";
@@ -78,6 +93,7 @@ struct opts {
         int         nrates;
         double      seconds, warmup;
         int         runs, partitions, brokers, mm2_tasks;
+        int         new_topics; /* --new-topics: created halfway */
         size_t      value_size;
         unsigned    only;
         bool        keep, real, wan;
@@ -93,6 +109,10 @@ struct lat_res {
         long   n;
         double cpu_per_s; /* replicator CPU s per wall s in the window */
         double hwm_mib;
+        /* --new-topics: p99 before the topics were created and while
+         * they were picked up, how long that took, the load average */
+        double p99_steady, p99_during, pickup_s, load1;
+        long   n_steady, n_during;
 };
 
 /* One measurement in progress: shared by the producer, the reader and
@@ -103,12 +123,23 @@ struct meas_ctx {
         const char        *src_bs, *src_topic, *dst_bs, *dst_topic;
         size_t             cap;     /* records the arrays hold */
         double            *lat_ms;  /* per index: NAN until read */
+        double            *sent_s;  /* per index: when it was sent */
         _Atomic long       dups, bad;
         _Atomic double     t_first; /* reader's first record, 0 before */
         _Atomic long       i_lo, i_hi; /* measured window, -1 unknown */
         _Atomic long       sent;
         _Atomic bool       stop_prod, stop_read, prod_done;
         char               err[512];
+        /* --new-topics: where to create them and where to look for
+         * their records (the target's copies; east for the floor) */
+        const char *check_bs;
+        char (*new_src)[64], (*new_dst)[64];
+        _Atomic double t_open;      /* the window's start, 0 before */
+        _Atomic double t_create;    /* creation began, 0 before */
+        _Atomic double t_picked;    /* the last one was read, 0 before */
+        rd_kafka_t    *admin;       /* real Kafka: creates them */
+        _Atomic bool   nt_done;     /* the creator ended */
+        char           nt_err[512]; /* why it failed, read once done */
 };
 
 static double now_s(void) { return bench_now_s(); }
@@ -160,10 +191,16 @@ static void *producer_main(void *arg) {
                         i_rate = i;
                         t_open = t_rate + c->o->warmup;
                         t_end  = t_open + c->o->seconds;
+                        atomic_store(&c->t_open, t_open);
                 }
                 due = t_open ? t_rate + (double)(i - i_rate) / c->rate
                              : t0 + (double)i / WARMUP_RATE;
-                if (t_open && due >= t_end)
+                /* With new topics, on until every one was picked up (or
+                 * the creator gave up): the stretch "during" must end
+                 * inside the window. */
+                if (t_open && due >= t_end &&
+                    (!c->new_src || atomic_load(&c->nt_done) ||
+                     due >= t_end + PICKUP_MAX_S))
                         break;
                 if (!t_open && due - t0 > START_TIMEOUT_S) {
                         snprintf(c->err, sizeof(c->err),
@@ -179,6 +216,7 @@ static void *producer_main(void *arg) {
                                        NULL) == EINTR)
                         ;
                 /* The send time, the index, then padding. */
+                c->sent_s[i] = now_s();
                 int hl = snprintf(val, c->o->value_size + 1,
                                   "%020" PRId64 " %010ld ", now_ns(), i);
                 if ((size_t)hl < c->o->value_size)
@@ -265,6 +303,113 @@ static void *reader_main(void *arg) {
         return NULL;
 }
 
+/* ---------------------------------------------------------- NEW TOPICS -- */
+
+/* --new-topics: halfway through the window, create the new topics at
+ * east with one record each, then watch for each record at the target
+ * (a consumer's watermark query: it never auto-creates what it asks
+ * about) and note when the last one came. */
+static void *creator_main(void *arg) {
+        struct meas_ctx  *c        = arg;
+        const char *const pprops[] = {"linger.ms", "0", NULL};
+        const char *const cprops[] = {"group.id", "bench-latency-check", NULL};
+        char              errstr[512];
+        rd_kafka_t       *prod = NULL, *chk = NULL;
+        bool              seen[NEW_TOPICS_MAX] = {false};
+        int               left                 = c->o->new_topics;
+        double            t_due;
+
+        while (!atomic_load(&c->stop_prod) &&
+               (atomic_load(&c->t_open) == 0 ||
+                now_s() < atomic_load(&c->t_open) + c->o->seconds / 2))
+                bench_nap_ms(10);
+        if (atomic_load(&c->stop_prod))
+                goto out;
+        prod = bench_client_new(RD_KAFKA_PRODUCER, c->src_bs, pprops, errstr,
+                                sizeof(errstr));
+        chk  = prod ? bench_client_new(RD_KAFKA_CONSUMER, c->check_bs, cprops,
+                                       errstr, sizeof(errstr))
+                    : NULL;
+        if (!chk) {
+                snprintf(c->nt_err, sizeof(c->nt_err), "new topics: %.400s",
+                         errstr);
+                goto out;
+        }
+        atomic_store(&c->t_create, now_s());
+        for (int k = 0; k < c->o->new_topics; k++) {
+                static const char v[] = "new topic";
+                if (c->admin && bench_topic_create(c->admin, c->new_src[k],
+                                                   c->o->partitions, errstr,
+                                                   sizeof(errstr))) {
+                        snprintf(c->nt_err, sizeof(c->nt_err),
+                                 "new topics: %.400s", errstr);
+                        goto out;
+                }
+                rd_kafka_resp_err_t e = rd_kafka_producev(
+                    prod, RD_KAFKA_V_TOPIC(c->new_src[k]),
+                    RD_KAFKA_V_PARTITION(0),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_VALUE((void *)v, sizeof(v) - 1), RD_KAFKA_V_END);
+                if (e) {
+                        snprintf(c->nt_err, sizeof(c->nt_err),
+                                 "new topics: produce to %s: %s", c->new_src[k],
+                                 rd_kafka_err2str(e));
+                        goto out;
+                }
+        }
+        if (rd_kafka_flush(prod, 30000)) {
+                snprintf(c->nt_err, sizeof(c->nt_err),
+                         "new topics: records not acknowledged in 30 s");
+                goto out;
+        }
+        t_due = now_s() + c->o->seconds + PICKUP_MAX_S;
+        while (left > 0 && !atomic_load(&c->stop_prod) && now_s() < t_due) {
+                /* Only topics the cluster lists are asked for their
+                 * watermarks: librdkafka remembers a topic it was told
+                 * is unknown, and a query of it kept failing after the
+                 * topic had been created. */
+                const struct rd_kafka_metadata *md = NULL;
+                if (rd_kafka_metadata(chk, 1, NULL, &md, 2000))
+                        md = NULL;
+                for (int k = 0; md && k < c->o->new_topics; k++) {
+                        int64_t lo, hi;
+                        bool    listed = false;
+                        for (int i = 0; i < md->topic_cnt && !listed; i++)
+                                listed =
+                                    !md->topics[i].err &&
+                                    !strcmp(md->topics[i].topic, c->new_dst[k]);
+                        if (seen[k] || !listed ||
+                            rd_kafka_query_watermark_offsets(
+                                chk, c->new_dst[k], 0, &lo, &hi, 1000) ||
+                            hi < 1)
+                                continue;
+                        seen[k] = true;
+                        left--;
+                }
+                if (md)
+                        rd_kafka_metadata_destroy(md);
+                if (left > 0)
+                        bench_nap_ms(50);
+        }
+        if (left > 0)
+                snprintf(c->nt_err, sizeof(c->nt_err),
+                         "new topics: %d of %d not at the target after "
+                         "%.0f s",
+                         left, c->o->new_topics,
+                         now_s() - atomic_load(&c->t_create));
+        else
+                atomic_store(&c->t_picked, now_s());
+out:
+        if (chk) {
+                rd_kafka_consumer_close(chk);
+                rd_kafka_destroy(chk);
+        }
+        if (prod)
+                rd_kafka_destroy(prod);
+        atomic_store(&c->nt_done, true);
+        return NULL;
+}
+
 /* ------------------------------------------------------------- MEASURE -- */
 
 static int cmp_double(const void *a, const void *b) {
@@ -275,6 +420,24 @@ static int cmp_double(const void *a, const void *b) {
 static double pct(const double *v, long n, double q) {
         long k = (long)ceil(q * (double)n) - 1;
         return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+/* The p99 of the records of [lo, hi) sent in [from, to); NAN if none. */
+static double p99_sent(const struct meas_ctx *c, long lo, long hi, double from,
+                       double to, long *n) {
+        double *v = malloc((size_t)(hi - lo) * sizeof(*v)), r = NAN;
+        long    k = 0;
+
+        for (long i = lo; v && i < hi; i++)
+                if (c->sent_s[i] >= from && c->sent_s[i] < to)
+                        v[k++] = c->lat_ms[i];
+        if (k) {
+                qsort(v, (size_t)k, sizeof(*v), cmp_double);
+                r = pct(v, k, 0.99);
+        }
+        *n = k;
+        free(v);
+        return r;
 }
 
 struct env {
@@ -318,8 +481,11 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
         size_t             a = 0, off = 0;
         harness_proc_t    *proc = NULL;
         struct meas_ctx    c;
-        pthread_t          pt, rt;
+        pthread_t          pt, rt, ct;
         bool               prod_started = false, read_started = false;
+        bool               creat_started = false;
+        bool with_new      = o->new_topics && (m == M_FLOOR || m == M_AAGW);
+        char(*new_src)[64] = NULL, (*new_dst)[64] = NULL;
         double             cpu0 = NAN, cpu1 = NAN, tw0 = 0, tw1 = 0;
         int                rc = -1;
 
@@ -359,8 +525,9 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
                         argv[a++] = "--primary";
                         argv[a++] = "east";
                         argv[a++] = "--topic";
-                        argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
-                                                     "^%s$", src);
+                        argv[a++] = bench_buf_printf(
+                            buf, sizeof(buf), &off,
+                            o->new_topics ? "^%s(-n[0-9]+)?$" : "^%s$", src);
                         argv[a++] = "--gateway-id";
                         argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
                                                      "lat-r%d-%d", run + 1,
@@ -423,10 +590,30 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
         c.src_topic = src;
         c.dst_bs    = m == M_FLOOR ? e->east : e->west;
         c.dst_topic = dst;
-        c.cap = (size_t)(WARMUP_RATE * START_TIMEOUT_S +
-                         (double)rate * (o->warmup + o->seconds + 5));
+        c.cap       = (size_t)(WARMUP_RATE * START_TIMEOUT_S +
+                         (double)rate * (o->warmup + o->seconds + 5 +
+                                         (with_new ? PICKUP_MAX_S : 0)));
         c.lat_ms = malloc(c.cap * sizeof(*c.lat_ms));
-        if (!c.lat_ms) {
+        c.sent_s    = malloc(c.cap * sizeof(*c.sent_s));
+        if (with_new) {
+                new_src = calloc((size_t)o->new_topics, sizeof(*new_src));
+                new_dst = calloc((size_t)o->new_topics, sizeof(*new_dst));
+                for (int k = 0; new_src && new_dst && k < o->new_topics; k++) {
+                        snprintf(new_src[k], sizeof(new_src[k]), "%.50s-n%d",
+                                 src, k + 1);
+                        if (m == M_FLOOR)
+                                memcpy(new_dst[k], new_src[k],
+                                       sizeof(new_dst[k]));
+                        else
+                                snprintf(new_dst[k], sizeof(new_dst[k]),
+                                         "east.%.50s", new_src[k]);
+                }
+                c.new_src  = new_src;
+                c.new_dst  = new_dst;
+                c.check_bs = m == M_FLOOR ? e->east : e->west;
+                c.admin    = o->real ? e->east_rk : NULL;
+        }
+        if (!c.lat_ms || !c.sent_s || (with_new && (!new_src || !new_dst))) {
                 bench_errorf("%s: out of memory", tag);
                 goto out;
         }
@@ -437,7 +624,9 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
         read_started = !pthread_create(&rt, NULL, reader_main, &c);
         prod_started =
             read_started && !pthread_create(&pt, NULL, producer_main, &c);
-        if (!prod_started) {
+        creat_started = prod_started && with_new &&
+                        !pthread_create(&ct, NULL, creator_main, &c);
+        if (!prod_started || (with_new && !creat_started)) {
                 bench_errorf("%s: cannot start a thread", tag);
                 goto out;
         }
@@ -460,6 +649,14 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
         cpu1 = proc ? bench_tree_cpu_s(harness_proc_pid(proc)) : 0;
         pthread_join(pt, NULL);
         prod_started = false;
+        if (creat_started) {
+                pthread_join(ct, NULL);
+                creat_started = false;
+                if (c.nt_err[0]) {
+                        bench_errorf("%s: %s", tag, c.nt_err);
+                        goto out;
+                }
+        }
         long lo = atomic_load(&c.i_lo), hi = atomic_load(&c.i_hi);
         if (c.err[0] || lo < 0 || hi <= lo) {
                 bench_errorf("%s: %s", tag,
@@ -517,6 +714,22 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
                 res->valid     = true;
                 free(v);
         }
+        if (with_new) {
+                double tc       = atomic_load(&c.t_create),
+                       tp       = atomic_load(&c.t_picked), la[1];
+                res->p99_steady = p99_sent(&c, lo, hi, 0, tc, &res->n_steady);
+                res->p99_during = p99_sent(&c, lo, hi, tc, tp, &res->n_during);
+                res->pickup_s   = tp - tc;
+                res->load1      = getloadavg(la, 1) == 1 ? la[0] : NAN;
+                printf("BENCH_NEWTOPICS run=%d rate=%d m=%c name=%s "
+                       "new_topics=%d pickup_s=%.2f steady_records=%ld "
+                       "steady_p99_ms=%.2f during_records=%ld "
+                       "during_p99_ms=%.2f ratio=%.2f load1=%.2f\n",
+                       run + 1, rate, letters[m], names[m], o->new_topics,
+                       res->pickup_s, res->n_steady, res->p99_steady,
+                       res->n_during, res->p99_during,
+                       res->p99_during / res->p99_steady, res->load1);
+        }
         printf("BENCH_LAT run=%d rate=%d m=%c name=%s records=%ld "
                "p50_ms=%.2f p99_ms=%.2f max_ms=%.2f mean_ms=%.2f "
                "dups=%ld cpu_cores=%.3f hwm_mib=%.1f%s%s\n",
@@ -531,6 +744,8 @@ out:
         atomic_store(&c.stop_prod, true);
         if (prod_started)
                 pthread_join(pt, NULL);
+        if (creat_started)
+                pthread_join(ct, NULL);
         atomic_store(&c.stop_read, true);
         if (read_started)
                 pthread_join(rt, NULL);
@@ -546,7 +761,16 @@ out:
                 if (m != M_FLOOR)
                         bench_topics_delete(e->west_rk, t, 1);
                 bench_topics_delete(e->east_rk, t + 1, 1);
+                for (int k = 0; new_src && new_dst && k < o->new_topics; k++) {
+                        const char *n[2] = {new_dst[k], new_src[k]};
+                        if (m != M_FLOOR)
+                                bench_topics_delete(e->west_rk, n, 1);
+                        bench_topics_delete(e->east_rk, n + 1, 1);
+                }
         }
+        free(new_src);
+        free(new_dst);
+        free(c.sent_s);
         if (statedir)
                 harness_rmtree(statedir);
         free(c.lat_ms);
@@ -583,6 +807,11 @@ static void usage(FILE *f) {
                 "1)\n"
                 "  -s, --value-size S    (default 200)\n"
                 "      --mm2-tasks N     MM2 tasks.max (default 1)\n"
+                "      --new-topics N    N new topics appear at east "
+                "halfway through the\n"
+                "                        window (f and a): p99 before and "
+                "while they are\n"
+                "                        picked up\n"
                 "      --aagw-arg ARG    append ARG to aagw's command line\n"
                 "      --bare-prop consumer.K=V|producer.K=V\n"
                 "      --wan             the replicators reach east over "
@@ -607,6 +836,7 @@ static int parse(int argc, char **argv, struct opts *o) {
             {"aagw-arg", required_argument, NULL, 'A'},
             {"bare-prop", required_argument, NULL, 'B'},
             {"wan", no_argument, NULL, 'W'},
+            {"new-topics", required_argument, NULL, 'N'},
             {"keep", no_argument, NULL, 'k'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
@@ -680,6 +910,11 @@ static int parse(int argc, char **argv, struct opts *o) {
                         break;
                 case 'W':
                         o->wan = true;
+                        break;
+                case 'N':
+                        if (!bench_parse_size(optarg, 1, NEW_TOPICS_MAX, &v))
+                                goto bad;
+                        o->new_topics = (int)v;
                         break;
                 case 'k':
                         o->keep = true;
@@ -928,6 +1163,32 @@ int main(int argc, char **argv) {
                                median(a50, o.runs), median(a99, o.runs),
                                median(amx, o.runs), median(cpu, o.runs),
                                median(hwm, o.runs));
+                }
+        }
+        for (int k = 0; o.new_topics && k < o.nrates; k++) {
+                for (int m = 0; m < M_CNT; m++) {
+                        double st[100], du[100], ra[100], pu[100], la[100];
+                        if (!(o.only & (1u << m)) ||
+                            (m != M_FLOOR && m != M_AAGW))
+                                continue;
+                        for (int run = 0; run < o.runs; run++) {
+                                const struct lat_res *r =
+                                    &all[(run * o.nrates + k) * M_CNT + m];
+                                st[run] = r->valid ? r->p99_steady : NAN;
+                                du[run] = r->valid ? r->p99_during : NAN;
+                                ra[run] = r->valid
+                                              ? r->p99_during / r->p99_steady
+                                              : NAN;
+                                pu[run] = r->valid ? r->pickup_s : NAN;
+                                la[run] = r->valid ? r->load1 : NAN;
+                        }
+                        printf("  %6d rec/s %-10s %d new topics: p99 steady "
+                               "%7.2f during %7.2f ratio %.2f | picked up "
+                               "in %.2f s | load %.2f\n",
+                               o.rates[k], names[m], o.new_topics,
+                               median(st, o.runs), median(du, o.runs),
+                               median(ra, o.runs), median(pu, o.runs),
+                               median(la, o.runs));
                 }
         }
         free(all);

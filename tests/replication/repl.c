@@ -204,6 +204,15 @@ void repl_set_brokers(struct repl *r, const char *alias, bool up) {
                                  RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
+void repl_set_rtt(struct repl *r, const char *alias, int rtt_ms) {
+        rd_kafka_mock_cluster_t *mc =
+            aagw_sandbox_mock(harness_clusters_sandbox(r->hc), alias);
+
+        assert_non_null(mc);
+        assert_int_equal(rd_kafka_mock_broker_set_rtt(mc, -1, rtt_ms),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
 void repl_create_topic(struct repl *r, const char *alias, const char *topic,
                        int parts) {
         topic = repl_topic(r, topic);

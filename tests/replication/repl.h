@@ -132,6 +132,11 @@ const char *repl_bs(struct repl *r, const char *alias);
  *  clusters only (repl_mock_only()). */
 void repl_set_brokers(struct repl *r, const char *alias, bool up);
 
+/** Every broker of embedded cluster @p alias answers @p rtt_ms late
+ *  (rd_kafka_mock_broker_set_rtt(); 0: at once again).  Embedded
+ *  clusters only (repl_mock_only()). */
+void repl_set_rtt(struct repl *r, const char *alias, int rtt_ms);
+
 /** Create @p topic with @p parts partitions at @p alias (NULL: every
  *  site). */
 void repl_create_topic(struct repl *r, const char *alias, const char *topic,
