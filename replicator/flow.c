@@ -16,10 +16,10 @@
  *   - the target producer: idempotent, acks=all, unlimited delivery
  *     timeout, so a broker outage stalls the flow instead of losing data;
  *   - a target "reader" (an assign-only consumer) used at assignment to
- *     flow_reconcile the stored position with what the target log holds
+ *     reconcile the stored position with what the target log holds
  *     (by the reconciler thread, flow_positions.c, beside the copying).
- * Topic creation goes through a fourth flow_handle, kept apart from the data
- * path, because the Admin API can hang or abort a flow_handle on some brokers;
+ * Topic creation goes through a fourth handle, kept apart from the data
+ * path, because the Admin API can hang or abort a handle on some brokers;
  * the remote topics' creation, growth, configs and ACLs through topics.c
  * and its own two.
  *
@@ -430,7 +430,7 @@ static void dlq_send(aagw_flow_t *f, struct token *tok,
         int64_t            ts   = rd_kafka_message_timestamp(m, &tstype);
         rd_kafka_message_t none = {0};
 
-        /* Created on first use: a topic flow_handle makes the producer ask for
+        /* Created on first use: a topic handle makes the producer ask for
          * its metadata, which auto-creates it on many clusters, and an
          * empty dead-letter topic at every site is noise. */
         if (!f->dlq_rkt) {
@@ -1412,7 +1412,7 @@ fail:
 
 aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         stage_init(&f->stage, &flow_hooks,
-                   flow_scaled(f) ? &flow_scale_commit_ops : &flow_single, f,
+                   flow_scaled(f) ? &flow_commit_scale : &flow_commit_single, f,
                    &f->ctl, f->name, &f->paused, 1024);
         int rc = pthread_create(&f->thread, NULL, stage_main, &f->stage);
         if (rc) {
@@ -1844,7 +1844,7 @@ static void flow_finish(void *arg) {
          * by closing (it stays in its group until the session times out),
          * and librdkafka 2.0.2's close of a lease that was given its
          * partitions a moment before has been seen to wait forever inside
-         * its own flow_unassign (kafka-txn_start, a stop 0.1 s after the
+         * its own unassign (kafka-txn_start, a stop 0.1 s after the
          * assignment, gdb stacks).  aagw_flow_destroy() destroys it
          * without the close. */
 }
@@ -1878,7 +1878,7 @@ static void flow_single_finish(void *arg) {
         (void)arg;
 }
 
-const struct stage_commit flow_single = {.start  = flow_single_start,
+const struct stage_commit flow_commit_single = {.start  = flow_single_start,
                                          .round  = flow_single_round,
                                          .after  = flow_single_after,
                                          .finish = flow_single_finish};
@@ -1894,7 +1894,7 @@ const struct stage_hooks flow_hooks = {.start    = flow_start,
 
 /* Serve delivery reports until nothing is in flight, for up to
  * 'timeout_ms'; once the flow stops, no longer than what is left of the
- * flow_drain time its destroy allowed (aagw_flow_destroy()). */
+ * drain time its destroy allowed (aagw_flow_destroy()). */
 void flow_drain(aagw_flow_t *f, int timeout_ms) {
         int64_t start = aagw_mono_ms(), deadline = start + timeout_ms, now;
         while (atomic_load(&f->inflight) > 0) {

@@ -584,7 +584,7 @@ int flow_scale_start(aagw_flow_t *f);
  * its progress durable: in one process (flow.c) or in a site's
  * transactions (flow_scale.c). */
 extern const struct stage_hooks  flow_hooks;
-extern const struct stage_commit flow_single, flow_scale_commit_ops;
+extern const struct stage_commit flow_commit_single, flow_commit_scale;
 
 /* Scale-out: the work partition that source partition 'p' of 'tt'
  * belongs to; every partition of a topic in a different one, in turn,

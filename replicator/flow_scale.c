@@ -13,14 +13,14 @@
  * source partition (t, s) belongs to work partition (XXH32(t) + s) % W of
  * the work topic aagw.<gw>.<source>-<target>.work at the TARGET, and the
  * owners' group (owner.c) gives each work partition to one process.  The
- * copies of the flow_owned partitions go into transactions of the owner's
+ * copies of the owned partitions go into transactions of the owner's
  * producer (transactional.id aagw.<gw>.<source>-<target>.<member>), each
- * committed with the offsets of the flow_owned work partitions, which the
+ * committed with the offsets of the owned work partitions, which the
  * group coordinator refuses from a member the group has moved on from: a
  * zombie's copies stay aborted, invisible to read_committed readers.
  * Positions (RocksDB, the group commit, offset-syncs) move only after a
  * commit (c_next, c_out); an aborted or fenced transaction drops every
- * partition, and those still flow_owned are reconciled again against what the
+ * partition, and those still owned are reconciled again against what the
  * target holds read_committed (flow_stable_end(), flow_reconcile()).  No identity
  * lease: the owners' group is the identity.
  *
@@ -176,7 +176,7 @@ static void scale_lost(void *opaque,
 
 /* Give up the open transaction (aborted: its copies are never visible)
  * and every source partition with it, at once: a lost work partition is
- * no longer this process's to write, and the partitions still flow_owned
+ * no longer this process's to write, and the partitions still owned
  * resume from what the target holds, found anew (scale_gain()). */
 void flow_scale_drop(aagw_flow_t *f) {
         char why[512];
@@ -235,7 +235,7 @@ static void scale_gain(aagw_flow_t *f) {
 }
 
 /* Commit the open transaction: its copies acknowledged first, then the
- * offsets of every flow_owned work partition with the group's metadata (the
+ * offsets of every owned work partition with the group's metadata (the
  * fence).  Only then the positions are final. */
 void flow_scale_commit(aagw_flow_t *f) {
         char why[700];
@@ -459,7 +459,7 @@ static void scale_finish(void *arg) {
                 flow_scale_commit(f);
 }
 
-const struct stage_commit flow_scale_commit_ops = {.start  = scale_start,
+const struct stage_commit flow_commit_scale = {.start  = scale_start,
                                                    .round  = scale_round,
                                                    .after  = scale_after,
                                                    .finish = scale_finish};

@@ -82,7 +82,7 @@ rd_kafka_resp_err_t unify_produce_stub(aagw_unify_t *u, struct token *tok,
                  (int)(strlen(u->in_hdr) - 2), u->in_hdr);
         rd_kafka_header_add(h, name, -1, note, -1);
         /* (Scale-out: counted when its transaction commits; 'tok' already
-         * a stand-in is one the redo writes for a record unify_so_refusal()
+         * a stand-in is one the redo writes for a record unify_scale_refusal()
          * logged.) */
         bool     logged = tok->stub;
         uint64_t n = u->scale ? atomic_load(&u->oversized) + ++u->txn_stubs
@@ -128,12 +128,12 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         ADD(u->inflight, -1);
         if (u->scale && replicator_refused_for_good(m->err) &&
             !atomic_load(&u->ctl.stop))
-                unify_so_refusal(u, tok, m); /* remembered for the redo */
+                unify_scale_refusal(u, tok, m); /* remembered for the redo */
         if (u->scale && (m->err || m->offset < 0)) {
                 /* In a transaction: whatever went wrong with a record
                  * (an implicit acknowledgement included, see below), the
                  * transaction is aborted and redone rather than trusted
-                 * (unify_so_commit()). */
+                 * (unify_scale_commit()). */
                 replicator_note_authz(u->site, m->err, "WRITE", "topic %s",
                                       tok->ut->out);
                 if (!u->tx.broken && !replicator_refused_for_good(m->err) &&
@@ -334,9 +334,9 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                       : NULL;
         if (rr && rr->confirmed) {
                 /* Scale-out: the output refused it as too large when the
-                 * transaction was tried before (unify_so_refusal()): the
+                 * transaction was tried before (unify_scale_refusal()): the
                  * stand-in goes in its place, as unify_on_delivery() sends it
-                 * in single-unify_process mode. */
+                 * in single-process mode. */
                 rr->resolved = true;
                 tok->stub    = true; /* (logged: no second line) */
                 if (!(err = unify_produce_stub(u, tok, part, m, h, rr->err)))
@@ -345,7 +345,7 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                 if (rr && !u->tx.broken) {
                         /* A suspect: alone in its batch, so that the
                          * broker's answer is about this record. */
-                        unify_so_settle(u, 0);
+                        unify_scale_settle(u, 0);
                         tok->alone = atomic_load(&u->inflight) == 0;
                 }
                 err = replicator_produce(u->out_producer, ut->out_rkt, part,
@@ -368,7 +368,7 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
                 if (u->scale && !atomic_load(&u->ctl.stop))
-                        unify_so_refused(u, ut->out, part, err);
+                        unify_scale_refused(u, ut->out, part, err);
                 else if (!atomic_load(&u->ctl.stop))
                         ufail(u, "unify_produce to %s [%d]: %s", ut->out, (int)part,
                               rd_kafka_err2str(err));
@@ -381,7 +381,7 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                 /* Its answer before anything else is sent.  (Still
                  * unanswered, the token is still ours: nothing else is in
                  * flight.) */
-                unify_so_settle(u, 0);
+                unify_scale_settle(u, 0);
                 if (atomic_load(&u->inflight) > 0)
                         tok->alone = false;
         }
@@ -513,14 +513,14 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 aagw_unify_key(u->site, r);
         }
-        /* Scale-out: only what this unify_process owns, in a transaction. */
+        /* Scale-out: only what this process owns, in a transaction. */
         if (u->scale && u->tx.broken) {
                 /* Nothing goes into a transaction that must abort:
                  * these records are read again after the redo. */
-                unify_so_commit(u);
+                unify_scale_commit(u);
                 return;
         }
-        if (u->scale && (nr = unify_so_filter(u, nr)) && unify_so_begin(u))
+        if (u->scale && (nr = unify_scale_filter(u, nr)) && unify_scale_begin(u))
                 return;
         int64_t now = aagw_wall_ms();
         /* Pass 2: the decisions, all at once (the decider asks the store
@@ -581,7 +581,7 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 INC(u->accepted);
                 INC(ut->accepted);
-                if (u->scale && unify_so_decided(u, it, r, now))
+                if (u->scale && unify_scale_decided(u, it, r, now))
                         return;
                 if (unify_produce(u, it, r, ep)) {
                         /* A stop while the producer's queue is full: the
@@ -598,7 +598,7 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         return;
                 }
         }
-        /* (Scale-out: the transaction's commit seals, unify_so_commit().) */
+        /* (Scale-out: the transaction's commit seals, unify_scale_commit().) */
         if (!u->scale && seal_epoch(u) && !atomic_load(&u->ctl.stop))
                 ufail(u, "cannot open a new epoch");
 }
@@ -728,7 +728,7 @@ static void single_finish(void *arg) {
         }
 }
 
-static const struct stage_commit unify_single = {.start  = single_start,
+static const struct stage_commit unify_commit_single = {.start  = single_start,
                                                  .round  = single_round,
                                                  .after  = single_after,
                                                  .finish = single_finish};
@@ -844,8 +844,8 @@ fail:
 int aagw_unify_start(aagw_unify_t *u, char *errstr, size_t errstr_size) {
         stage_init(&u->stage, &unify_hooks,
                    u->conf.scale_out && u->conf.scale_out->enabled
-                       ? &unify_scale_commit
-                       : &unify_single,
+                       ? &unify_commit_scale
+                       : &unify_commit_single,
                    u, &u->ctl, u->who, NULL, BATCH_MAX);
         int err = pthread_create(&u->thread, NULL, stage_main, &u->stage);
         if (err) {

@@ -44,7 +44,7 @@ struct uinput {
                                            assignment must be at 'next' */
         /* Scale-out: per (input partition i, output partition p) at
          * [i * out_parts + p], the next offset of i to decide for p
-         * ('opos': as far as this unify_process got; 'cpos': as far as its
+         * ('opos': as far as this process got; 'cpos': as far as its
          * last committed transaction got; -1: from the beginning).  Only
          * entries of owned p mean anything. */
         int64_t *opos, *cpos;
@@ -104,7 +104,7 @@ struct token {
         bool                    stub; /* the too-large record's stand-in */
         bool                    alone; /* scale-out: a suspect, sent with
                                           no other output record in flight
-                                          (unify_so_refusal()) */
+                                          (unify_scale_refusal()) */
 };
 
 /* Per-record scratch of one consumed batch. */
@@ -194,7 +194,7 @@ struct aagw_unify {
         int64_t       sb_sig;       /* what unify_sb_assign() assigned for */
         rd_kafka_t       *hw_probe;     /* read_uncommitted: the high
                                            watermark of a changelog */
-        bool          kept_pending; /* unify_so_revoking() noted kept_hw */
+        bool          kept_pending; /* unify_scale_revoking() noted kept_hw */
         struct changelog_ids_conf ids_conf;     /* from unify.window */
         rd_kafka_t   *out_producer; /* writes the output: the owner's
                                        transactional producer, or
@@ -238,7 +238,7 @@ static inline void token_put(aagw_unify_t *u, struct token *t) {
 
 /* How the stage makes its decisions durable under scale-out
  * (unify_scale.c): the transactions of the member's producer. */
-extern const struct stage_commit unify_scale_commit;
+extern const struct stage_commit unify_commit_scale;
 
 /* What one file of a unify stage calls in another (unify.c,
  * unify_topics.c, unify_scale.c, unify_restore.c). */
@@ -358,112 +358,112 @@ void unify_discovery_stop(aagw_unify_t *u);
  * consumer's fetches cached (no request); -1 while one is unknown. */
 void unify_update_lag(aagw_unify_t *u);
 
-/* A partition given back to the unify_process that a clean revocation took it
+/* A partition given back to the process that a clean revocation took it
  * from need not be read again: its state here (RocksDB, the committed
  * positions) is what it committed last, as long as nobody wrote its
- * changelog partitions (state and ids) since.  unify_so_revoking() notes the
+ * changelog partitions (state and ids) since.  unify_scale_revoking() notes the
  * end (the high watermark) of each owned one right after its last
- * commit; unify_so_kept() compares.  Any other writer's transaction adds at
+ * commit; unify_scale_kept() compares.  Any other writer's transaction adds at
  * least a record and its marker to a partition it wrote (two offsets,
- * also when it was aborted); only this unify_process's own commit marker may
+ * also when it was aborted); only this process's own commit marker may
  * land after the note (the coordinator writes markers after it answered
  * the commit): one offset per partition.  And nothing may be open (the
  * last stable offset, from the read_committed reader, is the end). */
-void unify_so_kept_clear(aagw_unify_t *u);
+void unify_scale_kept_clear(aagw_unify_t *u);
 
-void unify_so_kept_note(aagw_unify_t *u);
+void unify_scale_kept_note(aagw_unify_t *u);
 
-bool unify_so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p);
+bool unify_scale_kept(aagw_unify_t *u, struct utopic *ut, int32_t p);
 
 /* Seed output partition 'p' of 'ut' from the output if it holds records
  * (its changelog holds no position).  Returns 0, 1 (abandoned: the
  * ownership changed meanwhile), or -1 (the stage failed). */
-int unify_so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p);
+int unify_scale_seed(aagw_unify_t *u, struct utopic *ut, int32_t p);
 
 /* Restore every ready topic not restored yet for the owned partitions,
  * then fetch the inputs from the positions restored.  Returns 0, or -1
  * if the stage failed. */
-int unify_so_restore(aagw_unify_t *u);
+int unify_scale_restore(aagw_unify_t *u);
 
 /* Give the standby every changelog partition of an output partition this
- * unify_process does not own, from where it got to. */
+ * process does not own, from where it got to. */
 void unify_sb_assign(aagw_unify_t *u);
 
 /* Serve the standby: unify_reassign after a change, fold in what arrived.
  * Returns 0, or -1 (the stage failed). */
 int unify_sb_poll(aagw_unify_t *u);
 
-bool unify_so_owns(const aagw_unify_t *u, int32_t p);
+bool unify_scale_owns(const aagw_unify_t *u, int32_t p);
 
-bool unify_so_owns_any(const aagw_unify_t *u, const struct utopic *ut);
+bool unify_scale_owns_any(const aagw_unify_t *u, const struct utopic *ut);
 
 /* Room in 'ui''s position tables for all its partitions (new: -1). */
 int unify_opos_fit(const struct utopic *ut, struct uinput *ui);
 
 /* Every input of 'ut' fetched from the smallest position of the owned
  * output partitions (-1: the beginning). */
-void unify_so_positions(aagw_unify_t *u, struct utopic *ut);
+void unify_scale_positions(aagw_unify_t *u, struct utopic *ut);
 
 /* "clicks.unified 0,3; views.unified 1" and the count, for /status. */
-void unify_so_publish(aagw_unify_t *u);
+void unify_scale_publish(aagw_unify_t *u);
 
 /* Unassign the inputs and drop what their queue holds (records fetched
  * from positions no longer wanted), then assign them afresh. */
-void unify_so_reassign(aagw_unify_t *u);
+void unify_scale_reassign(aagw_unify_t *u);
 
-int unify_so_begin(aagw_unify_t *u);
+int unify_scale_begin(aagw_unify_t *u);
 
 /* The transactional producer refused a record: the transaction is in
  * an abortable state (librdkafka 2.0.2 after an abort that purged
  * records: "skipped sequence numbers ... requires epoch bump"), and only
- * an abort gets it going again.  The next unify_so_commit() aborts and redoes
- * (unify_so_poll() runs it at once). */
-void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
+ * an abort gets it going again.  The next unify_scale_commit() aborts and redoes
+ * (unify_scale_poll() runs it at once). */
+void unify_scale_refused(aagw_unify_t *u, const char *topic, int32_t p,
                       rd_kafka_resp_err_t err);
 
-void unify_so_refusal(aagw_unify_t *u, struct token *tok,
+void unify_scale_refusal(aagw_unify_t *u, struct token *tok,
                       const rd_kafka_message_t *m);
 
 /* Serve delivery reports until at most 'until' output records are in
  * flight (STAGE_ALONE_MS at most). */
-void unify_so_settle(aagw_unify_t *u, int64_t until);
+void unify_scale_settle(aagw_unify_t *u, int64_t until);
 
 /* refused_each() at a commit: its stand-ins are in; an output partition
  * no longer owned is another member's to find out.  At an abort (arg
  * NULL): its stand-ins go again. */
-bool unify_so_refused_keep(void *arg, struct refused_rec *r);
+bool unify_scale_refused_keep(void *arg, struct refused_rec *r);
 
 /* Produce one changelog record into the open transaction: an id into
  * the ids topic, the others into the state topic. */
-int unify_so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
+int unify_scale_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
                    const struct changelog_rec *c);
 
-/* Keep only the records whose output partition this unify_process owns, at
+/* Keep only the records whose output partition this process owns, at
  * or past that partition's position.  Returns how many are left. */
-size_t unify_so_filter(aagw_unify_t *u, size_t nr);
+size_t unify_scale_filter(aagw_unify_t *u, size_t nr);
 
 /* The changelog record of an accepted decision, into the transaction. */
-int unify_so_decided(aagw_unify_t *u, struct item *it,
+int unify_scale_decided(aagw_unify_t *u, struct item *it,
                      const struct aagw_unify_rec *r, int64_t now);
 
 /* Commit the open transaction (opening one if positions moved): the
  * positions that moved go to the changelog first.  Returns 0, or -1 if
  * the stage failed. */
-int unify_so_commit(aagw_unify_t *u);
+int unify_scale_commit(aagw_unify_t *u);
 
 /* owner.c: a rebalance is about to take every owned partition: commit
  * what the open transaction holds while the assignment still fences (a
- * member the group moved on from is refused: FENCED, and so_lost()
+ * member the group moved on from is refused: FENCED, and scale_lost()
  * runs). */
-void unify_so_revoking(void *opaque,
+void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts);
 
-int unify_so_state_topic(aagw_unify_t *u, struct utopic *ut,
+int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut,
                          const struct rd_kafka_metadata *md);
 
 /* Join the site's unify owners: the work topic, the owner.  Returns 0,
  * or -1 (the stage failed). */
-int unify_so_start(aagw_unify_t *u);
+int unify_scale_start(aagw_unify_t *u);
 
 /* A new transactional producer after stage_txn_fatal() (owner_renew(): the
  * membership and what it owns stay): what was in flight is dropped, the
@@ -471,10 +471,10 @@ int unify_so_start(aagw_unify_t *u);
  * the committed positions, as after an abort.  If the group moved on
  * meanwhile, the owner says so at its next poll, as always.  Returns 0,
  * or -1 (the stage failed). */
-int unify_so_renew(aagw_unify_t *u);
+int unify_scale_renew(aagw_unify_t *u);
 
 /* One turn of the owner's side in the stage's loop: membership,
  * restore, the commit due.  Returns 0, or -1 if the stage failed. */
-int unify_so_poll(aagw_unify_t *u);
+int unify_scale_poll(aagw_unify_t *u);
 
 #endif

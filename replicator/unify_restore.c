@@ -8,18 +8,18 @@
 
 /* ------------------------------------------------- SCALE-OUT: RESTORE --- */
 
-/* A partition given back to the unify_process that a clean revocation took it
+/* A partition given back to the process that a clean revocation took it
  * from need not be read again: its state here (RocksDB, the committed
  * positions) is what it committed last, as long as nobody wrote its
- * changelog partitions (state and ids) since.  unify_so_revoking() notes the
+ * changelog partitions (state and ids) since.  unify_scale_revoking() notes the
  * end (the high watermark) of each owned one right after its last
- * commit; unify_so_kept() compares.  Any other writer's transaction adds at
+ * commit; unify_scale_kept() compares.  Any other writer's transaction adds at
  * least a record and its marker to a partition it wrote (two offsets,
- * also when it was aborted); only this unify_process's own commit marker may
+ * also when it was aborted); only this process's own commit marker may
  * land after the note (the coordinator writes markers after it answered
  * the commit): one offset per partition.  And nothing may be open (the
  * last stable offset, from the read_committed reader, is the end). */
-void unify_so_kept_clear(aagw_unify_t *u) {
+void unify_scale_kept_clear(aagw_unify_t *u) {
         for (size_t t = 0; t < u->ntopics; t++)
                 for (int32_t p = 0; u->topics[t]->kept_hw &&
                                     p < 2 * u->topics[t]->out_parts;
@@ -27,7 +27,7 @@ void unify_so_kept_clear(aagw_unify_t *u) {
                         u->topics[t]->kept_hw[p] = -1;
 }
 
-void unify_so_kept_note(aagw_unify_t *u) {
+void unify_scale_kept_note(aagw_unify_t *u) {
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready || !ut->restored)
@@ -40,7 +40,7 @@ void unify_so_kept_note(aagw_unify_t *u) {
                         int64_t lo, hi, hi_ids;
                         ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
                         hi_ids = 0; /* (no ids topic: nothing to compare) */
-                        if (unify_so_owns(u, p) &&
+                        if (unify_scale_owns(u, p) &&
                             !replicator_watermarks(
                                 u->hw_probe, ut->state, p, &lo, &hi, 2000) &&
                             (!ut->ids[0] ||
@@ -57,7 +57,7 @@ void unify_so_kept_note(aagw_unify_t *u) {
 
 /* Whether partition 'p' of 'topic' ended at 'kept' when noted and
  * nobody wrote it since. */
-static bool so_unmoved(aagw_unify_t *u, const char *topic, int32_t p,
+static bool scale_unmoved(aagw_unify_t *u, const char *topic, int32_t p,
                        int64_t kept) {
         int64_t lo, hi, lso;
 
@@ -69,16 +69,16 @@ static bool so_unmoved(aagw_unify_t *u, const char *topic, int32_t p,
                lso == hi && hi >= kept && hi - kept <= 1;
 }
 
-bool unify_so_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
+bool unify_scale_kept(aagw_unify_t *u, struct utopic *ut, int32_t p) {
         if (!ut->kept_hw)
                 return false;
         int64_t kept = ut->kept_hw[p], kept_ids = ut->kept_hw[ut->out_parts + p];
         ut->kept_hw[p] = ut->kept_hw[ut->out_parts + p] = -1;
-        return so_unmoved(u, ut->state, p, kept) &&
-               (!ut->ids[0] || so_unmoved(u, ut->ids, p, kept_ids));
+        return scale_unmoved(u, ut->state, p, kept) &&
+               (!ut->ids[0] || scale_unmoved(u, ut->ids, p, kept_ids));
 }
 
-struct so_restore_ctx {
+struct scale_restore_ctx {
         aagw_unify_t  *u;
         struct utopic *ut;
         int32_t        p;
@@ -114,8 +114,8 @@ static int restore_decision(aagw_unify_t *u, const struct changelog_rec *c,
         return u->ops->restore(u->st, &r, c->time_ms, err, err_size);
 }
 
-static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
-        struct so_restore_ctx *rc = arg;
+static bool scale_restore_rec(void *arg, const struct changelog_rec *c) {
+        struct scale_restore_ctx *rc = arg;
         aagw_unify_t          *u  = rc->u;
         struct utopic         *ut = rc->ut;
 
@@ -164,20 +164,20 @@ static bool so_restore_rec(void *arg, const struct changelog_rec *c) {
 
 /*
  * A partition whose changelog holds no position was never decided under
- * scale-out; if its output holds records, a single unify_process wrote them
+ * scale-out; if its output holds records, a single process wrote them
  * (the site ran without scale-out before), and its state is in that
- * unify_process's RocksDB only.  It is rebuilt from the output itself, as the
- * single-unify_process stage does when its state dir is lost: every record
+ * process's RocksDB only.  It is rebuilt from the output itself, as the
+ * single-process stage does when its state dir is lost: every record
  * names what it delivered (provenance, input coordinates), so the ids
  * and winners are folded in and written to the changelogs, and each
  * input partition's position for this output partition is past the last
  * input record delivered there (what follows it is decided again, and
  * found delivered or not newer where it was).  In transactions of at
- * most SO_SEED_TXN records; the positions go last, so a seed cut short
+ * most SCALE_SEED_TXN records; the positions go last, so a seed cut short
  * (a crash, a rebalance) is done again by the next owner, which writes
  * the same ids and winners again (harmless: the same keys).
  */
-#define SO_SEED_TXN 20000
+#define SCALE_SEED_TXN 20000
 
 struct seed_pos {
         char    topic[AAGW_TOPIC_MAX + 1];
@@ -226,7 +226,7 @@ static bool seed_commit(struct seed_ctx *sc) {
 
         if (u->ops->fold_commit(u->st, false, sc->err, sizeof(sc->err)))
                 return false;
-        if (unify_so_commit(u) || u->tx.open || u->tx.broken) {
+        if (unify_scale_commit(u) || u->tx.open || u->tx.broken) {
                 snprintf(sc->err, sizeof(sc->err),
                          "its transaction did not commit");
                 return false;
@@ -252,7 +252,7 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
         }
         aagw_unify_key(u->site, &r);
         if (unify_out_part(ut, &r) != sc->p) {
-                /* Written by a unify_process with another partition count or
+                /* Written by a process with another partition count or
                  * hash: not this partition's to decide. */
                 sc->other_part++;
                 return true;
@@ -283,15 +283,15 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
                 memcpy(c.id, r.prov->id, r.prov->id_len);
                 c.id[r.prov->id_len] = '\0';
         }
-        if ((!u->tx.open && unify_so_begin(u)) ||
-            unify_so_state(u, ut, sc->p, &c)) {
+        if ((!u->tx.open && unify_scale_begin(u)) ||
+            unify_scale_state(u, ut, sc->p, &c)) {
                 snprintf(sc->err, sizeof(sc->err),
                          "writing its changelog failed");
                 sc->failed = true;
                 return false;
         }
         sc->n++;
-        if (++sc->in_txn >= SO_SEED_TXN && !seed_commit(sc)) {
+        if (++sc->in_txn >= SCALE_SEED_TXN && !seed_commit(sc)) {
                 sc->failed = true;
                 return false;
         }
@@ -307,7 +307,7 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
                 }
                 if (u->tx.need_renew ||
                     owner_assignments(u->owner) != sc->assignments ||
-                    !unify_so_owns(u, sc->p)) {
+                    !unify_scale_owns(u, sc->p)) {
                         sc->abandoned = true;
                         return false;
                 }
@@ -318,7 +318,7 @@ static bool seed_rec(void *arg, const rd_kafka_message_t *m) {
 /* Seed output partition 'p' of 'ut' from the output if it holds records
  * (its changelog holds no position).  Returns 0, 1 (abandoned: the
  * ownership changed meanwhile), or -1 (the stage failed). */
-int unify_so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
+int unify_scale_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
         struct seed_ctx sc = {.u = u, .ut = ut, .p = p,
                               .assignments = owner_assignments(u->owner)};
         int64_t         lo, hi, t0 = aagw_mono_ms(), n;
@@ -362,8 +362,8 @@ int unify_so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
                         copy_str(c.topic, sizeof(c.topic), sc.pos[i].topic);
                         c.partition = sc.pos[i].partition;
                         c.offset    = sc.pos[i].next;
-                        if ((!u->tx.open && unify_so_begin(u)) ||
-                            unify_so_state(u, ut, p, &c)) {
+                        if ((!u->tx.open && unify_scale_begin(u)) ||
+                            unify_scale_state(u, ut, p, &c)) {
                                 snprintf(sc.err, sizeof(sc.err),
                                          "writing its positions failed");
                                 sc.failed = true;
@@ -421,8 +421,8 @@ int unify_so_seed(aagw_unify_t *u, struct utopic *ut, int32_t p) {
 
 /* Serve the group while a restore runs; false (abandon it) once the
  * ownership changed. */
-static bool so_restore_tick(void *arg) {
-        struct so_restore_ctx *rc = arg;
+static bool scale_restore_tick(void *arg) {
+        struct scale_restore_ctx *rc = arg;
         aagw_unify_t          *u  = rc->u;
         char                   err[512];
 
@@ -432,13 +432,13 @@ static bool so_restore_tick(void *arg) {
         }
         return !u->tx.need_renew &&
                owner_assignments(u->owner) == rc->assignments &&
-               unify_so_owns(u, rc->p);
+               unify_scale_owns(u, rc->p);
 }
 
 /* Restore every ready topic not restored yet for the owned partitions,
  * then fetch the inputs from the positions restored.  Returns 0, or -1
  * if the stage failed. */
-int unify_so_restore(aagw_unify_t *u) {
+int unify_scale_restore(aagw_unify_t *u) {
         int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0, ids = 0,
                 expired = 0;
         int     parts = 0, kept = 0, warmed = 0;
@@ -452,9 +452,9 @@ int unify_so_restore(aagw_unify_t *u) {
                 if (!ut->ready || ut->restored)
                         continue;
                 for (int32_t p = 0; p < ut->out_parts; p++) {
-                        if (!unify_so_owns(u, p))
+                        if (!unify_scale_owns(u, p))
                                 continue;
-                        bool keep = unify_so_kept(u, ut, p);
+                        bool keep = unify_scale_kept(u, ut, p);
                         /* The standby read this partition up to
                          * sb_next: go on from there (given up now:
                          * owned). */
@@ -489,7 +489,7 @@ int unify_so_restore(aagw_unify_t *u) {
                                 continue;
                         }
                         warmed += warm;
-                        struct so_restore_ctx rc = {
+                        struct scale_restore_ctx rc = {
                             .u = u, .ut = ut, .p = p,
                             .assignments = owner_assignments(u->owner),
                             .cutoff = aagw_wall_ms() - u->conf.window_ms};
@@ -499,15 +499,15 @@ int unify_so_restore(aagw_unify_t *u) {
                         changelog_end_t e = changelog_read(
                             u->reader, u->hw_probe, from, p, sb_state,
                             u->conf.scale_out->txn_timeout_ms + 60000,
-                            &u->ctl.stop, so_restore_rec, so_restore_tick,
+                            &u->ctl.stop, scale_restore_rec, scale_restore_tick,
                             &rc, &records, &bytes, err, sizeof(err));
                         if (!rc.failed && e == CHANGELOG_DONE && ut->ids[0]) {
                                 from = ut->ids;
                                 e    = changelog_read(
                                     u->reader, u->hw_probe, from, p, sb_ids,
                                     u->conf.scale_out->txn_timeout_ms + 60000,
-                                    &u->ctl.stop, so_restore_rec,
-                                    so_restore_tick, &rc, &records, &bytes,
+                                    &u->ctl.stop, scale_restore_rec,
+                                    scale_restore_tick, &rc, &records, &bytes,
                                     err, sizeof(err));
                         }
                         ids += rc.ids;
@@ -519,7 +519,7 @@ int unify_so_restore(aagw_unify_t *u) {
                                 return -1;
                         }
                         int seed = e == CHANGELOG_DONE && !rc.pos && !sb_pos
-                                           ? unify_so_seed(u, ut, p)
+                                           ? unify_scale_seed(u, ut, p)
                                            : 0;
                         if (seed < 0)
                                 return -1;
@@ -547,7 +547,7 @@ int unify_so_restore(aagw_unify_t *u) {
                                            : 0;
                         parts++;
                 }
-                unify_so_positions(u, ut);
+                unify_scale_positions(u, ut);
                 ut->restored = true;
                 if (nn < sizeof(names))
                         nn += (size_t)snprintf(names + nn, sizeof(names) - nn,
@@ -558,11 +558,11 @@ int unify_so_restore(aagw_unify_t *u) {
         ADD(u->restores, (uint64_t)parts);
         ADD(u->restore_ms_total, (uint64_t)ms);
         ADD(u->restored_records, (uint64_t)records);
-        unify_so_publish(u);
+        unify_scale_publish(u);
         pthread_mutex_lock(&u->owned_lock);
         memcpy(owned, u->owned, sizeof(owned));
         pthread_mutex_unlock(&u->owned_lock);
-        unify_so_kept_clear(u);
+        unify_scale_kept_clear(u);
         if (parts)
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: member %s restored %d partitions of %s "
@@ -589,26 +589,26 @@ int unify_so_restore(aagw_unify_t *u) {
                          owned[0] ? owned : "none");
                 u->lost_ms = 0;
         }
-        unify_so_reassign(u);
+        unify_scale_reassign(u);
         return 0;
 }
 
 /* ------------------------------------------------- SCALE-OUT: STANDBY --- */
 
 /*
- * scale_out.standby: every unify_process keeps a warm copy of the output
+ * scale_out.standby: every process keeps a warm copy of the output
  * partitions the others own.  An assign-only read_committed consumer
  * ('standby') reads the state and ids partitions of every output
- * partition this unify_process does not own, from where it got to (ut->sb_next)
+ * partition this process does not own, from where it got to (ut->sb_next)
  * or their beginning, and folds each record in as a restore does: ids
  * and winners into the decider (stored at once), positions into the
- * inputs' 'spos'.  When the unify_process gains such a partition, its restore
+ * inputs' 'spos'.  When the process gains such a partition, its restore
  * takes the positions from 'spos' and reads the changelogs from
  * ut->sb_next on: what was written since the standby's last read, not
- * the whole changelog (unify_so_restore()).  A partition it owned and lost
+ * the whole changelog (unify_scale_restore()).  A partition it owned and lost
  * starts over from the beginning (its standby offsets were given up at
- * the gain: the unify_process's own state stopped at its last commit, which
- * no offset names).  Every unify_process reads every changelog, as it reads
+ * the gain: the process's own state stopped at its last commit, which
+ * no offset names).  Every process reads every changelog, as it reads
  * every input.
  */
 
@@ -635,7 +635,7 @@ static int sb_apply(aagw_unify_t *u, const rd_kafka_message_t *m,
                 }
         }
         /* Owned meanwhile (the restore reads it), or read already. */
-        if (!ut || unify_so_owns(u, p) ||
+        if (!ut || unify_scale_owns(u, p) ||
             (ut->sb_next[idx] >= 0 && m->offset < ut->sb_next[idx]))
                 return 0;
         ut->sb_next[idx] = m->offset + 1;
@@ -660,7 +660,7 @@ static int sb_apply(aagw_unify_t *u, const rd_kafka_message_t *m,
 }
 
 /* Give the standby every changelog partition of an output partition this
- * unify_process does not own, from where it got to. */
+ * process does not own, from where it got to. */
 void unify_sb_assign(aagw_unify_t *u) {
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(16);
@@ -679,7 +679,7 @@ void unify_sb_assign(aagw_unify_t *u) {
                 for (int32_t p = 0; p < ut->out_parts; p++) {
                         int64_t s = ut->sb_next[p],
                                 i = ut->sb_next[ut->out_parts + p];
-                        if (unify_so_owns(u, p))
+                        if (unify_scale_owns(u, p))
                                 continue;
                         rd_kafka_topic_partition_list_add(l, ut->state, p)
                             ->offset = s >= 0 ? s : RD_KAFKA_OFFSET_BEGINNING;

@@ -15,11 +15,11 @@
  * Ownership: one owner (owner.c) per stage: group aagw.<gw>.<site>.unify
  * over the work topic aagw.<gw>.<site>.unify.work (W partitions, made
  * here if missing), transactional.id aagw.<gw>.<site>.unify.<member>.
- * Output partition p of every unified topic is this unify_process's iff it
+ * Output partition p of every unified topic is this process's iff it
  * owns work partition p % W.
  *
- * Routing: every unify_process reads every input partition, as the
- * single-unify_process stage does, and decides only the records whose output
+ * Routing: every process reads every input partition, as the
+ * single-process stage does, and decides only the records whose output
  * partition (id hash, scoped entity key hash: unify_out_part()) it owns; it
  * skips the others.  N processes read the inputs N times: the chosen
  * trade-off against a repartition topic (one more write and read of
@@ -30,55 +30,55 @@
  * Positions are per (input partition i, output partition p): struct
  * uinput's opos/cpos.  An input partition is fetched from the smallest
  * position over the owned p, and a record for p at offset o is decided
- * iff p is owned and o >= opos[i][p] (unify_so_filter()).  A p with no stored
+ * iff p is owned and o >= opos[i][p] (unify_scale_filter()).  A p with no stored
  * position starts at the input's beginning, as a new input does.
  *
  * Transactions: the output records and the changelog records of the
- * decisions (unify_so_decided()) go out in the owner's transaction; at least
- * every scale_out.commit_interval (unify_so_commit()) the positions that moved
+ * decisions (unify_scale_decided()) go out in the owner's transaction; at least
+ * every scale_out.commit_interval (unify_scale_commit()) the positions that moved
  * go to the changelog and the transaction commits with the offsets of
  * every owned work partition (the fence, KIP-447).  Only then does the
  * decider store the decisions in RocksDB (the transaction filled one
  * epoch, stored by settle).  An aborted transaction drops them (ops->drop)
- * and the inputs go back to the committed positions (so_redo()); a
+ * and the inputs go back to the committed positions (scale_redo()); a
  * fenced one, or partitions revoked by a rebalance, the same, and what
  * the group gives next is restored.  Before a rebalance takes the
- * partitions, the open transaction is committed (unify_so_revoking(): the
+ * partitions, the open transaction is committed (unify_scale_revoking(): the
  * assignment's metadata still fences then); a member the group already
  * moved on from finds its transaction refused and aborted.
  *
- * Changelogs (unify_so_state_topic(), format in replicator_int.h), partitioned
+ * Changelogs (unify_scale_state_topic(), format in replicator_int.h), partitioned
  * as the output.  The state topic (compacted) holds the winners and
  * positions; the ids topic (dedup topics only) the ids, deleted by the
  * broker once they are older than unify.window and a margin, so that it
  * holds about one window of ids, not every id ever delivered.
  *
- * Restore (unify_so_restore()): on gaining partitions, each newly owned output
+ * Restore (unify_scale_restore()): on gaining partitions, each newly owned output
  * partition's changelog partitions (ones it had before a clean
- * revocation, and that nobody wrote since, are kept: unify_so_kept()) are read
+ * revocation, and that nobody wrote since, are kept: unify_scale_kept()) are read
  * from their beginning to their end, the state topic's first
  * (changelog_read(): read_committed, and the end waits for a transaction
  * a dead owner left open) and folded into the decider (ops->restore:
  * ids and winners, additive) and the positions; ids decided before the
  * window's start are skipped, as the decider would drop them.  A
  * partition whose changelog holds no position while its output holds
- * records was written by a single unify_process (the site ran without
- * scale-out): its state is rebuilt from the output instead (unify_so_seed()).
+ * records was written by a single process (the site ran without
+ * scale-out): its state is rebuilt from the output instead (unify_scale_seed()).
  * The local RocksDB is a cache: decisions reach it only after their
  * transaction committed.
  * The machinery for exactly once without transactions (the start-up
  * scan of the output, the replay set) is not used.
  */
 
-#define SO_DRAIN_MS 10000
+#define SCALE_DRAIN_MS 10000
 
-bool unify_so_owns(const aagw_unify_t *u, int32_t p) {
+bool unify_scale_owns(const aagw_unify_t *u, int32_t p) {
         return u->owner && owner_owned(u->owner, p % u->work_parts);
 }
 
-bool unify_so_owns_any(const aagw_unify_t *u, const struct utopic *ut) {
+bool unify_scale_owns_any(const aagw_unify_t *u, const struct utopic *ut) {
         for (int32_t p = 0; p < ut->out_parts; p++)
-                if (unify_so_owns(u, p))
+                if (unify_scale_owns(u, p))
                         return true;
         return false;
 }
@@ -109,7 +109,7 @@ int unify_opos_fit(const struct utopic *ut, struct uinput *ui) {
 
 /* Every input of 'ut' fetched from the smallest position of the owned
  * output partitions (-1: the beginning). */
-void unify_so_positions(aagw_unify_t *u, struct utopic *ut) {
+void unify_scale_positions(aagw_unify_t *u, struct utopic *ut) {
         for (size_t k = 0; k < ut->nin; k++) {
                 struct uinput *ui = ut->in[k];
                 if (unify_opos_fit(ut, ui)) {
@@ -121,7 +121,7 @@ void unify_so_positions(aagw_unify_t *u, struct utopic *ut) {
                         for (int32_t p = 0; p < ut->out_parts; p++) {
                                 int64_t v =
                                     ui->opos[(size_t)i * ut->out_parts + p];
-                                if (unify_so_owns(u, p) && v < lo)
+                                if (unify_scale_owns(u, p) && v < lo)
                                         lo = v;
                         }
                         ui->next[i]  = lo == INT64_MAX ? -1 : lo;
@@ -131,7 +131,7 @@ void unify_so_positions(aagw_unify_t *u, struct utopic *ut) {
 }
 
 /* "clicks.unified 0,3; views.unified 1" and the count, for /status. */
-void unify_so_publish(aagw_unify_t *u) {
+void unify_scale_publish(aagw_unify_t *u) {
         char    buf[sizeof(u->owned)];
         size_t  n   = 0;
         int32_t cnt = 0;
@@ -145,7 +145,7 @@ void unify_so_publish(aagw_unify_t *u) {
                                       n ? "; " : "", ut->out);
                 bool any = false;
                 for (int32_t p = 0; p < ut->out_parts && n < sizeof(buf); p++)
-                        if (unify_so_owns(u, p)) {
+                        if (unify_scale_owns(u, p)) {
                                 n += (size_t)snprintf(buf + n,
                                                       sizeof(buf) - n, "%s%d",
                                                       any ? "," : "", (int)p);
@@ -165,8 +165,8 @@ void unify_so_publish(aagw_unify_t *u) {
 /* Wait for the delivery report of every record produced (after a commit
  * or an abort), so that none reaches an epoch the decider reused.
  * Returns 0, or -1 (the stage fails). */
-static int so_drain(aagw_unify_t *u) {
-        int64_t deadline = aagw_mono_ms() + SO_DRAIN_MS;
+static int scale_drain(aagw_unify_t *u) {
+        int64_t deadline = aagw_mono_ms() + SCALE_DRAIN_MS;
 
         while (atomic_load(&u->inflight) > 0 && aagw_mono_ms() < deadline)
                 rd_kafka_poll(u->out_producer, 10);
@@ -174,7 +174,7 @@ static int so_drain(aagw_unify_t *u) {
                 ufail(u, "member %s: %" PRId64 " records without a delivery "
                          "report %d s after their transaction ended",
                       u->conf.scale_out->member, atomic_load(&u->inflight),
-                      SO_DRAIN_MS / 1000);
+                      SCALE_DRAIN_MS / 1000);
                 return -1;
         }
         return 0;
@@ -182,7 +182,7 @@ static int so_drain(aagw_unify_t *u) {
 
 /* Unassign the inputs and drop what their queue holds (records fetched
  * from positions no longer wanted), then assign them afresh. */
-void unify_so_reassign(aagw_unify_t *u) {
+void unify_scale_reassign(aagw_unify_t *u) {
         rd_kafka_message_t *msgs[256];
         ssize_t             n;
 
@@ -195,12 +195,12 @@ void unify_so_reassign(aagw_unify_t *u) {
 
 /* The open transaction is gone (aborted, fenced): forget its decisions
  * and go back to the committed positions. */
-static void so_redo(aagw_unify_t *u) {
+static void scale_redo(aagw_unify_t *u) {
         u->tx.open   = false;
         u->txn_stubs = 0;
         if (refused_count(u->tx.refused))
-                refused_each(u->tx.refused, unify_so_refused_keep, NULL);
-        if (so_drain(u))
+                refused_each(u->tx.refused, unify_scale_refused_keep, NULL);
+        if (scale_drain(u))
                 return;
         u->tx.broken = false;
         if (u->ops->drop(u->st)) {
@@ -221,13 +221,13 @@ static void so_redo(aagw_unify_t *u) {
                                (size_t)ui->opos_parts * ut->out_parts *
                                    sizeof(*ui->opos));
                 }
-                unify_so_positions(u, ut);
+                unify_scale_positions(u, ut);
         }
-        unify_so_reassign(u);
+        unify_scale_reassign(u);
 }
 
 /* What a transaction step's result means for the stage. */
-static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
+static void scale_result(aagw_unify_t *u, owner_result_t r, const char *err) {
         const char *member = u->conf.scale_out->member;
 
         switch (r) {
@@ -239,7 +239,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
                          "unify@%s: member %s: %s; redoing from the last "
                          "committed positions",
                          u->site, member, err);
-                so_redo(u);
+                scale_redo(u);
                 return;
         case AAGW_OWNER_FENCED:
                 INC(u->tx.fenced);
@@ -248,7 +248,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
                          "transaction (%" PRId64 " output records) is "
                          "visible, what the group gives it next is restored",
                          u->site, member, err, u->txn_records);
-                so_redo(u);
+                scale_redo(u);
                 return;
         case AAGW_OWNER_FATAL:
                 stage_txn_fatal(&u->tx, err);
@@ -256,7 +256,7 @@ static void so_result(aagw_unify_t *u, owner_result_t r, const char *err) {
         }
 }
 
-int unify_so_begin(aagw_unify_t *u) {
+int unify_scale_begin(aagw_unify_t *u) {
         char err[512];
 
         if (u->tx.open)
@@ -267,16 +267,16 @@ int unify_so_begin(aagw_unify_t *u) {
                 return 0;
         }
         if (r != AAGW_OWNER_FATAL)
-                so_result(u, r, err);
+                scale_result(u, r, err);
         return -1;
 }
 
 /* The transactional producer refused a record: the transaction is in
  * an abortable state (librdkafka 2.0.2 after an abort that purged
  * records: "skipped sequence numbers ... requires epoch bump"), and only
- * an abort gets it going again.  The next unify_so_commit() aborts and redoes
- * (unify_so_poll() runs it at once). */
-void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
+ * an abort gets it going again.  The next unify_scale_commit() aborts and redoes
+ * (unify_scale_poll() runs it at once). */
+void unify_scale_refused(aagw_unify_t *u, const char *topic, int32_t p,
                       rd_kafka_resp_err_t err) {
         if (!u->tx.broken)
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
@@ -293,7 +293,7 @@ void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
  * again, it would be refused at every redo.  So each refusal for good
  * (replicator_refused_for_good()) is remembered by the record's input
  * coordinates (refused.c), and the redo writes its stand-in
- * (unify_produce_stub(), as single-unify_process mode does) in its place: the
+ * (unify_produce_stub(), as single-process mode does) in its place: the
  * decision stands (the changelog says delivered, ops->acked on the
  * stand-in's acknowledgement), the output holds one record for it.
  * The broker refuses a batch, not a record, so the refused batch's
@@ -301,13 +301,13 @@ void unify_so_refused(aagw_unify_t *u, const char *topic, int32_t p,
  * output record in flight, its answer awaited).  Refused alone, it is
  * too large for good (the next redo writes its stand-in); acknowledged,
  * it is forgotten.  A refusal other than the size, or of a stand-in,
- * fails the stage, as in single-unify_process mode.  A record over the
+ * fails the stage, as in single-process mode.  A record over the
  * producer's own message.max.bytes is refused by producev() before it is
  * sent: its stand-in goes at once, no abort.  Stand-ins are counted
  * (oversized) when their transaction commits.
  */
 
-void unify_so_refusal(aagw_unify_t *u, struct token *tok,
+void unify_scale_refusal(aagw_unify_t *u, struct token *tok,
                       const rd_kafka_message_t *m) {
         const rd_kafka_message_t *src = tok->base.src;
         const char               *in  = rd_kafka_topic_name(src->rkt);
@@ -356,7 +356,7 @@ void unify_so_refusal(aagw_unify_t *u, struct token *tok,
 
 /* Serve delivery reports until at most 'until' output records are in
  * flight (STAGE_ALONE_MS at most). */
-void unify_so_settle(aagw_unify_t *u, int64_t until) {
+void unify_scale_settle(aagw_unify_t *u, int64_t until) {
         stage_settle(u->out_producer, &u->inflight, until, STAGE_ALONE_MS,
                      &u->ctl.stop, NULL);
 }
@@ -364,19 +364,19 @@ void unify_so_settle(aagw_unify_t *u, int64_t until) {
 /* refused_each() at a commit: its stand-ins are in; an output partition
  * no longer owned is another member's to find out.  At an abort (arg
  * NULL): its stand-ins go again. */
-bool unify_so_refused_keep(void *arg, struct refused_rec *r) {
+bool unify_scale_refused_keep(void *arg, struct refused_rec *r) {
         aagw_unify_t *u = arg;
 
         if (!u) {
                 r->resolved = false;
                 return true;
         }
-        return !r->resolved && unify_so_owns(u, r->out_part);
+        return !r->resolved && unify_scale_owns(u, r->out_part);
 }
 
 /* Produce one changelog record into the open transaction: an id into
  * the ids topic, the others into the state topic. */
-int unify_so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
+int unify_scale_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
                    const struct changelog_rec *c) {
         uint8_t             key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
         size_t              klen, vlen;
@@ -395,15 +395,15 @@ int unify_so_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
                 rd_kafka_poll(u->out_producer, 10);
         if (err) {
                 if (!atomic_load(&u->ctl.stop))
-                        unify_so_refused(u, id ? ut->ids : ut->state, p, err);
+                        unify_scale_refused(u, id ? ut->ids : ut->state, p, err);
                 return -1;
         }
         return 0;
 }
 
-/* Keep only the records whose output partition this unify_process owns, at
+/* Keep only the records whose output partition this process owns, at
  * or past that partition's position.  Returns how many are left. */
-size_t unify_so_filter(aagw_unify_t *u, size_t nr) {
+size_t unify_scale_filter(aagw_unify_t *u, size_t nr) {
         size_t kept = 0;
 
         for (size_t k = 0; k < nr; k++) {
@@ -417,7 +417,7 @@ size_t unify_so_filter(aagw_unify_t *u, size_t nr) {
                         ufail(u, "out of memory");
                         return 0;
                 }
-                if (!ut->restored || !unify_so_owns(u, p) ||
+                if (!ut->restored || !unify_scale_owns(u, p) ||
                     r->offset < it->ui->opos[(size_t)r->partition *
                                                  ut->out_parts + p]) {
                         it->state = 1;
@@ -433,7 +433,7 @@ size_t unify_so_filter(aagw_unify_t *u, size_t nr) {
 }
 
 /* The changelog record of an accepted decision, into the transaction. */
-int unify_so_decided(aagw_unify_t *u, struct item *it,
+int unify_scale_decided(aagw_unify_t *u, struct item *it,
                      const struct aagw_unify_rec *r, int64_t now) {
         struct changelog_rec c;
 
@@ -452,13 +452,13 @@ int unify_so_decided(aagw_unify_t *u, struct item *it,
                 memcpy(c.id, r->prov->id, r->prov->id_len);
                 c.id[r->prov->id_len] = '\0';
         }
-        return unify_so_state(u, it->ut, unify_out_part(it->ut, r), &c);
+        return unify_scale_state(u, it->ut, unify_out_part(it->ut, r), &c);
 }
 
 /* Commit the open transaction (opening one if positions moved): the
  * positions that moved go to the changelog first.  Returns 0, or -1 if
  * the stage failed. */
-int unify_so_commit(aagw_unify_t *u) {
+int unify_scale_commit(aagw_unify_t *u) {
         struct changelog_rec c;
         char                 err[512];
         bool                 moved = false;
@@ -476,7 +476,7 @@ int unify_so_commit(aagw_unify_t *u) {
                         for (int32_t i = 0; i < ui->nparts && !moved; i++)
                                 for (int32_t p = 0; p < ut->out_parts; p++) {
                                         size_t  x = (size_t)i * ut->out_parts + p;
-                                        if (unify_so_owns(u, p) && ui->next[i] >= 0 &&
+                                        if (unify_scale_owns(u, p) && ui->next[i] >= 0 &&
                                             ui->next[i] > ui->cpos[x])
                                                 moved = true;
                                 }
@@ -484,16 +484,16 @@ int unify_so_commit(aagw_unify_t *u) {
         }
         if (u->tx.broken) {
                 /* A record went wrong in it (unify_on_delivery(),
-                 * unify_so_refused()). */
+                 * unify_scale_refused()). */
                 if (stage_txn_abort(&u->tx, err, sizeof(err)) == AAGW_OWNER_OK)
-                        so_result(u, AAGW_OWNER_ABORTED,
+                        scale_result(u, AAGW_OWNER_ABORTED,
                                   "a record of the transaction failed; "
                                   "transaction aborted");
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         }
         if (!moved && !u->tx.open)
                 return 0;
-        if (unify_so_begin(u))
+        if (unify_scale_begin(u))
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         c.kind = CHANGELOG_POS;
         for (size_t t = 0; t < u->ntopics; t++) {
@@ -506,32 +506,32 @@ int unify_so_commit(aagw_unify_t *u) {
                         for (int32_t i = 0; i < ui->nparts; i++)
                                 for (int32_t p = 0; p < ut->out_parts; p++) {
                                         size_t x = (size_t)i * ut->out_parts + p;
-                                        if (!unify_so_owns(u, p) || ui->next[i] < 0 ||
+                                        if (!unify_scale_owns(u, p) || ui->next[i] < 0 ||
                                             ui->next[i] <= ui->cpos[x])
                                                 continue;
                                         if (ui->next[i] > ui->opos[x])
                                                 ui->opos[x] = ui->next[i];
                                         c.partition = i;
                                         c.offset    = ui->opos[x];
-                                        if (unify_so_state(u, ut, p, &c))
+                                        if (unify_scale_state(u, ut, p, &c))
                                                 return -1;
                                 }
                 }
         }
         if (u->tx.broken)
-                return unify_so_commit(u); /* (a position refused) */
+                return unify_scale_commit(u); /* (a position refused) */
         owner_result_t r = stage_txn_commit(&u->tx, err, sizeof(err));
         if (r != AAGW_OWNER_OK) {
                 if (r != AAGW_OWNER_FATAL)
-                        so_result(u, r, err);
+                        scale_result(u, r, err);
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         }
         /* Its stand-ins are in the output. */
         ADD(u->oversized, u->txn_stubs);
         u->txn_stubs = 0;
         if (refused_count(u->tx.refused))
-                refused_each(u->tx.refused, unify_so_refused_keep, u);
-        if (so_drain(u))
+                refused_each(u->tx.refused, unify_scale_refused_keep, u);
+        if (scale_drain(u))
                 return -1;
         if (u->tx.broken) {
                 /* Acknowledged without an offset inside a committed
@@ -540,7 +540,7 @@ int unify_so_commit(aagw_unify_t *u) {
                  * the output cannot be told; stop rather than guess. */
                 ufail(u, "member %s: a record of a committed transaction "
                          "was acknowledged without an offset; restart the "
-                         "unify_process (its partitions are restored from the "
+                         "process (its partitions are restored from the "
                          "changelog)",
                       u->conf.scale_out->member);
                 return -1;
@@ -573,7 +573,7 @@ int unify_so_commit(aagw_unify_t *u) {
 /* ------------------------------------------ SCALE-OUT: MEMBERSHIP --- */
 
 /* owner.c: partitions gained (an assignment). */
-static void so_gained(void *opaque,
+static void scale_gained(void *opaque,
                       const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u = opaque;
 
@@ -592,22 +592,22 @@ static void so_gained(void *opaque,
 
 /* owner.c: a rebalance is about to take every owned partition: commit
  * what the open transaction holds while the assignment still fences (a
- * member the group moved on from is refused: FENCED, and so_lost()
+ * member the group moved on from is refused: FENCED, and scale_lost()
  * runs). */
-void unify_so_revoking(void *opaque,
+void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u = opaque;
         (void)parts;
         if (u->tx.open && !u->tx.need_renew)
-                unify_so_commit(u);
+                unify_scale_commit(u);
         /* Committed, and still the owner (a fenced commit lost all). */
         if (!u->tx.open && !u->tx.need_renew && !atomic_load(&u->ctl.stop) &&
             owner_partitions(u->owner)->cnt)
-                unify_so_kept_note(u);
+                unify_scale_kept_note(u);
 }
 
 /* owner.c: partitions lost (revoked, or fenced): stop writing at once. */
-static void so_lost(void *opaque,
+static void scale_lost(void *opaque,
                     const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u       = opaque;
         bool          open    = u->tx.open;
@@ -616,9 +616,9 @@ static void so_lost(void *opaque,
 
         if (!u->lost_ms)
                 u->lost_ms = aagw_mono_ms();
-        /* Only a clean revocation right after unify_so_revoking() keeps. */
+        /* Only a clean revocation right after unify_scale_revoking() keeps. */
         if (!u->kept_pending)
-                unify_so_kept_clear(u);
+                unify_scale_kept_clear(u);
         u->kept_pending = false;
         if (u->tx.open) {
                 if (stage_txn_abort(&u->tx, err, sizeof(err)) !=
@@ -642,7 +642,7 @@ static void so_lost(void *opaque,
                  "inputs wait for the next assignment",
                  u->site, u->conf.scale_out->member, parts->cnt, u->work,
                  what);
-        if (so_drain(u))
+        if (scale_drain(u))
                 return;
         u->tx.broken = false;
         if (u->ops->drop(u->st)) {
@@ -653,7 +653,7 @@ static void so_lost(void *opaque,
                 u->topics[t]->restored = false;
         rd_kafka_assign(u->consumer, NULL);
         u->sb_reassign = true;
-        unify_so_publish(u);
+        unify_scale_publish(u);
 }
 
 /* Make the changelog topics of 'ut' if missing, both with as many
@@ -665,10 +665,10 @@ static void so_lost(void *opaque,
  * stage goes on with a warning while no id inside the window can be
  * lost (or the settings cannot be read), and fails otherwise.  Returns 0, or -1 (tried again at the next
  * discovery; the stage fails if the cluster refused). */
-static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+static int scale_ids_topic(aagw_unify_t *u, struct utopic *ut,
                         const struct rd_kafka_metadata *md);
 
-int unify_so_state_topic(aagw_unify_t *u, struct utopic *ut,
+int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut,
                          const struct rd_kafka_metadata *md) {
         static const char *const conf[] = {"cleanup.policy", "compact", NULL};
         char                     err[1024];
@@ -712,13 +712,13 @@ int unify_so_state_topic(aagw_unify_t *u, struct utopic *ut,
         } else if (have != ut->out_parts) {
                 ufail(u, "changelog %s has %d partitions, its output %s %d: "
                          "they must match (delete the changelog only with "
-                         "every unify_process of the site stopped)",
+                         "every process of the site stopped)",
                       ut->state, have, ut->out, ut->out_parts);
                 return -1;
         }
         if (ut->mode != AAGW_UNIFY_DEDUP) {
                 ut->ids[0] = '\0'; /* (lww: winners only) */
-        } else if (so_ids_topic(u, ut, md)) {
+        } else if (scale_ids_topic(u, ut, md)) {
                 return -1;
         }
         if ((!ut->state_rkt &&
@@ -736,8 +736,8 @@ int unify_so_state_topic(aagw_unify_t *u, struct utopic *ut,
         return 0;
 }
 
-/* unify_so_state_topic() for the ids topic of a dedup topic 'ut'. */
-static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
+/* unify_scale_state_topic() for the ids topic of a dedup topic 'ut'. */
+static int scale_ids_topic(aagw_unify_t *u, struct utopic *ut,
                         const struct rd_kafka_metadata *md) {
         char err[1024];
         int  have = replicator_md_partitions(md, ut->ids);
@@ -745,7 +745,7 @@ static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
         if (have >= 0 && have != ut->out_parts) {
                 ufail(u, "changelog %s has %d partitions, its output %s %d: "
                          "they must match (delete the changelog only with "
-                         "every unify_process of the site stopped)",
+                         "every process of the site stopped)",
                       ut->ids, have, ut->out, ut->out_parts);
                 return -1;
         }
@@ -803,10 +803,10 @@ static int so_ids_topic(aagw_unify_t *u, struct utopic *ut,
         return 0;
 }
 
-/* This unify_process's owner: its membership and transactional producer
+/* This process's owner: its membership and transactional producer
  * (group, transactional.id from the gateway id, site and member).
  * Returns 0, or -1 (the stage failed). */
-static int so_owner(aagw_unify_t *u) {
+static int scale_owner(aagw_unify_t *u) {
         const struct aagw_scale_out *so = u->conf.scale_out;
         const char *group = u->owners_group;
         char                         txn_id[AAGW_TOPIC_MAX + 64];
@@ -822,9 +822,9 @@ static int so_owner(aagw_unify_t *u) {
                                 .session_timeout_ms   = so->session_timeout_ms,
                                 .max_poll_interval_ms = so->session_timeout_ms,
                                 .txn_timeout_ms       = so->txn_timeout_ms,
-                                .on_gained            = so_gained,
-                                .on_lost              = so_lost,
-                                .on_revoking          = unify_so_revoking,
+                                .on_gained            = scale_gained,
+                                .on_lost              = scale_lost,
+                                .on_revoking          = unify_scale_revoking,
                                 .opaque               = u};
         if (!(u->owner = stage_txn_join(&u->tx, &oc, &u->delivery)))
                 return -1;
@@ -840,7 +840,7 @@ static int so_owner(aagw_unify_t *u) {
 
 /* Join the site's unify owners: the work topic, the owner.  Returns 0,
  * or -1 (the stage failed). */
-int unify_so_start(aagw_unify_t *u) {
+int unify_scale_start(aagw_unify_t *u) {
         const struct aagw_scale_out *so = u->conf.scale_out;
         char              err[512];
         int               rc;
@@ -896,7 +896,7 @@ int unify_so_start(aagw_unify_t *u) {
                          u->site, u->work, rc, (int)u->work_parts);
                 u->work_parts = rc;
         }
-        return so_owner(u);
+        return scale_owner(u);
 }
 
 /* stage_txn_renew()'s steps for the stage: what was in flight drained,
@@ -907,9 +907,9 @@ int unify_so_start(aagw_unify_t *u) {
 static int renew_detach(void *arg) {
         aagw_unify_t *u = arg;
 
-        if (so_drain(u))
+        if (scale_drain(u))
                 return -1;
-        unify_so_kept_clear(u);
+        unify_scale_kept_clear(u);
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 if (ut->out_rkt)
@@ -943,20 +943,20 @@ static int renew_attach(void *arg, rd_kafka_t *producer) {
                         return -1;
                 }
         }
-        so_redo(u);
+        scale_redo(u);
         return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
 }
 
 /* A new transactional producer after stage_txn_fatal() (the membership
  * and what it owns stay).  Returns 0, or -1 (the stage failed). */
-int unify_so_renew(aagw_unify_t *u) {
+int unify_scale_renew(aagw_unify_t *u) {
         return stage_txn_renew(&u->tx, u->out_producer, renew_detach,
                                renew_attach, u);
 }
 
 /* One turn of the owner's side in the stage's loop: membership,
  * restore, the commit due.  Returns 0, or -1 if the stage failed. */
-int unify_so_poll(aagw_unify_t *u) {
+int unify_scale_poll(aagw_unify_t *u) {
         char    err[512];
         int64_t now;
 
@@ -966,7 +966,7 @@ int unify_so_poll(aagw_unify_t *u) {
         }
         if (u->tx.need_renew)
                 return 0; /* the stage's loop renews the producer first */
-        if (u->need_restore && unify_so_restore(u))
+        if (u->need_restore && unify_scale_restore(u))
                 return -1;
         if (u->standby && unify_sb_poll(u))
                 return -1;
@@ -976,7 +976,7 @@ int unify_so_poll(aagw_unify_t *u) {
                      : 200;
         if (now - (u->tx.open ? u->tx.begun_ms : u->last_commit_ms) >= iv) {
                 u->last_commit_ms = now;
-                return unify_so_commit(u);
+                return unify_scale_commit(u);
         }
         return 0;
 }
@@ -984,7 +984,7 @@ int unify_so_poll(aagw_unify_t *u) {
 /* The stage loop's side of it (stage_commit). */
 
 static int scale_start(void *arg) {
-        return unify_so_start(arg);
+        return unify_scale_start(arg);
 }
 
 static int scale_round(void *arg) {
@@ -993,10 +993,10 @@ static int scale_round(void *arg) {
         if (u->tx.need_renew) {
                 /* The wait holds the old producer's queue. */
                 stage_unwait(&u->stage);
-                if (unify_so_renew(u))
+                if (unify_scale_renew(u))
                         return -1;
         }
-        return unify_so_poll(u) ? -1 : 1;
+        return unify_scale_poll(u) ? -1 : 1;
 }
 
 static int scale_after(void *arg) {
@@ -1011,10 +1011,10 @@ static void scale_finish(void *arg) {
 
         if (atomic_load(&u->ctl.state) != AAGW_FLOW_FAILED && u->owner &&
             !u->tx.need_renew)
-                unify_so_commit(u);
+                unify_scale_commit(u);
 }
 
-const struct stage_commit unify_scale_commit = {.start  = scale_start,
+const struct stage_commit unify_commit_scale = {.start  = scale_start,
                                                 .round  = scale_round,
                                                 .after  = scale_after,
                                                 .finish = scale_finish};

@@ -506,7 +506,7 @@ void unify_reassign(aagw_unify_t *u) {
                         continue;
                 /* Scale-out: only a topic whose owned partitions are
                  * restored, from the positions the restore set. */
-                if (u->scale && (!ut->restored || !unify_so_owns_any(u, ut)))
+                if (u->scale && (!ut->restored || !unify_scale_owns_any(u, ut)))
                         continue;
                 for (size_t i = 0; i < ut->nin; i++) {
                         struct uinput *ui = ut->in[i];
@@ -744,7 +744,7 @@ static bool output_ready(aagw_unify_t *u, struct unify_job *j,
         }
         if (u->scale) {
                 ut->out_made = j->have;
-                if (!md || unify_so_state_topic(u, ut, md))
+                if (!md || unify_scale_state_topic(u, ut, md))
                         return false;
                 /* No start-up scan: with transactions, what a previous
                  * owner wrote is committed together with its changelog,

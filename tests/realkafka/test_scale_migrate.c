@@ -6,7 +6,7 @@
  * The scale-out owners find no changelog for any output partition: the
  * state the single process decided is only in its RocksDB.  Each owner
  * rebuilds a gained partition's state from the unified topic itself
- * (replicator/unify.c, so_seed(): the ids each record names, and past
+ * (replicator/unify.c, unify_scale_seed(): the ids each record names, and past
  * which input offset each input partition was delivered there) and
  * writes it to the changelogs, so that later owners restore it.
  *

@@ -266,7 +266,7 @@ static void test_scale_unify(void **state) {
         /* b comes back: a and c let go of everything (eager) and get
          * back a share in which each keeps a partition it had (the
          * roundrobin assignor over members a, b, c): that one is not
-         * read again (so_kept()). */
+         * read again (unify_scale_kept()). */
         int a_kept = rk_log_count(g[0].log, KEPT);
         int c_kept = rk_log_count(g[2].log, KEPT);
         a_done = rk_log_count(g[0].log, DONE);

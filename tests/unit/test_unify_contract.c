@@ -29,7 +29,7 @@
  * and its acknowledgements are a producer's delivery reports, so it needs
  * a cluster; tests/unify/ run it on the embedded mock.  The driver below
  * makes the stage's calls in the stage's order instead (unify_process(),
- * seal_epoch(), commit_ready(), unify_recover_output(), unify_so_commit()).
+ * seal_epoch(), commit_ready(), unify_recover_output(), unify_scale_commit()).
  */
 #include <inttypes.h>
 #include <setjmp.h>
