@@ -201,7 +201,7 @@ void flow_scale_drop(aagw_flow_t *f) {
         f->gained    = true;
 }
 
-/* Take the flow_owned source partitions this process does not copy yet:
+/* Take the owned source partitions this process does not copy yet:
  * each reconciled against the target (flow_assign_new() logs where each
  * resumed and how long finding it took). */
 static void scale_gain(aagw_flow_t *f) {
