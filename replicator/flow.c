@@ -1412,8 +1412,9 @@ fail:
 
 aagw_err_t aagw_flow_start(aagw_flow_t *f, char *errstr, size_t errstr_size) {
         stage_init(&f->stage, &flow_hooks,
-                   flow_scaled(f) ? &flow_commit_scale : &flow_commit_single, f,
-                   &f->ctl, f->name, &f->paused, 1024);
+                   flow_scaled(f) ? &flow_commit_scale : &flow_commit_single,
+                   flow_scaled(f) ? &f->tx : NULL, f, &f->ctl, f->name,
+                   &f->paused, 1024);
         int rc = pthread_create(&f->thread, NULL, stage_main, &f->stage);
         if (rc) {
                 snprintf(errstr, errstr_size, "cannot start thread: %s",
@@ -1832,7 +1833,7 @@ static void flow_finish(void *arg) {
         f->mdw = NULL;
         flow_maker_stop(f);
         f->stop_at = aagw_mono_ms();
-        f->stage.commit->finish(f);
+        stage_commit_finish(&f->stage);
         flow_drain(f, atomic_load(&f->drain_ms));
         flow_save_positions(f, true);
         for (int k = 0; k < f->nfx; k++) {
@@ -1852,16 +1853,6 @@ static void flow_finish(void *arg) {
 /* One process copies every partition: positions are stored at an
  * interval (flow_after()), and the identity lease keeps a second process
  * with the same identity from copying too. */
-static int flow_single_start(void *arg) {
-        (void)arg;
-        return 0;
-}
-
-static int flow_single_round(void *arg) {
-        (void)arg;
-        return 1;
-}
-
 static int flow_single_after(void *arg) {
         aagw_flow_t *f = arg;
 
@@ -1874,14 +1865,7 @@ static int flow_single_after(void *arg) {
         return 0;
 }
 
-static void flow_single_finish(void *arg) {
-        (void)arg;
-}
-
-const struct stage_commit flow_commit_single = {.start  = flow_single_start,
-                                         .round  = flow_single_round,
-                                         .after  = flow_single_after,
-                                         .finish = flow_single_finish};
+const struct stage_commit flow_commit_single = {.after = flow_single_after};
 
 const struct stage_hooks flow_hooks = {.start    = flow_start,
                                        .queues   = flow_queues,

@@ -434,20 +434,11 @@ static int scale_start(void *arg) {
 }
 
 static int scale_round(void *arg) {
-        aagw_flow_t *f = arg;
-
-        if (f->tx.need_renew) {
-                /* The producer's queue goes with it. */
-                stage_unwait(&f->stage);
-                if (flow_scale_renew(f))
-                        return -1;
-        }
-        return flow_scale_poll(f);
+        return flow_scale_poll(arg);
 }
 
-static int scale_after(void *arg) {
-        (void)arg;
-        return 0;
+static int scale_renew(void *arg) {
+        return flow_scale_renew(arg);
 }
 
 /* What was copied counts once committed; the owner leaves the group in
@@ -460,9 +451,9 @@ static void scale_finish(void *arg) {
 }
 
 const struct stage_commit flow_commit_scale = {.start  = scale_start,
-                                                   .round  = scale_round,
-                                                   .after  = scale_after,
-                                                   .finish = scale_finish};
+                                               .round  = scale_round,
+                                               .finish = scale_finish,
+                                               .renew  = scale_renew};
 
 bool flow_scaled(const aagw_flow_t *f) {
         return f->conf.scale_out && f->conf.scale_out->enabled;

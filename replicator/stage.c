@@ -12,16 +12,22 @@
 /* ------------------------------------------------------------- LOOP --- */
 
 void stage_init(struct stage *s, const struct stage_hooks *h,
-                const struct stage_commit *commit, void *self,
-                struct replicator_ctl *ctl, const char *name,
+                const struct stage_commit *commit, struct stage_txn *txn,
+                void *self, struct replicator_ctl *ctl, const char *name,
                 const bool *paused, size_t batch_max) {
         *s = (struct stage){.h         = h,
                             .commit    = commit,
+                            .txn       = txn,
                             .self      = self,
                             .ctl       = ctl,
                             .name      = name,
                             .paused    = paused,
                             .batch_max = batch_max};
+}
+
+void stage_commit_finish(struct stage *s) {
+        if (s->commit->finish)
+                s->commit->finish(s->self);
 }
 
 void stage_unwait(struct stage *s) {
@@ -86,11 +92,19 @@ void *stage_main(void *arg) {
                 replicator_fail(s->ctl, "out of memory");
                 return NULL;
         }
-        started = !s->commit->start(s->self) && !s->h->start(s->self);
+        const struct stage_commit *c = s->commit;
+
+        started = !(c->start && c->start(s->self)) && !s->h->start(s->self);
         while (started && !atomic_load(&s->ctl->stop)) {
+                if (s->txn && s->txn->need_renew) {
+                        /* The wait holds the old producer's queue. */
+                        stage_unwait(s);
+                        if (c->renew(s->self))
+                                break;
+                }
                 int go = s->h->round(s->self);
-                if (go >= 0)
-                        go = s->commit->round(s->self);
+                if (go >= 0 && c->round)
+                        go = c->round(s->self);
                 if (go < 0)
                         break;
                 if (!s->wait && !s->nq)
@@ -112,7 +126,7 @@ void *stage_main(void *arg) {
                         full = full || (size_t)got == cap;
                 }
                 if (s->h->after(s->self, n, full) < 0 ||
-                    s->commit->after(s->self) < 0)
+                    (c->after && c->after(s->self) < 0))
                         break;
                 int64_t now = aagw_mono_ms();
                 if (!full && !(s->paused && *s->paused) &&

@@ -67,7 +67,8 @@ struct stage_hooks {
 /* How a stage makes its progress durable: in one process (positions
  * stored and committed at an interval) or, under scale-out, in the
  * transactions of its member's producer (stage_txn).  Each stage has
- * both; it picks one at its start, and the loop asks that one. */
+ * both; it picks one at its start, and the loop asks that one.  A hook
+ * left NULL does nothing (start 0, round > 0, after 0). */
 struct stage_commit {
         /* Before the stage's own start (scale-out: the work topic, the
          * owner).  0, or -1 to end the thread. */
@@ -79,13 +80,18 @@ struct stage_commit {
          * leave the loop. */
         int (*after)(void *self);
         /* At the stop: what is done made durable; the stage's finish
-         * calls it where its drain allows. */
+         * calls it where its drain allows (stage_commit_finish()). */
         void (*finish)(void *self);
+        /* Scale-out: a new producer, once the transaction driver
+         * (struct stage's txn) needs one; the loop has dropped its wait.
+         * 0, or -1 to leave the loop. */
+        int (*renew)(void *self);
 };
 
 struct stage {
         const struct stage_hooks  *h;
         const struct stage_commit *commit;
+        struct stage_txn          *txn; /* scale-out's driver, NULL */
         void                     *self;
         struct replicator_ctl    *ctl;
         const char               *name; /* for the log: "east->west" */
@@ -100,13 +106,16 @@ struct stage {
 };
 
 void stage_init(struct stage *s, const struct stage_hooks *h,
-                const struct stage_commit *commit, void *self,
-                struct replicator_ctl *ctl, const char *name,
+                const struct stage_commit *commit, struct stage_txn *txn,
+                void *self, struct replicator_ctl *ctl, const char *name,
                 const bool *paused, size_t batch_max);
 
 /* The thread: start, the loop until the stage stops or a hook leaves it,
  * finish; state STOPPED unless it failed.  'arg' is the struct stage. */
 void *stage_main(void *arg);
+
+/* The commit's finish, if it has one (the stage's finish calls it). */
+void stage_commit_finish(struct stage *s);
 
 /* Drop the wait and the queues it holds: before a hook replaces a
  * consumer or the producer (the wait has their queues' events).  The

@@ -687,22 +687,12 @@ static void unify_finish(void *arg) {
         aagw_unify_t *u = arg;
 
         unify_discovery_stop(u);
-        u->stage.commit->finish(u);
+        stage_commit_finish(&u->stage);
 }
 
 /* One process decides every output partition: each batch is an epoch
  * (seal_epoch()), stored in RocksDB once all of its records were
  * acknowledged (commit_ready()). */
-static int single_start(void *arg) {
-        (void)arg;
-        return 0;
-}
-
-static int single_round(void *arg) {
-        (void)arg;
-        return 1;
-}
-
 static int single_after(void *arg) {
         commit_ready(arg);
         return 0;
@@ -728,10 +718,8 @@ static void single_finish(void *arg) {
         }
 }
 
-static const struct stage_commit unify_commit_single = {.start  = single_start,
-                                                 .round  = single_round,
-                                                 .after  = single_after,
-                                                 .finish = single_finish};
+static const struct stage_commit unify_commit_single = {
+    .after = single_after, .finish = single_finish};
 
 static const struct stage_hooks unify_hooks = {.start    = unify_start,
                                                .queues   = unify_queues,
@@ -842,11 +830,10 @@ fail:
 }
 
 int aagw_unify_start(aagw_unify_t *u, char *errstr, size_t errstr_size) {
+        bool scaled = u->conf.scale_out && u->conf.scale_out->enabled;
         stage_init(&u->stage, &unify_hooks,
-                   u->conf.scale_out && u->conf.scale_out->enabled
-                       ? &unify_commit_scale
-                       : &unify_commit_single,
-                   u, &u->ctl, u->who, NULL, BATCH_MAX);
+                   scaled ? &unify_commit_scale : &unify_commit_single,
+                   scaled ? &u->tx : NULL, u, &u->ctl, u->who, NULL, BATCH_MAX);
         int err = pthread_create(&u->thread, NULL, stage_main, &u->stage);
         if (err) {
                 snprintf(errstr, errstr_size, "cannot start a thread: %s",

@@ -988,20 +988,11 @@ static int scale_start(void *arg) {
 }
 
 static int scale_round(void *arg) {
-        aagw_unify_t *u = arg;
-
-        if (u->tx.need_renew) {
-                /* The wait holds the old producer's queue. */
-                stage_unwait(&u->stage);
-                if (unify_scale_renew(u))
-                        return -1;
-        }
-        return unify_scale_poll(u) ? -1 : 1;
+        return unify_scale_poll(arg) ? -1 : 1;
 }
 
-static int scale_after(void *arg) {
-        (void)arg;
-        return 0;
+static int scale_renew(void *arg) {
+        return unify_scale_renew(arg);
 }
 
 /* What the open transaction holds is committed (or aborted and redone by
@@ -1016,5 +1007,5 @@ static void scale_finish(void *arg) {
 
 const struct stage_commit unify_commit_scale = {.start  = scale_start,
                                                 .round  = scale_round,
-                                                .after  = scale_after,
-                                                .finish = scale_finish};
+                                                .finish = scale_finish,
+                                                .renew  = scale_renew};
