@@ -130,6 +130,15 @@ struct gw_demo {
         pthread_t   thr;
         bool        thr_started;
         atomic_bool gen_stop, gen_capped;
+        /* The first copy at each site (ms after started_ms, -1 not yet),
+         * seen by the watcher thread in the copies themselves. */
+        pthread_t       fc_thr;
+        bool            fc_started;
+        _Atomic int64_t first_copy_ms[SITES];
+        /* The live lines' worst replication p99: its bucket bound (ms,
+         * -1 none yet), the site and the second of its line. */
+        int64_t worst_p99_ms, worst_p99_s;
+        int     worst_p99_site;
 
         enum { ST_INIT, ST_RUN, ST_DRAIN, ST_DONE } st;
         int64_t started_ms, stopped_ms;
@@ -399,6 +408,52 @@ static void *gen_main(void *arg) {
         return NULL;
 }
 
+/* ------------------------------------------------------- FIRST COPIES --- */
+
+/* How long after the traffic started the first record reached each site
+ * through the gateway: the end offsets of the copies there (east.clicks
+ * and east.profiles at west, ...), asked through the generator's own
+ * producer of that site every 10 ms until they hold a record.  The
+ * demo's own look, not the gateway's counters. */
+static void *first_copy_main(void *arg) {
+        struct gw_demo *d    = arg;
+        int             left = SITES;
+
+        while (left > 0 && !atomic_load(&d->gen_stop)) {
+                for (int i = 0; i < SITES; i++) {
+                        rd_kafka_topic_partition_list_t *l;
+                        char                             t[64];
+                        bool                             got = false;
+
+                        if (atomic_load(&d->first_copy_ms[i]) >= 0)
+                                continue;
+                        l = rd_kafka_topic_partition_list_new(2 * PARTITIONS);
+                        for (int k = 0; k < 2; k++) {
+                                snprintf(t, sizeof(t), "%s.%s",
+                                         site_alias[1 - i],
+                                         k ? "profiles" : "clicks");
+                                for (int p = 0; p < PARTITIONS; p++)
+                                        rd_kafka_topic_partition_list_add(l, t,
+                                                                          p)
+                                            ->offset = RD_KAFKA_OFFSET_END;
+                        }
+                        if (!rd_kafka_offsets_for_times(d->s[i].rk, l, 1000))
+                                for (int k = 0; k < l->cnt; k++)
+                                        got |= !l->elems[k].err &&
+                                               l->elems[k].offset > 0;
+                        rd_kafka_topic_partition_list_destroy(l);
+                        if (got) {
+                                atomic_store(&d->first_copy_ms[i],
+                                             aagw_mono_ms() - d->started_ms);
+                                left--;
+                        }
+                }
+                struct timespec nap = {0, 10 * 1000000L};
+                nanosleep(&nap, NULL);
+        }
+        return NULL;
+}
+
 static int gen_start(struct gw_demo *d, char *err, size_t errsize) {
         for (int i = 0; i < SITES; i++) {
                 struct site     *s = &d->s[i];
@@ -428,13 +483,19 @@ static int gen_start(struct gw_demo *d, char *err, size_t errsize) {
                 return -1;
         }
         d->thr_started = true;
+        /* (Without it the summary says the first copies were not seen.) */
+        d->fc_started = !pthread_create(&d->fc_thr, NULL, first_copy_main, d);
         return 0;
 }
 
 static void gen_stop(struct gw_demo *d) {
+        atomic_store(&d->gen_stop, true);
+        if (d->fc_started) {
+                pthread_join(d->fc_thr, NULL);
+                d->fc_started = false;
+        }
         if (!d->thr_started)
                 return;
-        atomic_store(&d->gen_stop, true);
         pthread_join(d->thr, NULL);
         d->thr_started = false;
 }
@@ -507,6 +568,21 @@ static const char *quantile(const uint64_t *b, int q, char *buf, size_t size) {
         return buf;
 }
 
+/* The upper bound (ms) of the bucket holding quantile 'q' (percent) of
+ * the counts 'b'; -1 without samples, INT64_MAX past the last bound. */
+static int64_t quantile_ms(const uint64_t *b, int q) {
+        uint64_t n = 0, cum = 0, need;
+        for (int k = 0; k < AAGW_LAT_BUCKETS; k++)
+                n += b[k];
+        if (!n)
+                return -1;
+        need = (n * (uint64_t)q + 99) / 100;
+        for (int k = 0; k < AAGW_LAT_BUCKETS - 1; k++)
+                if ((cum += b[k]) >= need)
+                        return aagw_lat_bounds_ms[k];
+        return INT64_MAX;
+}
+
 /* The live line of site 'i': latency over the last second (the histogram
  * since the previous line). */
 static void live_line(struct gw_demo *d, const struct gw_engine_view *v, int i,
@@ -519,6 +595,12 @@ static void live_line(struct gw_demo *d, const struct gw_engine_view *v, int i,
         for (int b = 0; b < AAGW_LAT_BUCKETS; b++) {
                 win[b]              = fg.lat[b] - d->s[i].lat_prev[b];
                 d->s[i].lat_prev[b] = fg.lat[b];
+        }
+        int64_t w = quantile_ms(win, 99);
+        if (d->st == ST_RUN && w > d->worst_p99_ms) {
+                d->worst_p99_ms   = w;
+                d->worst_p99_s    = (now - d->started_ms) / 1000;
+                d->worst_p99_site = i;
         }
         fprintf(d->out,
                 "[%3" PRId64 "s] %-4s produced %7" PRIu64
@@ -1018,6 +1100,28 @@ static void summary(struct gw_demo *d, const struct gw_engine_view *v,
                         quantile(fg.lat, 50, p50, sizeof(p50)),
                         quantile(fg.lat, 99, p99, sizeof(p99)));
         }
+        fprintf(d->out, "timing: first copy");
+        for (int i = 0; i < SITES; i++) {
+                int64_t fc = atomic_load(&d->first_copy_ms[i]);
+                if (fc >= 0)
+                        fprintf(d->out, "%s at %s %.2f s", i ? "," : "",
+                                site_alias[i], (double)fc / 1000.0);
+                else
+                        fprintf(d->out, "%s at %s not seen", i ? "," : "",
+                                site_alias[i]);
+        }
+        fprintf(d->out, " after the traffic started; worst per-second "
+                        "replication p99 ");
+        if (d->worst_p99_ms < 0)
+                fprintf(d->out, "-\n");
+        else if (d->worst_p99_ms == INT64_MAX)
+                fprintf(d->out, ">%" PRId64 "ms (%s, [%3" PRId64 "s])\n",
+                        aagw_lat_bounds_ms[AAGW_LAT_BUCKETS - 2],
+                        site_alias[d->worst_p99_site], d->worst_p99_s);
+        else
+                fprintf(d->out, "<=%" PRId64 "ms (%s, [%3" PRId64 "s])\n",
+                        d->worst_p99_ms, site_alias[d->worst_p99_site],
+                        d->worst_p99_s);
         if (!was_idle) {
                 fprintf(d->out,
                         "FAIL idle: not idle %d s after the generator "
@@ -1216,6 +1320,9 @@ gw_demo_t *gw_demo_new(aagw_config_t *cfg, int duration_s, FILE *out, char *err,
         d->duration_s     = duration_s;
         d->out            = out;
         d->contended_user = -1;
+        d->worst_p99_ms   = -1;
+        for (int i = 0; i < SITES; i++)
+                atomic_store(&d->first_copy_ms[i], -1);
         d->seed           = (unsigned)aagw_wall_ms();
         for (int i = 0; i < SITES; i++)
                 d->s[i].alias = site_alias[i];

@@ -130,8 +130,9 @@ struct ttrack {
                                               again (a seek failed) */
         /* For reconciliation (flow_positions.c): the reader and the end
          * probe know the copy (replicator_prime_topic()); the copy grew
-         * since, and the reader is to learn its new partitions. */
-        atomic_bool         primed, reader_stale;
+         * since, and the reader is to learn its new partitions; the
+         * source consumers know the topic (source_prime()). */
+        atomic_bool         primed, reader_stale, src_primed;
         uint32_t            hash; /* XXH32 of the topic (flow_work_of()) */
 };
 
@@ -140,6 +141,8 @@ struct ttrack {
 #define FLOW_RECON_KEEP INT64_MIN /* out_next, hi_seen: unchanged */
 struct flow_recon {
         int64_t  next; /* an offset, or RD_KAFKA_OFFSET_BEGINNING */
+        int64_t  fetch_from; /* where the consumer starts: 'next', or for
+                                the beginning the log start if known */
         int64_t  out_next, hi_seen;
         bool     stored; /* the new start is stored (a recreated target) */
         uint64_t resets, truncations, truncated_records, target_resets;
@@ -502,8 +505,8 @@ void flow_reconciler_stop(aagw_flow_t *f);
  * flow thread, where its transactions are): reconcile in place. */
 bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release);
 
-/* The answers given since the last call, a list the caller frees; NULL
- * if none. */
+/* The answers told since the last call (a topic's at once), a list the
+ * caller frees; NULL if none. */
 struct flow_recon_job *flow_recon_take(aagw_flow_t *f);
 
 /* Set what an answer found in 'pt' and in the flow's counters (flow

@@ -460,6 +460,7 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
                                 break;
                         tt->active = false;
                         atomic_store(&tt->primed, false);
+                        atomic_store(&tt->src_primed, false);
                         atomic_fetch_sub(&f->ntopics_active, 1);
                         changed    = true;
                 }
@@ -695,7 +696,7 @@ void flow_reconciled(aagw_flow_t *f) {
                         release_noted(f, pt, j->ans.next);
                 rd_kafka_topic_partition_list_add(j->release ? rel : l,
                                                   tt->topic, pt->partition)
-                    ->offset = j->ans.next;
+                    ->offset = j->ans.fetch_from;
                 free(j);
         }
         assign_start(f, l, none);

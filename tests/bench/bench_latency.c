@@ -688,11 +688,18 @@ static int measure(const struct env *e, int run, int rate, enum meas m,
                 goto out;
         }
         if (o->keep) {
-                /* Per record: index, latency (ms), for a look at stalls. */
+                /* Per record: index, latency (ms) and when it was sent
+                 * (wall clock, ms: the replicator's log lines have it),
+                 * for a look at stalls. */
+                struct timespec wall;
+                clock_gettime(CLOCK_REALTIME, &wall);
+                double to_wall =
+                    (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 - now_s();
                 snprintf(buf, sizeof(buf), "%s.lat", out);
                 FILE *lf = fopen(buf, "w");
                 for (long i = lo; lf && i < hi; i++)
-                        fprintf(lf, "%ld %.3f\n", i, c.lat_ms[i]);
+                        fprintf(lf, "%ld %.3f %.3f\n", i, c.lat_ms[i],
+                                (c.sent_s[i] + to_wall) * 1000);
                 if (lf)
                         fclose(lf);
         }
