@@ -102,7 +102,7 @@ struct ptrack {
 struct ttrack {
         char               *topic;
         char                remote[AAGW_TOPIC_MAX + 1];
-        rd_kafka_topic_t   *rkt; /* target topic flow_handle */
+        rd_kafka_topic_t   *rkt; /* target topic handle */
         const aagw_id_rule_t *id_rule;
         int32_t             partition_cnt;
         struct ptrack     **parts;
@@ -518,7 +518,7 @@ void flow_recon_apply(aagw_flow_t *f, struct ptrack *pt,
  * the offsets found, or (held ones) resumed and sought there.  An answer
  * asked for before an flow_unassign() of its partition is dropped, and
  * the partition asked for again if the flow still copies its topic.
- * Called by flow_main() each round; costs an atomic load when there is
+ * Called by flow_after() each round; costs an atomic load when there is
  * nothing. */
 void flow_reconciled(aagw_flow_t *f);
 
@@ -527,7 +527,7 @@ void flow_save_positions(aagw_flow_t *f, bool force);
 
 /* Serve delivery reports until nothing is in flight, for up to
  * 'timeout_ms'; once the flow stops, no longer than what is left of the
- * flow_drain time its destroy allowed (aagw_flow_destroy()). */
+ * drain time its destroy allowed (aagw_flow_destroy()). */
 void flow_drain(aagw_flow_t *f, int timeout_ms);
 
 /* The copy of 'tt' has 'have' partitions that the producer sees, its
@@ -568,7 +568,7 @@ void flow_scale_failed(aagw_flow_t *f, struct token *tok,
 void flow_scale_drop(aagw_flow_t *f);
 
 /* Commit the open transaction: its copies acknowledged first, then the
- * offsets of every flow_owned work partition with the group's metadata (the
+ * offsets of every owned work partition with the group's metadata (the
  * fence).  Only then the positions are final. */
 void flow_scale_commit(aagw_flow_t *f);
 
@@ -642,7 +642,7 @@ void flow_release_held(aagw_flow_t *f, struct ttrack *tt);
 /* A new transactional producer after stage_txn_fatal(): what was in flight
  * is purged, every partition let go (the committed positions stored),
  * the topic handles moved to the new producer, and the partitions still
- * flow_owned reconciled again (scale_gain()).  The caller holds no queue of
+ * owned reconciled again (scale_gain()).  The caller holds no queue of
  * the old producer.  Returns 0, or -1 (the flow failed). */
 int flow_scale_renew(aagw_flow_t *f);
 

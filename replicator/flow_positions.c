@@ -633,7 +633,7 @@ static void source_prime(aagw_flow_t *f, struct flow_recon_job *j) {
  * another).  The answers of a topic are told at once, when the next job
  * is of another topic: one assignment per topic, not per partition.
  * Telling wakes the flow thread's wait (rd_kafka_queue_yield() on the
- * first source consumer's queue, which flow_main() waits on): a topic
+ * first source consumer's queue, which the stage loop waits on): a topic
  * starts when it is reconciled, not at the wait's next timeout. */
 static void *reconciler_main(void *arg) {
         aagw_flow_t *f = arg;

@@ -749,7 +749,7 @@ int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
         if (l->cnt) {
                 rd_kafka_error_t *e = flow_fx_apply(f, FX_UNASSIGN, l, 0);
                 if (e) {
-                        aagw_log(AAGW_LOG_WARN, "FLOW", "%s: flow_unassign: %s",
+                        aagw_log(AAGW_LOG_WARN, "FLOW", "%s: unassign: %s",
                                  f->name, rd_kafka_error_string(e));
                         rd_kafka_error_destroy(e);
                 }

@@ -347,11 +347,11 @@ void unify_discover(aagw_unify_t *u);
 
 /* Act on what came since the last call: the metadata (the discovery
  * proper) and the helper's answers (inputs led, outputs made and folded
- * in, inputs assigned).  Called by unify_main() each round; costs a
+ * in, inputs assigned).  Called by unify_round() each round; costs a
  * lock and an atomic load when nothing came. */
 void unify_discovered(aagw_unify_t *u);
 
-/* Stop the watch and the helper (unify_main(), once its loop ended). */
+/* Stop the watch and the helper (unify_finish(), once the loop ended). */
 void unify_discovery_stop(aagw_unify_t *u);
 
 /* Records behind the inputs' high unify_watermarks, from the unify_watermarks the

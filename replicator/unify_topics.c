@@ -664,7 +664,7 @@ static void *helper_main(void *arg) {
                 j->next      = u->jobs_done;
                 u->jobs_done = j;
                 atomic_store(&u->helped, true);
-                /* Wakes the stage's wait (unify_main() waits on this
+                /* Wakes the stage's wait (the stage loop waits on this
                  * queue): the answer is taken at once. */
                 rd_kafka_queue_yield(u->cq);
         }
@@ -883,7 +883,7 @@ static void discover_md(aagw_unify_t *u, rd_kafka_resp_err_t err,
 }
 
 /* Start the watch and the helper (the stage's first discovery).  The
- * watch asks only when kicked: unify_main() paces the discoveries (its
+ * watch asks only when kicked: unify_round() paces the discoveries (its
  * refresh interval, or LEADER_WAIT_MS while an input waits for its
  * leaders). */
 static void discovery_start(aagw_unify_t *u) {
