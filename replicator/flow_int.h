@@ -150,7 +150,7 @@ struct flow_recon {
 
 /* A partition handed to the reconciler, and its answer. */
 struct flow_recon_job {
-        struct flow_recon_job *next;
+        struct stage_job       base; /* the reconciler's (stage_worker) */
         struct ptrack         *pt;
         uint32_t               gen;     /* pt->recon_gen when asked */
         bool                   release; /* held (flow_release_held()), else
@@ -238,14 +238,9 @@ struct aagw_flow {
         atomic_bool               made;
         /* The reconciler thread: finds where each partition a discovery
          * gives the flow resumes, beside the copying
-         * (flow_reconciler_start()); 'reconciled' tells the flow thread
-         * that answers wait (flow_reconciled()). */
-        pthread_t                 recon;
-        bool                      recon_started, recon_stop;
-        pthread_mutex_t           recon_lock;
-        pthread_cond_t            recon_cond;
-        struct flow_recon_job    *recon_todo, **recon_tail, *recon_done;
-        atomic_bool               reconciled;
+         * (flow_reconciler_start()); the flow thread takes the answers
+         * (flow_reconciled()). */
+        struct stage_worker       recon;
         struct aagw_header       *recon_hdrs; /* its header scratch */
         size_t                    recon_hdr_cap;
         struct topics            *remote_topics; /* topics.c */

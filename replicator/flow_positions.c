@@ -594,12 +594,16 @@ int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
  * milliseconds (bench_latency --new-topics: with one request per new
  * topic, 20 such stalls).  Under the reconciler's lock; the requests are
  * made without it. */
-static void source_prime(aagw_flow_t *f, struct flow_recon_job *j) {
+static void source_prime(void *arg, struct stage_worker *w,
+                         struct stage_job *first) {
+        aagw_flow_t           *f = arg;
+        struct flow_recon_job *j = (struct flow_recon_job *)first;
         rd_kafka_topic_t *rkts[64];
         const char       *names[64];
         size_t            n = 0;
 
-        for (; j && n < sizeof(names) / sizeof(*names); j = j->next) {
+        for (; j && n < sizeof(names) / sizeof(*names);
+             j = (struct flow_recon_job *)j->base.next) {
                 struct ttrack *tt  = j->pt->tt;
                 bool           dup = false;
                 if (atomic_load(&tt->src_primed))
@@ -613,7 +617,7 @@ static void source_prime(aagw_flow_t *f, struct flow_recon_job *j) {
         }
         if (!n)
                 return;
-        pthread_mutex_unlock(&f->recon_lock);
+        pthread_mutex_unlock(&w->lock);
         for (int k = 0; k < f->nfx; k++) {
                 const struct rd_kafka_metadata *md = NULL;
                 size_t                          m  = 0;
@@ -626,7 +630,7 @@ static void source_prime(aagw_flow_t *f, struct flow_recon_job *j) {
                 while (m)
                         rd_kafka_topic_destroy(rkts[--m]);
         }
-        pthread_mutex_lock(&f->recon_lock);
+        pthread_mutex_lock(&w->lock);
 }
 
 /* Jobs are taken in the order asked (a topic's partitions one after
@@ -635,108 +639,67 @@ static void source_prime(aagw_flow_t *f, struct flow_recon_job *j) {
  * Telling wakes the flow thread's wait (rd_kafka_queue_yield() on the
  * first source consumer's queue, which the stage loop waits on): a topic
  * starts when it is reconciled, not at the wait's next timeout. */
-static void *reconciler_main(void *arg) {
+static void recon_job(void *arg, struct stage_job *sj) {
+        aagw_flow_t           *f  = arg;
+        struct flow_recon_job *j  = (struct flow_recon_job *)sj;
+        struct recon           rc = {.f       = f,
+                                     .pt      = j->pt,
+                                     .hdrs    = &f->recon_hdrs,
+                                     .hdr_cap = &f->recon_hdr_cap};
+
+        recon_run(&rc);
+        j->ans = rc.ans;
+}
+
+static bool recon_tell(void *arg, const struct stage_job *sj,
+                       const struct stage_job *next) {
+        (void)arg;
+        return !next || ((const struct flow_recon_job *)next)->pt->tt !=
+                            ((const struct flow_recon_job *)sj)->pt->tt;
+}
+
+static void recon_wake(void *arg) {
         aagw_flow_t *f = arg;
 
-        pthread_mutex_lock(&f->recon_lock);
-        while (!f->recon_stop) {
-                struct flow_recon_job *j = f->recon_todo;
-                if (!j) {
-                        pthread_cond_wait(&f->recon_cond, &f->recon_lock);
-                        continue;
-                }
-                source_prime(f, j);
-                if (!(f->recon_todo = j->next))
-                        f->recon_tail = &f->recon_todo;
-                pthread_mutex_unlock(&f->recon_lock);
-                struct recon rc = {.f       = f,
-                                   .pt      = j->pt,
-                                   .hdrs    = &f->recon_hdrs,
-                                   .hdr_cap = &f->recon_hdr_cap};
-                recon_run(&rc);
-                j->ans = rc.ans;
-                pthread_mutex_lock(&f->recon_lock);
-                j->next       = f->recon_done;
-                f->recon_done = j;
-                if (!f->recon_todo || f->recon_todo->pt->tt != j->pt->tt) {
-                        atomic_store(&f->reconciled, true);
-                        if (f->fx[0].q)
-                                rd_kafka_queue_yield(f->fx[0].q);
-                }
-        }
-        pthread_mutex_unlock(&f->recon_lock);
-        return NULL;
+        if (f->fx[0].q)
+                rd_kafka_queue_yield(f->fx[0].q);
 }
 
 void flow_reconciler_start(aagw_flow_t *f) {
-        pthread_mutex_init(&f->recon_lock, NULL);
-        pthread_cond_init(&f->recon_cond, NULL);
-        f->recon_todo = f->recon_done = NULL;
-        f->recon_tail                 = &f->recon_todo;
-        f->recon_stop                 = false;
-        f->recon_started = !pthread_create(&f->recon, NULL, reconciler_main, f);
-        if (!f->recon_started) {
-                pthread_cond_destroy(&f->recon_cond);
-                pthread_mutex_destroy(&f->recon_lock);
-        }
+        f->recon = (struct stage_worker){.ctx   = f,
+                                         .run   = recon_job,
+                                         .ahead = source_prime,
+                                         .tell  = recon_tell,
+                                         .wake  = recon_wake};
+        stage_worker_start(&f->recon);
 }
 
-static void jobs_free(struct flow_recon_job *j) {
-        while (j) {
-                struct flow_recon_job *n = j->next;
-                free(j);
-                j = n;
-        }
+static void job_drop(struct stage_job *j) {
+        free(j);
 }
 
 void flow_reconciler_stop(aagw_flow_t *f) {
-        if (!f->recon_started)
-                return;
-        /* A reconciliation under way ends at the flow's stop (its reads
-         * and waits watch f->ctl.stop). */
-        pthread_mutex_lock(&f->recon_lock);
-        f->recon_stop = true;
-        pthread_cond_signal(&f->recon_cond);
-        pthread_mutex_unlock(&f->recon_lock);
-        pthread_join(f->recon, NULL);
-        f->recon_started = false;
-        jobs_free(f->recon_todo);
-        jobs_free(f->recon_done);
-        f->recon_todo = f->recon_done = NULL;
+        stage_worker_stop(&f->recon, job_drop);
         free(f->recon_hdrs);
         f->recon_hdrs    = NULL;
         f->recon_hdr_cap = 0;
-        pthread_cond_destroy(&f->recon_cond);
-        pthread_mutex_destroy(&f->recon_lock);
 }
 
 bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release) {
         struct flow_recon_job *j;
 
-        if (!f->recon_started || f->owner || !(j = calloc(1, sizeof(*j))))
+        if (!f->recon.started || f->owner || !(j = calloc(1, sizeof(*j))))
                 return false;
         j->pt           = pt;
         j->gen          = pt->recon_gen;
         j->release      = release;
         pt->reconciling = true;
-        pthread_mutex_lock(&f->recon_lock);
-        *f->recon_tail = j;
-        f->recon_tail  = &j->next;
-        pthread_cond_signal(&f->recon_cond);
-        pthread_mutex_unlock(&f->recon_lock);
+        stage_worker_put(&f->recon, &j->base);
         return true;
 }
 
 struct flow_recon_job *flow_recon_take(aagw_flow_t *f) {
-        struct flow_recon_job *j;
-
-        if (!f->recon_started || !atomic_exchange(&f->reconciled, false))
-                return NULL;
-        pthread_mutex_lock(&f->recon_lock);
-        j             = f->recon_done;
-        f->recon_done = NULL;
-        pthread_mutex_unlock(&f->recon_lock);
-        return j;
+        return (struct flow_recon_job *)stage_worker_take(&f->recon);
 }
 
 /* --------------------------------------------------------- TRUNCATION --- */

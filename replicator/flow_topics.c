@@ -666,7 +666,7 @@ void flow_reconciled(aagw_flow_t *f) {
                 /* (Stopping: what was found is found again at the next
                  * start.) */
                 for (; j; j = next) {
-                        next               = j->next;
+                        next = (struct flow_recon_job *)j->base.next;
                         j->pt->reconciling = false;
                         free(j);
                 }
@@ -679,7 +679,7 @@ void flow_reconciled(aagw_flow_t *f) {
                 struct ptrack *pt = j->pt;
                 struct ttrack *tt = pt->tt;
 
-                next            = j->next;
+                next            = (struct flow_recon_job *)j->base.next;
                 pt->reconciling = false;
                 /* Let go of meanwhile (the topic is gone, the lease
                  * fenced): the target may have changed since.  Asked

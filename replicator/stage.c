@@ -168,6 +168,95 @@ void stage_settle(rd_kafka_t *rk, _Atomic int64_t *inflight, int64_t until,
         }
 }
 
+/* ------------------------------------------------------------ WORKER --- */
+
+static void *worker_main(void *arg) {
+        struct stage_worker *w = arg;
+
+        pthread_mutex_lock(&w->lock);
+        while (!w->stop) {
+                struct stage_job *j = w->todo;
+                if (!j) {
+                        pthread_cond_wait(&w->cond, &w->lock);
+                        continue;
+                }
+                if (w->ahead)
+                        w->ahead(w->ctx, w, j);
+                if (!(w->todo = j->next))
+                        w->tail = &w->todo;
+                pthread_mutex_unlock(&w->lock);
+                w->run(w->ctx, j);
+                pthread_mutex_lock(&w->lock);
+                j->next = w->done;
+                w->done = j;
+                if (!w->tell || w->tell(w->ctx, j, w->todo)) {
+                        atomic_store(&w->answered, true);
+                        w->wake(w->ctx);
+                }
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+bool stage_worker_start(struct stage_worker *w) {
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        w->todo = w->done = NULL;
+        w->tail           = &w->todo;
+        w->stop           = false;
+        atomic_store(&w->answered, false);
+        w->started = !pthread_create(&w->thread, NULL, worker_main, w);
+        if (!w->started) {
+                pthread_cond_destroy(&w->cond);
+                pthread_mutex_destroy(&w->lock);
+        }
+        return w->started;
+}
+
+void stage_worker_put(struct stage_worker *w, struct stage_job *j) {
+        j->next = NULL;
+        pthread_mutex_lock(&w->lock);
+        *w->tail = j;
+        w->tail  = &j->next;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+struct stage_job *stage_worker_take(struct stage_worker *w) {
+        struct stage_job *j;
+
+        if (!w->started || !atomic_exchange(&w->answered, false))
+                return NULL;
+        pthread_mutex_lock(&w->lock);
+        j       = w->done;
+        w->done = NULL;
+        pthread_mutex_unlock(&w->lock);
+        return j;
+}
+
+void stage_worker_stop(struct stage_worker *w,
+                       void (*drop)(struct stage_job *j)) {
+        if (!w->started)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        w->started = false;
+        for (struct stage_job *l = w->todo, *n; l; l = n) {
+                n = l->next;
+                drop(l);
+        }
+        for (struct stage_job *l = w->done, *n; l; l = n) {
+                n = l->next;
+                drop(l);
+        }
+        w->todo = w->done = NULL;
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+}
+
 /* ---------------------------------------------------------- SCALE-OUT --- */
 
 int stage_txn_init(struct stage_txn *t, struct replicator_ctl *ctl,

@@ -138,6 +138,56 @@ void stage_purge(rd_kafka_t *rk, _Atomic int64_t *inflight, int timeout_ms);
 void stage_settle(rd_kafka_t *rk, _Atomic int64_t *inflight, int64_t until,
                   int timeout_ms, const atomic_bool *stop, int64_t *now);
 
+/* ------------------------------------------------------------ WORKER --- */
+
+/* A thread beside a stage for its round trips (reconciling a partition,
+ * settling a new output's ends, asking leaders), so that the stage's own
+ * thread never waits for one: jobs run in the order given, and the stage
+ * takes the answers back in its loop. */
+struct stage_job {
+        struct stage_job *next; /* first member of the stage's own job */
+};
+
+struct stage_worker {
+        /* Set before stage_worker_start(): */
+        void *ctx;
+        /* Without the lock: do 'j'. */
+        void (*run)(void *ctx, struct stage_job *j);
+        /* Under the lock, before 'j' runs (NULL: none): may look at the
+         * jobs behind it (w->todo) and drop the lock for a while. */
+        void (*ahead)(void *ctx, struct stage_worker *w, struct stage_job *j);
+        /* Under the lock, once 'j' is answered: whether to tell the stage
+         * now ('next', the job after it, may be NULL); NULL: always. */
+        bool (*tell)(void *ctx, const struct stage_job *j,
+                     const struct stage_job *next);
+        /* Wake the stage's wait (rd_kafka_queue_yield() on a queue it
+         * waits on). */
+        void (*wake)(void *ctx);
+
+        pthread_t         thread;
+        pthread_mutex_t   lock;
+        pthread_cond_t    cond;
+        bool              started, stop;
+        struct stage_job *todo, **tail, *done;
+        atomic_bool       answered; /* 'done' holds answers to take */
+};
+
+/* Start the thread; false if there is none (out of threads: the stage
+ * then does its jobs itself). */
+bool stage_worker_start(struct stage_worker *w);
+
+/* Queue 'j' (the worker's once given). */
+void stage_worker_put(struct stage_worker *w, struct stage_job *j);
+
+/* The answered jobs (newest first; the caller's now), NULL if none:
+ * costs an atomic exchange when there are none. */
+struct stage_job *stage_worker_take(struct stage_worker *w);
+
+/* Stop the thread (a job under way ends at the stage's stop: its waits
+ * watch the stage's stop flag) and give every job not taken to 'drop'. */
+void stage_worker_stop(struct stage_worker *w,
+                       void (*drop)(struct stage_job *j));
+
 /* ---------------------------------------------------------- SCALE-OUT --- */
 
 #define STAGE_RENEW_MAX 3 /* new producers per window, then fail */

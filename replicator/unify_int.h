@@ -139,15 +139,10 @@ struct aagw_unify {
                                                    leaders: unify_discover soon */
         /* Discovery beside the stage (unify_topics.c, "HELPER"): the
          * metadata watch unify_discover() kicks, and the helper thread
-         * with its jobs; 'helped' tells the stage answers wait. */
-        bool              disc_started;
-        aagw_md_watch_t  *mdw;
-        pthread_t         helper;
-        bool              helper_started, helper_stop;
-        pthread_mutex_t   helper_lock;
-        pthread_cond_t    helper_cond;
-        struct unify_job *jobs_todo, **jobs_tail, *jobs_done;
-        atomic_bool       helped;
+         * with its jobs (a stage_worker). */
+        bool                disc_started;
+        aagw_md_watch_t    *mdw;
+        struct stage_worker helper;
 
         struct utopic *topics[MAX_TOPICS];
         size_t         ntopics;

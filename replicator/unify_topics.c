@@ -586,7 +586,7 @@ static bool consumer_knows(aagw_unify_t *u, const char *topic, int32_t nparts) {
  */
 
 struct unify_job {
-        struct unify_job *next;
+        struct stage_job  base; /* the helper's (stage_worker) */
         struct utopic    *ut;
         struct uinput    *ui; /* leaders of this input; NULL: the output */
         char              topic[AAGW_TOPIC_MAX + 1]; /* ui's, or ut->out */
@@ -646,30 +646,18 @@ static void job_run(aagw_unify_t *u, struct unify_job *j) {
                 replicator_refresh_leaders(u->producer, j->topic, 5000);
 }
 
-static void *helper_main(void *arg) {
-        aagw_unify_t *u = arg;
+static void helper_job(void *arg, struct stage_job *j) {
+        job_run(arg, (struct unify_job *)j);
+}
 
-        pthread_mutex_lock(&u->helper_lock);
-        while (!u->helper_stop) {
-                struct unify_job *j = u->jobs_todo;
-                if (!j) {
-                        pthread_cond_wait(&u->helper_cond, &u->helper_lock);
-                        continue;
-                }
-                if (!(u->jobs_todo = j->next))
-                        u->jobs_tail = &u->jobs_todo;
-                pthread_mutex_unlock(&u->helper_lock);
-                job_run(u, j);
-                pthread_mutex_lock(&u->helper_lock);
-                j->next      = u->jobs_done;
-                u->jobs_done = j;
-                atomic_store(&u->helped, true);
-                /* Wakes the stage's wait (the stage loop waits on this
-                 * queue): the answer is taken at once. */
-                rd_kafka_queue_yield(u->cq);
-        }
-        pthread_mutex_unlock(&u->helper_lock);
-        return NULL;
+/* Wakes the stage's wait (the stage loop waits on this queue): the
+ * answer is taken at once. */
+static void helper_wake(void *arg) {
+        rd_kafka_queue_yield(((aagw_unify_t *)arg)->cq);
+}
+
+static void helper_drop(struct stage_job *j) {
+        job_free((struct unify_job *)j);
 }
 
 static bool output_ready(aagw_unify_t *u, struct unify_job *j,
@@ -683,12 +671,8 @@ static bool job_ask(aagw_unify_t *u, struct unify_job *j,
                 j->ui->asking = true;
         else
                 j->ut->preparing = true;
-        if (u->helper_started) {
-                pthread_mutex_lock(&u->helper_lock);
-                *u->jobs_tail = j;
-                u->jobs_tail  = &j->next;
-                pthread_cond_signal(&u->helper_cond);
-                pthread_mutex_unlock(&u->helper_lock);
+        if (u->helper.started) {
+                stage_worker_put(&u->helper, &j->base);
                 return false;
         }
         job_run(u, j);
@@ -888,13 +872,9 @@ static void discover_md(aagw_unify_t *u, rd_kafka_resp_err_t err,
  * leaders). */
 static void discovery_start(aagw_unify_t *u) {
         u->disc_started = true;
-        pthread_mutex_init(&u->helper_lock, NULL);
-        pthread_cond_init(&u->helper_cond, NULL);
-        u->jobs_todo = u->jobs_done = NULL;
-        u->jobs_tail                = &u->jobs_todo;
-        u->helper_stop              = false;
-        u->helper_started = !pthread_create(&u->helper, NULL, helper_main, u);
-        if (u->helper_started)
+        u->helper       = (struct stage_worker){
+                  .ctx = u, .run = helper_job, .wake = helper_wake};
+        if (stage_worker_start(&u->helper))
                 u->mdw =
                     aagw_md_watch_new(u->admin, 24 * 3600 * 1000, &u->ctl.stop);
 }
@@ -920,14 +900,10 @@ void unify_discovered(aagw_unify_t *u) {
 
         if (u->mdw && aagw_md_watch_take(u->mdw, &err, &md))
                 discover_md(u, err, md);
-        if (!u->helper_started || !atomic_exchange(&u->helped, false))
+        if (!(j = (struct unify_job *)stage_worker_take(&u->helper)))
                 return;
-        pthread_mutex_lock(&u->helper_lock);
-        j            = u->jobs_done;
-        u->jobs_done = NULL;
-        pthread_mutex_unlock(&u->helper_lock);
         for (; j; j = next) {
-                next = j->next;
+                next = (struct unify_job *)j->base.next;
                 if (j->ui) {
                         j->ui->asking = false;
                         if (j->led) {
@@ -957,32 +933,14 @@ void unify_discovery_stop(aagw_unify_t *u) {
                 return;
         aagw_md_watch_destroy(u->mdw);
         u->mdw = NULL;
-        if (u->helper_started) {
-                /* A job under way ends at the stage's stop (its waits
-                 * watch u->ctl.stop; a topic's creation within the Admin
-                 * API's timeout). */
-                pthread_mutex_lock(&u->helper_lock);
-                u->helper_stop = true;
-                pthread_cond_signal(&u->helper_cond);
-                pthread_mutex_unlock(&u->helper_lock);
-                pthread_join(u->helper, NULL);
-                u->helper_started = false;
-        }
-        for (struct unify_job *l = u->jobs_todo, *n; l; l = n) {
-                n = l->next;
-                job_free(l);
-        }
-        for (struct unify_job *l = u->jobs_done, *n; l; l = n) {
-                n = l->next;
-                job_free(l);
-        }
-        u->jobs_todo = u->jobs_done = NULL;
-        pthread_cond_destroy(&u->helper_cond);
-        pthread_mutex_destroy(&u->helper_lock);
+        /* A job under way ends at the stage's stop (its waits watch
+         * u->ctl.stop; a topic's creation within the Admin API's
+         * timeout). */
+        stage_worker_stop(&u->helper, helper_drop);
         u->disc_started = false;
 }
 
-/* Records behind the inputs' high unify_watermarks, from the unify_watermarks the
+/* Records behind the inputs' high watermarks, from the watermarks the
  * consumer's fetches cached (no request); -1 while one is unknown. */
 void unify_update_lag(aagw_unify_t *u) {
         int64_t lag = 0;
