@@ -796,7 +796,9 @@ void replicator_refresh_leaders(rd_kafka_t *rk, const char *topic,
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         const struct rd_kafka_metadata *md = NULL;
 
-        if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms))
+        /* (In slices that a stop of the process ends: a stage's stop
+         * waits for the thread that asks.) */
+        if (rkt && !aagw_kafka_metadata(rk, false, rkt, &md, timeout_ms, NULL))
                 rd_kafka_metadata_destroy(md);
         if (rkt)
                 rd_kafka_topic_destroy(rkt);
@@ -833,7 +835,8 @@ bool replicator_log_ends_at(rd_kafka_t *probe, const char *topic,
         rd_kafka_topic_partition_list_destroy(a);
         if (err)
                 return false;
-        while (!answered && aagw_mono_ms() < deadline) {
+        while (!answered && aagw_mono_ms() < deadline &&
+               !aagw_kafka_process_stopping()) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(probe, 100);
                 if (!m)
                         continue;
@@ -955,7 +958,8 @@ static void logs_end_at(rd_kafka_t *probe, const struct replicator_end *ends,
         }
         rd_kafka_topic_partition_list_destroy(a);
         bool *done = calloc(n, sizeof(*done));
-        while (done && answered < asked && aagw_mono_ms() < deadline) {
+        while (done && answered < asked && aagw_mono_ms() < deadline &&
+               !aagw_kafka_process_stopping()) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(probe, 100);
                 if (!m)
                         continue;
