@@ -625,7 +625,8 @@ static void source_prime(void *arg, struct stage_worker *w,
                         if ((rkts[m] = rd_kafka_topic_new(f->fx[k].c, names[i],
                                                           NULL)))
                                 m++;
-                if (!rd_kafka_metadata(f->fx[k].c, 0, NULL, &md, 2000))
+                if (!aagw_kafka_metadata(f->fx[k].c, false, NULL, &md, 2000,
+                                         &f->ctl.stop))
                         rd_kafka_metadata_destroy(md);
                 while (m)
                         rd_kafka_topic_destroy(rkts[--m]);

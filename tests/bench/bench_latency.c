@@ -35,9 +35,10 @@
  * includes the WAN's share: at least half the round trip, the way from
  * east's broker to the replicator.
  *
- * With --new-topics N (f and a only) N new topics appear at east halfway
- * through the window, one record each (created through the Admin API on
- * real Kafka, by that record's produce on the mock), while the rate goes
+ * With --new-topics N (f and a only) N new topics of 4 partitions appear
+ * at east halfway through the window, one record each (created through
+ * the Admin API on real Kafka, by that record's produce on the mock,
+ * which makes 4 partitions), while the rate goes
  * on: aagw's topic filter takes them, so its flow discovers them, has
  * their copies made and starts copying them.  The window's records are
  * then split at the moment the topics were created: "steady" before it,
@@ -82,6 +83,9 @@
 #define WARMUP_RATE 100.0     /* records/s until the first is read */
 #define NEW_TOPICS_MAX 100
 #define PICKUP_MAX_S 60.0 /* --new-topics: the window's extension, at most */
+/* --new-topics: the partitions of each (the mock's auto-creation makes
+ * as many) */
+#define NEW_TOPIC_PARTITIONS 4
 
 enum meas { M_FLOOR, M_AAGW, M_BARE, M_MM2, M_CNT };
 static const char letters[M_CNT + 1] = "fabm";
@@ -339,7 +343,7 @@ static void *creator_main(void *arg) {
         for (int k = 0; k < c->o->new_topics; k++) {
                 static const char v[] = "new topic";
                 if (c->admin && bench_topic_create(c->admin, c->new_src[k],
-                                                   c->o->partitions, errstr,
+                                                   NEW_TOPIC_PARTITIONS, errstr,
                                                    sizeof(errstr))) {
                         snprintf(c->nt_err, sizeof(c->nt_err),
                                  "new topics: %.400s", errstr);
