@@ -123,9 +123,10 @@ void aagw_reach_note(struct aagw_reach *r, rd_kafka_resp_err_t err);
 int64_t aagw_reach_down_ms(const struct aagw_reach *r);
 
 /** Ask @p rk's cluster for the metadata of the topics the client knows (a
- *  small request) and wait up to @p timeout_ms; @returns the error, 0 if
- *  the cluster answered. */
-rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms);
+ *  small request) and wait up to @p timeout_ms, or until @p stop (may be
+ *  NULL) is set; @returns the error, 0 if the cluster answered. */
+rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms,
+                                    const atomic_bool *stop);
 
 /**
  * A thread that pings @p rk's cluster (aagw_kafka_ping(), 2 s timeout)
@@ -140,8 +141,9 @@ aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
 /** Ask it to stop without waiting (no new ping starts); NULL: no-op. */
 void aagw_prober_stop(aagw_prober_t *p);
 
-/** Stop (waits for a ping in progress, at most its timeout) and free;
- *  NULL is a no-op. */
+/** Stop (waits for the slice of a ping in progress: at most 1 s past
+ *  the stop, when the cluster does not answer) and free; NULL is a
+ *  no-op. */
 void aagw_prober_destroy(aagw_prober_t *p);
 
 /* ---------------------------- CLUSTER ACCESS ---------------------------- */

@@ -334,12 +334,12 @@ void flow_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 token_put(f, tok);
                 return;
         }
-        if (m->offset < 0) {
-                /* Delivered without an offset (replicator_unsure_ack()):
-                 * not counted, the position stays before it. */
-                replicator_unsure_ack(&f->ctl, rd_kafka_topic_name(m->rkt),
-                                      m->partition, pt->tt->topic,
-                                      pt->partition, sl->src_off);
+        if (m->offset < 0 &&
+            !replicator_implicit_ack(&f->ctl, rd_kafka_topic_name(m->rkt),
+                                     m->partition, pt->tt->topic, pt->partition,
+                                     sl->src_off)) {
+                /* Not trusted (an old librdkafka): not counted, the
+                 * position stays before it. */
                 ADD(f->inflight, -1);
                 token_put(f, tok);
                 return;
@@ -1448,7 +1448,10 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
         /* Before the stop: the thread reads it when it starts draining,
          * and again while it drains (after aagw_flow_stop() too). */
         atomic_store(&f->drain_ms, timeout_ms > 0 ? timeout_ms : 0);
-        atomic_store(&f->ctl.stop, true);
+        /* The side threads' stops too: a ping or a topic creation under
+         * way on a target that stopped answering ends while the stage
+         * drains, not after it. */
+        aagw_flow_stop(f);
         if (f->thread_started)
                 pthread_join(f->thread, NULL);
         aagw_prober_destroy(f->prober); /* before the admin client */

@@ -668,6 +668,7 @@ static void recon_wake(void *arg) {
 
 void flow_reconciler_start(aagw_flow_t *f) {
         f->recon = (struct stage_worker){.ctx   = f,
+                                         .halt  = &f->ctl.stop,
                                          .run   = recon_job,
                                          .ahead = source_prime,
                                          .tell  = recon_tell,

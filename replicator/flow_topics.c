@@ -95,7 +95,7 @@ void flow_dlq_ensure(aagw_flow_t *f) {
         const struct rd_kafka_metadata *md = NULL;
         int                             have;
 
-        if (aagw_kafka_metadata(f->admin, true, NULL, &md, 5000, NULL))
+        if (aagw_kafka_metadata(f->admin, true, NULL, &md, 5000, &f->ctl.stop))
                 return; /* the produce reports what is wrong */
         have = replicator_md_partitions(md, f->dlq_topic);
         rd_kafka_metadata_destroy(md);
@@ -109,7 +109,10 @@ static int target_partitions(aagw_flow_t *f, struct ttrack *tt) {
         const struct rd_kafka_metadata *md = NULL;
         int                             n  = -1;
 
-        if (aagw_kafka_metadata(f->out, false, tt->rkt, &md, 5000, NULL))
+        /* (The maker's too: a stop must not wait out a target that
+         * stopped answering.) */
+        if (aagw_kafka_metadata(f->out, false, tt->rkt, &md, 5000,
+                                &f->ctl.stop))
                 return -1;
         if (md->topic_cnt == 1 && !md->topics[0].err)
                 n = md->topics[0].partition_cnt;
@@ -223,6 +226,7 @@ enum { MAKE_IDLE, MAKE_ASKED, MAKE_DONE };
 static void *maker_main(void *arg) {
         aagw_flow_t *f = arg;
 
+        replicator_thread_stop_flag(&f->ctl.stop);
         pthread_mutex_lock(&f->maker_lock);
         while (!f->maker_stop) {
                 struct ttrack *job = NULL;

@@ -126,11 +126,26 @@ int64_t aagw_reach_down_ms(const struct aagw_reach *r) {
         return d > 0 ? d : 1;
 }
 
-rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms) {
-        const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md,
-                                                    timeout_ms);
+rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms,
+                                    const atomic_bool *stop) {
+        const struct rd_kafka_metadata *md       = NULL;
+        int64_t                         deadline = aagw_mono_ms() + timeout_ms;
+        rd_kafka_resp_err_t             err      = RD_KAFKA_RESP_ERR__TIMED_OUT;
 
+        /* In slices, so that a stop does not wait out a whole ping on a
+         * cluster that no longer answers (a destroy joins this thread).
+         * A slice that timed out is not answered to the next request,
+         * so each is twice the last: a cluster slower than half the
+         * timeout still gets one long enough. */
+        for (int slice = 250;; slice *= 2) {
+                int64_t left = deadline - aagw_mono_ms();
+                if (left <= 0 || (stop && atomic_load(stop)))
+                        return err;
+                err = rd_kafka_metadata(rk, 0, NULL, &md,
+                                        (int)(left < slice ? left : slice));
+                if (err != RD_KAFKA_RESP_ERR__TIMED_OUT)
+                        break;
+        }
         if (!err)
                 rd_kafka_metadata_destroy(md);
         return err;
@@ -143,7 +158,7 @@ struct aagw_prober {
         pthread_t          thread;
         pthread_mutex_t    lock;
         pthread_cond_t     cond;
-        bool               stop;
+        atomic_bool        stop;
 };
 
 static void *prober_main(void *arg) {
@@ -152,7 +167,8 @@ static void *prober_main(void *arg) {
         pthread_mutex_lock(&p->lock);
         while (!p->stop) {
                 pthread_mutex_unlock(&p->lock);
-                aagw_reach_note(p->reach, aagw_kafka_ping(p->rk, 2000));
+                aagw_reach_note(p->reach,
+                                aagw_kafka_ping(p->rk, 2000, &p->stop));
                 pthread_mutex_lock(&p->lock);
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);

@@ -132,6 +132,10 @@ struct replicator_ctl {
         atomic_bool     stop;
         const char     *tag;        /* log tag: "FLOW", "UNIFY" */
         char            who[2 * AAGW_ALIAS_MAX + 16]; /* "east->west:" */
+        /* Implicit acknowledgements since the last line that told of
+         * them, and when that was (replicator_implicit_ack()). */
+        uint64_t implicit_acks;
+        int64_t  implicit_logged_ms;
 };
 
 void replicator_ctl_init(struct replicator_ctl *ctl, const char *tag,
@@ -347,28 +351,44 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
  * periodic refresh (librdkafka 2.0: minutes).  A producer made while a
  * broker was down keeps that broker as the leader it knew; its first
  * batches then meet "not leader", and librdkafka 2.0.2 can lose records
- * in the leader change that follows (replicator_unsure_ack()), so flows
+ * in the leader change that follows (replicator_implicit_ack()), so flows
  * ask through their producer before the first copies after a start-up
  * scan.  Best effort: a failure only leaves the old leaders in place. */
 void replicator_refresh_leaders(rd_kafka_t *rk, const char *topic,
                                 int timeout_ms);
 
+/* The Kafka waits of this file (watermarks, metadata, leaders, settling
+ * a partition's end, admin answers) end early when the process stops,
+ * and on a side thread also when its stage stops: the thread names the
+ * stage's stop flag once (NULL: none) with replicator_thread_stop_flag().
+ * A stage's destroy joins its side threads, and a job under way on a
+ * target that stopped answering would otherwise hold it for the job's
+ * whole timeout (seconds). */
+void replicator_thread_stop_flag(const atomic_bool *stop);
+bool replicator_stopping(void);
+
 /* A delivery report without an error but without an offset: librdkafka
  * acknowledged the record implicitly, because a later batch of its
- * partition succeeded.  That is sound for a request whose outcome was
- * unknown (a timeout), but librdkafka 2.0.2 also does it to a batch
- * refused with "not leader" when the partition had moved to its new
- * leader meanwhile: it sends the later batches there first, the broker
- * takes them (it accepts any first sequence of a producer id it does not
- * know), and the refused records are reported delivered without ever
- * being written (kafka-target_kill: 94 + 110 records missing from
- * clicks.unified, IMPLICITACK in the client's debug log).  Fails 'ctl'
+ * partition succeeded.  With an idempotent producer that is sound: the
+ * partition's leader takes a producer's batches only in sequence, so the
+ * later one proves this one written (its own answer was lost, e.g. with
+ * the leader that died holding it; kafka-leader_kill meets it).
+ * librdkafka before 2.8.0 (2.0.2 seen) also did it to a batch refused
+ * with "not leader" when the partition had moved meanwhile: it sent the
+ * later batches to the new leader first, which took them (a leader
+ * accepts any first sequence of a producer id it holds no state for),
+ * and the refused records were reported delivered without ever being
+ * written (kafka-target_kill: 94 + 110 records missing from
+ * clicks.unified, IMPLICITACK in the client's debug log).
+ * With a librdkafka that keeps a refused batch first, returns true: the
+ * caller counts the record delivered at an unknown offset (noted in the
+ * log at most once a minute per 'ctl').  With an older one, fails 'ctl'
  * closed, naming the record ('topic' ['partition'] at the target, the
- * copy of 'src_topic' ['src_partition'] at 'src_offset'): the caller
- * must not count it delivered. */
-void replicator_unsure_ack(struct replicator_ctl *ctl, const char *topic,
-                           int32_t partition, const char *src_topic,
-                           int32_t src_partition, int64_t src_offset);
+ * copy of 'src_topic' ['src_partition'] at 'src_offset'), and returns
+ * false: the caller must not count it delivered. */
+bool replicator_implicit_ack(struct replicator_ctl *ctl, const char *topic,
+                             int32_t partition, const char *src_topic,
+                             int32_t src_partition, int64_t src_offset);
 
 /* ------------------------- METADATA WATCH (md_watch.c) ------------------- */
 

@@ -173,6 +173,7 @@ void stage_settle(rd_kafka_t *rk, _Atomic int64_t *inflight, int64_t until,
 static void *worker_main(void *arg) {
         struct stage_worker *w = arg;
 
+        replicator_thread_stop_flag(w->halt);
         pthread_mutex_lock(&w->lock);
         while (!w->stop) {
                 struct stage_job *j = w->todo;

@@ -163,6 +163,9 @@ struct stage_worker {
         /* Wake the stage's wait (rd_kafka_queue_yield() on a queue it
          * waits on). */
         void (*wake)(void *ctx);
+        /* The stage's stop: every Kafka wait of a job ends at it
+         * (replicator_thread_stop_flag()). */
+        const atomic_bool *halt;
 
         pthread_t         thread;
         pthread_mutex_t   lock;

@@ -625,6 +625,7 @@ static void *topics_main(void *arg) {
         struct topics *t = arg;
         int64_t        next_cfg = 0, next_acl = 0;
 
+        replicator_thread_stop_flag(&t->quit);
         pthread_mutex_lock(&t->lock);
         while (!t->stop) {
                 int64_t now = aagw_mono_ms();

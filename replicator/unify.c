@@ -150,17 +150,14 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                 token_put(u, tok);
                 return;
         }
-        if (!m->err && m->offset < 0) {
-                /* Delivered without an offset: librdkafka acknowledged it
-                 * implicitly (replicator_unsure_ack()).  Whether it is in
-                 * the output only the output can say: the epoch never
-                 * commits, and the restart's scan folds it if it is there
-                 * and decides it again if not. */
-                replicator_unsure_ack(&u->ctl, rd_kafka_topic_name(m->rkt),
-                                      m->partition,
-                                      rd_kafka_topic_name(tok->base.src->rkt),
-                                      tok->base.src->partition,
-                                      tok->base.src->offset);
+        if (!m->err && m->offset < 0 &&
+            !replicator_implicit_ack(
+                &u->ctl, rd_kafka_topic_name(m->rkt), m->partition,
+                rd_kafka_topic_name(tok->base.src->rkt),
+                tok->base.src->partition, tok->base.src->offset)) {
+                /* Not trusted (an old librdkafka): the epoch never
+                 * commits, and the restart's scan folds the record if the
+                 * output holds it and decides it again if not. */
                 u->ops->lost(u->st, tok->ep);
                 token_put(u, tok);
                 return;

@@ -872,8 +872,10 @@ static void discover_md(aagw_unify_t *u, rd_kafka_resp_err_t err,
  * leaders). */
 static void discovery_start(aagw_unify_t *u) {
         u->disc_started = true;
-        u->helper       = (struct stage_worker){
-                  .ctx = u, .run = helper_job, .wake = helper_wake};
+        u->helper       = (struct stage_worker){.ctx  = u,
+                                                .run  = helper_job,
+                                                .wake = helper_wake,
+                                                .halt = &u->ctl.stop};
         if (stage_worker_start(&u->helper))
                 u->mdw =
                     aagw_md_watch_new(u->admin, 24 * 3600 * 1000, &u->ctl.stop);

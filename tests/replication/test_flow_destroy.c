@@ -150,7 +150,9 @@ static void test_destroy_timeout(void **state) {
         int64_t took = mono_ms() - t0;
         print_message("# destroy with 500 ms to drain took %lld ms\n",
                       (long long)took);
-        assert_true(took < 4000);
+        /* 500 ms, plus at most the slice of a ping under way (1 s) and
+         * the clients' closes; a wait that ignored the stop took 5-8 s. */
+        assert_true(took < 3000);
 
         aagw_repl_policy_destroy(pol);
         rd_kafka_mock_cluster_destroy(west.mc);
