@@ -146,6 +146,7 @@ struct flow_recon {
         int64_t  out_next, hi_seen;
         bool     stored; /* the new start is stored (a recreated target) */
         uint64_t resets, truncations, truncated_records, target_resets;
+        int64_t  txn_wait_ms; /* scale-out: flow_stable_end()'s wait */
 };
 
 /* A partition handed to the reconciler, and its answer. */
@@ -320,6 +321,9 @@ struct aagw_flow {
                                           after owner_poll()/_commit() */
         int64_t          lost_ms;   /* mono ms of the last loss, 0 */
         int64_t          txn_wait_ms; /* flow_stable_end()'s last wait */
+        /* Reconciled on the flow thread itself, not the reconciler:
+         * scale_gain() after a rebalance, which stopped all copying. */
+        bool             recon_inline;
         atomic_bool      leads_mm2; /* owns work partition 0 */
         /* What the open transaction dead-lettered and counts as produce
          * errors: added to the counters when it commits. */
@@ -460,10 +464,13 @@ rd_kafka_resp_err_t flow_target_end(aagw_flow_t *f, struct ptrack *pt,
  * transaction.timeout.ms, for a dead owner) they do not; either way the
  * last copy is only known once it ended.  flow_target_end()'s waits for the
  * log's end are not needed: a request of a dead owner held by a broker
- * belongs to a transaction that can no longer commit.  Sets
- * f->txn_wait_ms.  Fails the flow after RECONCILE_WAIT_MS. */
+ * belongs to a transaction that can no longer commit.  Sets '*waited'
+ * to the time that took.  On the flow thread ('on_stage'), also gives
+ * the producer the partition's current leader.  Fails the flow after
+ * RECONCILE_WAIT_MS. */
 rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
-                                    int64_t *lo, int64_t *hi);
+                                    int64_t *lo, int64_t *hi, int64_t *waited,
+                                    bool on_stage);
 
 /* Where to resume source partition 'pt': the stored position, moved past
  * every record of ours found in the target partition after the stored

@@ -23,6 +23,7 @@ size_t flow_collect_headers(aagw_flow_t *f, const rd_kafka_message_t *m) {
 struct recon {
         aagw_flow_t         *f;
         struct ptrack       *pt;
+        bool                 on_stage; /* the flow thread's own */
         struct aagw_header **hdrs; /* header scratch of the thread */
         size_t              *hdr_cap;
         struct flow_recon    ans;
@@ -289,12 +290,13 @@ rd_kafka_resp_err_t flow_target_end(aagw_flow_t *f, struct ptrack *pt,
  * belongs to a transaction that can no longer commit.  Sets
  * f->txn_wait_ms.  Fails the flow after RECONCILE_WAIT_MS. */
 rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
-                                    int64_t *lo, int64_t *hi) {
+                                    int64_t *lo, int64_t *hi, int64_t *waited,
+                                    bool on_stage) {
         int64_t start = aagw_mono_ms(), deadline = start + RECONCILE_WAIT_MS;
         int64_t hlo, hw = -1;
         rd_kafka_resp_err_t err;
 
-        f->txn_wait_ms = 0;
+        *waited = 0;
         for (;;) {
                 err = replicator_watermarks(
                     f->reader, pt->tt->remote, pt->partition, lo, hi, 5000);
@@ -330,8 +332,12 @@ rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
                 struct timespec ts = {0, 100 * 1000000L};
                 nanosleep(&ts, NULL);
         }
-        f->txn_wait_ms = aagw_mono_ms() - start;
-        replicator_refresh_leaders(f->out, pt->tt->remote, 5000);
+        *waited = aagw_mono_ms() - start;
+        /* The producer is the flow thread's (a new one replaces it after a
+         * fatal error): the reconciler leaves it to find a moved leader
+         * itself, at its first batch's "not leader". */
+        if (on_stage)
+                replicator_refresh_leaders(f->out, pt->tt->remote, 5000);
         return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -421,8 +427,10 @@ static int64_t reconcile(struct recon *rc) {
         else
                 next = out_next = -1;
         int64_t stored = next;
-        rd_kafka_resp_err_t err = f->owner ? flow_stable_end(f, pt, &lo, &hi)
-                                           : flow_target_end(f, pt, &lo, &hi);
+        rd_kafka_resp_err_t err =
+            f->owner ? flow_stable_end(f, pt, &lo, &hi, &rc->ans.txn_wait_ms,
+                                       rc->on_stage)
+                     : flow_target_end(f, pt, &lo, &hi);
         if (err) {
                 /* Not knowing what the target holds, the stored position
                  * could copy again what the previous run wrote after it:
@@ -573,11 +581,15 @@ static void recon_run(struct recon *rc) {
 }
 
 int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
-        struct recon rc = {
-            .f = f, .pt = pt, .hdrs = &f->hdrs, .hdr_cap = &f->hdr_cap};
+        struct recon rc = {.f        = f,
+                           .pt       = pt,
+                           .on_stage = true,
+                           .hdrs     = &f->hdrs,
+                           .hdr_cap  = &f->hdr_cap};
 
         recon_run(&rc);
         flow_recon_apply(f, pt, &rc.ans);
+        f->txn_wait_ms = rc.ans.txn_wait_ms;
         return rc.ans.next;
 }
 
@@ -690,7 +702,8 @@ void flow_reconciler_stop(aagw_flow_t *f) {
 bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release) {
         struct flow_recon_job *j;
 
-        if (!f->recon.started || f->owner || !(j = calloc(1, sizeof(*j))))
+        if (!f->recon.started || f->recon_inline ||
+            !(j = calloc(1, sizeof(*j))))
                 return false;
         j->pt           = pt;
         j->gen          = pt->recon_gen;

@@ -209,9 +209,16 @@ static void scale_gain(aagw_flow_t *f) {
         char    parts[1024];
 
         f->gained = false;
+        /* Reconciled here, on the flow thread, all at once: the rebalance
+         * stopped every partition of this member (the owners' group is
+         * eager), so nothing copies meanwhile, and the member's first
+         * transaction waits for the previous owners' to end anyway.  A
+         * topic found later goes to the reconciler (flow_recon_ask()). */
+        f->recon_inline = true;
         for (size_t i = 0; i < f->ntopics && !atomic_load(&f->ctl.stop); i++)
                 if (f->topics[i]->active)
                         flow_assign_new(f, f->topics[i]);
+        f->recon_inline = false;
         stage_parts_str(owner_partitions(f->owner), parts, sizeof(parts));
         int64_t now = aagw_mono_ms();
         aagw_log(AAGW_LOG_INFO, "FLOW",

@@ -607,6 +607,21 @@ static void assign_start(aagw_flow_t *f, rd_kafka_topic_partition_list_t *l,
                 atomic_store(&f->ctl.state, AAGW_FLOW_RUNNING);
 }
 
+/* Scale-out: where a source partition this member now owns resumes, and
+ * how long its reconciliation waited for open transactions of the
+ * previous owner (flow_stable_end()). */
+static void takeover_noted(aagw_flow_t *f, struct ptrack *pt, int64_t off,
+                           int64_t txn_wait_ms) {
+        aagw_log(AAGW_LOG_INFO, "FLOW",
+                 "%s: takeover: %s [%d] (work partition %d) resumes at "
+                 "%s%" PRId64 "; %" PRId64 " ms waiting for open "
+                 "transactions",
+                 f->name, pt->tt->topic, (int)pt->partition,
+                 (int)flow_work_of(f, pt->tt, pt->partition),
+                 off < 0 ? "its first record " : "", off < 0 ? (int64_t)0 : off,
+                 txn_wait_ms);
+}
+
 /* Every partition of 'tt' is the flow's: a partition the copy has is
  * reconciled and read from there, one it lacks is held (assigned, paused,
  * positioned when the copy has it: flow_target_count()).  With the
@@ -634,21 +649,10 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
                 } else if (flow_recon_ask(f, pt, false)) {
                         continue; /* assigned once reconciled */
                 } else {
-                        int64_t t0 = aagw_mono_ms();
-                        off        = flow_reconcile(f, pt);
+                        off = flow_reconcile(f, pt);
                         flow_part_start(f, pt, off);
                         if (f->owner)
-                                aagw_log(AAGW_LOG_INFO, "FLOW",
-                                         "%s: takeover: %s [%d] (work "
-                                         "partition %d) resumes at %s%" PRId64
-                                         "; found in %" PRId64 " ms, %" PRId64
-                                         " of them waiting for open "
-                                         "transactions",
-                                         f->name, tt->topic, (int)p,
-                                         (int)flow_work_of(f, tt, p),
-                                         off < 0 ? "its first record " : "",
-                                         off < 0 ? (int64_t)0 : off,
-                                         aagw_mono_ms() - t0, f->txn_wait_ms);
+                                takeover_noted(f, pt, off, f->txn_wait_ms);
                 }
                 rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
                     off;
@@ -696,6 +700,8 @@ void flow_reconciled(aagw_flow_t *f) {
                 }
                 flow_recon_apply(f, pt, &j->ans);
                 flow_part_start(f, pt, j->ans.next);
+                if (f->owner && !j->release)
+                        takeover_noted(f, pt, j->ans.next, j->ans.txn_wait_ms);
                 if (j->release)
                         release_noted(f, pt, j->ans.next);
                 rd_kafka_topic_partition_list_add(j->release ? rel : l,

@@ -67,13 +67,16 @@
  * timeout, so that its transaction is still open when it wakes. */
 #define STALL_MS 8000
 #define GROW     20 /* copies each partition gains in a step */
+#define VIEWS 1200  /* records of the topic made while they copy */
 
 static const char *const gw_args[] = {
-    "--site", "west", "--scale-out", "true", "--unify", "off",
-    "--topic", "clicks",
-    "--set", "scale_out.session_timeout=6s",
-    "--set", "mm2.checkpoints_interval=2s",
-    "--admin", "127.0.0.1:0",
+    "--site",      "west",
+    "--scale-out", "true",
+    "--unify",     "off",
+    "--topic",     "clicks|views",
+    "--set",       "scale_out.session_timeout=6s",
+    "--set",       "mm2.checkpoints_interval=2s",
+    "--admin",     "127.0.0.1:0",
     NULL};
 
 /* A consumer with the properties 'kv' (name, value, ..., NULL). */
@@ -399,6 +402,12 @@ static void test_scale_flow(void **state) {
         step_begin(r, &g);
         wait_copy(r, gw, &g, harness_now_ms(), "three members");
 
+        /* A topic made while the members copy: each owner of one of its
+         * partitions reconciles it on its reconciler thread, beside the
+         * copying of clicks, and copies it inside its transactions. */
+        rk_create_topic(r, "east", "views", PARTS, 1, 0);
+        rk_produce(r, "east", "views", PARTS, "v", VIEWS);
+
         /* 1: kill -9 and restart */
         step_begin(r, &g);
         int64_t t0 = harness_now_ms();
@@ -441,6 +450,18 @@ static void test_scale_flow(void **state) {
         g.r        = r;
         g.want_all = src_n;
         wait_copy(r, gw, &g, harness_now_ms(), "caught up");
+        /* Every record of views once in its copy (read_committed),
+         * through the kill, the stop and the zombie. */
+        int64_t views = -1, t_views = harness_now_ms();
+        while ((views = count_records(r, "west", "east.views", "read_committed",
+                                      NULL)) != VIEWS &&
+               harness_now_ms() - t_views < 60000)
+                usleep(500 * 1000);
+        print_message("# east.views at west: %" PRId64 " records "
+                      "read_committed, %d made at east while the members "
+                      "copied clicks\n",
+                      views, VIEWS);
+        assert_int_equal(views, VIEWS);
 
         /* Checkpoints under scale-out: a consumer group commits the end
          * of every partition at east; each member checkpoints the
