@@ -453,8 +453,11 @@ int unify_scale_commit(aagw_unify_t *u);
 void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts);
 
-int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut,
-                         const struct rd_kafka_metadata *md);
+int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
+                                char *ids);
+int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
+                                bool dedup);
+int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut);
 
 /* Join the site's unify owners: the work topic, the owner.  Returns 0,
  * or -1 (the stage failed). */

@@ -580,7 +580,12 @@ int unify_scale_restore(aagw_unify_t *u) {
                          "before the rebalance (their changelogs unchanged "
                          "since it committed them): not read again",
                          u->site, u->conf.scale_out->member, kept);
-        if (u->lost_ms) {
+        /* Not done while a topic's output or changelogs are still being
+         * made (the discovery helper's job): its restore follows. */
+        bool preparing = false;
+        for (size_t t = 0; t < u->ntopics && !preparing; t++)
+                preparing = u->topics[t]->preparing;
+        if (u->lost_ms && !preparing) {
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: member %s: rebalance done in %" PRId64
                          " ms; owns %s",

@@ -656,71 +656,107 @@ static void scale_lost(void *opaque,
         unify_scale_publish(u);
 }
 
-/* Make the changelog topics of 'ut' if missing, both with as many
- * partitions as its output: the state topic (compacted) and, for a dedup
- * topic, the ids topic (deleting after unify.window and a margin:
- * changelog_ids_conf()).
+/* The changelogs of unified topic 'out' into 'state' and 'ids' (each
+ * AAGW_TOPIC_MAX + 1 bytes).  Returns 0, or -1 (the stage failed: a
+ * name longer than Kafka allows). */
+int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
+                                char *ids) {
+        char name[3 * AAGW_TOPIC_MAX], id[3 * AAGW_TOPIC_MAX];
+
+        snprintf(id, sizeof(id), "aagw.%s.%s.ids.%s", u->conf.gateway_id,
+                 u->site, out);
+        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
+                             u->conf.gateway_id, u->site,
+                             out) >= AAGW_TOPIC_MAX + 1 ||
+            strlen(id) >= AAGW_TOPIC_MAX + 1) {
+                ufail(u,
+                      "the changelog of %s, %s, is longer than Kafka's "
+                      "%d bytes for a topic name (shorten gateway.id or "
+                      "the unified topic's name)",
+                      out, name, AAGW_TOPIC_MAX);
+                return -1;
+        }
+        memcpy(state, name, strlen(name) + 1);
+        memcpy(ids, id, strlen(id) + 1);
+        return 0;
+}
+
+static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
+                           int32_t parts, const struct rd_kafka_metadata *md);
+
+/* Make the changelog topics of unified topic 'out' if missing, both with
+ * its 'parts' partitions: the state topic (compacted) and, for a dedup
+ * topic ('dedup'), the ids topic (deleting after unify.window and a
+ * margin: changelog_ids_conf()).
  * An ids topic that is there gets its settings checked and, if they
  * differ (unify.window changed), set again; if that is refused, the
  * stage goes on with a warning while no id inside the window can be
- * lost (or the settings cannot be read), and fails otherwise.  Returns 0, or -1 (tried again at the next
+ * lost (or the settings cannot be read), and fails otherwise.
+ * Admin API round trips only (up to 30 s each where the controller is
+ * slow), no state of the stage's: the discovery helper's job, beside
+ * the stage (unify_topics.c).  Returns 0, or -1 (tried again at the next
  * discovery; the stage fails if the cluster refused). */
-static int scale_ids_topic(aagw_unify_t *u, struct utopic *ut,
-                        const struct rd_kafka_metadata *md);
-
-int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut,
-                         const struct rd_kafka_metadata *md) {
+int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
+                                bool dedup) {
         static const char *const conf[] = {"cleanup.policy", "compact", NULL};
         char                     err[1024];
-        int                      have;
+        char state[AAGW_TOPIC_MAX + 1], ids[AAGW_TOPIC_MAX + 1];
+        const struct rd_kafka_metadata *md = NULL;
+        int                             have, rc = -1;
 
-        char name[3 * AAGW_TOPIC_MAX], ids[3 * AAGW_TOPIC_MAX];
-        snprintf(ids, sizeof(ids), "aagw.%s.%s.ids.%s", u->conf.gateway_id,
-                 u->site, ut->out);
-        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
-                             u->conf.gateway_id, u->site, ut->out) >=
-                sizeof(ut->state) ||
-            strlen(ids) >= sizeof(ut->ids)) {
-                ufail(u, "the changelog of %s, %s, is longer than Kafka's "
-                         "%d bytes for a topic name (shorten gateway.id or "
-                         "the unified topic's name)",
-                      ut->out, name, AAGW_TOPIC_MAX);
+        if (unify_scale_changelog_names(u, out, state, ids))
+                return -1;
+        rd_kafka_resp_err_t e =
+            aagw_kafka_metadata(u->admin, true, NULL, &md, 5000, &u->ctl.stop);
+        if (e) {
+                if (e != RD_KAFKA_RESP_ERR__INTR)
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: metadata for the changelogs of "
+                                 "%s: %s; trying again",
+                                 u->site, out, rd_kafka_err2str(e));
                 return -1;
         }
-        memcpy(ut->state, name, strlen(name) + 1);
-        memcpy(ut->ids, ids, strlen(ids) + 1);
-        have = replicator_md_partitions(md, ut->state);
+        have = replicator_md_partitions(md, state);
         if (have < 0) {
-                int rc = aagw_kafka_topic_create_conf(u->admin, ut->state,
-                                                      ut->out_parts, conf,
-                                                      30000, err, sizeof(err));
-                if (rc == -1) {
-                        ufail(u, "creating the changelog %s at %s: %s",
-                              ut->state, u->site, err);
-                        return -1;
+                int made = aagw_kafka_topic_create_conf(
+                    u->admin, state, parts, conf, 30000, err, sizeof(err));
+                if (made == -1) {
+                        ufail(u, "creating the changelog %s at %s: %s", state,
+                              u->site, err);
+                        goto done;
                 }
-                if (rc == -2) {
+                if (made == -2) {
                         aagw_log(AAGW_LOG_WARN, "UNIFY",
                                  "unify@%s: creating the changelog %s: %s; "
                                  "trying again",
-                                 u->site, ut->state, err);
-                        return -1;
+                                 u->site, state, err);
+                        goto done;
                 }
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: changelog %s: %d partitions, compacted",
-                         u->site, ut->state, ut->out_parts);
-        } else if (have != ut->out_parts) {
-                ufail(u, "changelog %s has %d partitions, its output %s %d: "
-                         "they must match (delete the changelog only with "
-                         "every process of the site stopped)",
-                      ut->state, have, ut->out, ut->out_parts);
-                return -1;
+                         u->site, state, (int)parts);
+        } else if (have != parts) {
+                ufail(u,
+                      "changelog %s has %d partitions, its output %s %d: "
+                      "they must match (delete the changelog only with "
+                      "every process of the site stopped)",
+                      state, have, out, (int)parts);
+                goto done;
         }
-        if (ut->mode != AAGW_UNIFY_DEDUP) {
+        rc = dedup ? scale_ids_topic(u, out, ids, parts, md) : 0;
+done:
+        rd_kafka_metadata_destroy(md);
+        return rc;
+}
+
+/* The stage's side, once unify_scale_changelogs_make() made them: the
+ * producer's handles of the changelogs of 'ut'.  Returns 0, or -1 (the
+ * stage failed). */
+int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut) {
+        if (unify_scale_changelog_names(u, ut->out, ut->state, ut->ids))
+                return -1;
+        if (ut->mode != AAGW_UNIFY_DEDUP)
                 ut->ids[0] = '\0'; /* (lww: winners only) */
-        } else if (scale_ids_topic(u, ut, md)) {
-                return -1;
-        }
         if ((!ut->state_rkt &&
              !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
                                                   NULL))) ||
@@ -736,31 +772,30 @@ int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut,
         return 0;
 }
 
-/* unify_scale_state_topic() for the ids topic of a dedup topic 'ut'. */
-static int scale_ids_topic(aagw_unify_t *u, struct utopic *ut,
-                        const struct rd_kafka_metadata *md) {
+/* unify_scale_changelogs_make() for the ids topic of a dedup topic. */
+static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
+                           int32_t parts, const struct rd_kafka_metadata *md) {
         char err[1024];
-        int  have = replicator_md_partitions(md, ut->ids);
+        int  have = replicator_md_partitions(md, ids);
 
-        if (have >= 0 && have != ut->out_parts) {
-                ufail(u, "changelog %s has %d partitions, its output %s %d: "
-                         "they must match (delete the changelog only with "
-                         "every process of the site stopped)",
-                      ut->ids, have, ut->out, ut->out_parts);
+        if (have >= 0 && have != parts) {
+                ufail(u,
+                      "changelog %s has %d partitions, its output %s %d: "
+                      "they must match (delete the changelog only with "
+                      "every process of the site stopped)",
+                      ids, have, out, (int)parts);
                 return -1;
         }
-        switch (changelog_ids_topic(u->admin, ut->ids, ut->out_parts,
-                                    have >= 0, &u->ids_conf, 30000, err,
-                                    sizeof(err))) {
+        switch (changelog_ids_topic(u->admin, ids, parts, have >= 0,
+                                    &u->ids_conf, 30000, err, sizeof(err))) {
         case CHANGELOG_IDS_CREATED:
-                aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: changelog %s: %d partitions, ids kept "
-                         "%" PRId64 " s (unify.window %" PRId64
-                         " s and a margin), segments of %" PRId64 " s",
-                         u->site, ut->ids, ut->out_parts,
-                         u->ids_conf.retention_ms / 1000,
-                         u->conf.window_ms / 1000,
-                         u->ids_conf.segment_ms / 1000);
+                aagw_log(
+                    AAGW_LOG_INFO, "UNIFY",
+                    "unify@%s: changelog %s: %d partitions, ids kept "
+                    "%" PRId64 " s (unify.window %" PRId64
+                    " s and a margin), segments of %" PRId64 " s",
+                    u->site, ids, (int)parts, u->ids_conf.retention_ms / 1000,
+                    u->conf.window_ms / 1000, u->ids_conf.segment_ms / 1000);
                 break;
         case CHANGELOG_IDS_KEPT:
                 break;
@@ -768,7 +803,7 @@ static int scale_ids_topic(aagw_unify_t *u, struct utopic *ut,
                 aagw_log(AAGW_LOG_INFO, "UNIFY",
                          "unify@%s: changelog %s (unify.window %" PRId64
                          " s): %s",
-                         u->site, ut->ids, u->conf.window_ms / 1000, err);
+                         u->site, ids, u->conf.window_ms / 1000, err);
                 break;
         case CHANGELOG_IDS_STALE:
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
@@ -778,26 +813,27 @@ static int scale_ids_topic(aagw_unify_t *u, struct utopic *ut,
                          " retention.bytes=-1 segment.ms=%" PRId64
                          " on it by hand, or grant aagw DescribeConfigs and "
                          "AlterConfigs on it",
-                         u->site, ut->ids, u->conf.window_ms / 1000, err,
+                         u->site, ids, u->conf.window_ms / 1000, err,
                          u->ids_conf.retention_ms, u->ids_conf.segment_ms);
                 break;
         case CHANGELOG_IDS_REFUSED:
                 if (have < 0) {
-                        ufail(u, "creating the changelog %s at %s: %s",
-                              ut->ids, u->site, err);
+                        ufail(u, "creating the changelog %s at %s: %s", ids,
+                              u->site, err);
                         return -1;
                 }
-                ufail(u, "changelog %s (unify.window %" PRId64 " s): %s; "
-                         "with these settings ids inside the window would "
-                         "be removed and a new owner would deliver them "
-                         "again: set them by hand, or grant aagw "
-                         "AlterConfigs on the topic",
-                      ut->ids, u->conf.window_ms / 1000, err);
+                ufail(u,
+                      "changelog %s (unify.window %" PRId64 " s): %s; "
+                      "with these settings ids inside the window would "
+                      "be removed and a new owner would deliver them "
+                      "again: set them by hand, or grant aagw "
+                      "AlterConfigs on the topic",
+                      ids, u->conf.window_ms / 1000, err);
                 return -1;
         case CHANGELOG_IDS_RETRY:
                 aagw_log(AAGW_LOG_WARN, "UNIFY",
                          "unify@%s: changelog %s: %s; trying again", u->site,
-                         ut->ids, err);
+                         ids, err);
                 return -1;
         }
         return 0;

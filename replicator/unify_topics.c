@@ -576,8 +576,10 @@ static bool consumer_knows(aagw_unify_t *u, const char *topic, int32_t nparts) {
  * (consumer_knows()), or a new output made (replicator_topic_make(): the
  * Admin API, up to its timeout where the cluster answers none) and its
  * ends settled for the start-up scan (output_settle(), which waits for
- * the cluster at least two rounds of END_ROUND_MS).  In the stage's
- * thread every unified topic stood still meanwhile.  The answers come
+ * the cluster at least two rounds of END_ROUND_MS), or under scale-out
+ * its changelogs made or checked (unify_scale_changelogs_make(), Admin
+ * API calls of up to 30 s each).  In the stage's thread every unified
+ * topic stood still meanwhile.  The answers come
  * back to the stage's thread (unify_discovered()), which keeps what
  * orders the inputs: an input is assigned once its leaders are known
  * both ways, and a topic's inputs only after its output was folded in
@@ -594,8 +596,10 @@ struct unify_job {
                                    or the input's partitions */
         int32_t have;           /* the output's partitions: known from the
                                    metadata, or as made; 0: to make */
-        bool scale;             /* make the output only: scale-out goes on
-                                   in the stage (its changelogs) */
+        bool              scale;          /* scale-out: make the output and its
+                                             changelogs (no scan: restore goes on
+                                             in the stage) */
+        bool dedup;                       /* (the ids changelog too) */
         /* the answer */
         int rc; /* 0, or -1: at the next discovery (or the
                    stage failed) */
@@ -626,6 +630,9 @@ static void job_run(aagw_unify_t *u, struct unify_job *j) {
                 j->have = replicator_topic_make(&tm, j->topic, j->want);
         }
         j->rc = j->have > 0 ? 0 : -1;
+        if (!j->rc && j->scale && !atomic_load(&u->ctl.stop))
+                j->rc =
+                    unify_scale_changelogs_make(u, j->topic, j->have, j->dedup);
         if (j->rc || j->scale || atomic_load(&u->ctl.stop))
                 return;
         j->lo = calloc((size_t)j->have, sizeof(*j->lo));
@@ -660,13 +667,11 @@ static void helper_drop(struct stage_job *j) {
         job_free((struct unify_job *)j);
 }
 
-static bool output_ready(aagw_unify_t *u, struct unify_job *j,
-                         const struct rd_kafka_metadata *md);
+static bool output_ready(aagw_unify_t *u, struct unify_job *j);
 
 /* Hand 'j' to the helper, or (none) run it here and act on it.  Returns
  * whether the inputs to assign changed (only when run here). */
-static bool job_ask(aagw_unify_t *u, struct unify_job *j,
-                    const struct rd_kafka_metadata *md) {
+static bool job_ask(aagw_unify_t *u, struct unify_job *j) {
         if (j->ui)
                 j->ui->asking = true;
         else
@@ -684,7 +689,7 @@ static bool job_ask(aagw_unify_t *u, struct unify_job *j,
                 else
                         j->ui->led = true;
         } else {
-                changed = output_ready(u, j, md);
+                changed = output_ready(u, j);
         }
         job_free(j);
         return changed;
@@ -710,11 +715,9 @@ static struct unify_job *job_new(struct utopic *ut, struct uinput *ui,
 /* The output of 'ut' is made ('j->have' partitions) and, but under
  * scale-out, its ends settled: register it with the decider, fold in
  * what a previous run left there, and let its inputs be assigned.
- * Scale-out goes on with its changelogs and restore instead, which need
- * the cluster's metadata ('md'; NULL: the next discovery's).  Returns
- * whether the topic became ready. */
-static bool output_ready(aagw_unify_t *u, struct unify_job *j,
-                         const struct rd_kafka_metadata *md) {
+ * Under scale-out the helper made its changelogs too, and restore
+ * follows instead.  Returns whether the topic became ready. */
+static bool output_ready(aagw_unify_t *u, struct unify_job *j) {
         struct utopic *ut = j->ut;
 
         ut->preparing = false;
@@ -728,7 +731,7 @@ static bool output_ready(aagw_unify_t *u, struct unify_job *j,
         }
         if (u->scale) {
                 ut->out_made = j->have;
-                if (!md || unify_scale_state_topic(u, ut, md))
+                if (unify_scale_state_topic(u, ut))
                         return false;
                 /* No start-up scan: with transactions, what a previous
                  * owner wrote is committed together with its changelog,
@@ -830,7 +833,7 @@ static void discover_md(aagw_unify_t *u, rd_kafka_resp_err_t err,
                         struct unify_job *j =
                             job_new(ut, ui, ui->topic, ui->nparts, 0);
                         if (j)
-                                changed |= job_ask(u, j, md);
+                                changed |= job_ask(u, j);
                 }
                 if (!ui->led)
                         u->inputs_leaderless = true;
@@ -853,13 +856,8 @@ static void discover_md(aagw_unify_t *u, rd_kafka_resp_err_t err,
                 if (!j)
                         continue;
                 j->scale = u->scale;
-                if (u->scale && have > 0) {
-                        /* Made: the changelogs, in the stage (above). */
-                        changed |= output_ready(u, j, md);
-                        job_free(j);
-                        continue;
-                }
-                changed |= job_ask(u, j, md);
+                j->dedup = ut->mode == AAGW_UNIFY_DEDUP;
+                changed |= job_ask(u, j);
         }
         rd_kafka_metadata_destroy(md);
         if (changed && !atomic_load(&u->ctl.stop))
@@ -915,14 +913,13 @@ void unify_discovered(aagw_unify_t *u) {
                                 u->inputs_leaderless = true;
                         }
                 } else if (j->scale) {
-                        /* Made: its changelogs at the next discovery,
-                         * which has the metadata, asked for now. */
+                        /* Made, with its changelogs: restore next. */
                         j->ut->preparing = false;
                         j->ut->out_made  = j->rc ? 0 : j->have;
-                        if (!j->rc)
-                                aagw_md_watch_kick(u->mdw);
+                        if (!atomic_load(&u->ctl.stop))
+                                changed |= output_ready(u, j);
                 } else if (!atomic_load(&u->ctl.stop)) {
-                        changed |= output_ready(u, j, NULL);
+                        changed |= output_ready(u, j);
                 }
                 job_free(j);
         }
