@@ -659,7 +659,7 @@ static bool recon_tell(void *arg, const struct stage_job *sj,
                             ((const struct flow_recon_job *)sj)->pt->tt;
 }
 
-static void recon_wake(void *arg) {
+void flow_wake(void *arg) {
         aagw_flow_t *f = arg;
 
         if (f->fx[0].q)
@@ -672,7 +672,7 @@ void flow_reconciler_start(aagw_flow_t *f) {
                                          .run   = recon_job,
                                          .ahead = source_prime,
                                          .tell  = recon_tell,
-                                         .wake  = recon_wake};
+                                         .wake  = flow_wake};
         stage_worker_start(&f->recon);
 }
 
