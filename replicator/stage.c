@@ -77,7 +77,8 @@ static void stage_look(struct stage *s, int64_t now) {
                                                     sizeof(r) / sizeof(r[0]));
                 if (!n)
                         continue;
-                aagw_fetch_stalls_note(s->qs[k].consumer, s->name, r, n);
+                aagw_fetch_stalls_note(s->qs[k].consumer, s->name, r, n,
+                                       &s->ctl->stop);
                 s->h->restart(s->self, k, r, n);
         }
 }

@@ -3,7 +3,7 @@
  * finds the partitions whose fetch stands still while their leader holds
  * more, for the stage to restart them.  Used by flows and the unify stage.
  */
-#include "aagw_replicator.h"
+#include "replicator_int.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -243,7 +243,8 @@ size_t aagw_stall_watch_stalled(aagw_stall_watch_t *w, int64_t now_ms,
 }
 
 void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
-                            const struct aagw_stall_report *r, size_t n) {
+                            const struct aagw_stall_report *r, size_t n,
+                            const atomic_bool *stop) {
         const struct rd_kafka_metadata *md;
 
         for (size_t i = 0; i < n; i++)
@@ -254,8 +255,9 @@ void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
                          who, r[i].topic, r[i].partition, r[i].pos,
                          r[i].still_ms / 1000, r[i].end);
         /* Leaders as the cluster knows them now: a fetcher left on the
-         * old leader is what this undoes. */
-        if (n && !rd_kafka_metadata(consumer, 1, NULL, &md, 2000))
+         * old leader is what this undoes.  Asked on the stage's thread:
+         * a stop ends the wait. */
+        if (n && !aagw_kafka_metadata(consumer, true, NULL, &md, 2000, stop))
                 rd_kafka_metadata_destroy(md);
 }
 
