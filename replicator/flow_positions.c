@@ -617,7 +617,7 @@ static void source_prime(void *arg, struct stage_worker *w,
         }
         if (!n)
                 return;
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->t.lock);
         for (int k = 0; k < f->nfx; k++) {
                 const struct rd_kafka_metadata *md = NULL;
                 size_t                          m  = 0;
@@ -631,7 +631,7 @@ static void source_prime(void *arg, struct stage_worker *w,
                 while (m)
                         rd_kafka_topic_destroy(rkts[--m]);
         }
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->t.lock);
 }
 
 /* Jobs are taken in the order asked (a topic's partitions one after
@@ -690,7 +690,7 @@ void flow_reconciler_stop(aagw_flow_t *f) {
 bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release) {
         struct flow_recon_job *j;
 
-        if (!f->recon.started || f->owner || !(j = calloc(1, sizeof(*j))))
+        if (!f->recon.t.started || f->owner || !(j = calloc(1, sizeof(*j))))
                 return false;
         j->pt           = pt;
         j->gen          = pt->recon_gen;

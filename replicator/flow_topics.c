@@ -286,7 +286,7 @@ static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
         struct flow_make_job *j;
         int                   rc, have = -1;
 
-        if (!f->maker.started) {
+        if (!f->maker.t.started) {
                 rc = target_prepare(f, tt, want);
         } else if (tt->making) {
                 return -3;
