@@ -393,6 +393,15 @@ static const char *value_str(enum value v, const void *st, size_t off,
         return buf;
 }
 
+/* The names of the causes counted per flow (OVER_SKIPS, OVER_REASONS). */
+static const char *skip_name(int k) {
+        return aagw_skip_name((aagw_skip_t)k);
+}
+
+static const char *reason_name(int k) {
+        return aagw_reason_name((aagw_reason_t)k);
+}
+
 /* The histogram of flow 'i': cumulative buckets, then _sum and _count. */
 static void latency(struct sbuf *b, const char *name, const char *flow,
                     const struct aagw_flow_stats *st) {
@@ -472,27 +481,26 @@ static void render(struct sbuf *b, const struct metric *m,
                 }
                 break;
         case OVER_SKIPS:
-                for (size_t i = 0; i < v->nflows; i++)
-                        for (int k = 1; k < AAGW_SKIP_COUNT; k++)
-                                gw_sb_printf(
-                                    b,
-                                    "%s{flow=\"%s\",cause=\"%s\"} %" PRIu64
-                                    "\n",
-                                    m->name, aagw_flow_name(v->flows[i]),
-                                    aagw_skip_name((aagw_skip_t)k),
-                                    s->fs[i].skipped[k]);
+        case OVER_REASONS: {
+                /* The same sample a flow and cause; the causes (from 1:
+                 * 0 is none), their names and counts differ. */
+                bool        skips         = m->over == OVER_SKIPS;
+                const char *label         = skips ? "cause" : "reason";
+                const char *(*cause)(int) = skips ? skip_name : reason_name;
+                int n = skips ? AAGW_SKIP_COUNT : AAGW_REASON_COUNT;
+                for (size_t i = 0; i < v->nflows; i++) {
+                        const uint64_t *cnt =
+                            skips ? s->fs[i].skipped : s->fs[i].rejected;
+                        for (int k = 1; k < n; k++)
+                                gw_sb_printf(b,
+                                             "%s{flow=\"%s\",%s=\"%s\"} "
+                                             "%" PRIu64 "\n",
+                                             m->name,
+                                             aagw_flow_name(v->flows[i]), label,
+                                             cause(k), cnt[k]);
+                }
                 break;
-        case OVER_REASONS:
-                for (size_t i = 0; i < v->nflows; i++)
-                        for (int k = 1; k < AAGW_REASON_COUNT; k++)
-                                gw_sb_printf(
-                                    b,
-                                    "%s{flow=\"%s\",reason=\"%s\"} %" PRIu64
-                                    "\n",
-                                    m->name, aagw_flow_name(v->flows[i]),
-                                    aagw_reason_name((aagw_reason_t)k),
-                                    s->fs[i].rejected[k]);
-                break;
+        }
         case OVER_LATENCY:
                 for (size_t i = 0; i < v->nflows; i++)
                         latency(b, m->name, aagw_flow_name(v->flows[i]),

@@ -536,10 +536,12 @@ size_t aagw_stall_watch_stalled(aagw_stall_watch_t *w, int64_t now_ms,
                                 struct aagw_stall_report *out, size_t max);
 
 /** Log one WARN line per stalled partition of @p who ("east->west",
- *  "unify@west"), and refresh @p consumer's metadata (up to 2 s), so that
- *  a restart finds the partitions' current leaders. */
+ *  "unify@west"), and refresh @p consumer's metadata (up to 2 s, less
+ *  once @p stop is set: the stage's stop flag, may be NULL), so that a
+ *  restart finds the partitions' current leaders. */
 void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
-                            const struct aagw_stall_report *r, size_t n);
+                            const struct aagw_stall_report *r, size_t n,
+                            const atomic_bool *stop);
 
 /** Probe the end of a partition that did not move for this long. */
 #define AAGW_STALL_PROBE_MS 5000

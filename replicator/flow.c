@@ -1481,6 +1481,7 @@ void aagw_flow_destroy(aagw_flow_t *f, int timeout_ms) {
                         free(tt->parts[p]);
                 }
                 free(tt->parts);
+                free(tt->made);
                 free(tt->topic);
                 free(tt);
         }
@@ -1792,7 +1793,7 @@ static int flow_after(void *arg, ssize_t n, bool full) {
         }
         /* A copy was made (or could not be): its topic starts at the
          * discovery asked for now. */
-        if (atomic_exchange(&f->made, false)) {
+        if (flow_made(f)) {
                 if (f->mdw)
                         aagw_md_watch_kick(f->mdw);
                 else

@@ -119,13 +119,11 @@ struct ttrack {
         bool                prechecked; /* aagw_repl_precheck() passed */
         bool                create_warned; /* creation refused, said once */
         /* The copy's creation or growth, done by the maker thread
-         * (flow_topics.c, "MAKER"): what it was asked for and its
-         * answer, 0 or -2 (try again). */
-        _Atomic int         make_state;
-        int                 make_want, make_rc;
-        int                 make_have;     /* the partitions the producer
-                                              sees, asked by the maker; -1:
-                                              not asked (flow_topics.c) */
+         * (flow_topics.c, "MAKER"): asked and not taken back yet; its
+         * answer, taken back and not yet seen by a discovery (NULL:
+         * none).  The flow thread's alone. */
+        bool                  making;
+        struct flow_make_job *made;
         bool                release_retry; /* held partitions to start
                                               again (a seek failed) */
         /* For reconciliation (flow_positions.c): the reader and the end
@@ -147,6 +145,17 @@ struct flow_recon {
         bool     stored; /* the new start is stored (a recreated target) */
         uint64_t resets, truncations, truncated_records, target_resets;
         int64_t  txn_wait_ms; /* scale-out: flow_stable_end()'s wait */
+};
+
+/* A copy handed to the maker (flow_topics.c, "MAKER"), and its answer. */
+struct flow_make_job {
+        struct stage_job base; /* the maker's (stage_worker) */
+        struct ttrack   *tt;
+        int              want; /* the partitions the copy is to have */
+        /* the answer */
+        int rc;   /* 0, or -2 (try again) */
+        int have; /* the partitions the producer sees, asked by the
+                     maker; -1: not asked (scale-out) */
 };
 
 /* A partition handed to the reconciler, and its answer. */
@@ -230,13 +239,9 @@ struct aagw_flow {
         bool                      paused;
         bool                      admin_create_unsupported;
         /* The maker thread: creates and grows copies beside the copying
-         * (flow_maker_start()); 'made' tells the flow thread that an
-         * answer waits for its next discovery. */
-        pthread_t                 maker;
-        bool                      maker_started, maker_stop;
-        pthread_mutex_t           maker_lock;
-        pthread_cond_t            maker_cond;
-        atomic_bool               made;
+         * (flow_maker_start()); the flow thread takes the answers
+         * (flow_made()). */
+        struct stage_worker maker;
         /* The reconciler thread: finds where each partition a discovery
          * gives the flow resumes, beside the copying
          * (flow_reconciler_start()); the flow thread takes the answers
@@ -618,6 +623,15 @@ void flow_dlq_ensure(aagw_flow_t *f);
  * them. */
 void flow_maker_start(aagw_flow_t *f);
 void flow_maker_stop(aagw_flow_t *f);
+
+/* Take the maker's answers, each to its topic, where the next discovery
+ * finds it.  Returns whether there were any (a discovery to ask for). */
+bool flow_made(aagw_flow_t *f);
+
+/* Wake the flow thread's wait (the stage_worker hook of the reconciler
+ * and the maker): rd_kafka_queue_yield() on the first source consumer's
+ * queue, which the stage loop waits on. */
+void flow_wake(void *f);
 
 /* Scan the source cluster for matching topics and assign their
  * partitions to the consumer; the identity lease subscribes to them. */

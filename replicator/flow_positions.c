@@ -629,7 +629,7 @@ static void source_prime(void *arg, struct stage_worker *w,
         }
         if (!n)
                 return;
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->t.lock);
         for (int k = 0; k < f->nfx; k++) {
                 const struct rd_kafka_metadata *md = NULL;
                 size_t                          m  = 0;
@@ -643,7 +643,7 @@ static void source_prime(void *arg, struct stage_worker *w,
                 while (m)
                         rd_kafka_topic_destroy(rkts[--m]);
         }
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->t.lock);
 }
 
 /* Jobs are taken in the order asked (a topic's partitions one after
@@ -671,7 +671,7 @@ static bool recon_tell(void *arg, const struct stage_job *sj,
                             ((const struct flow_recon_job *)sj)->pt->tt;
 }
 
-static void recon_wake(void *arg) {
+void flow_wake(void *arg) {
         aagw_flow_t *f = arg;
 
         if (f->fx[0].q)
@@ -684,7 +684,7 @@ void flow_reconciler_start(aagw_flow_t *f) {
                                          .run   = recon_job,
                                          .ahead = source_prime,
                                          .tell  = recon_tell,
-                                         .wake  = recon_wake};
+                                         .wake  = flow_wake};
         stage_worker_start(&f->recon);
 }
 
@@ -702,7 +702,7 @@ void flow_reconciler_stop(aagw_flow_t *f) {
 bool flow_recon_ask(aagw_flow_t *f, struct ptrack *pt, bool release) {
         struct flow_recon_job *j;
 
-        if (!f->recon.started || f->recon_inline ||
+        if (!f->recon.t.started || f->recon_inline ||
             !(j = calloc(1, sizeof(*j))))
                 return false;
         j->pt           = pt;

@@ -218,72 +218,63 @@ static int target_count(aagw_flow_t *f, struct ttrack *tt) {
  * seconds while a controller is slow.  In the flow thread every topic
  * stood still meanwhile (the README demo copied nothing into a site for
  * 5 s while the heartbeats copy was being made).  So discovery hands a
- * copy to make to the maker thread and goes on; the answer is taken at
- * the next discovery, asked for at once (flow_after()). */
+ * copy to make to the maker thread (a stage_worker) and goes on; the
+ * flow thread takes the answer back (flow_made()), hangs it on its topic
+ * and asks for a discovery at once (flow_after()), which finds it there
+ * (ensure_target()). */
 
-enum { MAKE_IDLE, MAKE_ASKED, MAKE_DONE };
+/* A job of the maker (stage_worker): make or grow the copy of 'j->tt'
+ * with 'j->want' partitions; the answer in 'j->rc' and 'j->have'. */
+static void maker_job(void *arg, struct stage_job *sj) {
+        aagw_flow_t          *f = arg;
+        struct flow_make_job *j = (struct flow_make_job *)sj;
 
-static void *maker_main(void *arg) {
-        aagw_flow_t *f = arg;
-
-        replicator_thread_stop_flag(&f->ctl.stop);
-        pthread_mutex_lock(&f->maker_lock);
-        while (!f->maker_stop) {
-                struct ttrack *job = NULL;
-
-                /* The topic table's shape is the flow's (its lock); a
-                 * track, once in it, stays until the flow is destroyed. */
-                pthread_mutex_lock(&f->ctl.lock);
-                for (size_t i = 0; i < f->ntopics && !job; i++)
-                        if (atomic_load(&f->topics[i]->make_state) ==
-                            MAKE_ASKED)
-                                job = f->topics[i];
-                pthread_mutex_unlock(&f->ctl.lock);
-                if (!job) {
-                        pthread_cond_wait(&f->maker_cond, &f->maker_lock);
-                        continue;
-                }
-                int want = job->make_want;
-                pthread_mutex_unlock(&f->maker_lock);
-                job->make_rc   = target_prepare(f, job, want);
-                job->make_have = -1;
-                if (!job->make_rc && !f->owner) {
-                        job->make_have = target_count(f, job);
-                        if (job->make_have < 0)
-                                job->make_rc = -2;
-                }
-                atomic_store(&job->make_state, MAKE_DONE);
-                atomic_store(&f->made, true);
-                pthread_mutex_lock(&f->maker_lock);
+        j->rc   = target_prepare(f, j->tt, j->want);
+        j->have = -1;
+        if (!j->rc && !f->owner) {
+                j->have = target_count(f, j->tt);
+                if (j->have < 0)
+                        j->rc = -2;
         }
-        pthread_mutex_unlock(&f->maker_lock);
-        return NULL;
+}
+
+/* A job not answered, or not taken back, at the stop: a discovery after
+ * it asks again. */
+static void maker_drop(struct stage_job *sj) {
+        struct flow_make_job *j = (struct flow_make_job *)sj;
+
+        j->tt->making = false;
+        free(j);
 }
 
 void flow_maker_start(aagw_flow_t *f) {
         flow_reconciler_start(f);
-        pthread_mutex_init(&f->maker_lock, NULL);
-        pthread_cond_init(&f->maker_cond, NULL);
-        f->maker_stop    = false;
-        f->maker_started = !pthread_create(&f->maker, NULL, maker_main, f);
-        if (!f->maker_started) {
-                pthread_cond_destroy(&f->maker_cond);
-                pthread_mutex_destroy(&f->maker_lock);
-        }
+        f->maker = (struct stage_worker){.ctx  = f,
+                                         .halt = &f->ctl.stop,
+                                         .run  = maker_job,
+                                         .wake = flow_wake};
+        stage_worker_start(&f->maker);
 }
 
 void flow_maker_stop(aagw_flow_t *f) {
         flow_reconciler_stop(f);
-        if (!f->maker_started)
-                return;
-        pthread_mutex_lock(&f->maker_lock);
-        f->maker_stop = true;
-        pthread_cond_signal(&f->maker_cond);
-        pthread_mutex_unlock(&f->maker_lock);
-        pthread_join(f->maker, NULL);
-        f->maker_started = false;
-        pthread_cond_destroy(&f->maker_cond);
-        pthread_mutex_destroy(&f->maker_lock);
+        stage_worker_stop(&f->maker, maker_drop);
+}
+
+bool flow_made(aagw_flow_t *f) {
+        struct flow_make_job *j =
+            (struct flow_make_job *)stage_worker_take(&f->maker);
+        struct flow_make_job *next;
+
+        if (!j)
+                return false;
+        for (; j; j = next) {
+                next          = (struct flow_make_job *)j->base.next;
+                j->tt->making = false;
+                free(j->tt->made);
+                j->tt->made = j;
+        }
+        return true;
 }
 
 /* The copy of 'tt' with 'want' partitions: returns the partitions the
@@ -292,31 +283,30 @@ void flow_maker_stop(aagw_flow_t *f) {
  * to it).  With the maker, no round trip of its own: the maker asked
  * for the copy's partitions too. */
 static int ensure_target(aagw_flow_t *f, struct ttrack *tt, int want) {
-        int rc, have = -1;
+        struct flow_make_job *j;
+        int                   rc, have = -1;
 
-        if (!f->maker_started) {
+        if (!f->maker.t.started) {
                 rc = target_prepare(f, tt, want);
+        } else if (tt->making) {
+                return -3;
+        } else if (tt->made && tt->made->want == want) {
+                rc   = tt->made->rc;
+                have = tt->made->have;
+                free(tt->made);
+                tt->made = NULL;
         } else {
-                switch (atomic_load(&tt->make_state)) {
-                case MAKE_ASKED:
-                        return -3;
-                case MAKE_DONE:
-                        atomic_store(&tt->make_state, MAKE_IDLE);
-                        if (tt->make_want == want) {
-                                rc   = tt->make_rc;
-                                have = tt->make_have;
-                                break;
-                        }
-                        /* The source grew meanwhile: ask again. */
-                        /* fall through */
-                default:
-                        pthread_mutex_lock(&f->maker_lock);
-                        tt->make_want = want;
-                        atomic_store(&tt->make_state, MAKE_ASKED);
-                        pthread_cond_signal(&f->maker_cond);
-                        pthread_mutex_unlock(&f->maker_lock);
-                        return -3;
-                }
+                /* Not asked yet, or the source grew meanwhile: ask
+                 * (again). */
+                free(tt->made);
+                tt->made = NULL;
+                if (!(j = calloc(1, sizeof(*j))))
+                        return -2;
+                j->tt      = tt;
+                j->want    = want;
+                tt->making = true;
+                stage_worker_put(&f->maker, &j->base);
+                return -3;
         }
         if (rc)
                 return rc;
@@ -363,6 +353,8 @@ void flow_discover_md(aagw_flow_t *f, rd_kafka_resp_err_t err,
 
         if (err == RD_KAFKA_RESP_ERR__INTR)
                 return; /* stopping */
+        /* The copies made since, on their topics (ensure_target()). */
+        flow_made(f);
         aagw_reach_note(&f->src_reach, err);
         if (err) {
                 aagw_log(AAGW_LOG_WARN, "FLOW",

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------- LOOP --- */
 
@@ -77,7 +78,8 @@ static void stage_look(struct stage *s, int64_t now) {
                                                     sizeof(r) / sizeof(r[0]));
                 if (!n)
                         continue;
-                aagw_fetch_stalls_note(s->qs[k].consumer, s->name, r, n);
+                aagw_fetch_stalls_note(s->qs[k].consumer, s->name, r, n,
+                                       &s->ctl->stop);
                 s->h->restart(s->self, k, r, n);
         }
 }
@@ -168,26 +170,68 @@ void stage_settle(rd_kafka_t *rk, _Atomic int64_t *inflight, int64_t until,
         }
 }
 
+/* ------------------------------------------------------- SIDE THREAD --- */
+
+bool side_thread_start(struct side_thread *t, void *(*fn)(void *), void *arg) {
+        pthread_condattr_t ca;
+
+        pthread_mutex_init(&t->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&t->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        atomic_store(&t->stop, false);
+        t->started = !pthread_create(&t->thread, NULL, fn, arg);
+        if (!t->started) {
+                pthread_cond_destroy(&t->cond);
+                pthread_mutex_destroy(&t->lock);
+        }
+        return t->started;
+}
+
+void side_thread_stop(struct side_thread *t) {
+        if (!t->started)
+                return;
+        pthread_mutex_lock(&t->lock);
+        atomic_store(&t->stop, true);
+        pthread_cond_signal(&t->cond);
+        pthread_mutex_unlock(&t->lock);
+        pthread_join(t->thread, NULL);
+        t->started = false;
+        pthread_cond_destroy(&t->cond);
+        pthread_mutex_destroy(&t->lock);
+}
+
+void side_thread_due(struct timespec *due, int ms) {
+        clock_gettime(CLOCK_MONOTONIC, due);
+        due->tv_sec += ms / 1000;
+        due->tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (due->tv_nsec >= 1000000000L) {
+                due->tv_sec++;
+                due->tv_nsec -= 1000000000L;
+        }
+}
+
 /* ------------------------------------------------------------ WORKER --- */
 
 static void *worker_main(void *arg) {
         struct stage_worker *w = arg;
 
         replicator_thread_stop_flag(w->halt);
-        pthread_mutex_lock(&w->lock);
-        while (!w->stop) {
+        pthread_mutex_lock(&w->t.lock);
+        while (!atomic_load(&w->t.stop)) {
                 struct stage_job *j = w->todo;
                 if (!j) {
-                        pthread_cond_wait(&w->cond, &w->lock);
+                        pthread_cond_wait(&w->t.cond, &w->t.lock);
                         continue;
                 }
                 if (w->ahead)
                         w->ahead(w->ctx, w, j);
                 if (!(w->todo = j->next))
                         w->tail = &w->todo;
-                pthread_mutex_unlock(&w->lock);
+                pthread_mutex_unlock(&w->t.lock);
                 w->run(w->ctx, j);
-                pthread_mutex_lock(&w->lock);
+                pthread_mutex_lock(&w->t.lock);
                 j->next = w->done;
                 w->done = j;
                 if (!w->tell || w->tell(w->ctx, j, w->todo)) {
@@ -195,56 +239,43 @@ static void *worker_main(void *arg) {
                         w->wake(w->ctx);
                 }
         }
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->t.lock);
         return NULL;
 }
 
 bool stage_worker_start(struct stage_worker *w) {
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->cond, NULL);
         w->todo = w->done = NULL;
         w->tail           = &w->todo;
-        w->stop           = false;
         atomic_store(&w->answered, false);
-        w->started = !pthread_create(&w->thread, NULL, worker_main, w);
-        if (!w->started) {
-                pthread_cond_destroy(&w->cond);
-                pthread_mutex_destroy(&w->lock);
-        }
-        return w->started;
+        return side_thread_start(&w->t, worker_main, w);
 }
 
 void stage_worker_put(struct stage_worker *w, struct stage_job *j) {
         j->next = NULL;
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->t.lock);
         *w->tail = j;
         w->tail  = &j->next;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
+        pthread_cond_signal(&w->t.cond);
+        pthread_mutex_unlock(&w->t.lock);
 }
 
 struct stage_job *stage_worker_take(struct stage_worker *w) {
         struct stage_job *j;
 
-        if (!w->started || !atomic_exchange(&w->answered, false))
+        if (!w->t.started || !atomic_exchange(&w->answered, false))
                 return NULL;
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->t.lock);
         j       = w->done;
         w->done = NULL;
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->t.lock);
         return j;
 }
 
 void stage_worker_stop(struct stage_worker *w,
                        void (*drop)(struct stage_job *j)) {
-        if (!w->started)
+        if (!w->t.started)
                 return;
-        pthread_mutex_lock(&w->lock);
-        w->stop = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-        pthread_join(w->thread, NULL);
-        w->started = false;
+        side_thread_stop(&w->t);
         for (struct stage_job *l = w->todo, *n; l; l = n) {
                 n = l->next;
                 drop(l);
@@ -254,8 +285,6 @@ void stage_worker_stop(struct stage_worker *w,
                 drop(l);
         }
         w->todo = w->done = NULL;
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
 }
 
 /* ---------------------------------------------------------- SCALE-OUT --- */

@@ -23,6 +23,8 @@
 
 #include "replicator_int.h"
 
+#include <time.h>
+
 /* The stall watch is looked at no more often: a look reads every
  * partition's position, and a stall takes seconds. */
 #define STAGE_LOOK_MS 1000
@@ -138,6 +140,32 @@ void stage_purge(rd_kafka_t *rk, _Atomic int64_t *inflight, int timeout_ms);
 void stage_settle(rd_kafka_t *rk, _Atomic int64_t *inflight, int64_t until,
                   int timeout_ms, const atomic_bool *stop, int64_t *now);
 
+/* ------------------------------------------------------- SIDE THREAD --- */
+
+/* A thread beside a stage that sleeps on 'cond' until it has something
+ * to do or is told to stop: the stage_worker below, the stall watch's
+ * probe (stall.c), the metadata watch (md_watch.c).  What it waits for
+ * is its owner's, under 'lock'; 'cond' runs on CLOCK_MONOTONIC (for a
+ * pthread_cond_timedwait(), side_thread_due()). */
+struct side_thread {
+        pthread_t       thread;
+        pthread_mutex_t lock;
+        pthread_cond_t  cond;
+        bool            started;
+        atomic_bool     stop; /* side_thread_stop() */
+};
+
+/* Make the lock and the condition, and start 'fn'('arg'); false if the
+ * thread cannot start (nothing left to undo). */
+bool side_thread_start(struct side_thread *t, void *(*fn)(void *), void *arg);
+
+/* Set 'stop' and signal under the lock, join, and undo the start; does
+ * nothing if the thread did not start. */
+void side_thread_stop(struct side_thread *t);
+
+/* '*due': 'ms' from now, on the condition's clock. */
+void side_thread_due(struct timespec *due, int ms);
+
 /* ------------------------------------------------------------ WORKER --- */
 
 /* A thread beside a stage for its round trips (reconciling a partition,
@@ -153,8 +181,9 @@ struct stage_worker {
         void *ctx;
         /* Without the lock: do 'j'. */
         void (*run)(void *ctx, struct stage_job *j);
-        /* Under the lock, before 'j' runs (NULL: none): may look at the
-         * jobs behind it (w->todo) and drop the lock for a while. */
+        /* Under the lock (w->t.lock), before 'j' runs (NULL: none): may
+         * look at the jobs behind it (w->todo) and drop the lock for a
+         * while. */
         void (*ahead)(void *ctx, struct stage_worker *w, struct stage_job *j);
         /* Under the lock, once 'j' is answered: whether to tell the stage
          * now ('next', the job after it, may be NULL); NULL: always. */
@@ -167,12 +196,9 @@ struct stage_worker {
          * (replicator_thread_stop_flag()). */
         const atomic_bool *halt;
 
-        pthread_t         thread;
-        pthread_mutex_t   lock;
-        pthread_cond_t    cond;
-        bool              started, stop;
-        struct stage_job *todo, **tail, *done;
-        atomic_bool       answered; /* 'done' holds answers to take */
+        struct side_thread t;
+        struct stage_job  *todo, **tail, *done;
+        atomic_bool        answered; /* 'done' holds answers to take */
 };
 
 /* Start the thread; false if there is none (out of threads: the stage

@@ -3,7 +3,7 @@
  * finds the partitions whose fetch stands still while their leader holds
  * more, for the stage to restart them.  Used by flows and the unify stage.
  */
-#include "aagw_replicator.h"
+#include "stage.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -28,13 +28,10 @@ struct watch_slot {
 
 struct aagw_stall_watch {
         rd_kafka_t                      *consumer;
-        pthread_t                        thread;
-        pthread_mutex_t                  lock;
-        pthread_cond_t                   cond;
+        struct side_thread                t;    /* the probe's */
         rd_kafka_topic_partition_list_t *req;  /* handed over, not sent */
         rd_kafka_topic_partition_list_t *ans;  /* end offsets answered */
-        bool                             busy; /* req set, or being sent */
-        bool                             stop;
+        bool                              busy; /* req set, or being sent */
         int64_t                          last_ms;
         struct watch_slot                *slots; /* poke()'s thread only */
         size_t                           nslots, nused;
@@ -120,32 +117,32 @@ static struct watch_slot *watch_slot(aagw_stall_watch_t *w, const char *topic,
 static void *watch_main(void *arg) {
         aagw_stall_watch_t *w = arg;
 
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->t.lock);
         for (;;) {
-                while (!w->req && !w->stop)
-                        pthread_cond_wait(&w->cond, &w->lock);
-                if (w->stop)
+                while (!w->req && !atomic_load(&w->t.stop))
+                        pthread_cond_wait(&w->t.cond, &w->t.lock);
+                if (atomic_load(&w->t.stop))
                         break;
                 rd_kafka_topic_partition_list_t *l = w->req;
                 w->req = NULL;
-                pthread_mutex_unlock(&w->lock);
+                pthread_mutex_unlock(&w->t.lock);
                 /* The answer, the end offsets as each leader knows
                  * them, tells stalled partitions apart
                  * (aagw_stall_watch_stalled()). */
                 rd_kafka_resp_err_t e =
                     rd_kafka_offsets_for_times(w->consumer, l, 5000);
-                pthread_mutex_lock(&w->lock);
+                pthread_mutex_lock(&w->t.lock);
                 if (!e && !w->ans) {
                         w->ans = l;
                         l      = NULL;
                 }
                 w->busy = false;
-                pthread_mutex_unlock(&w->lock);
+                pthread_mutex_unlock(&w->t.lock);
                 if (l)
                         rd_kafka_topic_partition_list_destroy(l);
-                pthread_mutex_lock(&w->lock);
+                pthread_mutex_lock(&w->t.lock);
         }
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->t.lock);
         return NULL;
 }
 
@@ -156,11 +153,7 @@ aagw_stall_watch_t *aagw_stall_watch_new(rd_kafka_t *consumer) {
                 return NULL;
         w->consumer = consumer;
         w->last_ms  = INT64_MIN / 2;
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->cond, NULL);
-        if (pthread_create(&w->thread, NULL, watch_main, w)) {
-                pthread_cond_destroy(&w->cond);
-                pthread_mutex_destroy(&w->lock);
+        if (!side_thread_start(&w->t, watch_main, w)) {
                 free(w);
                 return NULL;
         }
@@ -175,11 +168,11 @@ int aagw_stall_watch_look(aagw_stall_watch_t *w, int64_t now_ms,
 
         if (!w || now_ms - w->last_ms < min_interval_ms)
                 return 0;
-        pthread_mutex_lock(&w->lock);
+        pthread_mutex_lock(&w->t.lock);
         busy = w->busy;
         rd_kafka_topic_partition_list_t *ans = w->ans;
         w->ans = NULL;
-        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->t.lock);
         for (int i = 0; ans && i < ans->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &ans->elems[i];
                 struct watch_slot                 *ws;
@@ -209,11 +202,11 @@ int aagw_stall_watch_look(aagw_stall_watch_t *w, int64_t now_ms,
         rd_kafka_topic_partition_list_destroy(a);
         if (probe && (n = probe->cnt) > 0) {
                 w->last_ms = now_ms;
-                pthread_mutex_lock(&w->lock);
+                pthread_mutex_lock(&w->t.lock);
                 w->req  = probe;
                 w->busy = true;
-                pthread_cond_signal(&w->cond);
-                pthread_mutex_unlock(&w->lock);
+                pthread_cond_signal(&w->t.cond);
+                pthread_mutex_unlock(&w->t.lock);
         } else if (probe) {
                 rd_kafka_topic_partition_list_destroy(probe);
         }
@@ -243,7 +236,8 @@ size_t aagw_stall_watch_stalled(aagw_stall_watch_t *w, int64_t now_ms,
 }
 
 void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
-                            const struct aagw_stall_report *r, size_t n) {
+                            const struct aagw_stall_report *r, size_t n,
+                            const atomic_bool *stop) {
         const struct rd_kafka_metadata *md;
 
         for (size_t i = 0; i < n; i++)
@@ -254,19 +248,16 @@ void aagw_fetch_stalls_note(rd_kafka_t *consumer, const char *who,
                          who, r[i].topic, r[i].partition, r[i].pos,
                          r[i].still_ms / 1000, r[i].end);
         /* Leaders as the cluster knows them now: a fetcher left on the
-         * old leader is what this undoes. */
-        if (n && !rd_kafka_metadata(consumer, 1, NULL, &md, 2000))
+         * old leader is what this undoes.  Asked on the stage's thread:
+         * a stop ends the wait. */
+        if (n && !aagw_kafka_metadata(consumer, true, NULL, &md, 2000, stop))
                 rd_kafka_metadata_destroy(md);
 }
 
 void aagw_stall_watch_destroy(aagw_stall_watch_t *w) {
         if (!w)
                 return;
-        pthread_mutex_lock(&w->lock);
-        w->stop = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-        pthread_join(w->thread, NULL);
+        side_thread_stop(&w->t);
         if (w->req)
                 rd_kafka_topic_partition_list_destroy(w->req);
         if (w->ans)
@@ -274,7 +265,5 @@ void aagw_stall_watch_destroy(aagw_stall_watch_t *w) {
         for (size_t i = 0; i < w->nslots; i++)
                 free(w->slots[i].topic);
         free(w->slots);
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
         free(w);
 }

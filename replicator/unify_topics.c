@@ -676,7 +676,7 @@ static bool job_ask(aagw_unify_t *u, struct unify_job *j) {
                 j->ui->asking = true;
         else
                 j->ut->preparing = true;
-        if (u->helper.started) {
+        if (u->helper.t.started) {
                 stage_worker_put(&u->helper, &j->base);
                 return false;
         }

@@ -532,6 +532,29 @@ void repl_produce(struct repl *r, const char *alias, const char *topic,
         free(kv);
 }
 
+struct repl_paced repl_pace(struct repl *r, const char *alias,
+                            const char *topic, int partition,
+                            const char *to_alias, const char *to_topic,
+                            int *sent, int batch, int each_ms, int window_ms,
+                            bool (*done)(struct repl *r)) {
+        struct repl_paced p     = {0};
+        int64_t           until = harness_now_ms() + window_ms;
+
+        while (!done(r) && harness_now_ms() < until) {
+                repl_produce(r, alias, topic, "c", *sent, batch, 0, NULL,
+                             partition);
+                *sent += batch;
+                int64_t t0 = harness_now_ms();
+                if (!repl_wait_size(r, to_alias, to_topic, *sent, each_ms))
+                        p.slow++;
+                int64_t took = harness_now_ms() - t0;
+                if (took > p.worst_ms)
+                        p.worst_ms = took;
+                p.batches++;
+        }
+        return p;
+}
+
 /* ------------------------------- RECORDS -------------------------------- */
 
 void repl_read(struct repl *r, const char *alias, const char *topic,

@@ -218,6 +218,28 @@ void repl_produce(struct repl *r, const char *alias, const char *topic,
                   const char *tag, int from, int cnt, int keys,
                   const char *const *headers, int partition);
 
+/** What repl_pace() measured. */
+struct repl_paced {
+        int     batches;  /**< batches sent */
+        int     slow;     /**< of them, not there within the time given */
+        int64_t worst_ms; /**< the longest wait for one */
+};
+
+/**
+ * @brief Keep records flowing, and time them, while the gateway does
+ * something slow beside them (makes a topic, reconciles one): until
+ * @p done holds or @p window_ms passed, batches of @p batch records
+ * (tag "c", numbered on from @p *sent, to @p partition: as
+ * repl_produce()) to @p topic at @p alias, each waited for at
+ * @p to_topic of @p to_alias for up to @p each_ms.  @p *sent counts
+ * the records sent.
+ */
+struct repl_paced repl_pace(struct repl *r, const char *alias,
+                            const char *topic, int partition,
+                            const char *to_alias, const char *to_topic,
+                            int *sent, int batch, int each_ms, int window_ms,
+                            bool (*done)(struct repl *r));
+
 /* ------------------------------- RECORDS -------------------------------- */
 
 /** One record as kcat printed it ("%p|%o|%T|%k|%s|%h"); strings point

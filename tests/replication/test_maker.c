@@ -51,75 +51,67 @@
 
 static const char *const sites[] = {"east", "west"};
 
+/* The gateway copying `clicks` (PARTS partitions, the copy made
+ * beforehand) from east to west, one batch copied; '*sent' records. */
+static struct repl *clicks_copied(void **state, const char *mock_only,
+                                  int *sent) {
+        struct repl             *r       = repl_new(sites, 2);
+        static const char *const extra[] = {
+            "--set", "replication.refresh_topics_interval=500ms", NULL};
+
+        *state = r;
+        repl_mock_only(r, mock_only);
+        repl_create_topic(r, "east", "clicks", PARTS);
+        repl_create_topic(r, "west", "east.clicks", PARTS);
+        repl_gw_start(r, extra);
+        repl_produce(r, "east", "clicks", "c", 0, BATCH, 0, NULL, -1);
+        *sent = BATCH;
+        repl_expect_size(r, "west", "east.clicks", *sent, REPL_TIMEOUT_MS);
+        return r;
+}
+
 #define MAKER_MOCK_ONLY                                                        \
         "needs a cluster whose Admin API never answers (real brokers "         \
         "create a copy in milliseconds)"
 
-static void test_copy_made_beside(void **state) {
-        struct repl             *r       = repl_new(sites, 2);
-        static const char *const extra[] = {
-            "--set", "replication.refresh_topics_interval=500ms", NULL};
-        int     sent = 0, batches = 0, slow = 0;
-        int64_t worst = 0;
+static bool views_replicating(struct repl *r) {
+        return repl_log_has(r, "replicating views");
+}
 
-        *state = r;
-        repl_mock_only(r, MAKER_MOCK_ONLY);
-        repl_create_topic(r, "east", "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_gw_start(r, extra);
-        repl_produce(r, "east", "clicks", "c", sent, BATCH, 0, NULL, -1);
-        sent += BATCH;
-        repl_expect_size(r, "west", "east.clicks", sent, REPL_TIMEOUT_MS);
+static void test_copy_made_beside(void **state) {
+        int          sent;
+        struct repl *r = clicks_copied(state, MAKER_MOCK_ONLY, &sent);
 
         /* A topic without a copy: the flow asks for one. */
         repl_create_topic(r, "east", "views", 2);
         repl_produce(r, "east", "views", "v", 0, 3, 0, NULL, -1);
-        int64_t until = harness_now_ms() + WINDOW_MS;
-        while (!repl_log_has(r, "replicating views") &&
-               harness_now_ms() < until) {
-                repl_produce(r, "east", "clicks", "c", sent, BATCH, 0, NULL,
-                             -1);
-                sent += BATCH;
-                int64_t t0 = harness_now_ms();
-                if (!repl_wait_size(r, "west", "east.clicks", sent, COPY_MS))
-                        slow++;
-                int64_t took = harness_now_ms() - t0;
-                if (took > worst)
-                        worst = took;
-                batches++;
-        }
+        struct repl_paced p =
+            repl_pace(r, "east", "clicks", -1, "west", "east.clicks", &sent,
+                      BATCH, COPY_MS, WINDOW_MS, views_replicating);
         print_message("# %d batches while the copy of views was made, "
                       "slowest copied in %" PRId64 " ms\n",
-                      batches, worst);
+                      p.batches, p.worst_ms);
         repl_expect_log(r, "replicating views", 0);
         /* The slow path was taken: creation refused by silence, then
          * auto-created. */
         assert_true(repl_log_has(r, "does not create topics through the "
                                     "Admin API"));
         /* The wait spans several batches (3 s of request timeout). */
-        assert_true(batches >= 3);
-        assert_int_equal(slow, 0);
+        assert_true(p.batches >= 3);
+        assert_int_equal(p.slow, 0);
         repl_expect_size(r, "west", "east.views", 3, REPL_TIMEOUT_MS);
         repl_expect_size(r, "west", "east.clicks", sent, REPL_TIMEOUT_MS);
 }
 
 #define RTT_MOCK_ONLY "needs a cluster whose round trip can be stretched"
 
-static void test_reconciled_beside(void **state) {
-        struct repl             *r       = repl_new(sites, 2);
-        static const char *const extra[] = {
-            "--set", "replication.refresh_topics_interval=500ms", NULL};
-        int     sent = 0, batches = 0, slow = 0;
-        int64_t worst = 0;
+static bool views_copied(struct repl *r) {
+        return repl_size(r, "west", "east.views") >= 3;
+}
 
-        *state = r;
-        repl_mock_only(r, RTT_MOCK_ONLY);
-        repl_create_topic(r, "east", "clicks", PARTS);
-        repl_create_topic(r, "west", "east.clicks", PARTS);
-        repl_gw_start(r, extra);
-        repl_produce(r, "east", "clicks", "c", sent, BATCH, 0, NULL, -1);
-        sent += BATCH;
-        repl_expect_size(r, "west", "east.clicks", sent, REPL_TIMEOUT_MS);
+static void test_reconciled_beside(void **state) {
+        int          sent;
+        struct repl *r = clicks_copied(state, RTT_MOCK_ONLY, &sent);
 
         /* A new topic whose copy exists: nothing to make, only to find
          * where each partition resumes, at a distant target. */
@@ -127,27 +119,15 @@ static void test_reconciled_beside(void **state) {
         repl_create_topic(r, "west", "east.views", VIEWS_PARTS);
         repl_create_topic(r, "east", "views", VIEWS_PARTS);
         repl_produce(r, "east", "views", "v", 0, 3, 0, NULL, -1);
-        int64_t until = harness_now_ms() + WINDOW_MS;
-        while (repl_size(r, "west", "east.views") < 3 &&
-               harness_now_ms() < until) {
-                repl_produce(r, "east", "clicks", "c", sent, BATCH, 0, NULL,
-                             -1);
-                sent += BATCH;
-                int64_t t0 = harness_now_ms();
-                if (!repl_wait_size(r, "west", "east.clicks", sent,
-                                    RECONCILE_COPY_MS))
-                        slow++;
-                int64_t took = harness_now_ms() - t0;
-                if (took > worst)
-                        worst = took;
-                batches++;
-        }
+        struct repl_paced p =
+            repl_pace(r, "east", "clicks", -1, "west", "east.clicks", &sent,
+                      BATCH, RECONCILE_COPY_MS, WINDOW_MS, views_copied);
         print_message("# %d batches while views was picked up at a %d ms "
                       "round trip, slowest copied in %" PRId64 " ms\n",
-                      batches, RECONCILE_RTT_MS, worst);
+                      p.batches, RECONCILE_RTT_MS, p.worst_ms);
         repl_expect_size(r, "west", "east.views", 3, REPL_TIMEOUT_MS);
         assert_true(repl_log_has(r, "replicating views"));
-        assert_int_equal(slow, 0);
+        assert_int_equal(p.slow, 0);
         repl_set_rtt(r, "west", 0);
         repl_expect_size(r, "west", "east.clicks", sent, REPL_TIMEOUT_MS);
 }

@@ -49,10 +49,13 @@ static const char *const gw_args[] = {
     "--set",   "replication.refresh_topics_interval=500ms",
     NULL};
 
+static bool views_unified(struct repl *r) {
+        return repl_size(r, "west", "views.unified") >= VIEWS;
+}
+
 static void test_output_made_beside(void **state) {
         struct repl *r    = repl_new(sites, 2);
-        int          sent = 0, batches = 0, slow = 0;
-        int64_t      worst = 0;
+        int          sent = 0;
 
         *state = r;
         repl_mock_only(r, MOCK_ONLY);
@@ -66,30 +69,20 @@ static void test_output_made_beside(void **state) {
         /* An input whose output is not there: the stage makes it. */
         repl_create_topic(r, "west", "views", 1);
         repl_produce(r, "west", "views", "v", 0, VIEWS, 0, NULL, 0);
-        int64_t until = harness_now_ms() + WINDOW_MS;
-        while (repl_size(r, "west", "views.unified") < VIEWS &&
-               harness_now_ms() < until) {
-                repl_produce(r, "west", "clicks", "c", sent, BATCH, 0, NULL, 0);
-                sent += BATCH;
-                int64_t t0 = harness_now_ms();
-                if (!repl_wait_size(r, "west", "clicks.unified", sent, COPY_MS))
-                        slow++;
-                int64_t took = harness_now_ms() - t0;
-                if (took > worst)
-                        worst = took;
-                batches++;
-        }
+        struct repl_paced p =
+            repl_pace(r, "west", "clicks", 0, "west", "clicks.unified", &sent,
+                      BATCH, COPY_MS, WINDOW_MS, views_unified);
         print_message("# %d batches while views.unified was made, slowest "
                       "unified in %" PRId64 " ms\n",
-                      batches, worst);
+                      p.batches, p.worst_ms);
         repl_expect_size(r, "west", "views.unified", VIEWS, TIMEOUT_MS);
         /* The slow path was taken: the making refused by silence, then
          * auto-created. */
         assert_true(repl_log_has(r, "does not create topics through the "
                                     "Admin API"));
         /* The wait spans several batches (3 s of request timeout). */
-        assert_true(batches >= 3);
-        assert_int_equal(slow, 0);
+        assert_true(p.batches >= 3);
+        assert_int_equal(p.slow, 0);
         repl_expect_size(r, "west", "clicks.unified", sent, TIMEOUT_MS);
 }
 

@@ -43,8 +43,9 @@
 #include <cmocka.h>
 
 #include "aagw_dedup.h"
+#include "harness.h"
 
-static char tmpl[] = "/tmp/aagw-contract-XXXXXX";
+static char *tmpdir; /* the stores' (group_setup()) */
 
 #define NOW_MS INT64_C(1700000000000)
 #define SITE "east"
@@ -569,7 +570,7 @@ static void impl_open(struct impl *im, int kind, const char *sub,
         } else {
                 char                   dir[512];
                 struct aagw_store_opts o = {.clock = fixed_clock};
-                snprintf(dir, sizeof(dir), "%s/%s", tmpl, sub);
+                snprintf(dir, sizeof(dir), "%s/%s", tmpdir, sub);
                 if (!(im->sd =
                           aagw_statedir_open(dir, im->err, sizeof(im->err))))
                         fail_msg("statedir: %s", im->err);
@@ -1113,14 +1114,16 @@ static void check_outputs(const struct drv *d) {
 
 static int group_setup(void **state) {
         (void)state;
-        return mkdtemp(tmpl) ? 0 : -1;
+        return (tmpdir = harness_tmpdir_new("contract")) ? 0 : -1;
 }
 
 static int group_teardown(void **state) {
-        char cmd[256];
+        int rc = harness_rmtree(tmpdir);
+
         (void)state;
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
-        return system(cmd) == 0 ? 0 : -1;
+        free(tmpdir);
+        tmpdir = NULL;
+        return rc ? -1 : 0;
 }
 
 /* Input record 'ti' ['p'] 'off' is 'id' from 'origin'. */
