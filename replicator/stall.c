@@ -114,6 +114,38 @@ static struct watch_slot *watch_slot(aagw_stall_watch_t *w, const char *topic,
         return &w->slots[i];
 }
 
+/* The end offsets of the partitions of '*l' as their leaders know them,
+ * for up to 5 s.  Asked in slices, each twice the last (a request that
+ * timed out is not answered to the next), so that the watch's destroy,
+ * which joins this thread, does not wait out a cluster that stopped
+ * answering: it ends at the watch's or the process's stop.  On success
+ * '*l' is the answer. */
+static rd_kafka_resp_err_t probe_ends(aagw_stall_watch_t               *w,
+                                      rd_kafka_topic_partition_list_t **l) {
+        int64_t             deadline = aagw_mono_ms() + 5000;
+        rd_kafka_resp_err_t e        = RD_KAFKA_RESP_ERR__TIMED_OUT;
+
+        for (int slice = 500;
+             e == RD_KAFKA_RESP_ERR__TIMED_OUT && !atomic_load(&w->t.stop) &&
+             !replicator_stopping();
+             slice *= 2) {
+                int64_t left = deadline - aagw_mono_ms();
+                if (left <= 0)
+                        break;
+                rd_kafka_topic_partition_list_t *c =
+                    rd_kafka_topic_partition_list_copy(*l);
+                e = rd_kafka_offsets_for_times(
+                    w->consumer, c, left < slice ? (int)left : slice);
+                if (e) {
+                        rd_kafka_topic_partition_list_destroy(c);
+                        continue;
+                }
+                rd_kafka_topic_partition_list_destroy(*l);
+                *l = c;
+        }
+        return e;
+}
+
 static void *watch_main(void *arg) {
         aagw_stall_watch_t *w = arg;
 
@@ -129,8 +161,7 @@ static void *watch_main(void *arg) {
                 /* The answer, the end offsets as each leader knows
                  * them, tells stalled partitions apart
                  * (aagw_stall_watch_stalled()). */
-                rd_kafka_resp_err_t e =
-                    rd_kafka_offsets_for_times(w->consumer, l, 5000);
+                rd_kafka_resp_err_t e = probe_ends(w, &l);
                 pthread_mutex_lock(&w->t.lock);
                 if (!e && !w->ans) {
                         w->ans = l;
