@@ -127,7 +127,7 @@ rd_kafka_t *replicator_client(const struct replicator_client *c,
 /* The lifecycle state of a flow or stage and how it fails closed. */
 struct replicator_ctl {
         pthread_mutex_t lock;
-        char            error[512]; /* the first failure */
+        char            error[1024]; /* the first failure */
         _Atomic int     state;      /* aagw_flow_state_t */
         atomic_bool     stop;
         const char     *tag;        /* log tag: "FLOW", "UNIFY" */

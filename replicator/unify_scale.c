@@ -684,6 +684,34 @@ int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
 static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
                            int32_t parts, const struct rd_kafka_metadata *md);
 
+/* Refuse a unified topic whose partition count differs from its
+ * changelog's: it was grown (or made anew) under scale-out.  A record's
+ * unified partition is its id's (or entity key's) hash modulo the count,
+ * and each member restores only its own partitions' changelogs: with
+ * the new count, an id delivered before would be looked for in a
+ * partition whose changelog never held it, and delivered again.  The
+ * way out keeps every id inside unify.window (docs/deployment.md,
+ * "Growing a unified topic"). */
+static void parts_mismatch(aagw_unify_t *u, const char *out, int32_t parts,
+                           const char *changelog, int have) {
+        ufail(u,
+              "unified topic %s has %d partitions but its changelog %s "
+              "has %d: the unified topic was grown while the site ran "
+              "scale-out.  Ids are routed to unified partitions by "
+              "their hash, and each process restores only its "
+              "partitions' changelogs, so with the new count ids "
+              "already delivered would be delivered again: not "
+              "starting.  To go on with %d partitions: stop every "
+              "process of site %s, delete the changelogs "
+              "aagw.%s.%s.state.%s and aagw.%s.%s.ids.%s, run the site "
+              "in one process (scale_out.enabled: false) for at least "
+              "unify.window, then start scale-out again "
+              "(docs/deployment.md, \"Growing a unified topic\")",
+              out, (int)parts, changelog, have, (int)parts, u->site,
+              u->conf.gateway_id, u->site, out, u->conf.gateway_id, u->site,
+              out);
+}
+
 /* Make the changelog topics of unified topic 'out' if missing, both with
  * its 'parts' partitions: the state topic (compacted) and, for a dedup
  * topic ('dedup'), the ids topic (deleting after unify.window and a
@@ -736,11 +764,7 @@ int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
                          "unify@%s: changelog %s: %d partitions, compacted",
                          u->site, state, (int)parts);
         } else if (have != parts) {
-                ufail(u,
-                      "changelog %s has %d partitions, its output %s %d: "
-                      "they must match (delete the changelog only with "
-                      "every process of the site stopped)",
-                      state, have, out, (int)parts);
+                parts_mismatch(u, out, parts, state, have);
                 goto done;
         }
         rc = dedup ? scale_ids_topic(u, out, ids, parts, md) : 0;
@@ -779,11 +803,7 @@ static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
         int  have = replicator_md_partitions(md, ids);
 
         if (have >= 0 && have != parts) {
-                ufail(u,
-                      "changelog %s has %d partitions, its output %s %d: "
-                      "they must match (delete the changelog only with "
-                      "every process of the site stopped)",
-                      ids, have, out, (int)parts);
+                parts_mismatch(u, out, parts, ids, have);
                 return -1;
         }
         switch (changelog_ids_topic(u->admin, ids, parts, have >= 0,

@@ -464,6 +464,37 @@ void rk_create_topic_with(struct rk *r, const char *alias, const char *topic,
                          topic, alias, parts, rf, a.parts);
 }
 
+void rk_grow_topic(struct rk *r, const char *alias, const char *topic,
+                   int total) {
+        rd_kafka_t               *rk = cluster(r, alias)->admin;
+        char                      why[256];
+        rd_kafka_NewPartitions_t *np =
+            rd_kafka_NewPartitions_new(topic, (size_t)total, why, sizeof(why));
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        size_t            n = 0;
+
+        if (!np)
+                fail_msg("grow %s at %s: %s", topic, alias, why);
+        rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 35000);
+        if (!ev)
+                fail_msg("CreatePartitions %s at %s: no answer in 35 s", topic,
+                         alias);
+        if (rd_kafka_event_error(ev))
+                fail_msg("CreatePartitions %s at %s: %s", topic, alias,
+                         rd_kafka_event_error_string(ev));
+        const rd_kafka_topic_result_t **tr =
+            rd_kafka_CreatePartitions_result_topics(
+                rd_kafka_event_CreatePartitions_result(ev), &n);
+        if (n != 1 || rd_kafka_topic_result_error(tr[0]))
+                fail_msg("grow %s at %s: %s", topic, alias,
+                         n ? rd_kafka_topic_result_error_string(tr[0])
+                           : "no result");
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_NewPartitions_destroy(np);
+}
+
 static bool topic_gone(void *arg) {
         struct isr_arg *a = arg;
         const struct rd_kafka_metadata *md;

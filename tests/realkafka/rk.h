@@ -103,6 +103,11 @@ size_t rk_gw_cluster_args(struct rk *r, const char **argv, size_t room);
 void rk_ctl(struct rk *r, const char *alias, const char *verb, int node,
             int timeout_ms);
 
+/** Grow @p topic at @p alias to @p total partitions (CreatePartitions);
+ *  fails the test if the cluster refuses. */
+void rk_grow_topic(struct rk *r, const char *alias, const char *topic,
+                   int total);
+
 /** Create @p topic at @p alias with @p parts partitions, replication
  *  factor @p rf and, if @p min_isr > 0, min.insync.replicas; wait until
  *  every partition has a leader and a full ISR. */

@@ -569,6 +569,35 @@ static void test_scale_errors(void **state) {
         /* Both still run; clean stops. */
         assert_int_equal(rk_gwn_stop(r, &gw[0], SIGTERM, 30000), 0);
         assert_int_equal(rk_gwn_stop(r, &gw[1], SIGTERM, 30000), 0);
+
+        /* The unified topic grown while the site ran scale-out: a member
+         * refuses to start (exit 1), naming the changelog, the reason and
+         * the way out, rather than route ids by the new count. */
+        rk_grow_topic(r, "west", "clicks.unified", PARTS + 2);
+        int64_t t_grown = harness_now_ms();
+        int     status  = 0;
+        rk_gwn_start(r, &gw[0], NULL, args);
+        assert_int_equal(harness_proc_wait(gw[0].proc, 60000, &status),
+                         AAGW_OK);
+        harness_proc_destroy(gw[0].proc);
+        gw[0].proc = NULL;
+        snprintf(want, sizeof(want),
+                 "unified topic clicks.unified has %d partitions but its "
+                 "changelog aagw.aagw.west.state.clicks.unified has %d: the "
+                 "unified topic was grown while the site ran scale-out",
+                 PARTS + 2, PARTS);
+        if (harness_exit_code(status) != 1 || !rk_log_count(gw[0].log, want) ||
+            !rk_log_count(gw[0].log, "run the site in one process "
+                                     "(scale_out.enabled: false) for at "
+                                     "least unify.window")) {
+                rk_gwn_dump_log(&gw[0], 30);
+                fail_msg("grown unified topic: exit %d, not refused as "
+                         "expected",
+                         harness_exit_code(status));
+        }
+        print_message("# clicks.unified grown to %d partitions: member a "
+                      "refused to start, exit 1 after %" PRId64 " ms\n",
+                      PARTS + 2, harness_now_ms() - t_grown);
         print_message("# clusters %.1f s, members settled %.1f s, written "
                       "%.1f s, all in and counted %.1f s (%.1f s after the "
                       "writes); wall %.1f s\n",

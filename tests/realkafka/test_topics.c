@@ -117,29 +117,6 @@ static int partitions_of(struct rk *r, const char *alias, const char *topic,
         return n;
 }
 
-static void partitions_add(struct rk *r, const char *alias, const char *topic,
-                           int total) {
-        rd_kafka_t               *rk = adm(r, alias);
-        char                      why[256];
-        rd_kafka_NewPartitions_t *np =
-            rd_kafka_NewPartitions_new(topic, (size_t)total, why, sizeof(why));
-        rd_kafka_queue_t         *q = rd_kafka_queue_new(rk);
-        size_t                    n;
-
-        rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
-        rd_kafka_event_t *ev = admin_result(q, "CreatePartitions");
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreatePartitions_result_topics(
-                rd_kafka_event_CreatePartitions_result(ev), &n);
-        assert_int_equal(n, 1);
-        if (rd_kafka_topic_result_error(tr[0]))
-                fail_msg("grow %s at %s: %s", topic, alias,
-                         rd_kafka_topic_result_error_string(tr[0]));
-        rd_kafka_event_destroy(ev);
-        rd_kafka_queue_destroy(q);
-        rd_kafka_NewPartitions_destroy(np);
-}
-
 /* The topic-level override of config 'name' of 'topic' into 'buf' ("" if
  * the topic does not override it). */
 static void config_get(struct rk *r, const char *alias, const char *topic,
@@ -674,7 +651,7 @@ static void test_topics(void **state) {
                 usleep(100 * 1000);
         }
         int64_t t_grow = harness_now_ms();
-        partitions_add(r, "east", "grow", 5);
+        rk_grow_topic(r, "east", "grow", 5);
         print_message("# (b) grow: 2 -> 5 partitions at %" PRId64 " acks\n",
                       acks.cnt);
         struct part_wait gw_ = {r, "west", "east.grow", 5, 0};
