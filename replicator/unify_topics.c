@@ -912,6 +912,12 @@ void unify_discovered(aagw_unify_t *u) {
                         } else {
                                 u->inputs_leaderless = true;
                         }
+                } else if (j->scale) {
+                        /* Made, with its changelogs: restore next. */
+                        j->ut->preparing = false;
+                        j->ut->out_made  = j->rc ? 0 : j->have;
+                        if (!atomic_load(&u->ctl.stop))
+                                changed |= output_ready(u, j);
                 } else if (!atomic_load(&u->ctl.stop)) {
                         changed |= output_ready(u, j);
                 }
