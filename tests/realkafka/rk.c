@@ -410,6 +410,39 @@ void rk_create_topic(struct rk *r, const char *alias, const char *topic,
         rk_create_topic_with(r, alias, topic, parts, rf, min_isr, NULL);
 }
 
+/* The answer on 'q' to admin request 'what' about 'topic' at 'alias',
+ * whose one topic result fails the test unless it is success.  Returns
+ * the event (the caller's). */
+static rd_kafka_event_t *topic_answer(
+    rd_kafka_queue_t *q, const char *what, const char *topic, const char *alias,
+    const rd_kafka_topic_result_t **(*results)(rd_kafka_event_t *, size_t *)) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 35000);
+        size_t            n  = 0;
+
+        if (!ev)
+                fail_msg("%s %s at %s: no answer in 35 s", what, topic, alias);
+        if (rd_kafka_event_error(ev))
+                fail_msg("%s %s at %s: %s", what, topic, alias,
+                         rd_kafka_event_error_string(ev));
+        const rd_kafka_topic_result_t **res = results(ev, &n);
+        if (n != 1 || rd_kafka_topic_result_error(res[0]))
+                fail_msg("%s %s at %s: %s", what, topic, alias,
+                         n ? rd_kafka_topic_result_error_string(res[0])
+                           : "no result");
+        return ev;
+}
+
+static const rd_kafka_topic_result_t **created(rd_kafka_event_t *ev,
+                                               size_t           *n) {
+        return rd_kafka_CreateTopics_result_topics(
+            rd_kafka_event_CreateTopics_result(ev), n);
+}
+
+static const rd_kafka_topic_result_t **grown(rd_kafka_event_t *ev, size_t *n) {
+        return rd_kafka_CreatePartitions_result_topics(
+            rd_kafka_event_CreatePartitions_result(ev), n);
+}
+
 void rk_create_topic_with(struct rk *r, const char *alias, const char *topic,
                           int parts, int rf, int min_isr,
                           const char *const *configs) {
@@ -418,8 +451,6 @@ void rk_create_topic_with(struct rk *r, const char *alias, const char *topic,
         rd_kafka_AdminOptions_t        *o;
         rd_kafka_queue_t               *q;
         rd_kafka_event_t               *ev;
-        const rd_kafka_topic_result_t **res;
-        size_t                          n = 0;
         char                            why[512], v[16];
 
         nt = rd_kafka_NewTopic_new(topic, parts, rf, why, sizeof(why));
@@ -440,19 +471,7 @@ void rk_create_topic_with(struct rk *r, const char *alias, const char *topic,
         rd_kafka_AdminOptions_set_operation_timeout(o, 30000, NULL, 0);
         q = rd_kafka_queue_new(rk);
         rd_kafka_CreateTopics(rk, &nt, 1, o, q);
-        ev = rd_kafka_queue_poll(q, 35000);
-        if (!ev)
-                fail_msg("CreateTopics %s at %s: no answer in 35 s", topic,
-                         alias);
-        if (rd_kafka_event_error(ev))
-                fail_msg("CreateTopics %s at %s: %s", topic, alias,
-                         rd_kafka_event_error_string(ev));
-        res = rd_kafka_CreateTopics_result_topics(
-            rd_kafka_event_CreateTopics_result(ev), &n);
-        if (n != 1 || rd_kafka_topic_result_error(res[0]))
-                fail_msg("CreateTopics %s at %s: %s", topic, alias,
-                         n ? rd_kafka_topic_result_error_string(res[0])
-                           : "no result");
+        ev = topic_answer(q, "CreateTopics", topic, alias, created);
         rd_kafka_event_destroy(ev);
         rd_kafka_queue_destroy(q);
         rd_kafka_AdminOptions_destroy(o);
@@ -471,25 +490,12 @@ void rk_grow_topic(struct rk *r, const char *alias, const char *topic,
         rd_kafka_NewPartitions_t *np =
             rd_kafka_NewPartitions_new(topic, (size_t)total, why, sizeof(why));
         rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-        size_t            n = 0;
 
         if (!np)
                 fail_msg("grow %s at %s: %s", topic, alias, why);
         rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
-        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 35000);
-        if (!ev)
-                fail_msg("CreatePartitions %s at %s: no answer in 35 s", topic,
-                         alias);
-        if (rd_kafka_event_error(ev))
-                fail_msg("CreatePartitions %s at %s: %s", topic, alias,
-                         rd_kafka_event_error_string(ev));
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreatePartitions_result_topics(
-                rd_kafka_event_CreatePartitions_result(ev), &n);
-        if (n != 1 || rd_kafka_topic_result_error(tr[0]))
-                fail_msg("grow %s at %s: %s", topic, alias,
-                         n ? rd_kafka_topic_result_error_string(tr[0])
-                           : "no result");
+        rd_kafka_event_t *ev =
+            topic_answer(q, "CreatePartitions", topic, alias, grown);
         rd_kafka_event_destroy(ev);
         rd_kafka_queue_destroy(q);
         rd_kafka_NewPartitions_destroy(np);
