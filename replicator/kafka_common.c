@@ -1120,18 +1120,28 @@ int replicator_settle_all(rd_kafka_t *reader, rd_kafka_t *probe,
 bool replicator_implicit_ack(struct replicator_ctl *ctl, const char *topic,
                              int32_t partition, const char *src_topic,
                              int32_t src_partition, int64_t src_offset) {
-        if (rd_kafka_version() < IMPLICIT_ACK_SOUND) {
+        return replicator_implicit_ack_lib(ctl, rd_kafka_version(), topic,
+                                           partition, src_topic, src_partition,
+                                           src_offset);
+}
+
+bool replicator_implicit_ack_lib(struct replicator_ctl *ctl, int lib,
+                                 const char *topic, int32_t partition,
+                                 const char *src_topic, int32_t src_partition,
+                                 int64_t src_offset) {
+        if (lib < IMPLICIT_ACK_SOUND) {
                 replicator_fail(
                     ctl,
                     "%s [%d]: the copy of %s [%d] offset %" PRId64
                     " was reported delivered without an offset "
                     "(librdkafka acknowledged it implicitly after a later "
-                    "batch; librdkafka %s does that also to records a "
+                    "batch; librdkafka %d.%d.%d does that also to records a "
                     "leader refused and that were never written): stopping "
                     "rather than count it delivered; a restart checks what "
                     "the target holds",
                     topic, (int)partition, src_topic, (int)src_partition,
-                    src_offset, rd_kafka_version_str());
+                    src_offset, (lib >> 24) & 0xff, (lib >> 16) & 0xff,
+                    (lib >> 8) & 0xff);
                 return false;
         }
         int64_t now = aagw_mono_ms();

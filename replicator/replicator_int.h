@@ -389,6 +389,12 @@ bool replicator_stopping(void);
 bool replicator_implicit_ack(struct replicator_ctl *ctl, const char *topic,
                              int32_t partition, const char *src_topic,
                              int32_t src_partition, int64_t src_offset);
+/* The same for librdkafka version 'lib' (rd_kafka_version()'s form):
+ * what the tests call to see both answers. */
+bool replicator_implicit_ack_lib(struct replicator_ctl *ctl, int lib,
+                                 const char *topic, int32_t partition,
+                                 const char *src_topic, int32_t src_partition,
+                                 int64_t src_offset);
 
 /* ------------------------- METADATA WATCH (md_watch.c) ------------------- */
 
