@@ -122,9 +122,11 @@ void aagw_reach_note(struct aagw_reach *r, rd_kafka_resp_err_t err);
  *  answers. */
 int64_t aagw_reach_down_ms(const struct aagw_reach *r);
 
-/** Ask @p rk's cluster for the metadata of the topics the client knows (a
- *  small request) and wait up to @p timeout_ms, or until @p stop (may be
- *  NULL) is set; @returns the error, 0 if the cluster answered. */
+/** Ask @p rk's cluster for the metadata of the topics the client knows
+ *  (an admin client knows none: brokers only, the smallest request),
+ *  again while no broker is reachable, for up to @p timeout_ms or until
+ *  @p stop (may be NULL) or the thread's stage stop is set; @returns the
+ *  error, RD_KAFKA_RESP_ERR__INTR if stopped, 0 if the cluster answered. */
 rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms,
                                     const atomic_bool *stop);
 

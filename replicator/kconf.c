@@ -1,5 +1,6 @@
 /* replicator/kconf.c: librdkafka client configurations. */
 #include "replicator_int.h"
+#include "stage.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -128,24 +129,11 @@ int64_t aagw_reach_down_ms(const struct aagw_reach *r) {
 
 rd_kafka_resp_err_t aagw_kafka_ping(rd_kafka_t *rk, int timeout_ms,
                                     const atomic_bool *stop) {
-        const struct rd_kafka_metadata *md       = NULL;
-        int64_t                         deadline = aagw_mono_ms() + timeout_ms;
-        rd_kafka_resp_err_t             err      = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t             err;
 
-        /* In slices, so that a stop does not wait out a whole ping on a
-         * cluster that no longer answers (a destroy joins this thread).
-         * A slice that timed out is not answered to the next request,
-         * so each is twice the last: a cluster slower than half the
-         * timeout still gets one long enough. */
-        for (int slice = 250;; slice *= 2) {
-                int64_t left = deadline - aagw_mono_ms();
-                if (left <= 0 || (stop && atomic_load(stop)))
-                        return err;
-                err = rd_kafka_metadata(rk, 0, NULL, &md,
-                                        (int)(left < slice ? left : slice));
-                if (err != RD_KAFKA_RESP_ERR__TIMED_OUT)
-                        break;
-        }
+        /* In slices that end at a stop (a destroy joins the prober). */
+        err = aagw_kafka_metadata(rk, false, NULL, &md, timeout_ms, stop);
         if (!err)
                 rd_kafka_metadata_destroy(md);
         return err;
@@ -155,34 +143,30 @@ struct aagw_prober {
         rd_kafka_t        *rk;
         struct aagw_reach *reach;
         int                interval_ms;
-        pthread_t          thread;
-        pthread_mutex_t    lock;
-        pthread_cond_t     cond;
-        atomic_bool        stop;
+        struct side_thread t;
 };
 
 static void *prober_main(void *arg) {
         aagw_prober_t *p = arg;
 
-        pthread_mutex_lock(&p->lock);
-        while (!p->stop) {
-                pthread_mutex_unlock(&p->lock);
-                aagw_reach_note(p->reach,
-                                aagw_kafka_ping(p->rk, 2000, &p->stop));
-                pthread_mutex_lock(&p->lock);
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += p->interval_ms / 1000;
-                ts.tv_nsec += (long)(p->interval_ms % 1000) * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000L;
-                }
-                while (!p->stop &&
-                       pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+        pthread_mutex_lock(&p->t.lock);
+        while (!atomic_load(&p->t.stop)) {
+                pthread_mutex_unlock(&p->t.lock);
+                rd_kafka_resp_err_t err =
+                    aagw_kafka_ping(p->rk, 2000, &p->t.stop);
+                /* A ping cut short by the stop says nothing of the
+                 * cluster. */
+                if (err != RD_KAFKA_RESP_ERR__INTR)
+                        aagw_reach_note(p->reach, err);
+                pthread_mutex_lock(&p->t.lock);
+                struct timespec due;
+                side_thread_due(&due, p->interval_ms);
+                while (!atomic_load(&p->t.stop) &&
+                       pthread_cond_timedwait(&p->t.cond, &p->t.lock, &due) ==
+                           0)
                         ;
         }
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->t.lock);
         return NULL;
 }
 
@@ -195,11 +179,7 @@ aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
         p->rk          = rk;
         p->reach       = reach;
         p->interval_ms = interval_ms > 0 ? interval_ms : 5000;
-        pthread_mutex_init(&p->lock, NULL);
-        pthread_cond_init(&p->cond, NULL);
-        if (pthread_create(&p->thread, NULL, prober_main, p)) {
-                pthread_cond_destroy(&p->cond);
-                pthread_mutex_destroy(&p->lock);
+        if (!side_thread_start(&p->t, prober_main, p)) {
                 free(p);
                 return NULL;
         }
@@ -207,21 +187,14 @@ aagw_prober_t *aagw_prober_new(rd_kafka_t *rk, int interval_ms,
 }
 
 void aagw_prober_stop(aagw_prober_t *p) {
-        if (!p)
-                return;
-        pthread_mutex_lock(&p->lock);
-        p->stop = true;
-        pthread_cond_signal(&p->cond);
-        pthread_mutex_unlock(&p->lock);
+        if (p)
+                side_thread_signal(&p->t);
 }
 
 void aagw_prober_destroy(aagw_prober_t *p) {
         if (!p)
                 return;
-        aagw_prober_stop(p);
-        pthread_join(p->thread, NULL);
-        pthread_cond_destroy(&p->cond);
-        pthread_mutex_destroy(&p->lock);
+        side_thread_stop(&p->t);
         free(p);
 }
 

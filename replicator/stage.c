@@ -189,13 +189,19 @@ bool side_thread_start(struct side_thread *t, void *(*fn)(void *), void *arg) {
         return t->started;
 }
 
-void side_thread_stop(struct side_thread *t) {
+void side_thread_signal(struct side_thread *t) {
         if (!t->started)
                 return;
         pthread_mutex_lock(&t->lock);
         atomic_store(&t->stop, true);
         pthread_cond_signal(&t->cond);
         pthread_mutex_unlock(&t->lock);
+}
+
+void side_thread_stop(struct side_thread *t) {
+        if (!t->started)
+                return;
+        side_thread_signal(t);
         pthread_join(t->thread, NULL);
         t->started = false;
         pthread_cond_destroy(&t->cond);

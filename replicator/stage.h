@@ -159,8 +159,12 @@ struct side_thread {
  * thread cannot start (nothing left to undo). */
 bool side_thread_start(struct side_thread *t, void *(*fn)(void *), void *arg);
 
-/* Set 'stop' and signal under the lock, join, and undo the start; does
- * nothing if the thread did not start. */
+/* Set 'stop' and signal under the lock, without waiting (the thread
+ * ends at its next look at 'stop'); does nothing if it did not start. */
+void side_thread_signal(struct side_thread *t);
+
+/* side_thread_signal(), join, and undo the start; does nothing if the
+ * thread did not start. */
 void side_thread_stop(struct side_thread *t);
 
 /* '*due': 'ms' from now, on the condition's clock. */
