@@ -325,7 +325,25 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
         ms_str(txn_to, sizeof(txn_to), txn_timeout_ms, 10000);
         if (!(rk = aagw_kafka_client_new(&kc, errstr, errstr_size)))
                 return NULL;
-        if ((e = rd_kafka_init_transactions(rk, init_ms))) {
+        /* In slices (a call that timed out resumes where it was), so
+         * that a stop is not held up by a coordinator that is gone: a
+         * producer renewed while the cluster was down waited out the
+         * whole 30 s after SIGTERM. */
+        int64_t deadline = aagw_mono_ms() + (init_ms > 0 ? init_ms : 30000);
+        for (;;) {
+                e = rd_kafka_init_transactions(rk, slice_ms(deadline));
+                if (!e ||
+                    rd_kafka_error_code(e) != RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                    !remains(deadline))
+                        break;
+                rd_kafka_error_destroy(e);
+                if (aagw_kafka_process_stopping() || replicator_stopping()) {
+                        e = rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                                               "not done when the stop came");
+                        break;
+                }
+        }
+        if (e) {
                 replicator_note_authz_rk(rk, rd_kafka_error_code(e), "WRITE",
                                          "transactional.id %s", txn_id);
                 snprintf(errstr, errstr_size,
