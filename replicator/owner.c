@@ -332,8 +332,12 @@ static rd_kafka_t *txn_producer(const char *bootstraps,
         int64_t deadline = aagw_mono_ms() + (init_ms > 0 ? init_ms : 30000);
         for (;;) {
                 e = rd_kafka_init_transactions(rk, slice_ms(deadline));
+                /* A slice that ends while librdkafka retries returns the
+                 * error it is retrying on (NOT_COORDINATOR while the
+                 * transaction log loads), not a timeout. */
                 if (!e ||
-                    rd_kafka_error_code(e) != RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                    (rd_kafka_error_code(e) != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+                     !rd_kafka_error_is_retriable(e)) ||
                     !remains(deadline))
                         break;
                 rd_kafka_error_destroy(e);
