@@ -283,6 +283,32 @@ struct aagw_audit {
                                                   AAGW_AUDIT_EKEY_MAX bytes */
 };
 
+/**
+ * @brief Audit entry @p a as the store keeps it (versioned bytes, the
+ * time in a->time_ms), into the malloc()ed buffer @p *buf of @p *cap
+ * bytes, grown as needed (both may start 0).
+ * @returns the length, or -1: out of memory, or a value the store
+ * refuses (@p *why says which, else NULL).
+ */
+ssize_t aagw_audit_encode(const struct aagw_audit *a, uint8_t **buf,
+                          size_t *cap, const char **why);
+
+/** A decoded audit entry: @p a points into the strings beside it and into
+ *  the bytes decoded (which must outlive it). */
+struct aagw_audit_decoded {
+        struct aagw_audit a;
+        char              site[AAGW_ALIAS_MAX + 1];
+        char              origin[AAGW_ALIAS_MAX + 1];
+        char              topic[AAGW_TOPIC_MAX + 1];
+};
+
+/** Decode what aagw_audit_encode() wrote.  @returns AAGW_OK, or
+ *  AAGW_ERR_STORE with @p errstr (not an audit entry of a known
+ *  version). */
+aagw_err_t aagw_audit_decode(const void *v, size_t len,
+                             struct aagw_audit_decoded *out, char *errstr,
+                             size_t errstr_size);
+
 /* ------------------------------- BATCHES ------------------------------- */
 
 /**
@@ -479,6 +505,11 @@ int aagw_decider_restore(aagw_decider_t *d, const struct aagw_unify_rec *r,
  * @returns 0, or -1 (out of memory: the decider must not be used on).
  */
 int aagw_decider_drop(aagw_decider_t *d);
+/** Hand every audit entry decided from now on to @p fn too, encoded as
+ *  aagw_audit_decode() reads it (NULL: stop).  Only decide()'s entries:
+ *  a fold's are the previous run's, already handed over by it. */
+void aagw_decider_audit_out(aagw_decider_t *d, aagw_unify_audit_fn *fn,
+                            void *opaque);
 /** Output @p topic [@p part] was scanned up to @p next. */
 void aagw_decider_fold_out(aagw_decider_t *d, const char *topic, int32_t part,
                            int64_t next);

@@ -369,3 +369,34 @@ const char *aagw_audit_verdict_name(aagw_audit_verdict_t v) {
             "diverged"};
         return (unsigned)v < AAGW_AUDIT__CNT ? names[v] : "unknown";
 }
+
+/* ------------------------------- PUBLIC -------------------------------- */
+
+ssize_t aagw_audit_encode(const struct aagw_audit *a, uint8_t **buf,
+                          size_t *cap, const char **why) {
+        struct dedup_buf b = {*buf, 0, *cap};
+        int              rc;
+
+        *why = NULL;
+        rc   = dedup_audit_encode(&b, a, a->time_ms, why);
+        *buf = b.p;
+        *cap = b.cap;
+        return rc ? -1 : (ssize_t)b.len;
+}
+
+aagw_err_t aagw_audit_decode(const void *v, size_t len,
+                             struct aagw_audit_decoded *out, char *errstr,
+                             size_t errstr_size) {
+        struct dedup_audit_dec d;
+
+        if (dedup_audit_decode(v, len, &d, errstr, errstr_size))
+                return AAGW_ERR_STORE;
+        memcpy(out->site, d.site, sizeof(out->site));
+        memcpy(out->origin, d.origin, sizeof(out->origin));
+        memcpy(out->topic, d.topic, sizeof(out->topic));
+        out->a        = d.a;
+        out->a.site   = out->site;
+        out->a.origin = out->origin;
+        out->a.topic  = out->topic;
+        return AAGW_OK;
+}

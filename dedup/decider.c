@@ -190,6 +190,14 @@ struct aagw_unify_state {
         bool            *found_ids, *found_lww;
         struct aagw_lww *lww_out;
         uint64_t         lookups; /* keys asked of the store */
+
+        /* audit_out(): where audit entries go besides the store, and
+         * the scratch they are encoded in. */
+        aagw_unify_audit_fn *audit_fn;
+        void                *audit_opaque;
+        uint8_t             *audit_buf;
+        size_t               audit_cap;
+        bool                 audit_refused; /* by audit_fn, this batch */
 };
 
 /* li[i] of a record answered from memory (a pending epoch has its key, or
@@ -257,6 +265,7 @@ void aagw_decider_destroy(aagw_decider_t *d) {
         kmap_free(&d->pend_ids);
         kmap_free(&d->pend_lww);
         kmap_free(&d->replay);
+        free(d->audit_buf);
         free(d->li);
         free(d->lk_ids);
         free(d->lk_lww);
@@ -524,7 +533,26 @@ static int audit_add(aagw_decider_t *d, aagw_store_batch_t *b,
             .ekey      = r->ekey,
             .ekey_len  = r->ekey_len > AAGW_AUDIT_EKEY_MAX ? AAGW_AUDIT_EKEY_MAX
                                                            : r->ekey_len};
-        return aagw_store_batch_audit(b, &a) ? -1 : 0;
+        if (aagw_store_batch_audit(b, &a))
+                return -1;
+        if (!d->audit_fn)
+                return 0;
+        const char *why;
+        /* (What the batch took encodes: its checks are the same.) */
+        ssize_t len = aagw_audit_encode(&a, &d->audit_buf, &d->audit_cap, &why);
+        if (len < 0)
+                return -1;
+        if (d->audit_fn(d->audit_opaque, r, d->audit_buf, (size_t)len)) {
+                d->audit_refused = true;
+                return -1;
+        }
+        return 0;
+}
+
+void aagw_decider_audit_out(aagw_decider_t *d, aagw_unify_audit_fn *fn,
+                            void *opaque) {
+        d->audit_fn     = fn;
+        d->audit_opaque = opaque;
 }
 
 /* A rejected record keeps the derived id for the audit log; the
@@ -622,7 +650,8 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
         int64_t       accepted = 0;
         char          err[512];
 
-        *epoch = d->open_slot;
+        *epoch           = d->open_slot;
+        d->audit_refused = false;
         if (scratch(d, n))
                 goto oom;
         /* Every key's pending-map slot towards the cache a whole pass
@@ -697,8 +726,10 @@ int aagw_decider_decide(aagw_decider_t *d, struct aagw_unify_rec *recs,
         ep->outstanding += accepted;
         return 0;
 oom:
-        snprintf(errstr, errstr_size,
-                 "out of memory (or a value the store refuses)");
+        snprintf(errstr, errstr_size, "%s",
+                 d->audit_refused
+                     ? "an audit entry was refused where it was handed over"
+                     : "out of memory (or a value the store refuses)");
 fail:
         /* Part of the batch decided, its records not sent: never stored. */
         ep->outstanding = INT64_MAX / 2;
@@ -900,4 +931,5 @@ const struct aagw_unify_state_ops aagw_decider_ops = {
     .fold_commit = aagw_decider_fold_commit,
     .restore     = aagw_decider_restore,
     .drop        = aagw_decider_drop,
+    .audit_out   = aagw_decider_audit_out,
 };

@@ -141,6 +141,14 @@ typedef struct aagw_unify_state aagw_unify_state_t;
  * earlier epoch, is acknowledged by the output.  At most a fixed number
  * of epochs are open or waiting; settle() says when the next cannot open.
  */
+/** Where the state hands each audit entry it makes while deciding @p r
+ *  (scale-out: into the site's audit topic, in the decision's
+ *  transaction): @p entry is @p len bytes in the state's own versioned
+ *  form, what `aagw audit` reads back.  @returns 0, or -1 to fail the
+ *  decision (the epoch never commits). */
+typedef int aagw_unify_audit_fn(void *opaque, const struct aagw_unify_rec *r,
+                                const void *entry, size_t len);
+
 struct aagw_unify_state_ops {
         /* ------------------------- per batch -------------------------- */
 
@@ -213,6 +221,11 @@ struct aagw_unify_state_ops {
         /** Scale-out: forget every decision not stored yet and open a
          *  fresh epoch.  @returns 0, or -1 (memory). */
         int (*drop)(aagw_unify_state_t *st);
+        /** Scale-out: hand every audit entry made from now on to @p fn
+         *  as well (NULL: stop).  May be NULL: the state keeps no audit
+         *  log. */
+        void (*audit_out)(aagw_unify_state_t *st, aagw_unify_audit_fn *fn,
+                          void *opaque);
 };
 
 #ifdef __cplusplus

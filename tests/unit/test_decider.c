@@ -537,6 +537,101 @@ static void test_rejected(void **state) {
         h_close(&h);
 }
 
+/* --------------------------------------------------------------- audit_out */
+
+/* What audit_out() hands over: each entry decoded, with the offset of the
+ * record it was handed with. */
+struct tap {
+        size_t  n;
+        int     refuse_at; /* refuse the entry with this number (0: none) */
+        int     verdict[8];
+        char    id[8][64], topic[8][32];
+        int64_t offset[8], rec_offset[8];
+};
+
+static int tap_fn(void *opaque, const struct aagw_unify_rec *r,
+                  const void *entry, size_t len) {
+        struct tap               *t = opaque;
+        struct aagw_audit_decoded a;
+        char                      err[256];
+
+        if (t->refuse_at && (int)t->n + 1 == t->refuse_at)
+                return -1;
+        assert_int_equal(aagw_audit_decode(entry, len, &a, err, sizeof(err)),
+                         AAGW_OK);
+        assert_true(t->n < 8);
+        t->verdict[t->n]    = a.a.verdict;
+        t->offset[t->n]     = a.a.offset;
+        t->rec_offset[t->n] = r->offset;
+        snprintf(t->id[t->n], sizeof(t->id[0]), "%.*s", (int)a.a.id_len,
+                 (const char *)a.a.id);
+        snprintf(t->topic[t->n], sizeof(t->topic[0]), "%s", a.a.topic);
+        t->n++;
+        return 0;
+}
+
+/* Every audit entry decide() makes is handed over too, encoded as
+ * aagw_audit_decode() reads it, with the record it is about; an entry
+ * refused there fails the batch, saying so. */
+static void test_audit_out(void **state) {
+        struct h   h;
+        struct r   rs[4];
+        struct tap t;
+        (void)state;
+        memset(&t, 0, sizeof(t));
+        h_open(&h, "audit-out", 0, false);
+        int out = aagw_decider_output(h.d, "clicks.unified", 1);
+        aagw_decider_ops.audit_out(h.d, tap_fn, &t);
+
+        mk(&rs[0], AAGW_UNIFY_DEDUP, "a", "east", 1, "clicks", 10, NULL);
+        mk(&rs[1], AAGW_UNIFY_DEDUP, "a", "west", 1, "west.clicks", 11, NULL);
+        mk(&rs[2], AAGW_UNIFY_DEDUP, "x", "west", 9, "west.clicks", 12, NULL);
+        rs[2].rec.rejected = true;
+        mk(&rs[3], AAGW_UNIFY_LWW, "v1", "east", 5, "profiles", 13, "user-1");
+        decide(&h, rs, 4);
+        /* The delivery of "a" has no entry (unify.audit_accepted off);
+         * its duplicate, the rejected record and the lww version do. */
+        assert_int_equal(t.n, 3);
+        assert_int_equal(t.verdict[0], AAGW_AUDIT_DROPPED);
+        assert_string_equal(t.id[0], "a");
+        assert_string_equal(t.topic[0], "west.clicks");
+        assert_int_equal(t.offset[0], 11);
+        assert_int_equal(t.verdict[1], AAGW_AUDIT_REJECTED);
+        assert_string_equal(t.topic[1], "west.clicks");
+        assert_int_equal(t.verdict[2], AAGW_AUDIT_ACCEPTED);
+        assert_string_equal(t.id[2], "v1");
+        for (size_t i = 0; i < t.n; i++)
+                assert_int_equal(t.offset[i], t.rec_offset[i]);
+        /* The same entries the store keeps. */
+        aagw_decider_acked(h.d, h.ep, out, 0, 0);
+        aagw_decider_acked(h.d, h.ep, out, 0, 1);
+        assert_int_equal(deliver(&h, out, 2, 0), 1);
+        struct audits g = audit_of(&h, "a");
+        assert_int_equal(g.n, 1);
+        assert_int_equal(g.verdict[0], AAGW_AUDIT_DROPPED);
+
+        /* Refused: the batch fails and its epoch never commits. */
+        t.refuse_at = (int)t.n + 1;
+        struct r dup;
+        mk(&dup, AAGW_UNIFY_DEDUP, "a", "west", 1, "west.clicks", 14, NULL);
+        struct aagw_unify_rec rec = dup.rec;
+        unsigned              ep;
+        assert_int_equal(aagw_decider_decide(h.d, &rec, 1,
+                                             atomic_load(&fake_now), &ep, h.err,
+                                             sizeof(h.err)),
+                         -1);
+        assert_non_null(strstr(h.err, "audit entry was refused"));
+
+        /* Off again: nothing handed over. */
+        size_t n = t.n;
+        aagw_decider_ops.audit_out(h.d, NULL, NULL);
+        h_restart(&h);
+        mk(&dup, AAGW_UNIFY_DEDUP, "a", "west", 1, "west.clicks", 15, NULL);
+        assert_int_equal(decide1(&h, &dup), AAGW_UNIFY_DROPPED);
+        assert_int_equal(t.n, n);
+        h_close(&h);
+}
+
 /* --------------------------------------------------------------- recovery */
 
 /* After a crash the output holds records whose epoch never committed:
@@ -732,6 +827,7 @@ int main(void) {
             cmocka_unit_test(test_epoch_all_committed_while_waiting),
             cmocka_unit_test(test_lww_verdicts),
             cmocka_unit_test(test_rejected),
+            cmocka_unit_test(test_audit_out),
             cmocka_unit_test(test_fold_dedup_and_replay),
             cmocka_unit_test(test_fold_lww),
             cmocka_unit_test(test_window),
