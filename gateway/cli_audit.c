@@ -11,7 +11,9 @@
  * The store is opened as a RocksDB secondary instance: no lock is taken,
  * so this works while the gateway runs (its view is the gateway's state at
  * open) and after it stopped.  The window is the one the gateway's store
- * recorded, so "not found" means what the gateway would think.
+ * recorded, so "not found" means what the gateway would think.  Under
+ * scale-out the site's log is read from its cluster instead ("SCALE-OUT"
+ * below).
  *
  * Output is an aligned table, or with --json one JSON object per line
  * (keys in docs/audit.md).  Ids and keys are arbitrary bytes: tables print
@@ -23,6 +25,7 @@
 #include "gateway_int.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -86,6 +89,13 @@ static void usage(FILE *out) {
                 "                         default aagw-state)\n"
                 "  -c, --config FILE      read gateway.state_dir from the "
                 "gateway's config\n"
+                "      --cluster A=B, --site, --scale-out, ...\n"
+                "                         `aagw run`'s flags: with "
+                "scale_out.enabled the\n"
+                "                         site's audit is read from its "
+                "cluster, not the\n"
+                "                         state dir (docs/audit.md, "
+                "\"Scale-out\")\n"
                 "      --set KEY=VALUE    any config key, e.g. --set "
                 "gateway.state_dir=DIR\n"
                 "  -h, --help             this text\n"
@@ -377,6 +387,8 @@ enum {
         OPT_SINCE,
         OPT_VERDICT,
         OPT_LIMIT,
+        OPT_CLUSTER,
+        OPT_TABLE = 1000, /* + the key's row: its quick-start flag */
 };
 
 struct audit_opts {
@@ -423,7 +435,7 @@ static int add_set(struct audit_opts *o, const char *key, const char *value,
 /* Parse argv into 'o'.  Returns EXIT_OK, GW_HELP_SHOWN or EXIT_USAGE
  * (reported). */
 static int parse_args(int argc, char **argv, struct audit_opts *o) {
-        static const struct option longopts[] = {
+        static const struct option own[] = {
             {"config", required_argument, NULL, OPT_CONFIG},
             {"state-dir", required_argument, NULL, OPT_STATE},
             {"set", required_argument, NULL, OPT_SET},
@@ -432,9 +444,27 @@ static int parse_args(int argc, char **argv, struct audit_opts *o) {
             {"verdict", required_argument, NULL, OPT_VERDICT},
             {"limit", required_argument, NULL, OPT_LIMIT},
             {"help", no_argument, NULL, OPT_HELP},
-            {NULL, 0, NULL, 0}};
-        int   opt, rc;
-        char *end;
+            {"cluster", required_argument, NULL, OPT_CLUSTER}};
+        struct option longopts[96];
+        size_t        nlong = 0;
+        int           opt, rc;
+        char         *end;
+
+        /* `run`'s cluster and quick-start flags too, so that a member's
+         * command line (--cluster, --site, --scale-out, --gateway-id...)
+         * names the site whose log a scale-out audit reads. */
+        for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+                longopts[nlong++] = own[i];
+        for (size_t i = 0; aagw_config_keys[i].path &&
+                           nlong < sizeof(longopts) / sizeof(longopts[0]) - 1;
+             i++) {
+                const char *f = aagw_config_keys[i].flag;
+                if (!f || !strcmp(f, "--cluster") || !strcmp(f, "--state-dir"))
+                        continue;
+                longopts[nlong++] = (struct option){f + 2, required_argument,
+                                                    NULL, OPT_TABLE + (int)i};
+        }
+        longopts[nlong] = (struct option){NULL, 0, NULL, 0};
 
         memset(o, 0, sizeof(*o));
         o->verdict = -1;
@@ -461,6 +491,16 @@ static int parse_args(int argc, char **argv, struct audit_opts *o) {
                                                  "got \"%s\"",
                                                  optarg);
                         if ((rc = add_set(o, optarg, eq + 1, "--set")))
+                                return rc;
+                        break;
+                }
+                case OPT_CLUSTER: {
+                        const char *eq = strchr(optarg, '=');
+                        if (!eq || eq == optarg)
+                                return usage_err("--cluster: expected "
+                                                 "ALIAS=BOOTSTRAPS, got \"%s\"",
+                                                 optarg);
+                        if ((rc = add_set(o, optarg, eq + 1, "--cluster")))
                                 return rc;
                         break;
                 }
@@ -505,6 +545,13 @@ static int parse_args(int argc, char **argv, struct audit_opts *o) {
                         return usage_err("%s requires an argument",
                                          argv[optind - 1]);
                 default:
+                        if (opt >= OPT_TABLE) {
+                                const struct cfg_key *k =
+                                    &aagw_config_keys[opt - OPT_TABLE];
+                                if ((rc = add_set(o, k->path, optarg, k->flag)))
+                                        return rc;
+                                break;
+                        }
                         if (optopt)
                                 gw_errorf("audit: unknown option -%c", optopt);
                         else
@@ -564,6 +611,11 @@ static int load_config(const struct audit_opts *o, aagw_config_t **cfgp) {
                 const char *k = o->sets[i][0];
                 if (!strcmp(o->set_flag[i], "--set")) {
                         snprintf(key, sizeof(key), "%.*s",
+                                 (int)(strchr(k, '=') - k), k);
+                        k = key;
+                } else if (!strcmp(o->set_flag[i], "--cluster")) {
+                        snprintf(key, sizeof(key),
+                                 "clusters.%.*s.bootstrap_servers",
                                  (int)(strchr(k, '=') - k), k);
                         k = key;
                 }
@@ -1216,6 +1268,221 @@ out:
         return rc;
 }
 
+/* ------------------------------ SCALE-OUT ------------------------------- */
+
+/*
+ * Under scale-out every member decides some of the site's records and
+ * keeps them in its own state dir, so no state dir answers for the site.
+ * What the members committed is in the site's cluster: the changelogs
+ * (ids, winners, positions) and the audit topics, written in the
+ * decisions' transactions.  They are read into a store of their own in
+ * a temporary directory, which the queries then read as they read a
+ * state dir; it is removed at the end.  Any host that reaches the
+ * cluster answers the same, also after every member's state dir is
+ * gone.  The cost is a read of about one window of the site's decisions.
+ */
+#define SITE_TIMEOUT_MS 30000
+#define SITE_COMMIT_EVERY 4096
+
+struct site_load {
+        aagw_store_t       *st;
+        aagw_decider_t     *d;
+        aagw_store_batch_t *b;
+        char                scope[AAGW_ALIAS_MAX + 16];
+        int64_t             pending;
+        int64_t             decisions, positions, entries, bad;
+        char                err[512];
+};
+
+static int site_flush(struct site_load *l) {
+        if (aagw_decider_ops.fold_commit(l->d, true, l->err, sizeof(l->err)) ||
+            aagw_store_batch_commit(l->b, l->err, sizeof(l->err)))
+                return -1;
+        l->pending = 0;
+        return 0;
+}
+
+static int site_decision(void *opaque, const struct aagw_unify_rec *r,
+                         int64_t time_ms) {
+        struct site_load *l = opaque;
+
+        l->decisions++;
+        if (aagw_decider_ops.restore(l->d, r, time_ms, l->err, sizeof(l->err)))
+                return -1;
+        return ++l->pending % SITE_COMMIT_EVERY ? 0 : site_flush(l);
+}
+
+static int site_position(void *opaque, const char *topic, int32_t partition,
+                         int64_t next) {
+        struct site_load *l   = opaque;
+        struct aagw_pos   pos = {.next = next, .out_next = -1};
+
+        l->positions++;
+        if (partition < 0 ||
+            aagw_store_batch_pos(l->b, l->scope, topic, partition, &pos))
+                return partition < 0 ? 0 : -1;
+        return ++l->pending % SITE_COMMIT_EVERY ? 0 : site_flush(l);
+}
+
+static int site_audit(void *opaque, const void *entry, size_t len) {
+        struct site_load         *l = opaque;
+        struct aagw_audit_decoded a;
+        char                      why[256];
+
+        if (aagw_audit_decode(entry, len, &a, why, sizeof(why))) {
+                if (!l->bad++)
+                        fprintf(stderr,
+                                "aagw: audit: an audit record that is not "
+                                "an entry of this version skipped: %s\n",
+                                why);
+                return 0;
+        }
+        l->entries++;
+        if (aagw_store_batch_audit(l->b, &a.a))
+                return -1;
+        return ++l->pending % SITE_COMMIT_EVERY ? 0 : site_flush(l);
+}
+
+/* A client of the site's cluster that reads committed records by
+ * assignment (it never joins a group). */
+static rd_kafka_t *site_reader(const struct aagw_cluster_settings *cl,
+                               char *err, size_t size) {
+        rd_kafka_conf_t *conf =
+            aagw_kafka_conf_new(cl->bootstrap_servers, "audit", err, size);
+        if (!conf)
+                return NULL;
+        if (aagw_kafka_conf_apply(conf, "consumer", cl->properties.kv,
+                                  cl->properties.n, err, size) ||
+            aagw_kafka_conf_set(conf, "group.id", "aagw-audit", err, size) ||
+            aagw_kafka_conf_set(conf, "enable.auto.commit", "false", err,
+                                size) ||
+            aagw_kafka_conf_set(conf, "enable.partition.eof", "true", err,
+                                size) ||
+            aagw_kafka_conf_set(conf, "isolation.level", "read_committed", err,
+                                size)) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, size);
+        if (!rk)
+                rd_kafka_conf_destroy(conf);
+        return rk;
+}
+
+struct site_store {
+        char             dir[4096];
+        aagw_statedir_t *sd;
+        aagw_store_t    *st;
+};
+
+static int rmtree_one(const char *path, const struct stat *sb, int flag,
+                      struct FTW *ftw) {
+        (void)sb;
+        (void)flag;
+        (void)ftw;
+        return remove(path);
+}
+
+static void site_store_close(struct site_store *s) {
+        aagw_store_close(s->st);
+        aagw_statedir_close(s->sd);
+        if (s->dir[0])
+                nftw(s->dir, rmtree_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The site's log (aagw_site_log_read()) in a store in a new temporary
+ * directory.  Returns EXIT_OK with s->st open, or EXIT_RUNTIME
+ * (reported). */
+static int site_store_open(const struct aagw_settings *set,
+                           struct site_store          *s) {
+        const char                         *site = set->gateway.site;
+        const struct aagw_cluster_settings *cl =
+            site ? aagw_settings_cluster(set, site) : NULL;
+        const char            *tmp = getenv("TMPDIR");
+        struct aagw_store_opts so  = {.cache_mb  = 16,
+                                      .window_ms = set->unify.window_ms};
+        struct site_load       l;
+        rd_kafka_t            *rk = NULL;
+        char                   err[1024];
+        size_t                 ntopics = 0;
+        int64_t                records = 0;
+        int                    rc      = EXIT_RUNTIME;
+
+        memset(s, 0, sizeof(*s));
+        memset(&l, 0, sizeof(l));
+        if (!cl || !cl->bootstrap_servers) {
+                gw_errorf("audit: scale-out: the site's cluster %s is not "
+                          "configured (--site, --cluster %s=HOST:PORT, or "
+                          "the member's -c FILE)",
+                          site ? site : "(gateway.site unset)",
+                          site ? site : "ALIAS");
+                return EXIT_RUNTIME;
+        }
+        snprintf(s->dir, sizeof(s->dir), "%s/aagw-audit-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(s->dir)) {
+                gw_errorf("audit: a temporary directory in %s: %s",
+                          tmp && *tmp ? tmp : "/tmp", strerror(errno));
+                s->dir[0] = '\0';
+                return EXIT_RUNTIME;
+        }
+        if (!(s->sd = aagw_statedir_open(s->dir, err, sizeof(err))) ||
+            !(s->st = aagw_store_open(s->sd, &so, err, sizeof(err)))) {
+                gw_errorf("audit: a store in %s: %s", s->dir, err);
+                goto out;
+        }
+        struct aagw_decider_conf dc = {.store = s->st, .site = site};
+        if (!(l.d = aagw_decider_new(&dc, err, sizeof(err))) ||
+            !(l.b = aagw_store_batch_new(s->st))) {
+                gw_errorf("audit: %s", l.d ? "out of memory" : err);
+                goto out;
+        }
+        aagw_unify_pos_scope(site, false, l.scope, sizeof(l.scope));
+        if (!(rk = site_reader(cl, err, sizeof(err)))) {
+                gw_errorf("audit: a client of cluster %s: %s", site, err);
+                goto out;
+        }
+        struct aagw_site_log_read q = {.reader     = rk,
+                                       .probe      = rk,
+                                       .gateway_id = set->gateway.id,
+                                       .site       = site,
+                                       .timeout_ms = SITE_TIMEOUT_MS,
+                                       .decision   = site_decision,
+                                       .position   = site_position,
+                                       .audit      = site_audit,
+                                       .opaque     = &l};
+        if (aagw_site_log_read(&q, &ntopics, &records, err, sizeof(err))) {
+                gw_errorf("audit: reading the log of site %s from cluster "
+                          "%s (%s): %s%s%s",
+                          site, site, cl->bootstrap_servers, err,
+                          l.err[0] ? ": " : "", l.err);
+                goto out;
+        }
+        if (site_flush(&l) || aagw_store_flush(s->st, err, sizeof(err))) {
+                gw_errorf("audit: %s", l.err[0] ? l.err : err);
+                goto out;
+        }
+        fprintf(stderr,
+                "aagw: audit: site %s (scale-out) read from cluster %s: "
+                "%zu unified topic%s, %" PRId64 " decisions, %" PRId64
+                " audit entries\n",
+                site, site, ntopics, ntopics == 1 ? "" : "s", l.decisions,
+                l.entries);
+        rc = EXIT_OK;
+out:
+        if (rk) {
+                rd_kafka_consumer_close(rk);
+                rd_kafka_destroy(rk);
+        }
+        aagw_store_batch_destroy(l.b);
+        aagw_decider_destroy(l.d);
+        if (rc != EXIT_OK) {
+                site_store_close(s);
+                memset(s, 0, sizeof(*s));
+        }
+        return rc;
+}
+
 /* -------------------------------- COMMAND -------------------------------- */
 
 int gw_cmd_audit(int argc, char **argv) {
@@ -1231,8 +1498,22 @@ int gw_cmd_audit(int argc, char **argv) {
         if ((rc = load_config(&o, &cfg)))
                 return rc;
         memset(&x, 0, sizeof(x));
-        x.o             = &o;
-        const char *dir = aagw_config_settings(cfg)->gateway.state_dir;
+        x.o                             = &o;
+        const struct aagw_settings *set = aagw_config_settings(cfg);
+        struct site_store           site;
+        bool                        scale = set->scale_out.enabled;
+        if (scale) {
+                gw_log_init(set->gateway.log_level > AAGW_LOG_WARN
+                                ? set->gateway.log_level
+                                : AAGW_LOG_WARN);
+                rc = site_store_open(set, &site);
+                aagw_config_destroy(cfg);
+                if (rc)
+                        return rc;
+                x.st = site.st;
+                goto query;
+        }
+        const char *dir = set->gateway.state_dir;
         if (stat(dir, &sb) == -1) {
                 gw_errorf("audit: state dir %s: %s (name the gateway's with "
                           "--state-dir DIR or -c FILE)",
@@ -1247,6 +1528,7 @@ int gw_cmd_audit(int argc, char **argv) {
                 gw_errorf("audit: %s", x.err);
                 return EXIT_RUNTIME;
         }
+query:
         fmt_window(aagw_store_window_ms(x.st), x.window, sizeof(x.window));
         if (!strcmp(o.sub, "id"))
                 rc = cmd_id(&x);
@@ -1256,7 +1538,10 @@ int gw_cmd_audit(int argc, char **argv) {
                 rc = cmd_recent(&x);
         else
                 rc = cmd_summary(&x);
-        aagw_store_close(x.st);
+        if (scale)
+                site_store_close(&site);
+        else
+                aagw_store_close(x.st);
         if (fflush(stdout) == EOF && rc == EXIT_OK)
                 rc = EXIT_RUNTIME;
         return rc;

@@ -1080,6 +1080,41 @@ aagw_kafka_range_end_t aagw_kafka_read_range(rd_kafka_t *rk,
                                              const struct aagw_kafka_range *r,
                                              int64_t *nread);
 
+/* ------------------------------ SITE LOG ------------------------------- */
+
+/**
+ * What a scale-out site's unify stage decided, read back from the site's
+ * cluster (every member's transactions, committed ones only): for each
+ * unified topic with an audit topic (aagw.<id>.<site>.audit.<topic>),
+ * its changelogs' decisions and positions, then its audit entries.
+ */
+struct aagw_site_log_read {
+        rd_kafka_t *reader; /**< assign-only consumer, read_committed,
+                                 enable.partition.eof */
+        rd_kafka_t *probe;  /**< metadata and watermarks */
+        const char *gateway_id, *site;
+        int         timeout_ms;  /**< per request; a read waits this
+                                      long without progress */
+        const atomic_bool *stop; /**< NULL: none */
+        /** An id or winner as decided at @p time_ms (for the decider's
+         *  restore()). */
+        int (*decision)(void *opaque, const struct aagw_unify_rec *r,
+                        int64_t time_ms);
+        /** A stored position: input @p topic [@p partition] next. */
+        int (*position)(void *opaque, const char *topic, int32_t partition,
+                        int64_t next);
+        /** An audit entry, as aagw_audit_decode() reads it. */
+        int (*audit)(void *opaque, const void *entry, size_t len);
+        void *opaque; /**< each returns 0, or non-zero to stop the read */
+};
+
+/** Read it all.  @returns AAGW_OK with the unified topics found in
+ *  @p ntopics and the records read in @p records, or an error with
+ *  @p errstr. */
+aagw_err_t aagw_site_log_read(const struct aagw_site_log_read *q,
+                              size_t *ntopics, int64_t *records, char *errstr,
+                              size_t errstr_size);
+
 /* -------------------------------- UNIFY -------------------------------- */
 
 /**

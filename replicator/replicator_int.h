@@ -833,6 +833,11 @@ void changelog_encode(const struct changelog_rec *c, uint8_t *key,
 bool changelog_decode(const void *key, size_t klen, const void *val,
                       size_t vlen, struct changelog_rec *c);
 
+/* The decision (id or winner) of 'c' as the decider's restore() takes it,
+ * its provenance in 'pv'; 'r' borrows 'c' and 'pv' (site_log.c). */
+void changelog_to_rec(const struct changelog_rec *c, struct aagw_unify_rec *r,
+                      struct aagw_prov *pv);
+
 /* How changelog_read() ended. */
 typedef enum {
         CHANGELOG_DONE      = 0, /* read to the end */

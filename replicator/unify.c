@@ -883,7 +883,13 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                         rd_kafka_topic_destroy(u->topics[t]->ids_rkt);
                         u->topics[t]->ids_rkt = NULL;
                 }
+                if (u->topics[t]->audit_rkt) {
+                        rd_kafka_topic_destroy(u->topics[t]->audit_rkt);
+                        u->topics[t]->audit_rkt = NULL;
+                }
         }
+        if (u->scale && u->ops->audit_out)
+                u->ops->audit_out(u->st, NULL, NULL);
         /* Aborts what is still open, leaves the group: the others take
          * over at once. */
         owner_destroy(u->owner);

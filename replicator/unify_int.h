@@ -78,7 +78,10 @@ struct utopic {
          * from them. */
         char                  state[AAGW_TOPIC_MAX + 1];
         char                  ids[AAGW_TOPIC_MAX + 1]; /* "": none (lww) */
-        rd_kafka_topic_t     *state_rkt, *ids_rkt;
+        /* The site's audit topic (scale-out): every audit entry decided
+         * here, in the decision's transaction, for `aagw audit`. */
+        char                  audit[AAGW_TOPIC_MAX + 1];
+        rd_kafka_topic_t     *state_rkt, *ids_rkt, *audit_rkt;
         bool                  restored;
         int64_t              *sb_next; /* scale_out.standby: per output
                                           partition p the next offset of
@@ -454,7 +457,11 @@ void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts);
 
 int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
-                                char *ids);
+                                char *ids, char *audit);
+/* The decider's audit entries under scale-out, into the open transaction
+ * (aagw_unify_audit_fn, 'opaque' the stage). */
+int unify_scale_audit(void *opaque, const struct aagw_unify_rec *r,
+                      const void *entry, size_t len);
 int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
                                 bool dedup);
 int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut);

@@ -96,21 +96,9 @@ struct scale_restore_ctx {
 /* Fold the id or winner of changelog record 'c' into the decider. */
 static int restore_decision(aagw_unify_t *u, const struct changelog_rec *c,
                             char *err, size_t err_size) {
-        struct aagw_prov     *pv = &u->verdicts[0].prov;
         struct aagw_unify_rec r;
 
-        memset(&r, 0, sizeof(r));
-        r.mode = c->kind == CHANGELOG_WIN ? AAGW_UNIFY_LWW : AAGW_UNIFY_DEDUP;
-        memcpy(r.key, c->key, 16);
-        copy_str(pv->origin, sizeof(pv->origin), c->origin);
-        pv->hlc     = c->hlc;
-        pv->id_len  = c->id_len;
-        memcpy(pv->id, c->id, c->id_len);
-        r.prov      = pv;
-        r.topic     = c->topic;
-        r.partition = c->partition;
-        r.offset    = c->offset;
-        r.tombstone = c->tombstone;
+        changelog_to_rec(c, &r, &u->verdicts[0].prov);
         return u->ops->restore(u->st, &r, c->time_ms, err, err_size);
 }
 

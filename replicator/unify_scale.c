@@ -374,31 +374,58 @@ bool unify_scale_refused_keep(void *arg, struct refused_rec *r) {
         return !r->resolved && unify_scale_owns(u, r->out_part);
 }
 
-/* Produce one changelog record into the open transaction: an id into
- * the ids topic, the others into the state topic. */
-int unify_scale_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
-                   const struct changelog_rec *c) {
-        uint8_t             key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
-        size_t              klen, vlen;
+/* Produce one record of the stage's own into the open transaction. */
+static int scale_produce(aagw_unify_t *u, rd_kafka_topic_t *rkt,
+                         const char *topic, int32_t p, const void *key,
+                         size_t klen, const void *val, size_t vlen) {
         rd_kafka_resp_err_t err;
-        bool                id = c->kind == CHANGELOG_ID;
 
-        changelog_encode(c, key, &klen, val, &vlen);
-        while ((err = rd_kafka_producev(
-                    u->out_producer,
-                    RD_KAFKA_V_RKT(id ? ut->ids_rkt : ut->state_rkt),
-                    RD_KAFKA_V_PARTITION(p),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
-                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
-               !atomic_load(&u->ctl.stop))
+        while (
+            (err = rd_kafka_producev(
+                 u->out_producer, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(p),
+                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                 RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE((void *)val, vlen),
+                 RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+            !atomic_load(&u->ctl.stop))
                 rd_kafka_poll(u->out_producer, 10);
         if (err) {
                 if (!atomic_load(&u->ctl.stop))
-                        unify_scale_refused(u, id ? ut->ids : ut->state, p, err);
+                        unify_scale_refused(u, topic, p, err);
                 return -1;
         }
         return 0;
+}
+
+/* Produce one changelog record into the open transaction: an id into
+ * the ids topic, the others into the state topic. */
+int unify_scale_state(aagw_unify_t *u, struct utopic *ut, int32_t p,
+                      const struct changelog_rec *c) {
+        uint8_t key[CHANGELOG_KEY_MAX], val[CHANGELOG_VAL_MAX];
+        size_t  klen, vlen;
+        bool    id = c->kind == CHANGELOG_ID;
+
+        changelog_encode(c, key, &klen, val, &vlen);
+        return scale_produce(u, id ? ut->ids_rkt : ut->state_rkt,
+                             id ? ut->ids : ut->state, p, key, klen, val, vlen);
+}
+
+/* An audit entry goes to the partition of its decision's changelog
+ * records (a rejected record's to 0), keyed by the record's id: one id's
+ * (or entity key's) entries are in one partition, in the order decided,
+ * whichever input partition each copy came from. */
+int unify_scale_audit(void *opaque, const struct aagw_unify_rec *r,
+                      const void *entry, size_t len) {
+        aagw_unify_t *u = opaque;
+
+        if (r < u->recs || r >= u->recs + BATCH_MAX ||
+            !u->items[u->ritem[r - u->recs]].ut) {
+                ufail(u, "an audit entry of a record outside the batch");
+                return -1;
+        }
+        struct utopic *ut = u->items[u->ritem[r - u->recs]].ut;
+        int32_t        p  = r->rejected ? 0 : unify_out_part(ut, r);
+        return scale_produce(u, ut->audit_rkt, ut->audit, p, r->prov->id,
+                             r->prov->id_len, entry, len);
 }
 
 /* Keep only the records whose output partition this process owns, at
@@ -660,15 +687,19 @@ static void scale_lost(void *opaque,
  * AAGW_TOPIC_MAX + 1 bytes).  Returns 0, or -1 (the stage failed: a
  * name longer than Kafka allows). */
 int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
-                                char *ids) {
-        char name[3 * AAGW_TOPIC_MAX], id[3 * AAGW_TOPIC_MAX];
+                                char *ids, char *audit) {
+        char name[3 * AAGW_TOPIC_MAX], id[3 * AAGW_TOPIC_MAX],
+            aud[3 * AAGW_TOPIC_MAX];
 
         snprintf(id, sizeof(id), "aagw.%s.%s.ids.%s", u->conf.gateway_id,
+                 u->site, out);
+        snprintf(aud, sizeof(aud), "aagw.%s.%s.audit.%s", u->conf.gateway_id,
                  u->site, out);
         if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
                              u->conf.gateway_id, u->site,
                              out) >= AAGW_TOPIC_MAX + 1 ||
-            strlen(id) >= AAGW_TOPIC_MAX + 1) {
+            strlen(id) >= AAGW_TOPIC_MAX + 1 ||
+            strlen(aud) >= AAGW_TOPIC_MAX + 1) {
                 ufail(u,
                       "the changelog of %s, %s, is longer than Kafka's "
                       "%d bytes for a topic name (shorten gateway.id or "
@@ -678,11 +709,15 @@ int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
         }
         memcpy(state, name, strlen(name) + 1);
         memcpy(ids, id, strlen(id) + 1);
+        memcpy(audit, aud, strlen(aud) + 1);
         return 0;
 }
 
 static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
                            int32_t parts, const struct rd_kafka_metadata *md);
+static int scale_audit_topic(aagw_unify_t *u, const char *out,
+                             const char *audit, int32_t parts,
+                             const struct rd_kafka_metadata *md);
 
 /* Refuse a unified topic whose partition count differs from its
  * changelog's: it was grown (or made anew) under scale-out.  A record's
@@ -703,13 +738,14 @@ static void parts_mismatch(aagw_unify_t *u, const char *out, int32_t parts,
               "already delivered would be delivered again: not "
               "starting.  To go on with %d partitions: stop every "
               "process of site %s, delete the changelogs "
-              "aagw.%s.%s.state.%s and aagw.%s.%s.ids.%s, run the site "
+              "aagw.%s.%s.state.%s and aagw.%s.%s.ids.%s and the audit "
+              "topic aagw.%s.%s.audit.%s, run the site "
               "in one process (scale_out.enabled: false) for at least "
               "unify.window, then start scale-out again "
               "(docs/deployment.md, \"Growing a unified topic\")",
               out, (int)parts, changelog, have, (int)parts, u->site,
               u->conf.gateway_id, u->site, out, u->conf.gateway_id, u->site,
-              out);
+              out, u->conf.gateway_id, u->site, out);
 }
 
 /* Make the changelog topics of unified topic 'out' if missing, both with
@@ -728,11 +764,12 @@ int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
                                 bool dedup) {
         static const char *const conf[] = {"cleanup.policy", "compact", NULL};
         char                     err[1024];
-        char state[AAGW_TOPIC_MAX + 1], ids[AAGW_TOPIC_MAX + 1];
+        char state[AAGW_TOPIC_MAX + 1], ids[AAGW_TOPIC_MAX + 1],
+            audit[AAGW_TOPIC_MAX + 1];
         const struct rd_kafka_metadata *md = NULL;
         int                             have, rc = -1;
 
-        if (unify_scale_changelog_names(u, out, state, ids))
+        if (unify_scale_changelog_names(u, out, state, ids, audit))
                 return -1;
         rd_kafka_resp_err_t e =
             aagw_kafka_metadata(u->admin, true, NULL, &md, 5000, &u->ctl.stop);
@@ -767,7 +804,8 @@ int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
                 parts_mismatch(u, out, parts, state, have);
                 goto done;
         }
-        rc = dedup ? scale_ids_topic(u, out, ids, parts, md) : 0;
+        rc = (dedup ? scale_ids_topic(u, out, ids, parts, md) : 0) ||
+             scale_audit_topic(u, out, audit, parts, md);
 done:
         rd_kafka_metadata_destroy(md);
         return rc;
@@ -777,16 +815,18 @@ done:
  * producer's handles of the changelogs of 'ut'.  Returns 0, or -1 (the
  * stage failed). */
 int unify_scale_state_topic(aagw_unify_t *u, struct utopic *ut) {
-        if (unify_scale_changelog_names(u, ut->out, ut->state, ut->ids))
+        if (unify_scale_changelog_names(u, ut->out, ut->state, ut->ids,
+                                        ut->audit))
                 return -1;
         if (ut->mode != AAGW_UNIFY_DEDUP)
                 ut->ids[0] = '\0'; /* (lww: winners only) */
-        if ((!ut->state_rkt &&
-             !(ut->state_rkt = rd_kafka_topic_new(u->out_producer, ut->state,
-                                                  NULL))) ||
+        if ((!ut->state_rkt && !(ut->state_rkt = rd_kafka_topic_new(
+                                     u->out_producer, ut->state, NULL))) ||
             (ut->ids[0] && !ut->ids_rkt &&
-             !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer, ut->ids,
-                                                NULL)))) {
+             !(ut->ids_rkt =
+                   rd_kafka_topic_new(u->out_producer, ut->ids, NULL))) ||
+            (!ut->audit_rkt && !(ut->audit_rkt = rd_kafka_topic_new(
+                                     u->out_producer, ut->audit, NULL)))) {
                 ufail(u, "out of memory");
                 return -1;
         }
@@ -859,6 +899,55 @@ static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
         return 0;
 }
 
+/* unify_scale_changelogs_make() for the audit topic: kept as the ids
+ * are (unify.window and a margin).  Settings it cannot have only shorten
+ * what `aagw audit` answers for the whole site: said, never fatal. */
+static int scale_audit_topic(aagw_unify_t *u, const char *out,
+                             const char *audit, int32_t parts,
+                             const struct rd_kafka_metadata *md) {
+        char err[1024];
+        int  have = replicator_md_partitions(md, audit);
+
+        /* Its partitions are the changelogs': one decision's entries go
+         * to the partition of its changelog records. */
+        if (have >= 0 && have != parts) {
+                parts_mismatch(u, out, parts, audit, have);
+                return -1;
+        }
+        switch (changelog_ids_topic(u->admin, audit, parts, have >= 0,
+                                    &u->ids_conf, 30000, err, sizeof(err))) {
+        case CHANGELOG_IDS_CREATED:
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: audit topic %s: %d partitions, entries "
+                         "kept %" PRId64 " s",
+                         u->site, audit, (int)parts,
+                         u->ids_conf.retention_ms / 1000);
+                return 0;
+        case CHANGELOG_IDS_KEPT:
+        case CHANGELOG_IDS_ALTERED:
+                return 0;
+        case CHANGELOG_IDS_STALE:
+        case CHANGELOG_IDS_REFUSED:
+                if (have < 0) {
+                        ufail(u, "creating the audit topic %s at %s: %s", audit,
+                              u->site, err);
+                        return -1;
+                }
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: audit topic %s: %s; going on with its "
+                         "settings as they are (`aagw audit` answers for "
+                         "as long as it keeps its entries)",
+                         u->site, audit, err);
+                return 0;
+        case CHANGELOG_IDS_RETRY:
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: audit topic %s: %s; trying again", u->site,
+                         audit, err);
+                return -1;
+        }
+        return 0;
+}
+
 /* This process's owner: its membership and transactional producer
  * (group, transactional.id from the gateway id, site and member).
  * Returns 0, or -1 (the stage failed). */
@@ -908,6 +997,10 @@ int unify_scale_start(aagw_unify_t *u) {
 
         u->scale      = true;
         u->work_parts = so->work_partitions > 0 ? so->work_partitions : 12;
+        /* The site's audit log: every member's entries in one place,
+         * committed with the decisions (`aagw audit` reads it). */
+        if (u->ops->audit_out)
+                u->ops->audit_out(u->st, unify_scale_audit, u);
         if (stage_txn_init(&u->tx, &u->ctl, u->who, so->member)) {
                 ufail(u, "member %s: out of memory", so->member);
                 return -1;
@@ -974,7 +1067,10 @@ static int renew_detach(void *arg) {
                         rd_kafka_topic_destroy(ut->state_rkt);
                 if (ut->ids_rkt)
                         rd_kafka_topic_destroy(ut->ids_rkt);
-                ut->out_rkt = ut->state_rkt = ut->ids_rkt = NULL;
+                if (ut->audit_rkt)
+                        rd_kafka_topic_destroy(ut->audit_rkt);
+                ut->out_rkt = ut->state_rkt = ut->ids_rkt = ut->audit_rkt =
+                    NULL;
         }
         u->out_producer = u->producer; /* (no handle of the old one left) */
         return 0;
@@ -988,13 +1084,14 @@ static int renew_attach(void *arg, rd_kafka_t *producer) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready)
                         continue;
-                if (!(ut->out_rkt = rd_kafka_topic_new(u->out_producer,
-                                                       ut->out, NULL)) ||
+                if (!(ut->out_rkt =
+                          rd_kafka_topic_new(u->out_producer, ut->out, NULL)) ||
                     !(ut->state_rkt = rd_kafka_topic_new(u->out_producer,
                                                          ut->state, NULL)) ||
-                    (ut->ids[0] &&
-                     !(ut->ids_rkt = rd_kafka_topic_new(u->out_producer,
-                                                        ut->ids, NULL)))) {
+                    (ut->ids[0] && !(ut->ids_rkt = rd_kafka_topic_new(
+                                         u->out_producer, ut->ids, NULL))) ||
+                    !(ut->audit_rkt = rd_kafka_topic_new(u->out_producer,
+                                                         ut->audit, NULL))) {
                         ufail(u, "out of memory");
                         return -1;
                 }

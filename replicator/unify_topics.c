@@ -460,6 +460,8 @@ void unify_utopic_free(struct utopic *ut) {
                 rd_kafka_topic_destroy(ut->state_rkt);
         if (ut->ids_rkt)
                 rd_kafka_topic_destroy(ut->ids_rkt);
+        if (ut->audit_rkt)
+                rd_kafka_topic_destroy(ut->audit_rkt);
         free(ut->kept_hw);
         free(ut->sb_next);
         aagw_id_rule_destroy(ut->ekey_rule);

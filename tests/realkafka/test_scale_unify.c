@@ -29,7 +29,14 @@
  *    reading its changelog again (logged "not read again");
  *  - `aagw status` of a member shows its name, the output partitions it
  *    owns per unified topic, and its rebalance, restore and transaction
- *    counters.
+ *    counters;
+ *  - after all three run again, are killed -9 and their state dirs are
+ *    deleted, `aagw audit` with a member's flags and an empty state dir
+ *    answers for the whole site from west: every duplicate written was
+ *    dropped once and every lww version decided once (summary), a
+ *    retried and copied id shows where it was first seen and both
+ *    places its duplicates were dropped, and a key sent stale versions
+ *    shows its winner and versions accepted and refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -206,6 +213,80 @@ static int64_t zombie_records(const char *path) {
                 if (sscanf(p, "transaction (%lld output records)", &n) == 1)
                         break;
         free(text);
+        return n;
+}
+
+/* --------------------------------------------------------------- AUDIT --- */
+
+/* `aagw audit WHAT... --json` with a member's flags on a state dir that
+ * holds nothing ('fresh'): under scale-out it reads the site's log from
+ * west.  Returns its stdout (exit 0 asserted). */
+static char *audit(struct rk *r, const char *const *member_args,
+                   const char *fresh, const char *const *what) {
+        const char      *argv[128];
+        size_t           a = 0;
+        harness_output_t o;
+        char             err[256];
+
+        argv[a++] = harness_aagw_bin();
+        argv[a++] = "audit";
+        for (size_t i = 0; what[i]; i++)
+                argv[a++] = what[i];
+        argv[a++] = "--json";
+        argv[a++] = "--state-dir";
+        argv[a++] = fresh;
+        argv[a++] = "--member";
+        argv[a++] = "a";
+        a += rk_gw_cluster_args(r, argv + a, 32);
+        for (size_t i = 0; member_args[i]; i++)
+                argv[a++] = member_args[i];
+        argv[a] = NULL;
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(
+            harness_run(argv, NULL, 0, 120000, &o, err, sizeof(err)), AAGW_OK);
+        if (harness_exit_code(o.status) != 0)
+                fail_msg("aagw audit %s %s: exit %d\n%s%s", what[0],
+                         what[1] ? what[1] : "", harness_exit_code(o.status),
+                         o.out ? o.out : "", o.err ? o.err : "");
+        print_message("# aagw audit %s %s: %s", what[0], what[1] ? what[1] : "",
+                      o.err ? o.err : "\n");
+        char *out = o.out ? strdup(o.out) : strdup("");
+        harness_output_deinit(&o);
+        return out;
+}
+
+/* The integer after "\"name\":" in 'line', -1 if absent. */
+static long long json_int(const char *line, const char *name) {
+        char        pat[64];
+        const char *p;
+        snprintf(pat, sizeof(pat), "\"%s\":", name);
+        p = strstr(line, pat);
+        return p ? atoll(p + strlen(pat)) : -1;
+}
+
+/* Lines of 'out' holding 'needle'; their "topic"/"partition" pairs as
+ * "topic[p]" appended to 'where' (blank separated). */
+static int lines_with(const char *out, const char *needle, char *where,
+                      size_t size) {
+        int n = 0;
+        for (const char *l = out; l && *l;) {
+                const char *nl  = strchr(l, '\n');
+                size_t      len = nl ? (size_t)(nl - l) : strlen(l);
+                char        line[2048];
+                snprintf(line, sizeof(line), "%.*s", (int)len, l);
+                if (strstr(line, needle)) {
+                        const char *t = strstr(line, "\"topic\":\"");
+                        n++;
+                        if (t && where) {
+                                t += strlen("\"topic\":\"");
+                                size_t at = strlen(where);
+                                snprintf(where + at, size - at, "%.*s[%lld] ",
+                                         (int)strcspn(t, "\""), t,
+                                         json_int(line, "partition"));
+                        }
+                }
+                l = nl ? nl + 1 : NULL;
+        }
         return n;
 }
 
@@ -436,6 +517,96 @@ static void test_scale_unify(void **state) {
         print_message("# takeover after kill -9: %.1f s; after SIGSTOP: "
                       "%.1f s; traffic %.1f s; wall %.1f s\n",
                       takeover, zombie_takeover, t_traffic, rk_elapsed(r));
+
+        /* The site's audit from a host that has none of it: all three
+         * members run again, are killed -9, and their state dirs are
+         * deleted; `aagw audit` with a member's flags and an empty state
+         * dir reads what they committed from west. */
+        for (int i = 0; i < 3; i++)
+                rk_gwn_start(r, &g[i], NULL, args); /* (a new log each) */
+        for (int i = 0; i < 3; i++)
+                rk_gwn_expect_log(&g[i], DONE, 0, 60000);
+        for (int i = 0; i < 3; i++) {
+                rk_gwn_stop(r, &g[i], SIGKILL, 10000);
+                assert_int_equal(harness_rmtree(g[i].state), 0);
+        }
+        char fresh[600];
+        snprintf(fresh, sizeof(fresh), "%s/fresh-host", r->dir);
+
+        /* Every duplicate written was dropped once, every lww version
+         * written was decided once, and the accepted ones are what
+         * profiles.unified holds. */
+        int64_t extras = 0, stale = 0;
+        for (int i = 0; i < ids; i++)
+                extras += (i % 3 == 0) + (i % 5 == 0);
+        for (int v = 1; v <= t.versions; v++)
+                stale += v % 7 == 0 && v > 3 * KEYS;
+        static const char *const summary[] = {"summary", NULL};
+        char                    *sum       = audit(r, args, fresh, summary);
+        const char              *first = strstr(sum, "\"type\":\"summary\"");
+        assert_non_null(first);
+        long long dropped    = json_int(first, "dropped"),
+                  accepted   = json_int(first, "accepted"),
+                  superseded = json_int(first, "superseded"),
+                  identical  = json_int(first, "identical"),
+                  rejected   = json_int(first, "rejected");
+        print_message("# site audit: dropped %lld (duplicates written %" PRId64
+                      "), lww accepted %lld superseded %lld identical %lld "
+                      "(versions written %" PRId64 ", unified %" PRId64 ")\n",
+                      dropped, extras, accepted, superseded, identical,
+                      (int64_t)t.versions + stale, pu.records);
+        assert_int_equal(dropped, extras);
+        assert_int_equal(accepted, pu.records);
+        assert_int_equal(accepted + superseded + identical,
+                         (int64_t)t.versions + stale);
+        assert_int_equal(rejected, 0);
+        free(sum);
+
+        /* One retried id (also copied from east): where it was first
+         * seen and where both duplicates were dropped, at the three
+         * places it was written. */
+        int  k = (ids / 2) / 15 * 15;
+        char id[16], want[3][32], where[1024] = "";
+        snprintf(id, sizeof(id), "c%d", k);
+        snprintf(want[0], sizeof(want[0]), "clicks[%d] ", k % CLICK_PARTS);
+        snprintf(want[1], sizeof(want[1]), "east.clicks[%d] ",
+                 (k + 1) % CLICK_PARTS);
+        snprintf(want[2], sizeof(want[2]), "clicks[%d] ",
+                 (k + 2) % CLICK_PARTS);
+        const char *const by_id[] = {"id", id, NULL};
+        char             *ido     = audit(r, args, fresh, by_id);
+        int               nfirst =
+            lines_with(ido, "\"type\":\"first_seen\"", where, sizeof(where));
+        int ndrop =
+            lines_with(ido, "\"verdict\":\"dropped\"", where, sizeof(where));
+        print_message("# audit id %s: first seen + dropped at %s\n", id, where);
+        if (nfirst != 1 || ndrop != 2 || !strstr(where, want[0]) ||
+            !strstr(where, want[1]) || !strstr(where, want[2]))
+                fail_msg("audit id %s: %d first seen, %d dropped, at %s "
+                         "(written at %s%s%s):\n%s",
+                         id, nfirst, ndrop, where, want[0], want[1], want[2],
+                         ido);
+        free(ido);
+
+        /* One entity key sent stale versions: its winner, and versions
+         * accepted and refused. */
+        int  v = t.versions / 7 * 7; /* the last stale version sent */
+        char key[16];
+        assert_true(v > 3 * KEYS);
+        snprintf(key, sizeof(key), "k%d", (v - 3 * KEYS) % KEYS);
+        const char *const by_key[] = {"key", key, NULL};
+        char             *ko       = audit(r, args, fresh, by_key);
+        int               nwin = lines_with(ko, "\"type\":\"winner\"", NULL, 0);
+        int nacc = lines_with(ko, "\"verdict\":\"accepted\"", NULL, 0);
+        int nref = lines_with(ko, "\"verdict\":\"superseded\"", NULL, 0) +
+                   lines_with(ko, "\"verdict\":\"identical\"", NULL, 0);
+        print_message("# audit key %s: %d winner line(s), %d accepted, %d "
+                      "superseded or identical\n",
+                      key, nwin, nacc, nref);
+        if (nwin < 1 || nacc < 1 || nref < 1)
+                fail_msg("audit key %s:\n%s", key, ko);
+        free(ko);
+
         rk_read_deinit(&cu);
         rk_read_deinit(&pu);
         free(out);
