@@ -1358,6 +1358,9 @@ static rd_kafka_t *site_reader(const struct aagw_cluster_settings *cl,
                                 size) ||
             aagw_kafka_conf_set(conf, "enable.partition.eof", "true", err,
                                 size) ||
+            /* Partitions are read one after the other, each to its end:
+             * the broker's wait at the end would add to every one. */
+            aagw_kafka_conf_set(conf, "fetch.wait.max.ms", "10", err, size) ||
             aagw_kafka_conf_set(conf, "isolation.level", "read_committed", err,
                                 size)) {
                 rd_kafka_conf_destroy(conf);
