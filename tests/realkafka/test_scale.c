@@ -226,9 +226,12 @@ static bool gone_from_groups(void *arg) {
 /* What the zombie e2's log must say once it runs again: each of its
  * stages lost its work partitions because the group moved on without it,
  * or its producer failed (the coordinator aborted the transaction that
- * timed out while it stood still and bumped the epoch), or its commit
- * was refused first ("member e2 fenced": the coordinator answered
- * "Unknown member", the same news by another way). */
+ * timed out while it stood still and bumped the epoch), or the group
+ * coordinator fenced its offsets of the transaction (the owner's
+ * "fenced by the group coordinator"), or its commit was refused first
+ * ("member e2 fenced": the coordinator answered "Unknown member"): the
+ * same news by different ways, whichever of the coordinators answered
+ * the zombie first. */
 struct zombie_news {
         const char *log;
         const char *missing; /* the stage not heard from yet */
@@ -245,7 +248,8 @@ static bool zombie_heard(void *arg) {
                 const char *at = strstr(text, lost[i]);
                 if ((!at || (!strstr(at, "the group moved on without this "
                                          "member") &&
-                             !strstr(at, "the producer failed"))) &&
+                             !strstr(at, "the producer failed") &&
+                             !strstr(at, "fenced by the group coordinator"))) &&
                     !strstr(text, "member e2 fenced")) {
                         z->missing = lost[i];
                         ok         = false;
