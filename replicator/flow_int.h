@@ -324,8 +324,7 @@ struct aagw_flow {
         bool             txn_dirty;    /* the open one took records */
         bool             gained, lost; /* ownership changed: to act on
                                           after owner_poll()/_commit() */
-        int64_t          lost_ms;   /* mono ms of the last loss, 0 */
-        int64_t          txn_wait_ms; /* flow_stable_end()'s last wait */
+        int64_t          lost_ms;      /* mono ms of the last loss, 0 */
         /* Reconciled on the flow thread itself, not the reconciler:
          * scale_gain() after a rebalance, which stopped all copying. */
         bool             recon_inline;
@@ -486,8 +485,10 @@ rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
  * source offset copied.  The target is read backwards in growing
  * chunks from its end until a chunk holds one of ours: a few records
  * normally, and not the whole partition when the stored state is old or
- * lost (the target may hold far more than can be read at start). */
-int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt);
+ * lost (the target may hold far more than can be read at start).
+ * Under scale-out '*txn_wait_ms' (may be NULL) gets how long it waited
+ * for the previous owner's open transactions. */
+int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt, int64_t *txn_wait_ms);
 
 /* Record whether 'pt' is assigned and held (the flow thread's view) and
  * whether the flow writes its target partition now (the reconciler's). */

@@ -287,8 +287,7 @@ rd_kafka_resp_err_t flow_target_end(aagw_flow_t *f, struct ptrack *pt,
  * transaction.timeout.ms, for a dead owner) they do not; either way the
  * last copy is only known once it ended.  flow_target_end()'s waits for the
  * log's end are not needed: a request of a dead owner held by a broker
- * belongs to a transaction that can no longer commit.  Sets
- * f->txn_wait_ms.  Fails the flow after RECONCILE_WAIT_MS. */
+ * belongs to a transaction that can no longer commit.  See flow_int.h. */
 rd_kafka_resp_err_t flow_stable_end(aagw_flow_t *f, struct ptrack *pt,
                                     int64_t *lo, int64_t *hi, int64_t *waited,
                                     bool on_stage) {
@@ -580,7 +579,8 @@ static void recon_run(struct recon *rc) {
                 rc->ans.fetch_from = lo;
 }
 
-int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
+int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt,
+                       int64_t *txn_wait_ms) {
         struct recon rc = {.f        = f,
                            .pt       = pt,
                            .on_stage = true,
@@ -589,7 +589,8 @@ int64_t flow_reconcile(aagw_flow_t *f, struct ptrack *pt) {
 
         recon_run(&rc);
         flow_recon_apply(f, pt, &rc.ans);
-        f->txn_wait_ms = rc.ans.txn_wait_ms;
+        if (txn_wait_ms)
+                *txn_wait_ms = rc.ans.txn_wait_ms;
         return rc.ans.next;
 }
 

@@ -552,7 +552,7 @@ void flow_release_held(aagw_flow_t *f, struct ttrack *tt) {
                  * (flow_reconciled()). */
                 if (flow_recon_ask(f, pt, true))
                         continue;
-                int64_t off = flow_reconcile(f, pt);
+                int64_t off = flow_reconcile(f, pt, NULL);
                 flow_part_start(f, pt, off);
                 release_noted(f, pt, off);
                 rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
@@ -641,10 +641,11 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt) {
                 } else if (flow_recon_ask(f, pt, false)) {
                         continue; /* assigned once reconciled */
                 } else {
-                        off = flow_reconcile(f, pt);
+                        int64_t waited = 0;
+                        off            = flow_reconcile(f, pt, &waited);
                         flow_part_start(f, pt, off);
                         if (f->owner)
-                                takeover_noted(f, pt, off, f->txn_wait_ms);
+                                takeover_noted(f, pt, off, waited);
                 }
                 rd_kafka_topic_partition_list_add(l, tt->topic, p)->offset =
                     off;
