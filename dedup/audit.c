@@ -80,7 +80,7 @@ static bool matches(const struct query *q, const struct aagw_audit *a) {
  * error (errstr set). */
 static int emit(struct query *q, const uint8_t *akey, const char *v,
                 size_t vl) {
-        struct dedup_audit_dec d;
+        struct aagw_audit_decoded d;
         char                   why[256], hex[2 * DEDUP_AKEY_LEN + 1];
 
         if (dedup_audit_decode((const uint8_t *)v, vl, &d, why, sizeof(why))) {

@@ -289,7 +289,7 @@ int dedup_lww_decode(const uint8_t *v, size_t len, struct aagw_lww *out,
 }
 
 int dedup_audit_decode(const uint8_t *v, size_t len,
-                       struct dedup_audit_dec *out, char *errstr,
+                       struct aagw_audit_decoded *out, char *errstr,
                        size_t errstr_size) {
         struct rd          r = {v, v + len, false};
         const uint8_t     *h = rd_take(&r, 30), *il, *id, *ek, *ekey;
@@ -387,16 +387,7 @@ ssize_t aagw_audit_encode(const struct aagw_audit *a, uint8_t **buf,
 aagw_err_t aagw_audit_decode(const void *v, size_t len,
                              struct aagw_audit_decoded *out, char *errstr,
                              size_t errstr_size) {
-        struct dedup_audit_dec d;
-
-        if (dedup_audit_decode(v, len, &d, errstr, errstr_size))
-                return AAGW_ERR_STORE;
-        memcpy(out->site, d.site, sizeof(out->site));
-        memcpy(out->origin, d.origin, sizeof(out->origin));
-        memcpy(out->topic, d.topic, sizeof(out->topic));
-        out->a        = d.a;
-        out->a.site   = out->site;
-        out->a.origin = out->origin;
-        out->a.topic  = out->topic;
-        return AAGW_OK;
+        return dedup_audit_decode(v, len, out, errstr, errstr_size)
+                   ? AAGW_ERR_STORE
+                   : AAGW_OK;
 }

@@ -186,16 +186,10 @@ int dedup_seen_decode(const uint8_t *v, size_t len, struct aagw_seen *out,
 int dedup_lww_decode(const uint8_t *v, size_t len, struct aagw_lww *out,
                      char *errstr, size_t errstr_size);
 
-/* An audit entry decoded from a value: 'a' points into 'strs' and into
- * the value itself (id, ekey), so it is valid while the value is. */
-struct dedup_audit_dec {
-        struct aagw_audit a;
-        char              site[AAGW_ALIAS_MAX + 1];
-        char              origin[AAGW_ALIAS_MAX + 1];
-        char              topic[AAGW_TOPIC_MAX + 1];
-};
+/* An audit entry decoded from a value (struct aagw_audit_decoded: valid
+ * while the value is). */
 int dedup_audit_decode(const uint8_t *v, size_t len,
-                       struct dedup_audit_dec *out, char *errstr,
+                       struct aagw_audit_decoded *out, char *errstr,
                        size_t errstr_size);
 
 /* Time carried by an entry of column family 'cf' (key or value), for the
