@@ -31,7 +31,16 @@
  * process is killed with SIGKILL (then, in a second round, one is stopped
  * with SIGTERM) and the program measures the time until the copy holds,
  * in every partition, what the source held at the kill, and until the
- * unified topic holds every record produced before the kill.  On 2 cores
+ * unified topic holds every record produced before the kill.
+ *
+ * Join and leave (letter j): 2 scale-out processes on the same steady
+ * stream; after 10 s of it a third joins, 30 s later it leaves
+ * (SIGTERM).  The copy's and the unified topic's arrivals are counted a
+ * second at a time: for each event, the seconds (of the 30 after it)
+ * that got less than half the offered rate, the lowest second, and the
+ * largest lag (records produced and not yet there, in seconds of
+ * traffic) against the largest of the 10 s before the join.  With the
+ * eager rebalance every member stops for each event.  On 2 cores
  * three processes share the same CPUs: the figures show the overhead of
  * sharing, not a speed-up (docs/benchmarks.md).
  *
@@ -68,11 +77,11 @@
 #define STALL_TIMEOUT_S 90.0  /* no progress at the target */
 #define TAKEOVER_MAX_S  180.0
 
-enum meas { M_A, M_S1, M_S2, M_S3, M_MM2, M_BARE, M_TAKE, M_CNT };
-static const char letters[M_CNT + 1] = "a123mbt";
+enum meas { M_A, M_S1, M_S2, M_S3, M_MM2, M_BARE, M_TAKE, M_JOIN, M_CNT };
+static const char letters[M_CNT + 1] = "a123mbtj";
 static const char *const names[M_CNT] = {
     "aagw_single", "scale_out_1", "scale_out_2", "scale_out_3",
-    "mm2_3tasks",  "bare",        "takeover"};
+    "mm2_3tasks",  "bare",        "takeover",    "join_leave"};
 
 struct opts {
         size_t   records, value_size;
@@ -87,6 +96,9 @@ struct res {
         double steady_rps, cpu_per_m, startup_s;
         /* takeover */
         double kill_copy_s, kill_unified_s, stop_copy_s, stop_unified_s;
+        /* join and leave: [0] join, [1] leave; [.][0] copy, [.][1]
+         * unified */
+        double slow_s[2][2], low_rps[2][2], lag_s[2][2], base_lag_s[2];
 };
 
 struct env {
@@ -598,69 +610,106 @@ static void wait_caught_up(struct counter *copy, struct counter *uni,
         }
 }
 
-static int takeover(struct env *e, int run, struct res *res) {
-        const struct opts *o = e->o;
-        char               src[96], copy_t[128], uni_t[128], tag[32], gw[128];
-        char               re[128], errstr[512];
-        struct procs       ps = {0};
-        struct counter     copy = {0}, uni = {0};
-        struct steady      st = {0};
-        int64_t            want[MAX_PARTS], sum;
-        double             t;
-        int                rc = -1;
+/* A steady stream through 'nprocs' scale-out processes (of a round
+ * of letter 'letter'), copied and unified, every partition moving. */
+struct round {
+        char           src[96], copy_t[128], uni_t[128], tag[32], gw[128];
+        char           re[128];
+        struct procs   ps;
+        struct counter copy, uni;
+        struct steady  st;
+        bool           producing;
+};
 
-        memset(res, 0, sizeof(*res));
-        snprintf(tag, sizeof(tag), "run%d-t", run + 1);
-        snprintf(src, sizeof(src), "sct%d", run + 1);
-        snprintf(gw, sizeof(gw), "bench-%s", src);
-        snprintf(re, sizeof(re), "^%s$", src);
-        snprintf(copy_t, sizeof(copy_t), "east.%s", src);
-        snprintf(uni_t, sizeof(uni_t), "%s.unified", src);
-        if (bench_topic_create(e->east_rk, src, o->partitions, errstr,
+/* Topics, counters, 'nprocs' processes and the producer, then the warm
+ * up.  Returns 0, or -1 (reported; round_end() still runs). */
+static int round_start(struct env *e, int run, char letter, int nprocs,
+                       struct round *rd) {
+        const struct opts *o = e->o;
+        char               errstr[512];
+        double             t;
+
+        memset(rd, 0, sizeof(*rd));
+        snprintf(rd->tag, sizeof(rd->tag), "run%d-%c", run + 1, letter);
+        snprintf(rd->src, sizeof(rd->src), "sc%c%d", letter, run + 1);
+        snprintf(rd->gw, sizeof(rd->gw), "bench-%s", rd->src);
+        snprintf(rd->re, sizeof(rd->re), "^%s$", rd->src);
+        snprintf(rd->copy_t, sizeof(rd->copy_t), "east.%s", rd->src);
+        snprintf(rd->uni_t, sizeof(rd->uni_t), "%s.unified", rd->src);
+        if (bench_topic_create(e->east_rk, rd->src, o->partitions, errstr,
                                sizeof(errstr)) ||
-            bench_topic_create(e->west_rk, src, o->partitions, errstr,
+            bench_topic_create(e->west_rk, rd->src, o->partitions, errstr,
                                sizeof(errstr)) ||
-            bench_topic_create(e->west_rk, copy_t, o->partitions, errstr,
+            bench_topic_create(e->west_rk, rd->copy_t, o->partitions, errstr,
                                sizeof(errstr)) ||
-            bench_topic_create(e->west_rk, uni_t, o->partitions, errstr,
+            bench_topic_create(e->west_rk, rd->uni_t, o->partitions, errstr,
                                sizeof(errstr)) ||
-            counter_open(&copy, e->west, copy_t, o->partitions, errstr,
-                         sizeof(errstr)) ||
-            counter_open(&uni, e->west, uni_t, o->partitions, errstr,
+            counter_open(&rd->copy, e->west, rd->copy_t, o->partitions,
+                         errstr, sizeof(errstr)) ||
+            counter_open(&rd->uni, e->west, rd->uni_t, o->partitions, errstr,
                          sizeof(errstr))) {
-                bench_errorf("%s: %s", tag, errstr);
-                goto out;
+                bench_errorf("%s: %s", rd->tag, errstr);
+                return -1;
         }
-        ps.n = MAX_PROCS;
-        for (int k = 0; k < ps.n; k++)
-                if (!(ps.p[k] = aagw_spawn(e, gw, tag, k, true, true, re)))
-                        goto out;
-        st.e     = e;
-        st.topic = src;
-        if (pthread_create(&st.thread, NULL, steady_main, &st)) {
-                bench_errorf("%s: cannot start the producer", tag);
-                goto out;
+        rd->ps.n = nprocs;
+        for (int k = 0; k < nprocs; k++)
+                if (!(rd->ps.p[k] = aagw_spawn(e, rd->gw, rd->tag, k, true,
+                                               true, rd->re)))
+                        return -1;
+        rd->st.e     = e;
+        rd->st.topic = rd->src;
+        if (pthread_create(&rd->st.thread, NULL, steady_main, &rd->st)) {
+                bench_errorf("%s: cannot start the producer", rd->tag);
+                return -1;
         }
+        rd->producing = true;
         /* Warm: every partition of the copy and the unified topic moved,
          * and the copy is within a second's worth of the source. */
         t = bench_now_s();
         for (;;) {
                 bool all = true;
-                counter_poll(&copy, 100);
-                counter_poll(&uni, 100);
+                counter_poll(&rd->copy, 100);
+                counter_poll(&rd->uni, 100);
                 for (int p = 0; p < o->partitions; p++)
-                        all &= copy.per[p] > 0 && uni.per[p] > 0;
-                if (all && atomic_load(&st.produced) - copy.total < o->rate)
-                        break;
+                        all &= rd->copy.per[p] > 0 && rd->uni.per[p] > 0;
+                if (all &&
+                    atomic_load(&rd->st.produced) - rd->copy.total < o->rate)
+                        return 0;
                 if (bench_now_s() - t > START_TIMEOUT_S) {
                         bench_errorf("%s: not every partition copied and "
                                      "unified after %.0f s (copy %" PRId64
                                      ", unified %" PRId64 ")",
-                                     tag, START_TIMEOUT_S, copy.total,
-                                     uni.total);
-                        goto stop;
+                                     rd->tag, START_TIMEOUT_S, rd->copy.total,
+                                     rd->uni.total);
+                        return -1;
                 }
         }
+}
+
+static void round_end(struct round *rd) {
+        if (rd->producing) {
+                atomic_store(&rd->st.stop, true);
+                pthread_join(rd->st.thread, NULL);
+                if (rd->st.err[0])
+                        bench_errorf("%s: producer: %s", rd->tag, rd->st.err);
+        }
+        rd->ps.n = MAX_PROCS;
+        procs_stop(&rd->ps);
+        counter_close(&rd->copy);
+        counter_close(&rd->uni);
+}
+
+static int takeover(struct env *e, int run, struct res *res) {
+        const struct opts *o = e->o;
+        struct round       rd;
+        char               errstr[512];
+        int64_t            want[MAX_PARTS], sum;
+        double             t;
+        int                rc = -1;
+
+        memset(res, 0, sizeof(*res));
+        if (round_start(e, run, 't', MAX_PROCS, &rd))
+                goto stop;
         /* Kill one; what the source holds now must reach the copy and
          * the unified topic. */
         for (int round = 0; round < 2; round++) {
@@ -669,25 +718,26 @@ static int takeover(struct env *e, int run, struct res *res) {
 
                 /* A second of traffic after the warm-up or the last
                  * round. */
-                counter_poll(&copy, 1000);
-                counter_poll(&uni, 0);
-                if (bench_watermarks(e->east_rk, src, o->partitions, false,
+                counter_poll(&rd.copy, 1000);
+                counter_poll(&rd.uni, 0);
+                if (bench_watermarks(e->east_rk, rd.src, o->partitions, false,
                                      want, &sum, errstr, sizeof(errstr))) {
-                        bench_errorf("%s: %s", tag, errstr);
+                        bench_errorf("%s: %s", rd.tag, errstr);
                         goto stop;
                 }
                 t = bench_now_s();
                 if (round == 0) {
-                        harness_proc_signal(ps.p[victim], SIGKILL);
+                        harness_proc_signal(rd.ps.p[victim], SIGKILL);
                 } else {
-                        harness_proc_signal(ps.p[victim], SIGTERM);
+                        harness_proc_signal(rd.ps.p[victim], SIGTERM);
                 }
                 /* Records produced up to the signal: the source's ends
                  * were read just before it. */
-                wait_caught_up(&copy, &uni, want, sum, t, &copy_s, &uni_s);
+                wait_caught_up(&rd.copy, &rd.uni, want, sum, t, &copy_s,
+                               &uni_s);
                 printf("%s %s: copy caught up in %.1f s, unified in %.1f s "
                        "(%" PRId64 " records at the source)\n",
-                       tag, round == 0 ? "kill -9" : "SIGTERM", copy_s,
+                       rd.tag, round == 0 ? "kill -9" : "SIGTERM", copy_s,
                        uni_s, sum);
                 fflush(stdout);
                 if (round == 0) {
@@ -697,22 +747,113 @@ static int takeover(struct env *e, int run, struct res *res) {
                         res->stop_copy_s    = copy_s;
                         res->stop_unified_s = uni_s;
                 }
-                harness_proc_wait(ps.p[victim], BENCH_STOP_TIMEOUT_MS, NULL);
-                harness_proc_destroy(ps.p[victim]);
-                ps.p[victim] = NULL;
+                harness_proc_wait(rd.ps.p[victim], BENCH_STOP_TIMEOUT_MS,
+                                  NULL);
+                harness_proc_destroy(rd.ps.p[victim]);
+                rd.ps.p[victim] = NULL;
         }
         res->valid = !isnan(res->kill_copy_s) && !isnan(res->kill_unified_s) &&
                      !isnan(res->stop_copy_s) && !isnan(res->stop_unified_s);
         rc = res->valid ? 0 : -1;
 stop:
-        atomic_store(&st.stop, true);
-        pthread_join(st.thread, NULL);
-        if (st.err[0])
-                bench_errorf("%s: producer: %s", tag, st.err);
-out:
-        procs_stop(&ps);
-        counter_close(&copy);
-        counter_close(&uni);
+        round_end(&rd);
+        return rc;
+}
+
+#define JOIN_BASE_S  10
+#define JOIN_AFTER_S 30
+
+/* One second of arrivals at the copy and the unified topic into 'got'
+ * ([0] copy, [1] unified). */
+static void second_of(struct round *rd, int64_t got[2]) {
+        int64_t c = rd->copy.total, u = rd->uni.total;
+        counter_poll(&rd->copy, 500);
+        counter_poll(&rd->uni, 500);
+        got[0] = rd->copy.total - c;
+        got[1] = rd->uni.total - u;
+}
+
+/* Records produced and not yet at the copy ([0]) or the unified topic
+ * ([1]), in seconds of traffic at 'rate'. */
+static double lag_of(struct round *rd, int w, int rate) {
+        int64_t at = w ? rd->uni.total : rd->copy.total;
+        return (double)(atomic_load(&rd->st.produced) - at) / rate;
+}
+
+/* The JOIN_AFTER_S seconds after event 'ev' (0 join, 1 leave). */
+static void after_event(struct round *rd, struct res *res, int ev,
+                        int rate) {
+        for (int w = 0; w < 2; w++) {
+                res->slow_s[ev][w]  = 0;
+                res->low_rps[ev][w] = INFINITY;
+                res->lag_s[ev][w]   = 0;
+        }
+        for (int s = 0; s < JOIN_AFTER_S; s++) {
+                int64_t got[2];
+                second_of(rd, got);
+                for (int w = 0; w < 2; w++) {
+                        double lag = lag_of(rd, w, rate);
+                        if (got[w] < rate / 2)
+                                res->slow_s[ev][w]++;
+                        if (got[w] < res->low_rps[ev][w])
+                                res->low_rps[ev][w] = (double)got[w];
+                        if (lag > res->lag_s[ev][w])
+                                res->lag_s[ev][w] = lag;
+                }
+        }
+}
+
+static int join_leave(struct env *e, int run, struct res *res) {
+        const struct opts *o = e->o;
+        struct round       rd;
+        int64_t            got[2], base = 0;
+        int                rc = -1;
+
+        memset(res, 0, sizeof(*res));
+        if (round_start(e, run, 'j', 2, &rd))
+                goto stop;
+        for (int s = 0; s < JOIN_BASE_S; s++) {
+                second_of(&rd, got);
+                base += got[1];
+                for (int w = 0; w < 2; w++)
+                        if (lag_of(&rd, w, o->rate) > res->base_lag_s[w])
+                                res->base_lag_s[w] = lag_of(&rd, w, o->rate);
+        }
+        for (int ev = 0; ev < 2; ev++) {
+                if (ev == 0) {
+                        rd.ps.n = 3;
+                        if (!(rd.ps.p[2] = aagw_spawn(e, rd.gw, rd.tag, 2,
+                                                      true, true, rd.re)))
+                                goto stop;
+                } else {
+                        harness_proc_signal(rd.ps.p[2], SIGTERM);
+                }
+                after_event(&rd, res, ev, o->rate);
+                printf("%s %s: unified %.0f s below half the rate (lowest "
+                       "%.0f records/s), lag up to %.1f s; copy %.0f s "
+                       "below (lowest %.0f), lag up to %.1f s\n",
+                       rd.tag, ev ? "leave" : "join", res->slow_s[ev][1],
+                       res->low_rps[ev][1], res->lag_s[ev][1],
+                       res->slow_s[ev][0], res->low_rps[ev][0],
+                       res->lag_s[ev][0]);
+                fflush(stdout);
+        }
+        printf("%s: %.0f records/s unified before the join (offered %d), "
+               "lag up to %.1f s (copy %.1f s)\n",
+               rd.tag, (double)base / JOIN_BASE_S, o->rate,
+               res->base_lag_s[1], res->base_lag_s[0]);
+        /* Everything produced arrived (the lag is back to its size
+         * before the join) by the end of the leave's 30 s. */
+        res->valid = lag_of(&rd, 0, o->rate) <= res->base_lag_s[0] + 1 &&
+                     lag_of(&rd, 1, o->rate) <= res->base_lag_s[1] + 1;
+        if (!res->valid)
+                bench_errorf("%s: the lag did not come back: copy %.1f s, "
+                             "unified %.1f s",
+                             rd.tag, lag_of(&rd, 0, o->rate),
+                             lag_of(&rd, 1, o->rate));
+        rc = res->valid ? 0 : -1;
+stop:
+        round_end(&rd);
         return rc;
 }
 
@@ -734,9 +875,9 @@ static void usage(FILE *out) {
                 "(default all)\n"
                 "      --stage flow|unify  what the throughput rounds "
                 "measure (default flow)\n"
-                "      --rate N         takeover: records/s produced "
-                "(default 2000)\n"
-                "      --session S      takeover: scale_out."
+                "      --rate N         takeover, join/leave: records/s "
+                "produced (default 2000)\n"
+                "      --session S      takeover, join/leave: scale_out."
                 "session_timeout in s (default 6)\n"
                 "  -k, --keep           keep the logs\n",
                 letters);
@@ -907,8 +1048,9 @@ int main(int argc, char **argv) {
                         struct res *r = &all[run * M_CNT + m];
                         if (!(o.only & (1u << m)))
                                 continue;
-                        if ((m == M_TAKE ? takeover(&e, run, r)
-                                         : measure(&e, run, (enum meas)m, r)))
+                        if ((m == M_TAKE   ? takeover(&e, run, r)
+                             : m == M_JOIN ? join_leave(&e, run, r)
+                                           : measure(&e, run, (enum meas)m, r)))
                                 failed++;
                 }
 
@@ -916,7 +1058,7 @@ int main(int argc, char **argv) {
         printf("\n# medians over %d runs\n", o.runs);
         for (int m = 0; m < M_CNT; m++) {
                 double v[64], c[64], ra[64];
-                if (!(o.only & (1u << m)) || m == M_TAKE)
+                if (!(o.only & (1u << m)) || m == M_TAKE || m == M_JOIN)
                         continue;
                 for (int run = 0; run < o.runs; run++) {
                         const struct res *r = &all[run * M_CNT + m];
@@ -945,6 +1087,28 @@ int main(int argc, char **argv) {
                        "SIGTERM: copy %.1f s, unified %.1f s\n",
                        median(k1, o.runs), median(k2, o.runs),
                        median(s1, o.runs), median(s2, o.runs));
+        }
+        if (o.only & (1u << M_JOIN)) {
+                static const char *const ev[] = {"join", "leave"};
+                for (int v = 0; v < 2; v++) {
+                        double s[2][64], c[2][64];
+                        for (int run = 0; run < o.runs; run++) {
+                                const struct res *r =
+                                    &all[run * M_CNT + M_JOIN];
+                                for (int w = 0; w < 2; w++) {
+                                        s[w][run] =
+                                            r->valid ? r->slow_s[v][w] : NAN;
+                                        c[w][run] =
+                                            r->valid ? r->lag_s[v][w] : NAN;
+                                }
+                        }
+                        printf("j %-5s       unified %.0f s below half the "
+                               "rate, lag up to %.1f s; copy %.0f s, lag "
+                               "%.1f s\n",
+                               ev[v], median(s[1], o.runs),
+                               median(c[1], o.runs), median(s[0], o.runs),
+                               median(c[0], o.runs));
+                }
         }
         if (!o.keep && !failed)
                 harness_rmtree(dir);

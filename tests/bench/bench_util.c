@@ -667,7 +667,7 @@ void bench_print_host(const char *tail) {
         strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
         printf("%s: %s, %s %s, %ld CPUs online, librdkafka %s%s\n", prog_name,
                date, un.sysname, un.release, sysconf(_SC_NPROCESSORS_ONLN),
-               rd_kafka_version_str(), tail);
+               rd_kafka_version_str(), tail ? tail : "");
 }
 
 /* -------------------------------------------------------------- ROUNDS -- */
