@@ -374,6 +374,13 @@ bool unify_scale_refused_keep(void *arg, struct refused_rec *r) {
         return !r->resolved && unify_scale_owns(u, r->out_part);
 }
 
+/* -1 if the stage failed, else 0: what a step that could not go on
+ * returns when the stage itself goes on (a broken transaction is aborted
+ * and redone, a stop ends the loop). */
+static int scale_failed(aagw_unify_t *u) {
+        return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
+}
+
 /* Produce one record of the stage's own into the open transaction. */
 static int scale_produce(aagw_unify_t *u, rd_kafka_topic_t *rkt,
                          const char *topic, int32_t p, const void *key,
@@ -424,8 +431,13 @@ int unify_scale_audit(void *opaque, const struct aagw_unify_rec *r,
         }
         struct utopic *ut = u->items[u->ritem[r - u->recs]].ut;
         int32_t        p  = r->rejected ? 0 : unify_out_part(ut, r);
-        return scale_produce(u, ut->audit_rkt, ut->audit, p, r->prov->id,
-                             r->prov->id_len, entry, len);
+        /* Refused: the transaction is broken and is aborted and redone,
+         * decisions and entries with it; the decision itself stands
+         * until then, as for a refused output record. */
+        if (scale_produce(u, ut->audit_rkt, ut->audit, p, r->prov->id,
+                          r->prov->id_len, entry, len))
+                return scale_failed(u);
+        return 0;
 }
 
 /* Keep only the records whose output partition this process owns, at
@@ -540,8 +552,14 @@ int unify_scale_commit(aagw_unify_t *u) {
                                                 ui->opos[x] = ui->next[i];
                                         c.partition = i;
                                         c.offset    = ui->opos[x];
+                                        /* Refused (the transaction is
+                                         * broken: aborted and redone
+                                         * below), or the stage stops. */
                                         if (unify_scale_state(u, ut, p, &c))
-                                                return -1;
+                                                return u->tx.broken
+                                                           ? unify_scale_commit(
+                                                                 u)
+                                                           : scale_failed(u);
                                 }
                 }
         }
