@@ -372,6 +372,8 @@ static void test_scale(void **state) {
         /* The end: producers stop, everything settles, processes stop. */
         rk_producer_stop(r, pe, pe_err);
         rk_producer_stop(r, pw, pw_err);
+        harness_proc_destroy(pe);
+        harness_proc_destroy(pw);
         struct rk_produced east, west;
         rk_produced_parse(pe_out, &east);
         rk_produced_parse(pw_out, &west);
