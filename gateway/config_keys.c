@@ -330,10 +330,11 @@ const struct cfg_key aagw_config_keys[] = {
     {"unify.window", CT_DURATION, "24h", 1000, 31536000000LL, NULL, NULL, 0,
      "How long ids and versions are remembered. An id seen again after the "
      "window is delivered again. Under scale-out it also sets how long the "
-     "ids changelog topics (aagw.<id>.<site>.ids.<unified topic>) keep ids: "
-     "the window plus a tenth of it, at least a minute (a window under a "
-     "minute: twice the window); use the same value on every process of a "
-     "site.",
+     "ids changelog topics (aagw.<id>.<site>.ids.<unified topic>) keep ids, "
+     "and the audit topics (aagw.<id>.<site>.audit.<unified topic>) their "
+     "entries: the window plus a tenth of it, at least a minute (a window "
+     "under a minute: twice the window); use the same value on every "
+     "process of a site.",
      AT(unify.window_ms)},
     {"unify.audit_accepted", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
      "dedup: also write an audit log entry for every delivered record. "

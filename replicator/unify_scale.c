@@ -919,7 +919,8 @@ static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
 
 /* unify_scale_changelogs_make() for the audit topic: kept as the ids
  * are (unify.window and a margin).  Settings it cannot have only shorten
- * what `aagw audit` answers for the whole site: said, never fatal. */
+ * what `aagw audit` answers for the whole site: said, not fatal (a topic
+ * that cannot be made at all is: its entries would have nowhere to go). */
 static int scale_audit_topic(aagw_unify_t *u, const char *out,
                              const char *audit, int32_t parts,
                              const struct rd_kafka_metadata *md) {
