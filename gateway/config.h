@@ -139,6 +139,7 @@ struct aagw_settings {
                 int64_t     session_timeout_ms, transaction_timeout_ms;
                 int64_t     commit_interval_ms;
                 bool        standby;
+                bool        route;
         } scale_out;
         struct aagw_cluster_settings *clusters;
         size_t                        nclusters;

@@ -137,6 +137,16 @@ const struct cfg_key aagw_config_keys[] = {
      "whole changelog (docs/deployment.md). Costs every process a read of "
      "every changelog.",
      AT(scale_out.standby)},
+    {"scale_out.route", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+     "Divide the unify stage's input partitions among the processes, as "
+     "the flows divide theirs: each input record is read by one process, "
+     "which routes it by its id (dedup) or entity key (lww) into the "
+     "site's route topic aagw.<id>.<site>.route.<unified topic>, and the "
+     "process that owns the unified partition decides it from there. "
+     "false: every process reads every input and decides its own "
+     "partitions' records. Switching a site to true keeps what it "
+     "decided; switching back needs the procedure in docs/deployment.md.",
+     AT(scale_out.route)},
 
     /* --------------------------------------------------------- clusters */
     {"clusters.*.bootstrap_servers", CT_STR, NULL, 1, 4096, NULL,

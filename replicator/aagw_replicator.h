@@ -642,6 +642,9 @@ struct aagw_scale_out {
                                              which it is committed */
         bool        standby;            /**< warm copies of the unify
                                              partitions others own */
+        bool        route;              /**< unify inputs divided among
+                                             the processes and routed
+                                             through a route topic */
 };
 
 /**

@@ -256,7 +256,7 @@ void flow_scale_commit(aagw_flow_t *f) {
                 flow_scale_drop(f);
                 return;
         }
-        switch (stage_txn_commit(&f->tx, why, sizeof(why))) {
+        switch (stage_txn_commit(&f->tx, NULL, why, sizeof(why))) {
         case AAGW_OWNER_OK:
                 f->txn_dirty = false;
                 ADD(f->dead_lettered, f->txn_dlq);

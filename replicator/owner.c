@@ -891,10 +891,17 @@ owner_result_t owner_commit(struct owner *o,
         /* The offsets are the fence: librdkafka sends nothing for an
          * empty list or a logical offset (-1, ...), and the transaction
          * would then commit whoever owns the partitions now. */
-        bool fenced_by_offsets = offsets->cnt > 0;
-        for (int i = 0; i < offsets->cnt; i++)
+        int  nwork             = 0;
+        bool fenced_by_offsets = true;
+        for (int i = 0; i < offsets->cnt; i++) {
+                if (strcmp(offsets->elems[i].topic, o->topic))
+                        continue; /* a position of the caller's own */
+                nwork++;
                 if (offsets->elems[i].offset < 0)
                         fenced_by_offsets = false;
+        }
+        if (!nwork)
+                fenced_by_offsets = false;
         if (!fenced_by_offsets) {
                 n = (size_t)snprintf(
                     errstr, errstr_size,
@@ -910,8 +917,11 @@ owner_result_t owner_commit(struct owner *o,
          * of a partition its generation does not own. */
         for (int i = 0; i < offsets->cnt; i++) {
                 const rd_kafka_topic_partition_t *p = &offsets->elems[i];
-                if (!o->cgmd || strcmp(p->topic, o->topic) ||
-                    !owner_owned(o, p->partition)) {
+                if (strcmp(p->topic, o->topic))
+                        continue; /* the caller's: any topic but the work
+                                     topic (the coordinator takes them
+                                     with the fence) */
+                if (!o->cgmd || !owner_owned(o, p->partition)) {
                         n = (size_t)snprintf(
                             errstr, errstr_size,
                             "%s [%" PRId32 "] is not owned by %s in group "
@@ -954,6 +964,19 @@ owner_result_t owner_commit(struct owner *o,
                                           errstr_size);
                 rd_kafka_error_destroy(e);
         }
+}
+
+rd_kafka_resp_err_t owner_committed(struct owner                    *o,
+                                    rd_kafka_topic_partition_list_t *parts,
+                                    int timeout_ms) {
+        /* read_committed (librdkafka's default) asks for stable offsets
+         * only (KIP-447): while a transaction holds one, the answer is an
+         * error to try again on, not an older offset. */
+        rd_kafka_resp_err_t err =
+            rd_kafka_committed(o->consumer, parts, timeout_ms);
+        for (int i = 0; !err && i < parts->cnt; i++)
+                err = parts->elems[i].err;
+        return err;
 }
 
 /* -------------------------------------------------------------- PROBE --- */

@@ -679,13 +679,24 @@ rd_kafka_t *owner_producer(struct owner *o);
 /* Commit the open transaction with 'offsets' as the group's offsets of
  * the work topic: at least one, each of an owned partition and at 0 or
  * more (they are the fence: the coordinator refuses them from a member
- * the group has moved on from).  Retriable errors are retried for up to
+ * the group has moved on from).  Offsets of other topics in the list
+ * are the caller's positions, committed with the transaction and read
+ * back with owner_committed().  Retriable errors are retried for up to
  * commit_timeout_ms.  Returns AAGW_OWNER_OK once committed, or what
  * happened, with the reason in 'errstr' (AAGW_OWNER_ABORTED for offsets
  * that would not fence). */
 owner_result_t owner_commit(struct owner *o,
                             const rd_kafka_topic_partition_list_t *offsets,
                             char *errstr, size_t errstr_size);
+
+/* The group's committed offsets of 'parts' (any topics: positions a
+ * caller committed with owner_commit()), stable ones only: one request
+ * of up to 'timeout_ms'; an element without one is left at
+ * RD_KAFKA_OFFSET_INVALID.  Returns the first error (while a
+ * transaction holds an offset: one to ask again on). */
+rd_kafka_resp_err_t owner_committed(struct owner                    *o,
+                                    rd_kafka_topic_partition_list_t *parts,
+                                    int timeout_ms);
 
 /* Create work topic 'topic' with 'want' partitions through 'admin' if it
  * is missing, and wait (up to 30 s) until the cluster's metadata shows

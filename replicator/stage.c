@@ -348,8 +348,9 @@ owner_result_t stage_txn_begin(struct stage_txn *t, char *why,
         return r;
 }
 
-owner_result_t stage_txn_commit(struct stage_txn *t, char *why,
-                                size_t why_size) {
+owner_result_t stage_txn_commit(struct stage_txn                      *t,
+                                const rd_kafka_topic_partition_list_t *pos,
+                                char *why, size_t why_size) {
         const rd_kafka_topic_partition_list_t *own = owner_partitions(t->owner);
         rd_kafka_topic_partition_list_t       *offs =
             rd_kafka_topic_partition_list_copy(own);
@@ -358,6 +359,10 @@ owner_result_t stage_txn_commit(struct stage_txn *t, char *why,
         t->fence_seq++;
         for (int i = 0; i < offs->cnt; i++)
                 offs->elems[i].offset = t->fence_seq;
+        for (int i = 0; pos && i < pos->cnt; i++)
+                rd_kafka_topic_partition_list_add(offs, pos->elems[i].topic,
+                                                  pos->elems[i].partition)
+                    ->offset = pos->elems[i].offset;
         owner_result_t r = owner_commit(t->owner, offs, why, why_size);
         rd_kafka_topic_partition_list_destroy(offs);
         t->open = false;

@@ -273,10 +273,12 @@ void stage_txn_fatal(struct stage_txn *t, const char *why);
 owner_result_t stage_txn_begin(struct stage_txn *t, char *why, size_t why_size);
 
 /* Commit the open transaction with every owned work partition as the
- * fence.  Counted (committed, aborted, fenced); fatal goes to
+ * fence, and 'pos' (NULL: none) as the group's offsets of the stage's
+ * own topics.  Counted (committed, aborted, fenced); fatal goes to
  * stage_txn_fatal().  The transaction is closed whatever the result. */
-owner_result_t stage_txn_commit(struct stage_txn *t, char *why,
-                                size_t why_size);
+owner_result_t stage_txn_commit(struct stage_txn                      *t,
+                                const rd_kafka_topic_partition_list_t *pos,
+                                char *why, size_t why_size);
 
 /* Abort the open transaction (nothing of it is ever visible); fatal goes
  * to stage_txn_fatal(). */

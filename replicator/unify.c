@@ -113,6 +113,38 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
         aagw_unify_t *u   = stage;
         struct token *tok = t;
 
+        if (tok->route) {
+                /* A routed record: the transaction's, as an output
+                 * record is; no decision rests on it here. */
+                ADD(u->inflight, -1);
+                if (m->err || m->offset < 0) {
+                        replicator_note_authz(u->site, m->err, "WRITE",
+                                              "topic %s", tok->ut->route);
+                        if (!u->tx.broken &&
+                            m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE &&
+                            m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                         "unify@%s: routing to %s [%d]: %s; "
+                                         "the transaction is aborted and "
+                                         "redone",
+                                         u->site, tok->ut->route,
+                                         (int)m->partition,
+                                         m->err ? rd_kafka_err2str(m->err)
+                                                : "acknowledged without an "
+                                                  "offset");
+                        if (replicator_refused_for_good(m->err) &&
+                            !atomic_load(&u->ctl.stop))
+                                ufail(u,
+                                      "%s [%d] refused a routed record for "
+                                      "good (%s): raise its max.message.bytes "
+                                      "to the inputs' largest record",
+                                      tok->ut->route, (int)m->partition,
+                                      rd_kafka_err2str(m->err));
+                        u->tx.broken = true;
+                }
+                token_put(u, tok);
+                return;
+        }
         /* (Not in a transaction: the broker's refusal already made it
          * abortable, and the redo meets the same record again.) */
         if (unify_too_large(m->err) && !tok->stub && !u->scale &&
@@ -266,6 +298,11 @@ struct uinput *unify_input_of(struct utopic *ut, const char *topic) {
 
 static struct utopic *topic_of(aagw_unify_t *u, const char *topic,
                                struct uinput **uip) {
+        for (size_t i = 0; u->route && i < u->ntopics; i++)
+                if (u->topics[i]->rin && !strcmp(u->topics[i]->route, topic)) {
+                        *uip = u->topics[i]->rin;
+                        return u->topics[i];
+                }
         const char *base = unify_topic_base(u->conf.policy, topic);
         for (size_t i = 0; i < u->ntopics; i++)
                 if (!strcmp(u->topics[i]->name, base)) {
@@ -298,6 +335,8 @@ int unify_produce(aagw_unify_t *u, struct item *it,
         aagw_prov_encode_resolved(u->conf.policy, &it->v->prov, &ph);
         h = replicator_copy_headers(u->conf.policy, m, NULL, 0, it->own_hdrs,
                                     2);
+        if (it->ui->route)
+                rd_kafka_header_remove(h, u->route_hdr);
         for (size_t i = 0; i < ph.cnt; i++)
                 rd_kafka_header_add(h, ph.hdrs[i].name, -1, ph.hdrs[i].value,
                                     (ssize_t)ph.hdrs[i].size);
@@ -305,8 +344,8 @@ int unify_produce(aagw_unify_t *u, struct item *it,
          * record stamped here carries it already: its provenance's source
          * coordinates are the input's (see unify_fold_record()). */
         if (!it->v->fresh) {
-                size_t n = aagw_coords_format(in, it->ui->topic, m->partition,
-                                              m->offset);
+                size_t n =
+                    aagw_coords_format(in, r->topic, r->partition, r->offset);
                 rd_kafka_header_add(h, u->in_hdr, -1, in, (ssize_t)n);
         }
 
@@ -458,9 +497,28 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 }
                 it->ui->next[m->partition]  = m->offset + 1;
                 it->ui->dirty[m->partition] = true;
-                INC(u->records_in);
                 struct aagw_rec rec;
                 unify_fill_rec(u, m, tn, &rec);
+                /* Under scale_out.route: an input record is routed here
+                 * (its output partition worked out as a decider would),
+                 * a routed one decided as read at its input. */
+                bool routing = u->route && !it->ui->route;
+                if (it->ui->route &&
+                    !unify_route_unwrap(u, &rec, u->otopic[i],
+                                        sizeof(u->otopic[i]))) {
+                        uint64_t c = atomic_fetch_add(&u->unrouted, 1) + 1;
+                        if (!(c & (c - 1)))
+                                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                         "unify@%s: %s [%d] offset %" PRId64
+                                         ": no %s header: not routed by "
+                                         "aagw, skipped (%" PRIu64 " such "
+                                         "records so far)",
+                                         u->site, tn, (int)m->partition,
+                                         m->offset, u->route_hdr, c);
+                        continue;
+                }
+                if (!it->ui->route)
+                        INC(u->records_in);
                 for (size_t h = 0; h < rec.hdr_cnt && !it->own_hdrs; h++)
                         it->own_hdrs = aagw_prov_is_own_header(
                             u->conf.policy, rec.hdrs[h].name);
@@ -479,22 +537,23 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 r->mode      = it->ut->mode;
                 r->prov      = &it->v->prov;
                 r->scope     = it->ut->scope;
-                r->topic     = it->ui->topic;
-                r->partition = m->partition;
-                r->offset    = m->offset;
+                r->topic     = it->ui->route ? rec.topic : it->ui->topic;
+                r->partition = rec.partition;
+                r->offset    = rec.offset;
                 r->tombstone = m->payload == NULL;
                 /* Counted once decided: a replay is not (only decide()
                  * knows one).  Scale-out has no replays and counts every
-                 * record it reads, its own or not, as it always did. */
+                 * record it reads, its own or not, as it always did (a
+                 * routed one where it is decided). */
                 if ((r->diverged = it->v->path_forged)) {
-                        if (u->scale)
+                        if (u->scale && !routing)
                                 note_diverged(u, r);
-                        else
+                        else if (!u->scale)
                                 ndiverged++;
                 }
                 if (it->v->kind != AAGW_VERDICT_REPLICATE) {
                         r->rejected = true; /* audited, dead-lettered */
-                        continue;
+                        goto next;
                 }
                 /* lww: the key bytes must outlive this pass: a JSON
                  * field is copied into the verdict's scratch. */
@@ -506,9 +565,18 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                         r->ekey     = NULL;
                         r->ekey_len = 0;
                         r->rejected = true; /* no entity key */
-                        continue;
+                        goto next;
                 }
                 aagw_unify_key(u->site, r);
+        next:
+                if (routing) {
+                        /* A rejected record has no output partition: it
+                         * goes where its decider audits it (0). */
+                        it->route_p =
+                            r->rejected ? 0 : unify_out_part(it->ut, r);
+                        it->state = 2;
+                        nr--;
+                }
         }
         /* Scale-out: only what this process owns, in a transaction. */
         if (u->scale && u->tx.broken) {
@@ -517,6 +585,8 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
                 unify_scale_commit(u);
                 return;
         }
+        if (u->route && unify_route_send(u, n))
+                return;
         if (u->scale && (nr = unify_scale_filter(u, nr)) && unify_scale_begin(u))
                 return;
         int64_t now = aagw_wall_ms();
@@ -770,6 +840,12 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
         u->delivery = (struct replicator_delivery){unify_on_delivery, u};
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
+        snprintf(u->route_hdr, sizeof(u->route_hdr), "%sroute", hp);
+        u->route = c->scale_out && c->scale_out->enabled && c->scale_out->route;
+        if (u->route && !(u->otopic = calloc(BATCH_MAX, sizeof(*u->otopic)))) {
+                snprintf(errstr, errstr_size, "out of memory");
+                goto fail;
+        }
         u->items    = calloc(BATCH_MAX, sizeof(*u->items));
         u->verdicts = calloc(BATCH_MAX, sizeof(*u->verdicts));
         u->recs     = calloc(BATCH_MAX, sizeof(*u->recs));
@@ -911,6 +987,7 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                 unify_utopic_free(u->topics[t]);
         aagw_pool_free(&u->tokens);
         free(u->items);
+        free(u->otopic);
         free(u->verdicts);
         free(u->recs);
         free(u->ritem);

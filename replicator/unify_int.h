@@ -51,6 +51,14 @@ struct uinput {
         int64_t *spos;     /* the standby's (scale_out.standby): from the
                               changelogs of output partitions others own */
         int32_t  opos_parts; /* input partitions they have room for */
+        /* scale_out.route: the route topic itself (its partition p
+         * holds the records of output partition p), or, for an input,
+         * per partition the position its router (the process owning
+         * it) last committed: a group offset, ROUTE_UNKNOWN until read
+         * back (unify_route_fetch()). */
+        bool     route;
+        int64_t *rcpos;
+        int32_t  rcpos_parts;
         bool     seen;     /* in the last discovery */
         bool     led;      /* every partition had a leader at a
                               discovery: assigned from then on */
@@ -82,6 +90,12 @@ struct utopic {
          * here, in the decision's transaction, for `aagw audit`. */
         char                  audit[AAGW_TOPIC_MAX + 1];
         rd_kafka_topic_t     *state_rkt, *ids_rkt, *audit_rkt;
+        /* scale_out.route: the site's route topic of this unified topic
+         * (unify_route.c), as produced to and as read (its uinput, the
+         * last of in[] once the output is ready). */
+        char                  route[AAGW_TOPIC_MAX + 1];
+        rd_kafka_topic_t     *route_rkt;
+        struct uinput        *rin;
         bool                  restored;
         int64_t              *sb_next; /* scale_out.standby: per output
                                           partition p the next offset of
@@ -105,6 +119,8 @@ struct token {
         struct utopic          *ut;
         unsigned                ep;   /* the decider's epoch */
         bool                    stub; /* the too-large record's stand-in */
+        bool                    route; /* a record routed into the route
+                                          topic, not an output record */
         bool                    alone; /* scale-out: a suspect, sent with
                                           no other output record in flight
                                           (unify_scale_refusal()) */
@@ -115,7 +131,9 @@ struct item {
         rd_kafka_message_t *m;
         struct utopic      *ut;
         struct uinput      *ui;
-        int                 state; /* 0 decide, 1 skip (not ours) */
+        int                 state; /* 0 decide, 1 skip (not ours),
+                                          2 route (to route_p) */
+        int32_t              route_p;
         bool                own_hdrs; /* carries headers under our prefix */
         struct aagw_verdict *v;
 };
@@ -129,6 +147,12 @@ struct aagw_unify {
         char                 owners_group[AAGW_TOPIC_MAX + 1]; /* scale-out */
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
         char                 prov_hdr[AAGW_AFFIX_MAX + 8];
+        char                 route_hdr[AAGW_AFFIX_MAX + 8];
+        bool                 route;       /* scale_out.route */
+        bool                 in_owner_cb; /* inside an owner callback: no
+                                             owner_poll() */
+        /* Per batch item: the input topic a routed record came from. */
+        char (*otopic)[AAGW_TOPIC_MAX + 1];
         rd_kafka_t          *consumer, *producer, *reader, *admin;
         rd_kafka_t          *end_probe; /* replicator_log_ends_at()'s */
         rd_kafka_queue_t    *cq;
@@ -163,10 +187,9 @@ struct aagw_unify {
         struct aagw_header    *hdrs;
         size_t                 hdr_cap;
 
-        _Atomic uint64_t records_in, records_out, recovered, replayed,
-            commits, accepted, dropped, superseded, identical, rejected,
-            fetch_restarts, diverged, oversized,
-            start_refetches;
+        _Atomic uint64_t records_in, records_out, recovered, replayed, commits,
+            accepted, dropped, superseded, identical, rejected, fetch_restarts,
+            diverged, oversized, start_refetches, routed, unrouted;
         _Atomic int64_t  inflight, lag;
         struct aagw_reach reach; /* the site's cluster, from unify_discover() */
         _Atomic int32_t  ntopics_pub, ninputs_pub;
@@ -481,5 +504,58 @@ int unify_scale_renew(aagw_unify_t *u);
 /* One turn of the owner's side in the stage's loop: membership,
  * restore, the commit due.  Returns 0, or -1 if the stage failed. */
 int unify_scale_poll(aagw_unify_t *u);
+
+/* ------------------------------------------ ROUTE (unify_route.c) --- */
+
+#define ROUTE_UNKNOWN (-3) /* rcpos: not read back from the group yet */
+
+/* Whether this process reads partition 'i' of input 'ui': every one but
+ * under scale_out.route, where it routes the input partitions it owns
+ * and decides from the route partitions it owns. */
+bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i);
+
+/* The route topic of unified topic 'out' into 'route'.  Returns 0, or -1
+ * (the stage failed: too long a name). */
+int unify_route_name(aagw_unify_t *u, const char *out, char *route);
+
+/* Make the route topic of 'out' with 'parts' partitions if missing, and
+ * wait for its leaders (the helper's job).  Returns 0, or -1 (tried
+ * again; the stage failed if the cluster refused or the count
+ * differs). */
+int unify_route_make(aagw_unify_t *u, const char *out, int32_t parts,
+                     const struct rd_kafka_metadata *md);
+
+/* The output of 'ut' is ready: its route topic's handle and input.
+ * Returns 0, or -1 (the stage failed). */
+int unify_route_ready(aagw_unify_t *u, struct utopic *ut);
+
+/* Forget every router position read back (the ownership changed). */
+void unify_route_forget(aagw_unify_t *u);
+
+/* Read back the committed router positions this process needs now (of
+ * input partitions it owns and has none of) and start them there.
+ * Returns 0, or -1 (the stage failed). */
+int unify_route_fetch(aagw_unify_t *u);
+
+/* A routed record's input coordinates, from its last header (the view
+ * 'rec' loses it).  Returns false if it has none (not aagw's). */
+bool unify_route_unwrap(aagw_unify_t *u, struct aagw_rec *rec, char *topic,
+                        size_t size);
+
+/* Send this batch's records to route (state 2) into the open
+ * transaction.  Returns 0, or -1 (the transaction is broken or the
+ * stage failed). */
+int unify_route_send(aagw_unify_t *u, size_t n);
+
+/* Whether a router position moved since the last commit. */
+bool unify_route_moved(aagw_unify_t *u);
+
+/* The router positions to commit with the transaction (NULL: none, or
+ * out of memory); the caller destroys it. */
+rd_kafka_topic_partition_list_t *unify_route_positions(aagw_unify_t *u);
+
+/* The transaction committed: its router positions are the committed
+ * ones. */
+void unify_route_committed(aagw_unify_t *u);
 
 #endif

@@ -117,6 +117,21 @@ void unify_scale_positions(aagw_unify_t *u, struct utopic *ut) {
                         return;
                 }
                 for (int32_t i = 0; i < ui->nparts; i++) {
+                        if (u->route) {
+                                /* A route partition from its own position;
+                                 * an input from its router's committed
+                                 * one (read back first if unknown:
+                                 * unify_route_fetch()). */
+                                int64_t v =
+                                    ui->route
+                                        ? ui->opos[(size_t)i * ut->out_parts +
+                                                   i]
+                                    : i < ui->rcpos_parts ? ui->rcpos[i]
+                                                          : ROUTE_UNKNOWN;
+                                ui->next[i]  = v >= 0 ? v : -1;
+                                ui->dirty[i] = false;
+                                continue;
+                        }
                         int64_t lo = INT64_MAX;
                         for (int32_t p = 0; p < ut->out_parts; p++) {
                                 int64_t v =
@@ -456,9 +471,35 @@ size_t unify_scale_filter(aagw_unify_t *u, size_t nr) {
                         ufail(u, "out of memory");
                         return 0;
                 }
+                /* Read at (its route partition, its offset there) if
+                 * routed, else as r says. */
+                int32_t i   = it->ui->route ? it->m->partition : r->partition;
+                int64_t off = it->ui->route ? it->m->offset : r->offset;
+                if (it->ui->route && i != p) {
+                        /* Routed by a count of partitions other than
+                         * the output's now: deciding it here would
+                         * break the ownership of its id. */
+                        ufail(u,
+                              "%s [%d] offset %" PRId64 " (%s [%d] offset "
+                              "%" PRId64 ") belongs to %s [%d]: the route "
+                              "topic and the unified topic disagree on "
+                              "their partitions",
+                              it->ui->topic, (int)i, off, r->topic,
+                              (int)r->partition, r->offset, ut->out, (int)p);
+                        return 0;
+                }
                 if (!ut->restored || !unify_scale_owns(u, p) ||
-                    r->offset < it->ui->opos[(size_t)r->partition *
-                                                 ut->out_parts + p]) {
+                    off < it->ui->opos[(size_t)i * ut->out_parts + p]) {
+                        it->state = 1;
+                        continue;
+                }
+                struct uinput *in =
+                    it->ui->route ? unify_input_of(ut, r->topic) : NULL;
+                if (in && r->partition < in->opos_parts &&
+                    r->offset <
+                        in->opos[(size_t)r->partition * ut->out_parts + p]) {
+                        /* Decided before the site used the route (its
+                         * input position for p is past it). */
                         it->state = 1;
                         continue;
                 }
@@ -515,6 +556,8 @@ int unify_scale_commit(aagw_unify_t *u) {
                         for (int32_t i = 0; i < ui->nparts && !moved; i++)
                                 for (int32_t p = 0; p < ut->out_parts; p++) {
                                         size_t  x = (size_t)i * ut->out_parts + p;
+                                        if (u->route && (!ui->route || i != p))
+                                                continue;
                                         if (unify_scale_owns(u, p) && ui->next[i] >= 0 &&
                                             ui->next[i] > ui->cpos[x])
                                                 moved = true;
@@ -530,6 +573,8 @@ int unify_scale_commit(aagw_unify_t *u) {
                                   "transaction aborted");
                 return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         }
+        if (!moved && u->route)
+                moved = unify_route_moved(u);
         if (!moved && !u->tx.open)
                 return 0;
         if (unify_scale_begin(u))
@@ -545,6 +590,11 @@ int unify_scale_commit(aagw_unify_t *u) {
                         for (int32_t i = 0; i < ui->nparts; i++)
                                 for (int32_t p = 0; p < ut->out_parts; p++) {
                                         size_t x = (size_t)i * ut->out_parts + p;
+                                        /* (Route: an input's positions are
+                                         * its router's, committed as the
+                                         * group's offsets.) */
+                                        if (u->route && (!ui->route || i != p))
+                                                continue;
                                         if (!unify_scale_owns(u, p) || ui->next[i] < 0 ||
                                             ui->next[i] <= ui->cpos[x])
                                                 continue;
@@ -565,7 +615,11 @@ int unify_scale_commit(aagw_unify_t *u) {
         }
         if (u->tx.broken)
                 return unify_scale_commit(u); /* (a position refused) */
-        owner_result_t r = stage_txn_commit(&u->tx, err, sizeof(err));
+        rd_kafka_topic_partition_list_t *routed =
+            u->route ? unify_route_positions(u) : NULL;
+        owner_result_t r = stage_txn_commit(&u->tx, routed, err, sizeof(err));
+        if (routed)
+                rd_kafka_topic_partition_list_destroy(routed);
         if (r != AAGW_OWNER_OK) {
                 if (r != AAGW_OWNER_FATAL)
                         scale_result(u, r, err);
@@ -612,6 +666,8 @@ int unify_scale_commit(aagw_unify_t *u) {
                                (size_t)ut->in[k]->opos_parts * ut->out_parts *
                                    sizeof(int64_t));
         }
+        if (u->route)
+                unify_route_committed(u);
         return 0;
 }
 
@@ -631,6 +687,7 @@ static void scale_gained(void *opaque,
                  u->site, u->conf.scale_out->member, parts->cnt, u->work);
         for (size_t t = 0; t < u->ntopics; t++)
                 u->topics[t]->restored = false;
+        unify_route_forget(u);
         u->need_restore = true;
         u->sb_reassign  = true;
 }
@@ -643,8 +700,10 @@ void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts) {
         aagw_unify_t *u = opaque;
         (void)parts;
+        u->in_owner_cb = true;
         if (u->tx.open && !u->tx.need_renew)
                 unify_scale_commit(u);
+        u->in_owner_cb = false;
         /* Committed, and still the owner (a fenced commit lost all). */
         if (!u->tx.open && !u->tx.need_renew && !atomic_load(&u->ctl.stop) &&
             owner_partitions(u->owner)->cnt)
@@ -696,6 +755,7 @@ static void scale_lost(void *opaque,
         }
         for (size_t t = 0; t < u->ntopics; t++)
                 u->topics[t]->restored = false;
+        unify_route_forget(u);
         rd_kafka_assign(u->consumer, NULL);
         u->sb_reassign = true;
         unify_scale_publish(u);
@@ -823,7 +883,8 @@ int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
                 goto done;
         }
         rc = (dedup ? scale_ids_topic(u, out, ids, parts, md) : 0) ||
-             scale_audit_topic(u, out, audit, parts, md);
+             scale_audit_topic(u, out, audit, parts, md) ||
+             (u->route && unify_route_make(u, out, parts, md));
 done:
         rd_kafka_metadata_destroy(md);
         return rc;
@@ -1088,8 +1149,10 @@ static int renew_detach(void *arg) {
                         rd_kafka_topic_destroy(ut->ids_rkt);
                 if (ut->audit_rkt)
                         rd_kafka_topic_destroy(ut->audit_rkt);
+                if (ut->route_rkt)
+                        rd_kafka_topic_destroy(ut->route_rkt);
                 ut->out_rkt = ut->state_rkt = ut->ids_rkt = ut->audit_rkt =
-                    NULL;
+                    ut->route_rkt                         = NULL;
         }
         u->out_producer = u->producer; /* (no handle of the old one left) */
         return 0;
@@ -1110,7 +1173,9 @@ static int renew_attach(void *arg, rd_kafka_t *producer) {
                     (ut->ids[0] && !(ut->ids_rkt = rd_kafka_topic_new(
                                          u->out_producer, ut->ids, NULL))) ||
                     !(ut->audit_rkt = rd_kafka_topic_new(u->out_producer,
-                                                         ut->audit, NULL))) {
+                                                         ut->audit, NULL)) ||
+                    (ut->rin && !(ut->route_rkt = rd_kafka_topic_new(
+                                      u->out_producer, ut->route, NULL)))) {
                         ufail(u, "out of memory");
                         return -1;
                 }

@@ -452,8 +452,11 @@ void unify_utopic_free(struct utopic *ut) {
                 free(ut->in[i]->opos);
                 free(ut->in[i]->cpos);
                 free(ut->in[i]->spos);
+                free(ut->in[i]->rcpos);
                 free(ut->in[i]);
         }
+        if (ut->route_rkt)
+                rd_kafka_topic_destroy(ut->route_rkt);
         if (ut->out_rkt)
                 rd_kafka_topic_destroy(ut->out_rkt);
         if (ut->state_rkt)
@@ -497,6 +500,8 @@ int unify_uinput_resize(struct uinput *ui, int32_t nparts) {
  * record there (replicator_start_take(), in unify_process()). */
 void unify_reassign(aagw_unify_t *u) {
         u->last_rkt = NULL; /* inputs changed: forget the cached one */
+        if (u->route && unify_route_fetch(u))
+                return;
         rd_kafka_topic_partition_list_t *l =
             rd_kafka_topic_partition_list_new(64);
         int32_t ninputs = 0;
@@ -508,7 +513,8 @@ void unify_reassign(aagw_unify_t *u) {
                         continue;
                 /* Scale-out: only a topic whose owned partitions are
                  * restored, from the positions the restore set. */
-                if (u->scale && (!ut->restored || !unify_scale_owns_any(u, ut)))
+                if (u->scale && (!ut->restored ||
+                                 (!u->route && !unify_scale_owns_any(u, ut))))
                         continue;
                 for (size_t i = 0; i < ut->nin; i++) {
                         struct uinput *ui = ut->in[i];
@@ -518,6 +524,14 @@ void unify_reassign(aagw_unify_t *u) {
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 int64_t off = ui->next[p];
                                 int64_t next;
+                                /* Route: only what is read here, an input
+                                 * once its router position is known. */
+                                if (u->route &&
+                                    (!unify_reads(u, ui, p) ||
+                                     (!ui->route &&
+                                      (p >= ui->rcpos_parts ||
+                                       ui->rcpos[p] == ROUTE_UNKNOWN))))
+                                        continue;
                                 if (off < 0 && !u->scale &&
                                     u->ops->pos(u->st, false, ui->topic, p,
                                                 &next, err,
@@ -635,6 +649,21 @@ static void job_run(aagw_unify_t *u, struct unify_job *j) {
         if (!j->rc && j->scale && !atomic_load(&u->ctl.stop))
                 j->rc =
                     unify_scale_changelogs_make(u, j->topic, j->have, j->dedup);
+        if (!j->rc && j->scale && u->route) {
+                /* The route topic is read as an input: by a consumer that
+                 * knows its leaders (see consumer_knows()). */
+                char    route[AAGW_TOPIC_MAX + 1];
+                int64_t until = aagw_mono_ms() + 10000;
+                j->rc         = unify_route_name(u, j->topic, route);
+                while (!j->rc && !consumer_knows(u, route, j->have)) {
+                        if (atomic_load(&u->ctl.stop) ||
+                            aagw_mono_ms() >= until) {
+                                j->rc = -1; /* at the next discovery */
+                                break;
+                        }
+                        nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+                }
+        }
         if (j->rc || j->scale || atomic_load(&u->ctl.stop))
                 return;
         j->lo = calloc((size_t)j->have, sizeof(*j->lo));
@@ -733,7 +762,8 @@ static bool output_ready(aagw_unify_t *u, struct unify_job *j) {
         }
         if (u->scale) {
                 ut->out_made = j->have;
-                if (unify_scale_state_topic(u, ut))
+                if (unify_scale_state_topic(u, ut) ||
+                    (u->route && unify_route_ready(u, ut)))
                         return false;
                 /* No start-up scan: with transactions, what a previous
                  * owner wrote is committed together with its changelog,
@@ -953,6 +983,8 @@ void unify_update_lag(aagw_unify_t *u) {
                         struct uinput *ui = ut->in[i];
                         for (int32_t p = 0; p < ui->nparts; p++) {
                                 int64_t lo, hi;
+                                if (!unify_reads(u, ui, p))
+                                        continue;
                                 if (rd_kafka_get_watermark_offsets(
                                         u->consumer, ui->topic, p, &lo, &hi) ||
                                     hi < 0) {

@@ -319,14 +319,18 @@ static void test_scale_unify(void **state) {
         rk_create_topic(r, "west", "profiles.unified", 4, 1, 0);
 
         const char *const args[] = {
-            "--cluster", "east=127.0.0.1:9", "--site", "west",
-            "--scale-out", "true", "--id", "key",
-            "--topic", "clicks", "--topic", "profiles",
-            "--set", "unify.topics.profiles.mode=lww",
-            "--set", "scale_out.work_partitions=6",
-            "--set", "scale_out.session_timeout=6s",
-            "--set", "scale_out.transaction_timeout=10s",
-            "--admin", "127.0.0.1:0",
+            "--cluster",   "east=127.0.0.1:9",
+            "--site",      "west",
+            "--scale-out", "true",
+            "--id",        "key",
+            "--topic",     "clicks",
+            "--topic",     "profiles",
+            "--set",       "unify.topics.profiles.mode=lww",
+            "--set",       "scale_out.work_partitions=6",
+            "--set",       "scale_out.route=true",
+            "--set",       "scale_out.session_timeout=6s",
+            "--set",       "scale_out.transaction_timeout=10s",
+            "--admin",     "127.0.0.1:0",
             NULL};
         for (int i = 0; i < 3; i++)
                 rk_gwn_start(r, &g[i], names[i], args);
@@ -500,6 +504,26 @@ static void test_scale_unify(void **state) {
                       pu.records, t.versions, wrong, vdups);
         assert_int_equal(wrong, 0);
         assert_int_equal(vdups, 0);
+
+        /* Each input record was read by one member and routed once:
+         * the route topics hold, committed, exactly what was written
+         * to the inputs (the zombie's and the killed member's routing
+         * aborted, the takers' resumed at the committed offsets). */
+        int64_t extras_w = 0, stale_w = 0;
+        for (int i = 0; i < ids; i++)
+                extras_w += (i % 3 == 0) + (i % 5 == 0);
+        for (int v = 1; v <= t.versions; v++)
+                stale_w += v % 7 == 0 && v > 3 * KEYS;
+        int64_t routed_c = count_records(
+            r, "aagw.aagw.west.route.clicks.unified", "read_committed");
+        int64_t routed_p = count_records(
+            r, "aagw.aagw.west.route.profiles.unified", "read_committed");
+        print_message("# route topics: clicks %" PRId64 " records (inputs "
+                      "got %" PRId64 "), profiles %" PRId64 " (inputs got "
+                      "%" PRId64 ")\n",
+                      routed_c, ids + extras_w, routed_p, t.versions + stale_w);
+        assert_int_equal(routed_c, ids + extras_w);
+        assert_int_equal(routed_p, t.versions + stale_w);
 
         /* The zombie wrote and was not committed: records of aborted
          * transactions in the topics, or (when the coordinator had

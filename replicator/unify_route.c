@@ -1,0 +1,413 @@
+/*
+ * replicator/unify_route.c: the route topic of a unify stage shared by the
+ * processes of a site (scale_out.route).
+ *
+ * Without it every process reads every input partition and decides the
+ * records of the output partitions it owns: N processes read each input
+ * N times, and the brokers serve it N times.  With it the inputs are
+ * divided as the flows divide their source partitions: input partition
+ * (t, i) is routed by the process owning work partition
+ * (XXH32(t) + i) % W, which reads it once and writes each record, by its
+ * output partition p (its id hash, dedup, or its scoped entity key hash,
+ * lww: unify_out_part()), into partition p of the site's route topic
+ * aagw.<id>.<site>.route.<unified topic>.  The process owning p reads
+ * route partition p and decides from there as it would from the inputs.
+ *
+ * Exactly once: the routed records go into the router's transaction with
+ * its positions, committed as the owners' group's offsets of the input
+ * partitions (the same TxnOffsetCommit whose work-partition offsets fence
+ * a member the group moved on from).  A route partition read
+ * read_committed thus holds each input record once; a zombie's routing
+ * stays aborted.  A new router reads the committed offsets back
+ * (stable only: a previous owner's transaction still open holds them
+ * until it ends).  A decider's position is its route partition's offset,
+ * kept in the changelog as any input position.
+ *
+ * A routed record is the input record (key, value, timestamp, headers)
+ * with one more header, last: <prefix>route = TOPIC:PARTITION:OFFSET,
+ * where it was read.  The decider takes the record as read there: the
+ * provenance it stamps, the id it derives, the audit entry and the
+ * unified copy's <prefix>in carry the input's coordinates, never the
+ * route topic's, so the unified topic is the same as without the route.
+ *
+ * Input positions a site kept before it used the route (scale-out
+ * without it, or a single process's output seeded) stay in the
+ * changelog: a routed record below its input partition's position for
+ * p was decided then and is skipped (unify_scale_filter()), so a router
+ * that starts an input from its beginning delivers nothing twice.
+ */
+#include "unify_int.h"
+
+#include <xxhash.h>
+
+#define ROUTE_FETCH_MS 60000
+
+bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
+        if (!u->route)
+                return true;
+        if (ui->route)
+                return unify_scale_owns(u, i);
+        if (!u->owner || u->work_parts <= 0)
+                return false;
+        uint32_t h = XXH32(ui->topic, strlen(ui->topic), 0) + (uint32_t)i;
+        return owner_owned(u->owner, (int32_t)(h % (uint32_t)u->work_parts));
+}
+
+int unify_route_name(aagw_unify_t *u, const char *out, char *route) {
+        char name[3 * AAGW_TOPIC_MAX];
+
+        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.route.%s",
+                             u->conf.gateway_id, u->site,
+                             out) >= AAGW_TOPIC_MAX + 1) {
+                ufail(u,
+                      "the route topic of %s, %s, is longer than Kafka's %d "
+                      "bytes for a topic name (shorten gateway.id or the "
+                      "unified topic's name)",
+                      out, name, AAGW_TOPIC_MAX);
+                return -1;
+        }
+        memcpy(route, name, strlen(name) + 1);
+        return 0;
+}
+
+int unify_route_make(aagw_unify_t *u, const char *out, int32_t parts,
+                     const struct rd_kafka_metadata *md) {
+        /* Kept as long as Kafka keeps a topic by default: a record routed
+         * waits there until its decider reads it, which a site down for
+         * days must still find.  Large records: an input record with one
+         * more header. */
+        static const char *const conf[] = {"cleanup.policy",
+                                           "delete",
+                                           "retention.ms",
+                                           "604800000",
+                                           "max.message.bytes",
+                                           "16777216",
+                                           NULL};
+        char                     route[AAGW_TOPIC_MAX + 1], err[1024];
+        int                      have;
+
+        if (unify_route_name(u, out, route))
+                return -1;
+        have = replicator_md_partitions(md, route);
+        if (have >= 0 && have != parts) {
+                ufail(u,
+                      "unified topic %s has %d partitions but its route "
+                      "topic %s has %d: records are routed to the partition "
+                      "of the unified topic they belong to, so the counts "
+                      "must match.  Stop every process of site %s, let no "
+                      "process read %s again (delete it once its records "
+                      "are decided: its partitions' positions in the "
+                      "changelog are at its end), and follow "
+                      "docs/deployment.md, \"Growing a unified topic\"",
+                      out, (int)parts, route, have, u->site, route);
+                return -1;
+        }
+        if (have < 0) {
+                int made = aagw_kafka_topic_create_conf(
+                    u->admin, route, parts, conf, 30000, err, sizeof(err));
+                if (made == -1) {
+                        ufail(u, "creating the route topic %s at %s: %s", route,
+                              u->site, err);
+                        return -1;
+                }
+                if (made == -2) {
+                        aagw_log(AAGW_LOG_WARN, "UNIFY",
+                                 "unify@%s: creating the route topic %s: %s; "
+                                 "trying again",
+                                 u->site, route, err);
+                        return -1;
+                }
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: route topic %s: %d partitions", u->site,
+                         route, (int)parts);
+        }
+        return 0;
+}
+
+int unify_route_ready(aagw_unify_t *u, struct utopic *ut) {
+        if (unify_route_name(u, ut->out, ut->route))
+                return -1;
+        if (!ut->route_rkt && !(ut->route_rkt = rd_kafka_topic_new(
+                                    u->out_producer, ut->route, NULL))) {
+                ufail(u, "out of memory");
+                return -1;
+        }
+        if (ut->rin)
+                return 0;
+        if (ut->nin == MAX_INPUTS) {
+                ufail(u, "%s: more than %d inputs with its route topic",
+                      ut->out, MAX_INPUTS - 1);
+                return -1;
+        }
+        struct uinput *ui = calloc(1, sizeof(*ui));
+        if (!ui || unify_uinput_resize(ui, ut->out_parts)) {
+                if (ui) {
+                        free(ui->next);
+                        free(ui->dirty);
+                        free(ui->start);
+                        free(ui);
+                }
+                ufail(u, "out of memory");
+                return -1;
+        }
+        copy_str(ui->topic, sizeof(ui->topic), ut->route);
+        ui->route         = true;
+        ui->led           = true; /* (the helper waited for its leaders) */
+        ut->rin           = ui;
+        ut->in[ut->nin++] = ui;
+        return 0;
+}
+
+/* Room in 'ui''s router positions for all its partitions (new:
+ * unknown). */
+static int rcpos_fit(struct uinput *ui) {
+        if (ui->rcpos_parts >= ui->nparts)
+                return 0;
+        int64_t *r = realloc(ui->rcpos, (size_t)ui->nparts * sizeof(*r));
+        if (!r)
+                return -1;
+        for (int32_t i = ui->rcpos_parts; i < ui->nparts; i++)
+                r[i] = ROUTE_UNKNOWN;
+        ui->rcpos       = r;
+        ui->rcpos_parts = ui->nparts;
+        return 0;
+}
+
+void unify_route_forget(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++)
+                for (size_t k = 0; k < u->topics[t]->nin; k++) {
+                        struct uinput *ui = u->topics[t]->in[k];
+                        for (int32_t i = 0; i < ui->rcpos_parts; i++)
+                                ui->rcpos[i] = ROUTE_UNKNOWN;
+                }
+}
+
+/* Whether input partition (ui, i) is routed here and its position is
+ * still to be read back. */
+static bool fetch_due(const aagw_unify_t *u, const struct utopic *ut,
+                      const struct uinput *ui, int32_t i) {
+        return ut->ready && ut->restored && !ui->route && ui->led &&
+               i < ui->rcpos_parts && ui->rcpos[i] == ROUTE_UNKNOWN &&
+               unify_reads(u, ui, i);
+}
+
+int unify_route_fetch(aagw_unify_t *u) {
+        rd_kafka_topic_partition_list_t *l;
+        char                             err[512];
+        int64_t assignments = owner_assignments(u->owner);
+        int64_t deadline    = aagw_mono_ms() + ROUTE_FETCH_MS;
+
+        if (!u->route || !u->owner)
+                return 0;
+        l = rd_kafka_topic_partition_list_new(16);
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        if (ui->route || rcpos_fit(ui)) {
+                                if (!ui->route) {
+                                        rd_kafka_topic_partition_list_destroy(
+                                            l);
+                                        ufail(u, "out of memory");
+                                        return -1;
+                                }
+                                continue;
+                        }
+                        for (int32_t i = 0; i < ui->nparts; i++)
+                                if (fetch_due(u, ut, ui, i))
+                                        rd_kafka_topic_partition_list_add(
+                                            l, ui->topic, i);
+                }
+        }
+        if (!l->cnt) {
+                rd_kafka_topic_partition_list_destroy(l);
+                return 0;
+        }
+        /* The group is served meanwhile (the wait may last a previous
+         * owner's transaction timeout); a changed ownership ends it: the
+         * next assignment reads its own. */
+        for (;;) {
+                rd_kafka_resp_err_t e = owner_committed(u->owner, l, 2000);
+                if (!e)
+                        break;
+                if (!u->in_owner_cb &&
+                    owner_poll(u->owner, 0, err, sizeof(err)) ==
+                        AAGW_OWNER_FATAL) {
+                        rd_kafka_topic_partition_list_destroy(l);
+                        ufail(u, "member %s: %s", u->conf.scale_out->member,
+                              err);
+                        return -1;
+                }
+                if (atomic_load(&u->ctl.stop) || u->tx.need_renew ||
+                    owner_assignments(u->owner) != assignments) {
+                        rd_kafka_topic_partition_list_destroy(l);
+                        return 0;
+                }
+                nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+                if (aagw_mono_ms() >= deadline) {
+                        rd_kafka_topic_partition_list_destroy(l);
+                        ufail(u,
+                              "member %s: reading the routers' committed "
+                              "positions from group %s: %s",
+                              u->conf.scale_out->member, u->owners_group,
+                              rd_kafka_err2str(e));
+                        return -1;
+                }
+        }
+        for (int j = 0; j < l->cnt; j++) {
+                const rd_kafka_topic_partition_t *e = &l->elems[j];
+                for (size_t t = 0; t < u->ntopics; t++) {
+                        struct uinput *ui =
+                            unify_input_of(u->topics[t], e->topic);
+                        if (!ui || e->partition >= ui->rcpos_parts)
+                                continue;
+                        int64_t off = e->offset >= 0 ? e->offset : -1;
+                        ui->rcpos[e->partition] = off;
+                        ui->next[e->partition]  = off;
+                        ui->dirty[e->partition] = false;
+                }
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        return 0;
+}
+
+bool unify_route_unwrap(aagw_unify_t *u, struct aagw_rec *rec, char *topic,
+                        size_t size) {
+        if (!rec->hdr_cnt)
+                return false;
+        const struct aagw_header *h = &rec->hdrs[rec->hdr_cnt - 1];
+        if (strcmp(h->name, u->route_hdr) ||
+            !aagw_coords_parse(h->value, h->size, topic, size, &rec->partition,
+                               &rec->offset))
+                return false;
+        rec->hdr_cnt--;
+        rec->topic = topic;
+        return true;
+}
+
+int unify_route_send(aagw_unify_t *u, size_t n) {
+        bool begun = false;
+
+        for (size_t i = 0; i < n; i++) {
+                struct item *it = &u->items[i];
+                if (it->state != 2)
+                        continue;
+                if (!begun && unify_scale_begin(u))
+                        return -1;
+                begun                  = true;
+                rd_kafka_message_t *m  = it->m;
+                struct utopic      *ut = it->ut;
+                rd_kafka_headers_t *h  = NULL;
+                char                at[AAGW_COORDS_MAX];
+                size_t len = aagw_coords_format(at, it->ui->topic, m->partition,
+                                                m->offset);
+
+                if (rd_kafka_message_detach_headers(m, &h) || !h)
+                        h = rd_kafka_headers_new(1);
+                rd_kafka_header_add(h, u->route_hdr, -1, at, (ssize_t)len);
+                struct token *tok = token_get(u);
+                if (!tok) {
+                        rd_kafka_headers_destroy(h);
+                        ufail(u, "out of memory");
+                        return -1;
+                }
+                tok->base.src = m;
+                tok->ut       = ut;
+                tok->route    = true;
+                rd_kafka_timestamp_type_t tstype;
+                int64_t             ts = rd_kafka_message_timestamp(m, &tstype);
+                rd_kafka_resp_err_t err = replicator_produce(
+                    u->out_producer, ut->route_rkt, it->route_p, m, h, ts, tok,
+                    &u->ctl.stop, NULL);
+                if (err) {
+                        rd_kafka_headers_destroy(h);
+                        tok->base.src = NULL;
+                        token_put(u, tok);
+                        if (atomic_load(&u->ctl.stop))
+                                return -1;
+                        if (unify_too_large(err)) {
+                                ufail(u,
+                                      "%s [%d] offset %" PRId64 " (%zu "
+                                      "bytes) is too large to route into %s "
+                                      "(%s): raise the producer's "
+                                      "message.max.bytes (clusters.%s."
+                                      "properties.producer.message.max.bytes)",
+                                      it->ui->topic, (int)m->partition,
+                                      m->offset, m->len, ut->route,
+                                      rd_kafka_err2str(err), u->site);
+                                return -1;
+                        }
+                        unify_scale_refused(u, ut->route, it->route_p, err);
+                        return -1;
+                }
+                ADD(u->inflight, 1);
+                u->txn_records++;
+                INC(u->routed);
+                it->m = NULL; /* the token's now */
+        }
+        return 0;
+}
+
+bool unify_route_moved(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        for (int32_t i = 0; !ui->route && i < ui->rcpos_parts;
+                             i++)
+                                if (ui->next[i] >= 0 &&
+                                    ui->rcpos[i] != ROUTE_UNKNOWN &&
+                                    ui->next[i] != ui->rcpos[i] &&
+                                    unify_reads(u, ui, i))
+                                        return true;
+                }
+        }
+        return false;
+}
+
+rd_kafka_topic_partition_list_t *unify_route_positions(aagw_unify_t *u) {
+        rd_kafka_topic_partition_list_t *l = NULL;
+
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        for (int32_t i = 0; !ui->route && i < ui->rcpos_parts;
+                             i++) {
+                                if (ui->next[i] < 0 ||
+                                    ui->rcpos[i] == ROUTE_UNKNOWN ||
+                                    ui->next[i] == ui->rcpos[i] ||
+                                    !unify_reads(u, ui, i))
+                                        continue;
+                                if (!l)
+                                        l = rd_kafka_topic_partition_list_new(
+                                            16);
+                                rd_kafka_topic_partition_list_add(l, ui->topic,
+                                                                  i)
+                                    ->offset = ui->next[i];
+                        }
+                }
+        }
+        return l;
+}
+
+void unify_route_committed(aagw_unify_t *u) {
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                if (!ut->ready || !ut->restored)
+                        continue;
+                for (size_t k = 0; k < ut->nin; k++) {
+                        struct uinput *ui = ut->in[k];
+                        for (int32_t i = 0; !ui->route && i < ui->rcpos_parts;
+                             i++)
+                                if (ui->next[i] >= 0 &&
+                                    ui->rcpos[i] != ROUTE_UNKNOWN &&
+                                    unify_reads(u, ui, i))
+                                        ui->rcpos[i] = ui->next[i];
+                }
+        }
+}
