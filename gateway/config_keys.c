@@ -137,7 +137,7 @@ const struct cfg_key aagw_config_keys[] = {
      "whole changelog (docs/deployment.md). Costs every process a read of "
      "every changelog.",
      AT(scale_out.standby)},
-    {"scale_out.route", CT_BOOL, "false", NOLIMIT, NULL, NULL, 0,
+    {"scale_out.route", CT_BOOL, "true", NOLIMIT, NULL, NULL, 0,
      "Divide the unify stage's input partitions among the processes, as "
      "the flows divide theirs: each input record is read by one process, "
      "which routes it by its id (dedup) or entity key (lww) into the "

@@ -52,11 +52,10 @@ bool unify_too_large(rd_kafka_resp_err_t err) {
  * logged at the 1st, 2nd, 4th, ... such record.  Returns the unify_produce
  * error (0: queued, with 'tok' as its opaque).
  */
-rd_kafka_resp_err_t unify_produce_stub(aagw_unify_t *u, struct token *tok,
-                                       int32_t part,
-                                       const rd_kafka_message_t *m,
-                                       const rd_kafka_headers_t *src_h,
-                                       rd_kafka_resp_err_t why) {
+rd_kafka_resp_err_t
+unify_produce_stub(aagw_unify_t *u, struct token *tok, int32_t part,
+                   const rd_kafka_message_t *m, const rd_kafka_headers_t *src_h,
+                   rd_kafka_resp_err_t why, const char *given) {
         rd_kafka_headers_t *h = rd_kafka_headers_new(4);
         const char         *hn;
         const void         *hv;
@@ -74,12 +73,14 @@ rd_kafka_resp_err_t unify_produce_stub(aagw_unify_t *u, struct token *tok,
                 else
                         hbytes += strlen(hn) + hs; /* left out */
         }
-        snprintf(note, sizeof(note),
-                 "value %zu bytes and headers %zu bytes left out: too large "
-                 "for %s (%s)",
-                 m->len, hbytes, tok->ut->out, rd_kafka_err2str(why));
-        snprintf(name, sizeof(name), "%.*sunify.oversize",
-                 (int)(strlen(u->in_hdr) - 2), u->in_hdr);
+        if (given)
+                copy_str(note, sizeof(note), given);
+        else
+                snprintf(note, sizeof(note),
+                         "value %zu bytes and headers %zu bytes left out: too "
+                         "large for %s (%s)",
+                         m->len, hbytes, tok->ut->out, rd_kafka_err2str(why));
+        copy_str(name, sizeof(name), u->oversize_hdr);
         rd_kafka_header_add(h, name, -1, note, -1);
         /* (Scale-out: counted when its transaction commits; 'tok' already
          * a stand-in is one the redo writes for a record unify_scale_refusal()
@@ -154,7 +155,8 @@ void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m) {
                  * after it may already be ahead of it). */
                 rd_kafka_headers_t *h = NULL;
                 rd_kafka_message_headers(m, &h);
-                if (!unify_produce_stub(u, tok, m->partition, m, h, m->err))
+                if (!unify_produce_stub(u, tok, m->partition, m, h, m->err,
+                                        NULL))
                         return;
         }
         ADD(u->inflight, -1);
@@ -330,6 +332,24 @@ int unify_produce(aagw_unify_t *u, struct item *it,
         rd_kafka_headers_t *h = NULL;
         char                in[AAGW_COORDS_MAX];
 
+        /* A stand-in its router sent (the record was too large to
+         * route): it goes out as the stand-in it is, with its note. */
+        char rnote[AAGW_TOPIC_MAX + 256];
+        rnote[0] = '\0';
+        if (it->ui->route) {
+                rd_kafka_headers_t *mh;
+                const void         *nv;
+                size_t              ns;
+                const char         *nn;
+                size_t              cnt;
+                /* (Right before the route header, the last.) */
+                if (!rd_kafka_message_headers(m, &mh) &&
+                    (cnt = rd_kafka_header_cnt(mh)) >= 2 &&
+                    !rd_kafka_header_get_all(mh, cnt - 2, &nn, &nv, &ns) &&
+                    !strcmp(nn, u->oversize_hdr))
+                        snprintf(rnote, sizeof(rnote), "%.*s", (int)ns,
+                                 (const char *)nv);
+        }
         /* Resolved (validated or stamped) in pass 1, unchanged since.
          * Not into it->v->hdrs: lww keeps the entity key there. */
         aagw_prov_encode_resolved(u->conf.policy, &it->v->prov, &ph);
@@ -375,7 +395,13 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                  * in single-process mode. */
                 rr->resolved = true;
                 tok->stub    = true; /* (logged: no second line) */
-                if (!(err = unify_produce_stub(u, tok, part, m, h, rr->err)))
+                if (!(err = unify_produce_stub(u, tok, part, m, h, rr->err,
+                                               NULL)))
+                        rd_kafka_headers_destroy(h);
+        } else if (rnote[0]) {
+                if (!(err = unify_produce_stub(
+                          u, tok, part, m, h,
+                          RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, rnote)))
                         rd_kafka_headers_destroy(h);
         } else {
                 if (rr && !u->tx.broken) {
@@ -391,7 +417,8 @@ int unify_produce(aagw_unify_t *u, struct item *it,
                  * sent, the transaction goes on). */
                 if (unify_too_large(err)) {
                         tok->alone = false;
-                        if (!(err = unify_produce_stub(u, tok, part, m, h, err)))
+                        if (!(err = unify_produce_stub(u, tok, part, m, h, err,
+                                                       NULL)))
                                 rd_kafka_headers_destroy(h);
                 }
         }
@@ -841,6 +868,8 @@ aagw_unify_t *aagw_unify_new(const struct aagw_unify_conf *c, char *errstr,
         snprintf(u->in_hdr, sizeof(u->in_hdr), "%sin", hp);
         snprintf(u->prov_hdr, sizeof(u->prov_hdr), "%sprov", hp);
         snprintf(u->route_hdr, sizeof(u->route_hdr), "%sroute", hp);
+        snprintf(u->oversize_hdr, sizeof(u->oversize_hdr), "%sunify.oversize",
+                 hp);
         u->route = c->scale_out && c->scale_out->enabled && c->scale_out->route;
         if (u->route && !(u->otopic = calloc(BATCH_MAX, sizeof(*u->otopic)))) {
                 snprintf(errstr, errstr_size, "out of memory");

@@ -148,6 +148,7 @@ struct aagw_unify {
         char                 in_hdr[AAGW_AFFIX_MAX + 8];
         char                 prov_hdr[AAGW_AFFIX_MAX + 8];
         char                 route_hdr[AAGW_AFFIX_MAX + 8];
+        char                 oversize_hdr[AAGW_AFFIX_MAX + 24];
         bool                 route;       /* scale_out.route */
         bool                 in_owner_cb; /* inside an owner callback: no
                                              owner_poll() */
@@ -274,14 +275,14 @@ bool unify_too_large(rd_kafka_resp_err_t err);
  * the winner), so its place in the output is taken by a stand-in with the
  * same key, partition and timestamp, our headers, an empty value, and
  * <prefix>unify.oversize saying what was left out.  Counted (oversized),
- * logged at the 1st, 2nd, 4th, ... such record.  Returns the unify_produce
- * error (0: queued, with 'tok' as its opaque).
+ * logged at the 1st, 2nd, 4th, ... such record.  'given': the note to
+ * carry (a routed stand-in's), NULL: said here.  Returns the
+ * unify_produce error (0: queued, with 'tok' as its opaque).
  */
-rd_kafka_resp_err_t unify_produce_stub(aagw_unify_t *u, struct token *tok,
-                                       int32_t part,
-                                       const rd_kafka_message_t *m,
-                                       const rd_kafka_headers_t *src_h,
-                                       rd_kafka_resp_err_t why);
+rd_kafka_resp_err_t
+unify_produce_stub(aagw_unify_t *u, struct token *tok, int32_t part,
+                   const rd_kafka_message_t *m, const rd_kafka_headers_t *src_h,
+                   rd_kafka_resp_err_t why, const char *given);
 
 /* Delivery report: the unify thread, inside rd_kafka_poll(producer). */
 void unify_on_delivery(void *stage, void *t, const rd_kafka_message_t *m);

@@ -285,6 +285,69 @@ bool unify_route_unwrap(aagw_unify_t *u, struct aagw_rec *rec, char *topic,
         return true;
 }
 
+/* A record over the producer's message.max.bytes goes to its route
+ * partition as a stand-in: its key, an empty value, our headers (up to
+ * 4 KiB each), the route header and <prefix>unify.oversize saying what
+ * was left out; the decider decides it (its id from our provenance or
+ * its key) and writes it to the output as the stand-in it is.  'h' is
+ * the record's headers with the route header, still the caller's.
+ * Returns the producev error (0: sent, with 'tok' as its opaque). */
+static rd_kafka_resp_err_t route_stub(aagw_unify_t *u, struct item *it,
+                                      struct token             *tok,
+                                      const rd_kafka_headers_t *h,
+                                      rd_kafka_resp_err_t       why) {
+        const rd_kafka_message_t *m  = it->m;
+        rd_kafka_headers_t       *sh = rd_kafka_headers_new(4);
+        const char               *hn;
+        const void               *hv;
+        size_t                    hs, hbytes = 0;
+        char                      note[AAGW_TOPIC_MAX + 256];
+        rd_kafka_timestamp_type_t tstype;
+        int64_t                   ts = rd_kafka_message_timestamp(m, &tstype);
+
+        const void *at  = NULL;
+        size_t      atn = 0;
+
+        for (size_t i = 0; !rd_kafka_header_get_all(h, i, &hn, &hv, &hs); i++) {
+                if (!strcmp(hn, u->route_hdr)) {
+                        at  = hv; /* (the last: added by the caller) */
+                        atn = hs;
+                } else if (aagw_prov_is_own_header(u->conf.policy, hn) &&
+                           hs <= 4096)
+                        rd_kafka_header_add(sh, hn, -1, hv, (ssize_t)hs);
+                else
+                        hbytes += strlen(hn) + hs;
+        }
+        snprintf(note, sizeof(note),
+                 "value %zu bytes and headers %zu bytes left out: too large "
+                 "to route into %s (%s)",
+                 m->len, hbytes, it->ut->route, rd_kafka_err2str(why));
+        /* The note right before the route header: where the decider
+         * looks for it (an input's own header of that name is not). */
+        rd_kafka_header_add(sh, u->oversize_hdr, -1, note, -1);
+        rd_kafka_header_add(sh, u->route_hdr, -1, at, (ssize_t)atn);
+        rd_kafka_resp_err_t err;
+        while ((err = rd_kafka_producev(
+                    u->out_producer, RD_KAFKA_V_RKT(it->ut->route_rkt),
+                    RD_KAFKA_V_PARTITION(it->route_p), RD_KAFKA_V_MSGFLAGS(0),
+                    RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE("", 0),
+                    RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
+                    RD_KAFKA_V_HEADERS(sh), RD_KAFKA_V_OPAQUE(tok),
+                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+               !atomic_load(&u->ctl.stop))
+                rd_kafka_poll(u->out_producer, 10);
+        if (err)
+                rd_kafka_headers_destroy(sh);
+        else
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: %s [%d] offset %" PRId64 " (%zu bytes) "
+                         "is over the producer's message.max.bytes: routed "
+                         "as a stand-in, and unified as one",
+                         u->site, it->ui->topic, (int)m->partition, m->offset,
+                         m->len);
+        return err;
+}
+
 int unify_route_send(aagw_unify_t *u, size_t n) {
         bool begun = false;
 
@@ -319,27 +382,26 @@ int unify_route_send(aagw_unify_t *u, size_t n) {
                 rd_kafka_resp_err_t err = replicator_produce(
                     u->out_producer, ut->route_rkt, it->route_p, m, h, ts, tok,
                     &u->ctl.stop, NULL);
+                if (err && unify_too_large(err)) {
+                        /* Over the producer's message.max.bytes: its
+                         * stand-in goes instead, as the unified copy's
+                         * would (the decider writes it as one). */
+                        rd_kafka_resp_err_t why = err;
+                        if (!(err = route_stub(u, it, tok, h, why))) {
+                                rd_kafka_headers_destroy(h);
+                                goto sent;
+                        }
+                }
                 if (err) {
                         rd_kafka_headers_destroy(h);
                         tok->base.src = NULL;
                         token_put(u, tok);
                         if (atomic_load(&u->ctl.stop))
                                 return -1;
-                        if (unify_too_large(err)) {
-                                ufail(u,
-                                      "%s [%d] offset %" PRId64 " (%zu "
-                                      "bytes) is too large to route into %s "
-                                      "(%s): raise the producer's "
-                                      "message.max.bytes (clusters.%s."
-                                      "properties.producer.message.max.bytes)",
-                                      it->ui->topic, (int)m->partition,
-                                      m->offset, m->len, ut->route,
-                                      rd_kafka_err2str(err), u->site);
-                                return -1;
-                        }
                         unify_scale_refused(u, ut->route, it->route_p, err);
                         return -1;
                 }
+        sent:
                 ADD(u->inflight, 1);
                 u->txn_records++;
                 INC(u->routed);

@@ -973,6 +973,20 @@ void unify_discovery_stop(aagw_unify_t *u) {
 
 /* Records behind the inputs' high watermarks, from the watermarks the
  * consumer's fetches cached (no request); -1 while one is unknown. */
+/* Where the consumer stands in a route partition, if past 'at': a
+ * transaction's commit marker ends the partition, and the consumer steps
+ * over it without a record to show for it. */
+static int64_t route_position(aagw_unify_t *u, const struct uinput *ui,
+                              int32_t p, int64_t at) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, ui->topic, p);
+        if (!rd_kafka_position(u->consumer, l) && l->elems[0].offset > at)
+                at = l->elems[0].offset;
+        rd_kafka_topic_partition_list_destroy(l);
+        return at;
+}
+
 void unify_update_lag(aagw_unify_t *u) {
         int64_t lag = 0;
         for (size_t t = 0; t < u->ntopics && lag >= 0; t++) {
@@ -993,6 +1007,8 @@ void unify_update_lag(aagw_unify_t *u) {
                                 }
                                 int64_t at = ui->next[p] >= 0 ? ui->next[p]
                                                               : lo;
+                                if (ui->route)
+                                        at = route_position(u, ui, p, at);
                                 if (at < lo)
                                         at = lo;
                                 if (hi > at)

@@ -35,6 +35,12 @@
  *     the recent one is dropped, the old one (out of the window) is
  *     delivered again, as the single-process stage does.
  *
+ * a runs without the route topic (scale_out.route false), b and c with
+ * it: their routers start the inputs from the beginning, and what a
+ * decided is skipped by the input positions a left in the changelog (the
+ * old ids are past the window: decided again, they would be delivered
+ * again, and clicks.unified would hold them twice).
+ *
  * Without the ids topic (ids in the compacted state topic, as before),
  * step 1 finds the topic as the test made it and steps 3 and 5 read
  * every id.
@@ -257,14 +263,25 @@ static void test_scale_window(void **state) {
         char window[32];
         snprintf(window, sizeof(window), "unify.window=%ds", WINDOW_S);
         const char *const args[] = {
-            "--cluster", "east=127.0.0.1:9", "--site", "west",
-            "--scale-out", "true", "--id", "key", "--topic", "clicks",
-            "--set", window,
-            "--set", "scale_out.work_partitions=2",
-            "--set", "scale_out.session_timeout=6s",
-            "--set", "scale_out.transaction_timeout=10s",
-            "--admin", "127.0.0.1:0",
+            "--cluster",   "east=127.0.0.1:9",
+            "--site",      "west",
+            "--scale-out", "true",
+            "--id",        "key",
+            "--topic",     "clicks",
+            "--set",       window,
+            "--set",       "scale_out.work_partitions=2",
+            "--set",       "scale_out.session_timeout=6s",
+            "--set",       "scale_out.transaction_timeout=10s",
+            "--admin",     "127.0.0.1:0",
+            "--set",       "scale_out.route=true",
             NULL};
+        /* a runs without the route topic (every member reads every
+         * input), b and c with it: a site switched to the route keeps
+         * what it decided before (the input positions in the changelog
+         * hold the routed records a decided back). */
+        const char *args_a[sizeof(args) / sizeof(args[0])];
+        memcpy(args_a, args, sizeof(args));
+        args_a[sizeof(args) / sizeof(args[0]) - 2] = "scale_out.route=false";
 
         /* 1. The ids topic, there before with other settings. */
         rd_kafka_t              *rk    = client(r);
@@ -277,7 +294,7 @@ static void test_scale_window(void **state) {
                                               NULL};
         create_with(rk, STATE_TOPIC, compact);
         put_legacy_id(r, "legacy0");
-        rk_gwn_start(r, &g[0], "a", args);
+        rk_gwn_start(r, &g[0], "a", args_a);
         rk_gwn_expect_log(&g[0], DONE, 0, 60000);
         struct restored rs;
         restored_of(&g[0], &rs);
