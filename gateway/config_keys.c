@@ -144,8 +144,10 @@ const struct cfg_key aagw_config_keys[] = {
      "site's route topic aagw.<id>.<site>.route.<unified topic>, and the "
      "process that owns the unified partition decides it from there. "
      "false: every process reads every input and decides its own "
-     "partitions' records. Switching a site to true keeps what it "
-     "decided; switching back needs the procedure in docs/deployment.md.",
+     "partitions' records (N processes read each input N times). A site "
+     "switched to true keeps what it decided before; switching back to "
+     "false is not a supported switch (docs/deployment.md, \"The route "
+     "topic\").",
      AT(scale_out.route)},
 
     /* --------------------------------------------------------- clusters */

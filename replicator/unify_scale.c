@@ -816,14 +816,16 @@ static void parts_mismatch(aagw_unify_t *u, const char *out, int32_t parts,
               "already delivered would be delivered again: not "
               "starting.  To go on with %d partitions: stop every "
               "process of site %s, delete the changelogs "
-              "aagw.%s.%s.state.%s and aagw.%s.%s.ids.%s and the audit "
-              "topic aagw.%s.%s.audit.%s, run the site "
+              "aagw.%s.%s.state.%s and aagw.%s.%s.ids.%s, the audit "
+              "topic aagw.%s.%s.audit.%s and the route topic "
+              "aagw.%s.%s.route.%s, run the site "
               "in one process (scale_out.enabled: false) for at least "
               "unify.window, then start scale-out again "
               "(docs/deployment.md, \"Growing a unified topic\")",
               out, (int)parts, changelog, have, (int)parts, u->site,
               u->conf.gateway_id, u->site, out, u->conf.gateway_id, u->site,
-              out, u->conf.gateway_id, u->site, out);
+              out, u->conf.gateway_id, u->site, out, u->conf.gateway_id,
+              u->site, out);
 }
 
 /* Make the changelog topics of unified topic 'out' if missing, both with

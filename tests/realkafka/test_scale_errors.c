@@ -589,7 +589,9 @@ static void test_scale_errors(void **state) {
         if (harness_exit_code(status) != 1 || !rk_log_count(gw[0].log, want) ||
             !rk_log_count(gw[0].log, "run the site in one process "
                                      "(scale_out.enabled: false) for at "
-                                     "least unify.window")) {
+                                     "least unify.window") ||
+            !rk_log_count(gw[0].log, "and the route topic "
+                                     "aagw.aagw.west.route.clicks.unified")) {
                 rk_gwn_dump_log(&gw[0], 30);
                 fail_msg("grown unified topic: exit %d, not refused as "
                          "expected",

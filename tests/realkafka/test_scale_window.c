@@ -358,6 +358,18 @@ static void test_scale_window(void **state) {
                          b_at);
         assert_int_equal(rs.ids, N_OLD + 1);
         assert_int_equal(rs.expired, N_OLD + 1);
+        /* b made the route topic, with the settings deployment.md
+         * gives it. */
+        struct {
+                const char *name, *want;
+        } rconf[] = {{"cleanup.policy", "delete"},
+                     {"retention.ms", "604800000"},
+                     {"max.message.bytes", "16777216"}};
+        for (size_t i = 0; i < sizeof(rconf) / sizeof(rconf[0]); i++) {
+                topic_config(rk, "aagw.aagw.west.route.clicks.unified",
+                             rconf[i].name, v, sizeof(v));
+                assert_string_equal(v, rconf[i].want);
+        }
 
         /* 4. The broker deletes them; recent ids, unified by b. */
         struct deleted_arg d = {.rk = rk};
