@@ -30,7 +30,8 @@
  * Files: unify.c (this: epochs, decisions, producing, the thread and the
  * lifecycle), unify_topics.c (inputs, outputs and the start-up scan),
  * unify_scale.c (scale-out), unify_restore.c (scale-out restore and
- * standby); what they share is in unify_int.h.
+ * standby), unify_route.c (scale-out's route topic); what they share is
+ * in unify_int.h.
  */
 #include "unify_int.h"
 

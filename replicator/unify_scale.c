@@ -18,20 +18,24 @@
  * Output partition p of every unified topic is this process's iff it
  * owns work partition p % W.
  *
- * Routing: every process reads every input partition, as the
- * single-process stage does, and decides only the records whose output
- * partition (id hash, scoped entity key hash: unify_out_part()) it owns; it
- * skips the others.  N processes read the inputs N times: the chosen
- * trade-off against a repartition topic (one more write and read of
- * every record, one more topic per unified topic).  Nothing is assumed
- * about how the inputs are partitioned, and for the few processes a site
- * runs, reading is the cheap part.
+ * Routing: with scale_out.route (the default) each input partition is
+ * read by one process and its records routed into the site's route
+ * topic by output partition (unify_route.c); the owner of output
+ * partition p decides from route partition p.  Without it every process
+ * reads every input partition, as the single-process stage does, and
+ * decides only the records whose output partition (id hash, scoped
+ * entity key hash: unify_out_part()) it owns, skipping the others: N
+ * processes read the inputs N times.
  *
  * Positions are per (input partition i, output partition p): struct
  * uinput's opos/cpos.  An input partition is fetched from the smallest
  * position over the owned p, and a record for p at offset o is decided
  * iff p is owned and o >= opos[i][p] (unify_scale_filter()).  A p with no stored
- * position starts at the input's beginning, as a new input does.
+ * position starts at the input's beginning, as a new input does.  With
+ * the route, the route topic is one more input whose partition i holds
+ * only records of p = i (its positions are opos[i][i]); the inputs'
+ * positions stay as they were when the site last decided from them, and
+ * a routed record below its input's position for p is skipped.
  *
  * Transactions: the output records and the changelog records of the
  * decisions (unify_scale_decided()) go out in the owner's transaction; at least
