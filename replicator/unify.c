@@ -599,11 +599,20 @@ void unify_process(aagw_unify_t *u, rd_kafka_message_t **msgs, size_t n) {
         next:
                 if (routing) {
                         /* A rejected record has no output partition: it
-                         * goes where its decider audits it (0). */
-                        it->route_p =
-                            r->rejected ? 0 : unify_out_part(it->ut, r);
-                        it->state = 2;
-                        nr--;
+                         * goes where its decider audits it (0).  One of
+                         * an output partition owned here is decided at
+                         * once, with no hop: in the transaction that
+                         * commits its router's position, as a routed
+                         * one would be. */
+                        int32_t p = r->rejected ? 0 : unify_out_part(it->ut, r);
+                        if (it->ut->restored && unify_scale_owns(u, p)) {
+                                if (r->diverged)
+                                        note_diverged(u, r);
+                        } else {
+                                it->route_p = p;
+                                it->state   = 2;
+                                nr--;
+                        }
                 }
         }
         /* Scale-out: only what this process owns, in a transaction. */

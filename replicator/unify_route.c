@@ -12,6 +12,9 @@
  * lww: unify_out_part()), into partition p of the site's route topic
  * aagw.<id>.<site>.route.<unified topic>.  The process owning p reads
  * route partition p and decides from there as it would from the inputs.
+ * A record whose p the router owns itself is decided at once, in the
+ * transaction that commits the router's position (unify_process()): one
+ * process routes nothing, N route about (N-1)/N of the records.
  *
  * Exactly once: the routed records go into the router's transaction with
  * its positions, committed as the owners' group's offsets of the input

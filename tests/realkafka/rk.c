@@ -639,8 +639,24 @@ int64_t rk_size(struct rk *r, const char *alias, const char *topic) {
         return n;
 }
 
+static int64_t count_into(struct rk *r, const char *alias, const char *topic,
+                          const char *isolation, const char *header,
+                          struct rk_bag *values);
+
 int64_t rk_count(struct rk *r, const char *alias, const char *topic,
                  const char *isolation, struct rk_bag *values) {
+        return count_into(r, alias, topic, isolation, NULL, values);
+}
+
+int64_t rk_count_header(struct rk *r, const char *alias, const char *topic,
+                        const char *isolation, const char *header,
+                        struct rk_bag *values) {
+        return count_into(r, alias, topic, isolation, header, values);
+}
+
+static int64_t count_into(struct rk *r, const char *alias, const char *topic,
+                          const char *isolation, const char *header,
+                          struct rk_bag *values) {
         char             err[512];
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         const struct rd_kafka_metadata *md;
@@ -683,12 +699,22 @@ int64_t rk_count(struct rk *r, const char *alias, const char *topic,
                         }
                 } else if (!m->err) {
                         n++;
+                        rd_kafka_headers_t *h  = NULL;
+                        const void         *hv = NULL;
+                        size_t              hs = 0;
+                        if (values && header &&
+                            (rd_kafka_message_headers(m, &h) ||
+                             rd_kafka_header_get_last(h, header, &hv, &hs)))
+                                hv = NULL; /* none: counted as "" */
                         if (values) {
-                                char v[256];
+                                char        v[256];
+                                const char *src =
+                                    header ? (const char *)hv
+                                           : (const char *)m->payload;
+                                size_t len = header ? hs : m->len;
                                 snprintf(v, sizeof(v), "%.*s",
-                                         (int)(m->len < 255 ? m->len : 255),
-                                         m->payload ? (const char *)m->payload
-                                                    : "");
+                                         (int)(len < 255 ? len : 255),
+                                         src ? src : "");
                                 rk_bag_add(values, v);
                         }
                 }

@@ -162,6 +162,12 @@ struct rk_bag;
 int64_t rk_count(struct rk *r, const char *alias, const char *topic,
                  const char *isolation, struct rk_bag *values);
 
+/** rk_count(), adding each record's last @p header (its value; "" if it
+ *  has none) to @p values instead of its value. */
+int64_t rk_count_header(struct rk *r, const char *alias, const char *topic,
+                        const char *isolation, const char *header,
+                        struct rk_bag *values);
+
 /** @returns true once rk_size() reaches @p want, false after
  *  @p timeout_ms (printing what it holds). */
 bool rk_wait_size(struct rk *r, const char *alias, const char *topic,
