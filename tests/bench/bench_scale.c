@@ -14,8 +14,36 @@
  *   1  aagw --scale-out true, 1 process (transactions, no sharing)
  *   2  aagw --scale-out true, 2 processes
  *   3  aagw --scale-out true, 3 processes
+ *   u  as 1 with --set scale_out.route=false (--stage unify only)
+ *   v  as 3 with --set scale_out.route=false (--stage unify only)
  *   m  MirrorMaker 2, one process, tasks.max 3 (--stage flow only)
  *   b  the bare consume -> produce loop (--stage flow only)
+ *
+ * Letters 1-3 run aagw's default, scale_out.route true: the unify
+ * stage's input partitions are divided among the processes, and each
+ * record read goes once through the site's route topic
+ * (aagw.<gateway id>.west.route.<unified topic>) to the process that
+ * decides its unified partition.  u and v run the mode without the
+ * route, where every process reads every input and keeps the records of
+ * its own partitions.  They are letters of the same rounds, so that the
+ * two modes are measured alternately, under the same load of the machine
+ * and the brokers, and their CPU per million records compares.
+ *
+ * Served bytes (--stage unify, west started with kafka-clusters --jmx or
+ * AAGW_KAFKA_JMX=1, which exports AAGW_TEST_JMX_WEST): the route trades
+ * the reads of every input by every process for one read of the input
+ * and one of the route topic, which is what the brokers' network sends.
+ * Before the processes start and once all N records arrived, the program
+ * reads west's BytesOutPerSec meter (the record bytes of its fetch
+ * responses, a count since the broker started) through Kafka's JmxTool
+ * for the input topic, the route topic and all topics, and prints the
+ * differences per input record.  With the route the input topic's figure
+ * is the same for 1, 2 and 3 processes (each partition read once) and
+ * the route topic's about as much again; without it k processes read
+ * the input k times and the route topic is not used (0).  All topics
+ * also counts the changelogs and this program's own counter, which reads
+ * the unified topic, so about one unified record per input record of it
+ * is the bench's, not aagw's.
  *
  * Every measurement gets its own gateway id and topic names, so no state
  * carries over.  Progress is counted by this program's own read_committed
@@ -77,11 +105,28 @@
 #define STALL_TIMEOUT_S 90.0  /* no progress at the target */
 #define TAKEOVER_MAX_S  180.0
 
-enum meas { M_A, M_S1, M_S2, M_S3, M_MM2, M_BARE, M_TAKE, M_JOIN, M_CNT };
-static const char letters[M_CNT + 1] = "a123mbtj";
+enum meas {
+        M_A,
+        M_S1,
+        M_S2,
+        M_S3,
+        M_N1,
+        M_N3,
+        M_MM2,
+        M_BARE,
+        M_TAKE,
+        M_JOIN,
+        M_CNT
+};
+static const char letters[M_CNT + 1] = "a123uvmbtj";
+
 static const char *const names[M_CNT] = {
-    "aagw_single", "scale_out_1", "scale_out_2", "scale_out_3",
-    "mm2_3tasks",  "bare",        "takeover",    "join_leave"};
+    "aagw_single", "scale_out_1", "scale_out_2", "scale_out_3", "no_route_1",
+    "no_route_3",  "mm2_3tasks",  "bare",        "takeover",    "join_leave"};
+
+/* BytesOutPerSec's Count at west, summed over its brokers: [B_IN] the
+ * input topic, [B_ROUTE] the route topic, [B_ALL] every topic. */
+enum { B_IN, B_ROUTE, B_ALL, B_CNT };
 
 struct opts {
         size_t   records, value_size;
@@ -94,6 +139,9 @@ struct opts {
 struct res {
         bool   valid;
         double steady_rps, cpu_per_m, startup_s;
+        /* bytes west's brokers served per input record (enum above);
+         * NAN when not measured */
+        double bytes_per_rec[B_CNT];
         /* takeover */
         double kill_copy_s, kill_unified_s, stop_copy_s, stop_unified_s;
         /* join and leave: [0] join, [1] leave; [.][0] copy, [.][1]
@@ -104,6 +152,9 @@ struct res {
 struct env {
         const struct opts *o;
         const char        *east, *west, *self, *dir;
+        /* west's brokers' JMX agents (AAGW_TEST_JMX_WEST, "host:port,...")
+         * when the unify stage's served bytes are measured, else NULL */
+        const char        *jmx;
         rd_kafka_t        *east_rk, *west_rk;
         char               log4j[PATH_MAX];
 };
@@ -282,10 +333,12 @@ struct procs {
 };
 
 /* Start aagw number 'k' of a measurement: site west, flows from east,
- * the measurement's own gateway id; scale-out when 'scale'. */
+ * the measurement's own gateway id; scale-out when 'scale', with the
+ * unify stage's route (scale_out.route, aagw's default) when 'route'. */
 static harness_proc_t *aagw_spawn(struct env *e, const char *gw,
                                   const char *tag, int k, bool scale,
-                                  bool unify, const char *topic_re) {
+                                  bool route, bool unify,
+                                  const char *topic_re) {
         const char     *argv[64];
         size_t          a = 0, off = 0;
         char            buf[4096], errstr[512], name[64];
@@ -332,6 +385,10 @@ static harness_proc_t *aagw_spawn(struct env *e, const char *gw,
                 argv[a++] = "--set";
                 argv[a++] = "clusters.west.properties.consumer."
                             "heartbeat.interval.ms=1000";
+                if (!route) {
+                        argv[a++] = "--set";
+                        argv[a++] = "scale_out.route=false";
+                }
         }
         argv[a] = NULL;
         p = harness_proc_spawn(argv, out, err, errstr, sizeof(errstr));
@@ -381,13 +438,129 @@ static void procs_stop(struct procs *ps) {
         }
 }
 
+/* ---------------------------------------------------------- BYTES OUT -- */
+
+#define JMX_TIMEOUT_MS 60000
+#define BYTES_OUT "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec"
+
+/* One line of JmxTool's "properties" report, "OBJECT:Count=N": N into
+ * 'v' [B_IN] if OBJECT is the BytesOutPerSec of topic 'in', [B_ROUTE] of
+ * 'route', [B_ALL] of every topic (no topic key). */
+static void served_line(const char *line, const char *in, const char *route,
+                        int64_t v[B_CNT]) {
+        const char *cnt = strstr(line, ":Count="), *topic;
+        size_t      bl  = strlen(BYTES_OUT);
+        char       *end;
+        long long   n;
+
+        if (!cnt || strncmp(line, BYTES_OUT, bl))
+                return;
+        n = strtoll(cnt + 7, &end, 10);
+        if (end == cnt + 7 || *end)
+                return;
+        if (line + bl == cnt) {
+                v[B_ALL] += n;
+                return;
+        }
+        if (strncmp(line + bl, ",topic=", 7))
+                return;
+        topic = line + bl + 7;
+        if ((size_t)(cnt - topic) == strlen(in) &&
+            !strncmp(topic, in, strlen(in)))
+                v[B_IN] += n;
+        else if (route && (size_t)(cnt - topic) == strlen(route) &&
+                 !strncmp(topic, route, strlen(route)))
+                v[B_ROUTE] += n;
+}
+
+/* The bytes west's brokers have served (fetch responses' records; the
+ * meters' Count: since the broker started) from topic 'in', from
+ * 'route' (NULL: none) and from all topics, through Kafka's JmxTool, one
+ * run per broker.  A meter not there yet (no fetch of the topic so far)
+ * counts as 0.  Returns 0, or -1 (reported). */
+static int served_read(const struct env *e, const char *in, const char *route,
+                       int64_t v[B_CNT]) {
+        static const char *const jvm[] = {"-Xmx128m",
+                                          "-XX:+UseSerialGC",
+                                          "-XX:TieredStopAtLevel=1",
+                                          "-XX:-UsePerfData",
+                                          "-Djava.awt.headless=true",
+                                          NULL};
+        const char              *p     = e->jmx;
+
+        memset(v, 0, sizeof(*v) * B_CNT);
+        while (*p) {
+                const char      *argv[BENCH_ARGV_MAX];
+                char             buf[4096], errstr[512];
+                size_t           a = 0, off = 0, hl = strcspn(p, ",");
+                harness_output_t out   = {0};
+                harness_lines_t  lines = {0};
+                aagw_err_t       err;
+                bool             ok;
+
+                if (!bench_java_argv(argv, &a, jvm,
+                                     "org.apache.kafka.tools.JmxTool", NULL,
+                                     buf, sizeof(buf), &off)) {
+                        bench_errorf("served bytes: AAGW_KAFKA_LIB is not "
+                                     "set");
+                        return -1;
+                }
+                argv[a++] = "--jmx-url";
+                argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
+                                             "service:jmx:rmi:///jndi/rmi://"
+                                             "%.*s/jmxrmi",
+                                             (int)hl, p);
+                argv[a++] = "--object-name";
+                argv[a++] = BYTES_OUT;
+                argv[a++] = "--object-name";
+                argv[a++] = bench_buf_printf(buf, sizeof(buf), &off,
+                                             "%s,topic=%s", BYTES_OUT, in);
+                if (route) {
+                        argv[a++] = "--object-name";
+                        argv[a++] =
+                            bench_buf_printf(buf, sizeof(buf), &off,
+                                             "%s,topic=%s", BYTES_OUT, route);
+                }
+                argv[a++] = "--attributes";
+                argv[a++] = "Count";
+                argv[a++] = "--one-time";
+                argv[a++] = "true";
+                argv[a++] = "--report-format";
+                argv[a++] = "properties";
+                argv[a]   = NULL;
+                err = harness_run(argv, NULL, 0, JMX_TIMEOUT_MS, &out, errstr,
+                                  sizeof(errstr));
+                /* Every topic's meter is there from the broker's start:
+                 * a report without it is not what was asked for. */
+                ok = err == AAGW_OK && harness_exit_code(out.status) == 0 &&
+                     strstr(out.out, BYTES_OUT ":Count=") &&
+                     !harness_lines_split(out.out, &lines);
+                for (size_t i = 0; ok && i < lines.cnt; i++)
+                        served_line(lines.v[i], in, route, v);
+                if (!ok)
+                        bench_errorf("served bytes: JmxTool at %.*s: %s",
+                                     (int)hl, p,
+                                     err != AAGW_OK ? errstr
+                                     : out.err      ? out.err
+                                                    : "");
+                harness_lines_deinit(&lines);
+                harness_output_deinit(&out);
+                if (!ok)
+                        return -1;
+                p += hl;
+                if (*p == ',')
+                        p++;
+        }
+        return 0;
+}
+
 /* ----------------------------------------------------------- THROUGHPUT -- */
 
 static int measure(struct env *e, int run, enum meas m, struct res *res) {
         const struct opts *o = e->o;
         const int64_t      n = (int64_t)o->records;
         char               src[96], dst[128], tag[32], gw[128], re[128];
-        char               errstr[512], buf[4096];
+        char               errstr[512], buf[4096], route[320] = "";
         const char        *argv[BENCH_ARGV_MAX];
         size_t             a = 0, off = 0;
         struct procs       ps = {0};
@@ -395,9 +568,13 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
         double             t0, t_first = 0, t_last_move, cpu_first = NAN;
         int64_t            n_first = 0; /* at the target at t_first */
         int64_t            last = -1;
+        int64_t            served0[B_CNT], served1[B_CNT];
+        bool               served = e->jmx != NULL;
         int                rc = -1, dead;
 
         memset(res, 0, sizeof(*res));
+        for (int b = 0; b < B_CNT; b++)
+                res->bytes_per_rec[b] = NAN;
         snprintf(tag, sizeof(tag), "run%d-%c", run + 1, letters[m]);
         snprintf(src, sizeof(src), "sc%dr%d%c", o->unify ? 2 : 1, run + 1,
                  letters[m]);
@@ -405,6 +582,10 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
         snprintf(re, sizeof(re), "^%s$", src);
         if (o->unify) {
                 snprintf(dst, sizeof(dst), "%s.unified", src);
+                /* aagw's name for it (scale_out.route): none of the
+                 * letters without the route makes it; its bytes are 0. */
+                snprintf(route, sizeof(route), "aagw.%s.west.route.%s", gw,
+                         dst);
                 if (bench_topic_create(e->west_rk, src, o->partitions, errstr,
                                        sizeof(errstr)) ||
                     bench_topic_create(e->west_rk, dst, o->partitions, errstr,
@@ -438,6 +619,9 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
         /* The counter connected and fetching before anything is copied:
          * its own start must not eat into the measured stretch. */
         counter_poll(&c, 2000);
+        /* What west served so far: the meters count since its start. */
+        if (served && served_read(e, src, route, served0))
+                served = false;
 
         t0 = bench_now_s();
         switch (m) {
@@ -445,9 +629,12 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
         case M_S1:
         case M_S2:
         case M_S3:
-                ps.n = m == M_A ? 1 : m - M_S1 + 1;
+        case M_N1:
+        case M_N3:
+                ps.n = m == M_A || m == M_N1 ? 1 : m == M_N3 ? 3 : m - M_S1 + 1;
                 for (int k = 0; k < ps.n; k++)
                         if (!(ps.p[k] = aagw_spawn(e, gw, tag, k, m != M_A,
+                                                   m != M_N1 && m != M_N3,
                                                    o->unify, re)))
                                 goto out;
                 break;
@@ -551,6 +738,11 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
                                               ((double)(n - n_first) / 1e6)
                                         : NAN;
                         res->valid = true;
+                        if (served && !served_read(e, src, route, served1))
+                                for (int b = 0; b < B_CNT; b++)
+                                        res->bytes_per_rec[b] =
+                                            (double)(served1[b] - served0[b]) /
+                                            (double)n;
                         break;
                 }
                 if (!procs_alive(&ps, &dead)) {
@@ -571,9 +763,13 @@ static int measure(struct env *e, int run, enum meas m, struct res *res) {
                         goto out;
                 }
         }
-        printf("%s %-12s %10.0f records/s  %6.2f CPU s/1M  start %.1f s\n",
-               tag, names[m], res->steady_rps, res->cpu_per_m,
-               res->startup_s);
+        printf("%s %-12s %10.0f records/s  %6.2f CPU s/1M  start %.1f s", tag,
+               names[m], res->steady_rps, res->cpu_per_m, res->startup_s);
+        if (!isnan(res->bytes_per_rec[B_ALL]))
+                printf("  served B/rec: input %.1f route %.1f all %.1f",
+                       res->bytes_per_rec[B_IN], res->bytes_per_rec[B_ROUTE],
+                       res->bytes_per_rec[B_ALL]);
+        putchar('\n');
         fflush(stdout);
         rc = 0;
 out:
@@ -654,7 +850,7 @@ static int round_start(struct env *e, int run, char letter, int nprocs,
         rd->ps.n = nprocs;
         for (int k = 0; k < nprocs; k++)
                 if (!(rd->ps.p[k] = aagw_spawn(e, rd->gw, rd->tag, k, true,
-                                               true, rd->re)))
+                                               true, true, rd->re)))
                         return -1;
         rd->st.e     = e;
         rd->st.topic = rd->src;
@@ -822,7 +1018,7 @@ static int join_leave(struct env *e, int run, struct res *res) {
         for (int ev = 0; ev < 2; ev++) {
                 if (ev == 0) {
                         rd.ps.n = 3;
-                        if (!(rd.ps.p[2] = aagw_spawn(e, rd.gw, rd.tag, 2,
+                        if (!(rd.ps.p[2] = aagw_spawn(e, rd.gw, rd.tag, 2, true,
                                                       true, true, rd.re)))
                                 goto stop;
                 } else {
@@ -874,12 +1070,18 @@ static void usage(FILE *out) {
                 "  -m, --only LETTERS   measurements among %s "
                 "(default all)\n"
                 "      --stage flow|unify  what the throughput rounds "
-                "measure (default flow)\n"
+                "measure (default flow;\n"
+                "                       u, v: unify only; m, b: flow "
+                "only)\n"
                 "      --rate N         takeover, join/leave: records/s "
                 "produced (default 2000)\n"
                 "      --session S      takeover, join/leave: scale_out."
                 "session_timeout in s (default 6)\n"
-                "  -k, --keep           keep the logs\n",
+                "  -k, --keep           keep the logs\n\n"
+                "With --stage unify and AAGW_TEST_JMX_WEST (kafka-clusters "
+                "--jmx, or\nAAGW_KAFKA_JMX=1) and AAGW_KAFKA_LIB set, also "
+                "the bytes west's brokers\nserve per input record "
+                "(BytesOutPerSec through Kafka's JmxTool).\n",
                 letters);
 }
 
@@ -968,6 +1170,8 @@ static int parse(int argc, char **argv, struct opts *o) {
         }
         if (o->unify)
                 o->only &= ~((1u << M_MM2) | (1u << M_BARE));
+        else /* the route is the unify stage's; a flow has none */
+                o->only &= ~((1u << M_N1) | (1u << M_N3));
         return 0;
 bad:
         usage(stderr);
@@ -1014,6 +1218,15 @@ int main(int argc, char **argv) {
         e.o    = &o;
         e.east = getenv("AAGW_TEST_BOOTSTRAPS_EAST");
         e.west = getenv("AAGW_TEST_BOOTSTRAPS_WEST");
+        e.jmx  = getenv("AAGW_TEST_JMX_WEST");
+        if (!o.unify || (e.jmx && !*e.jmx))
+                e.jmx = NULL;
+        if (e.jmx &&
+            (!getenv("AAGW_KAFKA_LIB") || !*getenv("AAGW_KAFKA_LIB"))) {
+                bench_errorf("AAGW_TEST_JMX_WEST without AAGW_KAFKA_LIB "
+                             "(Kafka's jars, for JmxTool): no served bytes");
+                e.jmx = NULL;
+        }
         if (!e.east || !e.west) {
                 usage(stderr);
                 return BENCH_EXIT_USAGE;
@@ -1042,6 +1255,17 @@ int main(int argc, char **argv) {
                "runs; logs in %s\n",
                o.records, o.value_size, o.partitions,
                o.unify ? "unify" : "flow", o.runs, dir);
+        if (e.jmx)
+                printf("# served B/rec: bytes west's brokers served "
+                       "(BytesOutPerSec, JMX at %s) per input\n"
+                       "# record, from aagw's start to the last record's "
+                       "arrival: input = the input\n"
+                       "# topic, route = the route topic, all = every "
+                       "topic, which includes this\n"
+                       "# program's own read_committed reads of the "
+                       "unified topic (about one\n"
+                       "# unified record per input record)\n",
+                       e.jmx);
         all = calloc((size_t)(o.runs * M_CNT), sizeof(*all));
         for (int run = 0; run < o.runs; run++)
                 for (int m = 0; m < M_CNT; m++) {
@@ -1057,7 +1281,7 @@ int main(int argc, char **argv) {
         /* Medians, and ratios per run against the single process. */
         printf("\n# medians over %d runs\n", o.runs);
         for (int m = 0; m < M_CNT; m++) {
-                double v[64], c[64], ra[64];
+                double v[64], c[64], ra[64], by[B_CNT][64];
                 if (!(o.only & (1u << m)) || m == M_TAKE || m == M_JOIN)
                         continue;
                 for (int run = 0; run < o.runs; run++) {
@@ -1068,11 +1292,21 @@ int main(int argc, char **argv) {
                         ra[run] = r->valid && b->valid
                                       ? r->steady_rps / b->steady_rps
                                       : NAN;
+                        for (int k = 0; k < B_CNT; k++)
+                                by[k][run] =
+                                    r->valid ? r->bytes_per_rec[k] : NAN;
                 }
                 printf("%c %-12s %10.0f records/s  %6.2f CPU s/1M  "
-                       "x%.2f of a\n",
+                       "x%.2f of a",
                        letters[m], names[m], median(v, o.runs),
                        median(c, o.runs), median(ra, o.runs));
+                if (e.jmx)
+                        printf("  served B/rec: input %.1f route %.1f "
+                               "all %.1f",
+                               median(by[B_IN], o.runs),
+                               median(by[B_ROUTE], o.runs),
+                               median(by[B_ALL], o.runs));
+                putchar('\n');
         }
         if (o.only & (1u << M_TAKE)) {
                 double k1[64], k2[64], s1[64], s2[64];
