@@ -584,6 +584,7 @@ static json_object *unify_json(const aagw_unify_t *u) {
                 SO64("restores", st.restores);
                 SO64("restore_ms_total", st.restore_ms_total);
                 SO64("restored_records", st.restored_records);
+                SO64("routed", st.routed);
                 SO64("transactions", st.txn_commits);
                 SO64("aborted", st.aborted);
                 SO64("fenced", st.fenced);
@@ -887,19 +888,18 @@ static char *status_text(const struct gw_admin *a) {
                 if (member) {
                         char owned[1024];
                         aagw_unify_owned(u, owned, sizeof(owned));
-                        gw_sb_printf(&b,
-                                  "member:%s\nowned:%s\nowned_partitions:%d"
-                                  "\nrebalances:%" PRIu64
-                                  "\nrestores:%" PRIu64
-                                  "\nrestore_ms_total:%" PRIu64
-                                  "\nrestored_records:%" PRIu64
-                                  "\ntransactions:%" PRIu64
-                                  "\naborted:%" PRIu64 "\nfenced:%" PRIu64
-                                  "\n",
-                                  member, owned, st.owned_partitions,
-                                  st.rebalances, st.restores,
-                                  st.restore_ms_total, st.restored_records,
-                                  st.txn_commits, st.aborted, st.fenced);
+                        gw_sb_printf(
+                            &b,
+                            "member:%s\nowned:%s\nowned_partitions:%d"
+                            "\nrebalances:%" PRIu64 "\nrestores:%" PRIu64
+                            "\nrestore_ms_total:%" PRIu64
+                            "\nrestored_records:%" PRIu64 "\nrouted:%" PRIu64
+                            "\ntransactions:%" PRIu64 "\naborted:%" PRIu64
+                            "\nfenced:%" PRIu64 "\n",
+                            member, owned, st.owned_partitions, st.rebalances,
+                            st.restores, st.restore_ms_total,
+                            st.restored_records, st.routed, st.txn_commits,
+                            st.aborted, st.fenced);
                 }
         }
         if (a->view.member)

@@ -91,10 +91,10 @@ static const struct metric metrics[] = {
 
     /* ---------------------------------------------------- per flow */
     {"aagw_flow_up", G,
-     "1 while the flow runs (or starts), 0 once failed or stopped.",
-     OVER_FLOWS, V_UP, 0},
-    {"aagw_flow_paused", G, "1 while the flow is paused.", OVER_FLOWS,
-     V_PAUSED, 0},
+     "1 while the flow runs (or starts), 0 once failed or stopped.", OVER_FLOWS,
+     V_UP, 0},
+    {"aagw_flow_paused", G, "1 while the flow is paused.", OVER_FLOWS, V_PAUSED,
+     0},
     {"aagw_replication_records_in_total", C,
      "Records consumed from the source.", FLOW(records_in)},
     {"aagw_replication_records_out_total", C,
@@ -112,8 +112,7 @@ static const struct metric metrics[] = {
      "Records whose bad provenance was stripped (action pass).",
      FLOW(bad_passed)},
     {"aagw_replication_produce_errors_total", C,
-     "Permanent delivery failures (then dead-lettered).",
-     FLOW(produce_errors)},
+     "Permanent delivery failures (then dead-lettered).", FLOW(produce_errors)},
     {"aagw_replication_fetch_restarts_total", C,
      "Source partitions whose fetch was restarted after it stood still "
      "while the leader held more.",
@@ -215,8 +214,8 @@ static const struct metric metrics[] = {
      SCALE(txn_fenced)},
     {"aagw_scale_work_partitions", G, "Work partitions this member owns.",
      SCALE(work_partitions)},
-    {"aagw_scale_source_partitions", G,
-     "Source partitions this member copies.", SCALE(partitions)},
+    {"aagw_scale_source_partitions", G, "Source partitions this member copies.",
+     SCALE(partitions)},
 
     /* ------------------------------------- per flow, and something */
     {"aagw_topic_partitions_missing", G,
@@ -286,9 +285,12 @@ static const struct metric metrics[] = {
     {"aagw_unify_restore_ms_total", C,
      "Scale-out: milliseconds spent restoring changelogs.",
      SITE(restore_ms_total)},
+    {"aagw_unify_routed_total", C,
+     "Scale-out: input records this process routed into the site's route "
+     "topics (those whose unified partition another process owns).",
+     SITE(routed)},
     {"aagw_unify_restored_records_total", C,
-     "Scale-out: changelog records read by restores.",
-     SITE(restored_records)},
+     "Scale-out: changelog records read by restores.", SITE(restored_records)},
     {"aagw_unify_transactions_total", C,
      "Scale-out: transactions committed (output, changelog and the owners' "
      "fence together).",

@@ -1196,6 +1196,8 @@ struct aagw_unify_stats {
         uint64_t restores;         /**< changelog partitions restored */
         uint64_t restore_ms_total; /**< time spent restoring */
         uint64_t restored_records; /**< changelog records read */
+        uint64_t routed;           /**< input records written to the
+                                        route topic (scale_out.route) */
         uint64_t fenced;           /**< transactions refused: the group
                                         had moved on (a zombie) */
         uint64_t aborted;          /**< transactions aborted and redone */

@@ -1083,6 +1083,7 @@ void aagw_unify_stats(const aagw_unify_t *uc, struct aagw_unify_stats *st) {
         st->restores    = LD(restores);
         st->restore_ms_total = LD(restore_ms_total);
         st->restored_records = LD(restored_records);
+        st->routed           = LD(routed);
         st->fenced           = LD(tx.fenced);
         st->aborted          = LD(tx.aborted);
         st->txn_commits      = LD(tx.committed);

@@ -433,17 +433,20 @@ static void test_scale_unify(void **state) {
                                      sizeof(err)),
                          AAGW_OK);
         if (harness_exit_code(so.status) != 0 ||
-            !strstr(so.out, "\nmember:b\n") ||
-            !strstr(so.out, "\nowned:") ||
+            !strstr(so.out, "\nmember:b\n") || !strstr(so.out, "\nowned:") ||
             !strstr(so.out, "clicks.unified ") ||
             !strstr(so.out, "\nrebalances:") ||
             !strstr(so.out, "\nrestores:") ||
-            !strstr(so.out, "\ntransactions:"))
+            !strstr(so.out, "\ntransactions:") ||
+            !strstr(so.out, "\nrouted:") ||
+            atoll(strstr(so.out, "\nrouted:") + strlen("\nrouted:")) <= 0)
                 fail_msg("aagw status of b (exit %d):\n%s%s",
                          harness_exit_code(so.status), so.out, so.err);
         const char *own = strstr(so.out, "\nowned:");
-        print_message("# aagw status of b: %.*s\n",
-                      (int)strcspn(own + 1, "\n"), own + 1);
+        const char *rtd = strstr(so.out, "\nrouted:");
+        print_message("# aagw status of b: %.*s, %.*s\n",
+                      (int)strcspn(own + 1, "\n"), own + 1,
+                      (int)strcspn(rtd + 1, "\n"), rtd + 1);
         harness_output_deinit(&so);
         static const char *const what[] = {"restored", DONE, "fenced",
                                            "lost", "aborted", NULL};

@@ -343,6 +343,11 @@ char *gw_metrics_before(const struct gw_admin_view *view) {
         UCOUNTER("aagw_unify_restore_ms_total",
                  "Scale-out: milliseconds spent restoring changelogs.",
                  restore_ms_total);
+        UCOUNTER("aagw_unify_routed_total",
+                 "Scale-out: input records this process routed into the "
+                 "site's route topics (those whose unified partition another "
+                 "process owns).",
+                 routed);
         UCOUNTER("aagw_unify_restored_records_total",
                  "Scale-out: changelog records read by restores.",
                  restored_records);
