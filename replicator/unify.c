@@ -1002,6 +1002,10 @@ void aagw_unify_destroy(aagw_unify_t *u) {
                         rd_kafka_topic_destroy(u->topics[t]->audit_rkt);
                         u->topics[t]->audit_rkt = NULL;
                 }
+                if (u->topics[t]->route_rkt) {
+                        rd_kafka_topic_destroy(u->topics[t]->route_rkt);
+                        u->topics[t]->route_rkt = NULL;
+                }
         }
         if (u->scale && u->ops->audit_out)
                 u->ops->audit_out(u->st, NULL, NULL);
@@ -1013,6 +1017,8 @@ void aagw_unify_destroy(aagw_unify_t *u) {
         replicator_consumer_close(u->end_probe, REPLICATOR_CLOSE_MS());
         if (u->sbq)
                 rd_kafka_queue_destroy(u->sbq);
+        if (u->purge_q)
+                rd_kafka_queue_destroy(u->purge_q);
         replicator_destroy_clients(
             (const struct replicator_doomed[]){
                 {u->producer, 0},

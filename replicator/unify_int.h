@@ -96,6 +96,8 @@ struct utopic {
         char                  route[AAGW_TOPIC_MAX + 1];
         rd_kafka_topic_t     *route_rkt;
         struct uinput        *rin;
+        int64_t              *purged; /* per route partition: deleted
+                                         below this offset, -1 */
         bool                  restored;
         int64_t              *sb_next; /* scale_out.standby: per output
                                           partition p the next offset of
@@ -152,6 +154,12 @@ struct aagw_unify {
         bool                 route;       /* scale_out.route */
         bool                 in_owner_cb; /* inside an owner callback: no
                                              owner_poll() */
+        /* The route partitions' purge (unify_route_purge()): the admin
+         * answers' queue, the last request's time, one in flight. */
+        rd_kafka_queue_t *purge_q;
+        int64_t           purge_ms;
+        bool              purge_pending;
+        uint64_t          purge_errors;
         /* Per batch item: the input topic a routed record came from. */
         char (*otopic)[AAGW_TOPIC_MAX + 1];
         rd_kafka_t          *consumer, *producer, *reader, *admin;
@@ -547,6 +555,11 @@ bool unify_route_unwrap(aagw_unify_t *u, struct aagw_rec *rec, char *topic,
  * transaction.  Returns 0, or -1 (the transaction is broken or the
  * stage failed). */
 int unify_route_send(aagw_unify_t *u, size_t n);
+
+/* Delete what the owned route partitions hold below their committed
+ * positions (decided for good), at most every ROUTE_PURGE_MS, one
+ * request at a time (answers taken here, never waited for). */
+void unify_route_purge(aagw_unify_t *u);
 
 /* Whether a router position moved since the last commit. */
 bool unify_route_moved(aagw_unify_t *u);

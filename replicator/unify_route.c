@@ -44,6 +44,10 @@
 #include <xxhash.h>
 
 #define ROUTE_FETCH_MS 60000
+/* A routed record is deleted once its decision is committed: the route
+ * topic holds about this long of routed records, not its retention's
+ * worth. */
+#define ROUTE_PURGE_MS 10000
 
 bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
         if (!u->route)
@@ -134,6 +138,15 @@ int unify_route_ready(aagw_unify_t *u, struct utopic *ut) {
                                     u->out_producer, ut->route, NULL))) {
                 ufail(u, "out of memory");
                 return -1;
+        }
+        if (!ut->purged) {
+                if (!(ut->purged = malloc((size_t)ut->out_parts *
+                                          sizeof(*ut->purged)))) {
+                        ufail(u, "out of memory");
+                        return -1;
+                }
+                for (int32_t p = 0; p < ut->out_parts; p++)
+                        ut->purged[p] = -1;
         }
         if (ut->rin)
                 return 0;
@@ -475,4 +488,84 @@ void unify_route_committed(aagw_unify_t *u) {
                                         ui->rcpos[i] = ui->next[i];
                 }
         }
+}
+
+/* The answer to a purge: errors logged at the 1st, 2nd, 4th, ...; the
+ * partitions of a failed request are asked for again next time. */
+static void purge_answered(aagw_unify_t *u, rd_kafka_event_t *ev) {
+        const rd_kafka_topic_partition_list_t *l   = NULL;
+        rd_kafka_resp_err_t                    err = rd_kafka_event_error(ev);
+        const char *why = rd_kafka_event_error_string(ev);
+
+        if (!err && (l = rd_kafka_DeleteRecords_result_offsets(
+                         rd_kafka_event_DeleteRecords_result(ev))))
+                for (int i = 0; i < l->cnt && !err; i++)
+                        if ((err = l->elems[i].err))
+                                why = rd_kafka_err2str(err);
+        if (!err)
+                return;
+        for (size_t t = 0; t < u->ntopics; t++)
+                for (int32_t p = 0;
+                     u->topics[t]->purged && p < u->topics[t]->out_parts; p++)
+                        u->topics[t]->purged[p] = -1;
+        uint64_t n = ++u->purge_errors;
+        if (!(n & (n - 1)))
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: deleting decided records from the route "
+                         "topics: %s (%" PRIu64 " such failures so far; "
+                         "they stay until the topics' retention.ms: grant "
+                         "aagw Delete on them)",
+                         u->site, why ? why : rd_kafka_err2str(err), n);
+}
+
+void unify_route_purge(aagw_unify_t *u) {
+        rd_kafka_event_t *ev;
+
+        if (!u->route)
+                return;
+        while (u->purge_q && (ev = rd_kafka_queue_poll(u->purge_q, 0))) {
+                if (rd_kafka_event_type(ev) ==
+                    RD_KAFKA_EVENT_DELETERECORDS_RESULT) {
+                        purge_answered(u, ev);
+                        u->purge_pending = false;
+                }
+                rd_kafka_event_destroy(ev);
+        }
+        int64_t now = aagw_mono_ms();
+        if (u->purge_pending || now - u->purge_ms < ROUTE_PURGE_MS)
+                return;
+        u->purge_ms                        = now;
+        rd_kafka_topic_partition_list_t *l = NULL;
+        for (size_t t = 0; t < u->ntopics; t++) {
+                struct utopic *ut = u->topics[t];
+                struct uinput *ri = ut->rin;
+                if (!ut->ready || !ut->restored || !ri || !ut->purged ||
+                    ri->opos_parts < ut->out_parts)
+                        continue;
+                for (int32_t p = 0; p < ut->out_parts; p++) {
+                        int64_t at = ri->cpos[(size_t)p * ut->out_parts + p];
+                        if (!unify_scale_owns(u, p) || at <= 0 ||
+                            at <= ut->purged[p])
+                                continue;
+                        if (!l)
+                                l = rd_kafka_topic_partition_list_new(16);
+                        rd_kafka_topic_partition_list_add(l, ut->route, p)
+                            ->offset  = at;
+                        ut->purged[p] = at;
+                }
+        }
+        if (!l)
+                return;
+        if (!u->purge_q)
+                u->purge_q = rd_kafka_queue_new(u->admin);
+        rd_kafka_DeleteRecords_t *dr = rd_kafka_DeleteRecords_new(l);
+        rd_kafka_AdminOptions_t  *o  = rd_kafka_AdminOptions_new(
+              u->admin, RD_KAFKA_ADMIN_OP_DELETERECORDS);
+        char err[256];
+        rd_kafka_AdminOptions_set_request_timeout(o, 30000, err, sizeof(err));
+        rd_kafka_DeleteRecords(u->admin, &dr, 1, o, u->purge_q);
+        rd_kafka_DeleteRecords_destroy(dr);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_topic_partition_list_destroy(l);
+        u->purge_pending = true;
 }

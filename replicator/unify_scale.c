@@ -539,6 +539,16 @@ int unify_scale_decided(aagw_unify_t *u, struct item *it,
         return unify_scale_state(u, it->ut, unify_out_part(it->ut, r), &c);
 }
 
+/* Where input partition 'i' of 'ui' stands for the changelog.  A route
+ * partition not read from yet stands at 0: its position is written all
+ * the same, once, because a changelog partition without any position
+ * means a site that ran without scale-out (unify_scale_seed()), and a
+ * route partition may get no record at all (a router owning every
+ * output partition routes nothing). */
+static int64_t scale_next(const struct uinput *ui, int32_t i) {
+        return ui->route && ui->next[i] < 0 ? 0 : ui->next[i];
+}
+
 /* Commit the open transaction (opening one if positions moved): the
  * positions that moved go to the changelog first.  Returns 0, or -1 if
  * the stage failed. */
@@ -562,8 +572,9 @@ int unify_scale_commit(aagw_unify_t *u) {
                                         size_t  x = (size_t)i * ut->out_parts + p;
                                         if (u->route && (!ui->route || i != p))
                                                 continue;
-                                        if (unify_scale_owns(u, p) && ui->next[i] >= 0 &&
-                                            ui->next[i] > ui->cpos[x])
+                                        if (unify_scale_owns(u, p) &&
+                                            scale_next(ui, i) >= 0 &&
+                                            scale_next(ui, i) > ui->cpos[x])
                                                 moved = true;
                                 }
                 }
@@ -599,11 +610,12 @@ int unify_scale_commit(aagw_unify_t *u) {
                                          * group's offsets.) */
                                         if (u->route && (!ui->route || i != p))
                                                 continue;
-                                        if (!unify_scale_owns(u, p) || ui->next[i] < 0 ||
-                                            ui->next[i] <= ui->cpos[x])
+                                        int64_t nx = scale_next(ui, i);
+                                        if (!unify_scale_owns(u, p) || nx < 0 ||
+                                            nx <= ui->cpos[x])
                                                 continue;
-                                        if (ui->next[i] > ui->opos[x])
-                                                ui->opos[x] = ui->next[i];
+                                        if (nx > ui->opos[x])
+                                                ui->opos[x] = nx;
                                         c.partition = i;
                                         c.offset    = ui->opos[x];
                                         /* Refused (the transaction is
@@ -1217,6 +1229,7 @@ int unify_scale_poll(aagw_unify_t *u) {
         int iv = u->conf.scale_out->commit_interval_ms > 0
                      ? u->conf.scale_out->commit_interval_ms
                      : 200;
+        unify_route_purge(u);
         if (now - (u->tx.open ? u->tx.begun_ms : u->last_commit_ms) >= iv) {
                 u->last_commit_ms = now;
                 return unify_scale_commit(u);

@@ -457,6 +457,7 @@ void unify_utopic_free(struct utopic *ut) {
         }
         if (ut->route_rkt)
                 rd_kafka_topic_destroy(ut->route_rkt);
+        free(ut->purged);
         if (ut->out_rkt)
                 rd_kafka_topic_destroy(ut->out_rkt);
         if (ut->state_rkt)

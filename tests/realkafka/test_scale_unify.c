@@ -218,6 +218,29 @@ static int64_t zombie_records(const char *path) {
         return n;
 }
 
+/* The sum of the low watermarks of 'topic' at west: records deleted
+ * from its beginning (retention, DeleteRecords). */
+static int64_t low_sum(struct rk *r, const char *topic, int parts) {
+        char             err[256];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        int64_t          sum  = 0;
+
+        assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+                                           rk_bs(r, "west"), err, sizeof(err)),
+                         RD_KAFKA_CONF_OK);
+        rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+        assert_non_null(c);
+        for (int p = 0; p < parts; p++) {
+                int64_t lo = -1, hi = -1;
+                assert_int_equal(rd_kafka_query_watermark_offsets(
+                                     c, topic, p, &lo, &hi, 10000),
+                                 RD_KAFKA_RESP_ERR_NO_ERROR);
+                sum += lo;
+        }
+        rd_kafka_destroy(c);
+        return sum;
+}
+
 /* --------------------------------------------------------------- AUDIT --- */
 
 /* `aagw audit WHAT... --json` with a member's flags on a state dir that
@@ -525,16 +548,22 @@ static void test_scale_unify(void **state) {
         const char *route_topics[] = {"aagw.aagw.west.route.clicks.unified",
                                       "aagw.aagw.west.route.profiles.unified"};
         int64_t     inputs_w[]     = {ids + extras_w, t.versions + stale_w};
+        int         route_parts[]  = {6, 4};
         for (int k = 0; k < 2; k++) {
                 struct rk_bag *at = rk_bag_new();
                 int64_t        n  = rk_count_header(r, "west", route_topics[k],
                                                     "read_committed", "aagw.route", at);
                 int64_t        distinct = rk_bag_distinct(at);
+                /* Decided records are deleted from the route topic as
+                 * their decisions commit (every 10 s). */
+                int64_t purged = low_sum(r, route_topics[k], route_parts[k]);
                 print_message("# %s: %" PRId64 " records, %" PRId64
                               " input coordinates (inputs got %" PRId64
-                              "), %" PRId64 " without one\n",
+                              "), %" PRId64 " without one; %" PRId64
+                              " offsets deleted from its beginning\n",
                               route_topics[k], n, distinct, inputs_w[k],
-                              rk_bag_count(at, ""));
+                              rk_bag_count(at, ""), purged);
+                assert_true(purged > 0);
                 assert_true(n > 0);
                 assert_int_equal(distinct, n);
                 assert_int_equal(rk_bag_count(at, ""), 0);

@@ -424,6 +424,52 @@ static void test_scale_window(void **state) {
         assert_int_equal(n, N_OLD + N_RECENT + 1);
         rk_bag_destroy(got);
         assert_int_equal(rk_gwn_stop(r, &g[2], SIGTERM, 30000), 0);
+
+        /* 6. One member alone on a new unified topic routes nothing (it
+         * owns every output partition): its route partitions stay empty,
+         * yet their positions reach the changelog, so its restart
+         * restores from the changelog instead of taking the site for one
+         * that ran without scale-out (a rebuild from the output), and
+         * delivers nothing twice. */
+        rk_create_topic(r, "west", "solo", PARTS, 1, 0);
+        rk_create_topic(r, "west", "solo.unified", PARTS, 1, 0);
+        const char *args_d[sizeof(args) / sizeof(args[0])];
+        memcpy(args_d, args, sizeof(args));
+        for (size_t i = 0; args_d[i]; i++)
+                if (!strcmp(args_d[i], "clicks"))
+                        args_d[i] = "solo";
+        rk_produce_keyed(r, "west", "solo", PARTS, "s", 0, 50);
+        rk_gwn_start(r, &g[0], "d", args_d);
+        rk_gwn_expect_log(&g[0], DONE, 0, 60000);
+        deadline = harness_now_ms() + 30000;
+        while (rk_count(r, "west", "solo.unified", "read_committed", NULL) <
+                   50 &&
+               harness_now_ms() < deadline) {
+                struct timespec ts = {0, 300 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
+        rk_gwn_start(r, &g[0], NULL, args_d);
+        rk_gwn_expect_log(&g[0], DONE, 0, 60000);
+        rk_produce_keyed(r, "west", "solo", PARTS, "s", 0, 60);
+        deadline = harness_now_ms() + 30000;
+        while (rk_count(r, "west", "solo.unified", "read_committed", NULL) <
+                   60 &&
+               harness_now_ms() < deadline) {
+                struct timespec ts = {0, 300 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        int rebuilt = rk_log_count(g[0].log, "had no changelog");
+        got         = rk_bag_new();
+        n = rk_count(r, "west", "solo.unified", "read_committed", got);
+        print_message("# solo.unified after d's restart: %" PRId64
+                      " records, %" PRId64 " distinct; rebuilds logged %d\n",
+                      n, rk_bag_distinct(got), rebuilt);
+        assert_int_equal(rebuilt, 0);
+        assert_int_equal(n, 60);
+        assert_int_equal(rk_bag_distinct(got), 60);
+        rk_bag_destroy(got);
+        assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
         rd_kafka_destroy(rk);
         print_message("# wall %.1f s\n", rk_elapsed(r));
 }
