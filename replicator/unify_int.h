@@ -488,6 +488,11 @@ int unify_scale_commit(aagw_unify_t *u);
 void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts);
 
+/* The site's topic of 'kind' (state, ids, audit, route) for unified
+ * topic 'out', aagw.<id>.<site>.<kind>.<out>, into 'dst' (AAGW_TOPIC_MAX
+ * + 1 bytes).  Returns 0, or -1 (the stage failed: too long a name). */
+int unify_site_topic(aagw_unify_t *u, const char *kind, const char *out,
+                     char *dst);
 int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
                                 char *ids, char *audit);
 /* The decider's audit entries under scale-out, into the open transaction

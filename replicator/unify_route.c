@@ -61,20 +61,7 @@ bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
 }
 
 int unify_route_name(aagw_unify_t *u, const char *out, char *route) {
-        char name[3 * AAGW_TOPIC_MAX];
-
-        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.route.%s",
-                             u->conf.gateway_id, u->site,
-                             out) >= AAGW_TOPIC_MAX + 1) {
-                ufail(u,
-                      "the route topic of %s, %s, is longer than Kafka's %d "
-                      "bytes for a topic name (shorten gateway.id or the "
-                      "unified topic's name)",
-                      out, name, AAGW_TOPIC_MAX);
-                return -1;
-        }
-        memcpy(route, name, strlen(name) + 1);
-        return 0;
+        return unify_site_topic(u, "route", out, route);
 }
 
 int unify_route_make(aagw_unify_t *u, const char *out, int32_t parts,
@@ -426,7 +413,13 @@ int unify_route_send(aagw_unify_t *u, size_t n) {
         return 0;
 }
 
-bool unify_route_moved(aagw_unify_t *u) {
+/* Call 'fn' on each input partition routed here whose committed
+ * position is known, while it returns false; returns whether one
+ * returned true. */
+static bool route_walk(aagw_unify_t *u,
+                       bool (*fn)(aagw_unify_t *u, struct uinput *ui, int32_t i,
+                                  void *arg),
+                       void *arg) {
         for (size_t t = 0; t < u->ntopics; t++) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready || !ut->restored)
@@ -435,59 +428,56 @@ bool unify_route_moved(aagw_unify_t *u) {
                         struct uinput *ui = ut->in[k];
                         for (int32_t i = 0; !ui->route && i < ui->rcpos_parts;
                              i++)
-                                if (ui->next[i] >= 0 &&
-                                    ui->rcpos[i] != ROUTE_UNKNOWN &&
-                                    ui->next[i] != ui->rcpos[i] &&
-                                    unify_reads(u, ui, i))
+                                if (ui->rcpos[i] != ROUTE_UNKNOWN &&
+                                    unify_reads(u, ui, i) && fn(u, ui, i, arg))
                                         return true;
                 }
         }
         return false;
 }
 
+static bool moved_one(aagw_unify_t *u, struct uinput *ui, int32_t i,
+                      void *arg) {
+        (void)u;
+        (void)arg;
+        return ui->next[i] >= 0 && ui->next[i] != ui->rcpos[i];
+}
+
+bool unify_route_moved(aagw_unify_t *u) {
+        return route_walk(u, moved_one, NULL);
+}
+
+static bool add_moved(aagw_unify_t *u, struct uinput *ui, int32_t i,
+                      void *arg) {
+        rd_kafka_topic_partition_list_t **l = arg;
+
+        if (!moved_one(u, ui, i, NULL))
+                return false;
+        if (!*l)
+                *l = rd_kafka_topic_partition_list_new(16);
+        rd_kafka_topic_partition_list_add(*l, ui->topic, i)->offset =
+            ui->next[i];
+        return false;
+}
+
 rd_kafka_topic_partition_list_t *unify_route_positions(aagw_unify_t *u) {
         rd_kafka_topic_partition_list_t *l = NULL;
 
-        for (size_t t = 0; t < u->ntopics; t++) {
-                struct utopic *ut = u->topics[t];
-                if (!ut->ready || !ut->restored)
-                        continue;
-                for (size_t k = 0; k < ut->nin; k++) {
-                        struct uinput *ui = ut->in[k];
-                        for (int32_t i = 0; !ui->route && i < ui->rcpos_parts;
-                             i++) {
-                                if (ui->next[i] < 0 ||
-                                    ui->rcpos[i] == ROUTE_UNKNOWN ||
-                                    ui->next[i] == ui->rcpos[i] ||
-                                    !unify_reads(u, ui, i))
-                                        continue;
-                                if (!l)
-                                        l = rd_kafka_topic_partition_list_new(
-                                            16);
-                                rd_kafka_topic_partition_list_add(l, ui->topic,
-                                                                  i)
-                                    ->offset = ui->next[i];
-                        }
-                }
-        }
+        route_walk(u, add_moved, &l);
         return l;
 }
 
+static bool set_committed(aagw_unify_t *u, struct uinput *ui, int32_t i,
+                          void *arg) {
+        (void)u;
+        (void)arg;
+        if (ui->next[i] >= 0)
+                ui->rcpos[i] = ui->next[i];
+        return false;
+}
+
 void unify_route_committed(aagw_unify_t *u) {
-        for (size_t t = 0; t < u->ntopics; t++) {
-                struct utopic *ut = u->topics[t];
-                if (!ut->ready || !ut->restored)
-                        continue;
-                for (size_t k = 0; k < ut->nin; k++) {
-                        struct uinput *ui = ut->in[k];
-                        for (int32_t i = 0; !ui->route && i < ui->rcpos_parts;
-                             i++)
-                                if (ui->next[i] >= 0 &&
-                                    ui->rcpos[i] != ROUTE_UNKNOWN &&
-                                    unify_reads(u, ui, i))
-                                        ui->rcpos[i] = ui->next[i];
-                }
-        }
+        route_walk(u, set_committed, NULL);
 }
 
 /* The answer to a purge: errors logged at the 1st, 2nd, 4th, ...; the

@@ -777,34 +777,34 @@ static void scale_lost(void *opaque,
         unify_scale_publish(u);
 }
 
-/* The changelogs of unified topic 'out' into 'state' and 'ids' (each
- * AAGW_TOPIC_MAX + 1 bytes).  Returns 0, or -1 (the stage failed: a
- * name longer than Kafka allows). */
-int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
-                                char *ids, char *audit) {
-        char name[3 * AAGW_TOPIC_MAX], id[3 * AAGW_TOPIC_MAX],
-            aud[3 * AAGW_TOPIC_MAX];
+int unify_site_topic(aagw_unify_t *u, const char *kind, const char *out,
+                     char *dst) {
+        char name[3 * AAGW_TOPIC_MAX];
 
-        snprintf(id, sizeof(id), "aagw.%s.%s.ids.%s", u->conf.gateway_id,
-                 u->site, out);
-        snprintf(aud, sizeof(aud), "aagw.%s.%s.audit.%s", u->conf.gateway_id,
-                 u->site, out);
-        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.state.%s",
-                             u->conf.gateway_id, u->site,
-                             out) >= AAGW_TOPIC_MAX + 1 ||
-            strlen(id) >= AAGW_TOPIC_MAX + 1 ||
-            strlen(aud) >= AAGW_TOPIC_MAX + 1) {
+        if ((size_t)snprintf(name, sizeof(name), "aagw.%s.%s.%s.%s",
+                             u->conf.gateway_id, u->site, kind,
+                             out) >= AAGW_TOPIC_MAX + 1) {
                 ufail(u,
-                      "the changelog of %s, %s, is longer than Kafka's "
-                      "%d bytes for a topic name (shorten gateway.id or "
-                      "the unified topic's name)",
-                      out, name, AAGW_TOPIC_MAX);
+                      "the %s topic of %s, %s, is longer than Kafka's %d "
+                      "bytes for a topic name (shorten gateway.id or the "
+                      "unified topic's name)",
+                      kind, out, name, AAGW_TOPIC_MAX);
                 return -1;
         }
-        memcpy(state, name, strlen(name) + 1);
-        memcpy(ids, id, strlen(id) + 1);
-        memcpy(audit, aud, strlen(aud) + 1);
+        memcpy(dst, name, strlen(name) + 1);
         return 0;
+}
+
+/* The changelogs of unified topic 'out' into 'state' and 'ids', its audit
+ * topic into 'audit' (each AAGW_TOPIC_MAX + 1 bytes).  Returns 0, or -1
+ * (the stage failed: a name longer than Kafka allows). */
+int unify_scale_changelog_names(aagw_unify_t *u, const char *out, char *state,
+                                char *ids, char *audit) {
+        return unify_site_topic(u, "state", out, state) ||
+                       unify_site_topic(u, "ids", out, ids) ||
+                       unify_site_topic(u, "audit", out, audit)
+                   ? -1
+                   : 0;
 }
 
 static int scale_ids_topic(aagw_unify_t *u, const char *out, const char *ids,
