@@ -58,7 +58,7 @@ void changelog_encode(const struct changelog_rec *c, uint8_t *key,
 
         *k++ = CHANGELOG_VERSION;
         *k++ = (uint8_t)c->kind;
-        if (c->kind == CHANGELOG_POS) {
+        if (c->kind == CHANGELOG_POS || c->kind == CHANGELOG_RPOS) {
                 size_t tl = strnlen(c->topic, AAGW_TOPIC_MAX);
                 k = put_u32(k, (uint32_t)c->partition);
                 memcpy(k, c->topic, tl);
@@ -104,7 +104,7 @@ bool changelog_decode(const void *key, size_t klen, const void *val,
         c->id[0]     = '\0';
         c->tombstone = false;
         c->origin[0] = '\0';
-        if (c->kind == CHANGELOG_POS) {
+        if (c->kind == CHANGELOG_POS || c->kind == CHANGELOG_RPOS) {
                 if (klen < 6 || vlen != 8)
                         return false;
                 c->partition = (int32_t)get_u32(k + 2);

@@ -804,6 +804,11 @@ void refused_each(struct refused *rs,
  *   pos   1 'p' PART4 TOPIC                     NEXT8
  *         the next offset of input TOPIC [PART] for output p: every
  *         record below it whose output partition is p is decided
+ *   rpos  1 'r' PART4 TOPIC                     NEXT8
+ *         scale_out.route: the next offset of input TOPIC [PART] its
+ *         router will route (as committed to the owners' group, whose
+ *         offsets can expire), in partition PART % the partition count
+ *         whatever p; not a decision's position (restores skip it)
  *
  * Compaction keeps the newest record of each key of the state topic: an
  * entity's winner (winners never expire, as in the single-process stage)
@@ -816,8 +821,12 @@ void refused_each(struct refused *rs,
 #define CHANGELOG_KEY_MAX (6 + AAGW_TOPIC_MAX)
 #define CHANGELOG_VAL_MAX (32 + AAGW_ALIAS_MAX + AAGW_ID_MAX + AAGW_TOPIC_MAX)
 
-enum changelog_kind { CHANGELOG_ID = 'i', CHANGELOG_WIN = 'w',
-                      CHANGELOG_POS = 'p' };
+enum changelog_kind {
+        CHANGELOG_ID   = 'i',
+        CHANGELOG_WIN  = 'w',
+        CHANGELOG_POS  = 'p',
+        CHANGELOG_RPOS = 'r'
+};
 
 /* One changelog record, decoded (caller storage: about 1.4 KB). */
 struct changelog_rec {

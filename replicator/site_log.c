@@ -55,6 +55,8 @@ static bool part_rec(void *arg, const rd_kafka_message_t *m) {
                                      &c)) {
                 pr->skipped++;
                 return true;
+        } else if (c.kind == CHANGELOG_RPOS) {
+                rc = 0; /* a router's position: no decision's */
         } else if (c.kind == CHANGELOG_POS) {
                 rc = q->position(q->opaque, c.topic, c.partition, c.offset);
         } else {

@@ -573,6 +573,12 @@ bool unify_route_moved(aagw_unify_t *u);
  * out of memory); the caller destroys it. */
 rd_kafka_topic_partition_list_t *unify_route_positions(aagw_unify_t *u);
 
+/* The router positions of 'l' into the open transaction, also as rpos
+ * records of the state topics (the group's offsets can expire; these
+ * do not).  Returns 0, or -1 (refused: the transaction is broken, or the
+ * stage stops). */
+int unify_route_log(aagw_unify_t *u, const rd_kafka_topic_partition_list_t *l);
+
 /* The transaction committed: its router positions are the committed
  * ones. */
 void unify_route_committed(aagw_unify_t *u);

@@ -107,6 +107,8 @@ static bool scale_restore_rec(void *arg, const struct changelog_rec *c) {
         aagw_unify_t          *u  = rc->u;
         struct utopic         *ut = rc->ut;
 
+        if (c->kind == CHANGELOG_RPOS)
+                return true; /* a router's (unify_route_fetch()) */
         if (c->kind == CHANGELOG_POS) {
                 rc->pos++;
                 struct uinput *ui = unify_input_of(ut, c->topic);
@@ -634,6 +636,8 @@ static int sb_apply(aagw_unify_t *u, const rd_kafka_message_t *m,
         ut->sb_next[idx] = m->offset + 1;
         if (!changelog_decode(m->key, m->key_len, m->payload, m->len, &c))
                 return 0; /* (another version's: skipped, as a restore) */
+        if (c.kind == CHANGELOG_RPOS)
+                return 0; /* a router's */
         if (c.kind == CHANGELOG_POS) {
                 struct uinput *ui = unify_input_of(ut, c.topic);
                 if (!ui || c.partition < 0)

@@ -194,6 +194,111 @@ static bool fetch_due(const aagw_unify_t *u, const struct utopic *ut,
                unify_reads(u, ui, i);
 }
 
+/* The unified topic whose input 'topic' is, NULL if none. */
+static struct utopic *topic_with(aagw_unify_t *u, const char *topic) {
+        for (size_t t = 0; t < u->ntopics; t++)
+                if (unify_input_of(u->topics[t], topic))
+                        return u->topics[t];
+        return NULL;
+}
+
+struct rpos_find {
+        aagw_unify_t                    *u;
+        rd_kafka_topic_partition_list_t *l;
+        int64_t                          assignments;
+        int                              found;
+};
+
+static bool rpos_rec(void *arg, const struct changelog_rec *c) {
+        struct rpos_find *f = arg;
+
+        if (c->kind != CHANGELOG_RPOS)
+                return true;
+        for (int j = 0; j < f->l->cnt; j++) {
+                rd_kafka_topic_partition_t *e = &f->l->elems[j];
+                if (e->opaque && e->partition == c->partition &&
+                    !strcmp(e->topic, c->topic)) {
+                        f->found += e->offset < 0;
+                        e->offset = c->offset; /* (the newest wins) */
+                }
+        }
+        return true;
+}
+
+/* Serve the group while the changelog is read; false (abandon) once the
+ * ownership changed. */
+static bool rpos_tick(void *arg) {
+        struct rpos_find *f = arg;
+        char              err[512];
+
+        if (!f->u->in_owner_cb &&
+            owner_poll(f->u->owner, 0, err, sizeof(err)) == AAGW_OWNER_FATAL) {
+                ufail(f->u, "member %s: %s", f->u->conf.scale_out->member, err);
+                return false;
+        }
+        return owner_assignments(f->u->owner) == f->assignments;
+}
+
+/*
+ * Input partitions the group holds no offset of: a new site, or one
+ * whose processes were all down longer than the brokers'
+ * offsets.retention.minutes.  Their routers also wrote their positions
+ * into the compacted state topic (partition PART % its count, kind
+ * rpos), which does not expire: read them back from there.  Returns 0,
+ * or 1 (abandoned: the ownership changed, or the stage failed).
+ */
+static int rpos_missing(aagw_unify_t *u, rd_kafka_topic_partition_list_t *l,
+                        int64_t assignments) {
+        struct rpos_find f       = {u, l, assignments, 0};
+        int              missing = 0;
+        char             err[512];
+
+        for (int j = 0; j < l->cnt; j++) {
+                l->elems[j].opaque = l->elems[j].offset < 0 ? (void *)1 : NULL;
+                missing += l->elems[j].offset < 0;
+        }
+        for (int j = 0; j < l->cnt; j++) {
+                rd_kafka_topic_partition_t *e    = &l->elems[j];
+                struct utopic              *ut   = topic_with(u, e->topic);
+                bool                        seen = false;
+                if (!e->opaque || !ut || !ut->state[0] || ut->out_parts <= 0)
+                        continue;
+                int32_t q = e->partition % ut->out_parts;
+                /* One read per state partition. */
+                for (int k = 0; k < j && !seen; k++)
+                        seen = l->elems[k].opaque &&
+                               topic_with(u, l->elems[k].topic) == ut &&
+                               l->elems[k].partition % ut->out_parts == q;
+                if (seen)
+                        continue;
+                int64_t         records = 0, bytes = 0;
+                changelog_end_t end =
+                    changelog_read(u->reader, u->hw_probe, ut->state, q, -1,
+                                   u->conf.scale_out->txn_timeout_ms + 60000,
+                                   &u->ctl.stop, rpos_rec, rpos_tick, &f,
+                                   &records, &bytes, err, sizeof(err));
+                if (end == CHANGELOG_ABANDONED)
+                        return 1;
+                if (end == CHANGELOG_FAILED) {
+                        ufail(u,
+                              "member %s: reading the routers' positions "
+                              "from %s [%d]: %s",
+                              u->conf.scale_out->member, ut->state, (int)q,
+                              err);
+                        return 1;
+                }
+        }
+        if (missing)
+                aagw_log(AAGW_LOG_INFO, "UNIFY",
+                         "unify@%s: member %s: group %s holds no offset of %d "
+                         "input partitions it routes now; %d of them found "
+                         "in the state topics (the rest start from their "
+                         "beginning)",
+                         u->site, u->conf.scale_out->member, u->owners_group,
+                         missing, f.found);
+        return 0;
+}
+
 int unify_route_fetch(aagw_unify_t *u) {
         rd_kafka_topic_partition_list_t *l;
         char                             err[512];
@@ -256,6 +361,10 @@ int unify_route_fetch(aagw_unify_t *u) {
                               rd_kafka_err2str(e));
                         return -1;
                 }
+        }
+        if (rpos_missing(u, l, assignments)) {
+                rd_kafka_topic_partition_list_destroy(l);
+                return atomic_load(&u->ctl.state) == AAGW_FLOW_FAILED ? -1 : 0;
         }
         for (int j = 0; j < l->cnt; j++) {
                 const rd_kafka_topic_partition_t *e = &l->elems[j];
@@ -436,11 +545,19 @@ static bool route_walk(aagw_unify_t *u,
         return false;
 }
 
+/* Where a router stands in input partition 'i': an input partition not
+ * read from yet at 0, committed once all the same, so that the group
+ * holds an offset of every partition routed (one without is read back
+ * from the state topics: rpos_missing()). */
+static int64_t router_next(const struct uinput *ui, int32_t i) {
+        return ui->next[i] >= 0 ? ui->next[i] : 0;
+}
+
 static bool moved_one(aagw_unify_t *u, struct uinput *ui, int32_t i,
                       void *arg) {
         (void)u;
         (void)arg;
-        return ui->next[i] >= 0 && ui->next[i] != ui->rcpos[i];
+        return router_next(ui, i) != ui->rcpos[i];
 }
 
 bool unify_route_moved(aagw_unify_t *u) {
@@ -456,7 +573,7 @@ static bool add_moved(aagw_unify_t *u, struct uinput *ui, int32_t i,
         if (!*l)
                 *l = rd_kafka_topic_partition_list_new(16);
         rd_kafka_topic_partition_list_add(*l, ui->topic, i)->offset =
-            ui->next[i];
+            router_next(ui, i);
         return false;
 }
 
@@ -471,9 +588,26 @@ static bool set_committed(aagw_unify_t *u, struct uinput *ui, int32_t i,
                           void *arg) {
         (void)u;
         (void)arg;
-        if (ui->next[i] >= 0)
-                ui->rcpos[i] = ui->next[i];
+        ui->rcpos[i] = router_next(ui, i);
         return false;
+}
+
+int unify_route_log(aagw_unify_t *u, const rd_kafka_topic_partition_list_t *l) {
+        struct changelog_rec c;
+
+        memset(&c, 0, sizeof(c));
+        c.kind = CHANGELOG_RPOS;
+        for (int j = 0; l && j < l->cnt; j++) {
+                struct utopic *ut = topic_with(u, l->elems[j].topic);
+                if (!ut || ut->out_parts <= 0)
+                        continue;
+                copy_str(c.topic, sizeof(c.topic), l->elems[j].topic);
+                c.partition = l->elems[j].partition;
+                c.offset    = l->elems[j].offset;
+                if (unify_scale_state(u, ut, c.partition % ut->out_parts, &c))
+                        return -1;
+        }
+        return 0;
 }
 
 void unify_route_committed(aagw_unify_t *u) {

@@ -629,10 +629,18 @@ int unify_scale_commit(aagw_unify_t *u) {
                                 }
                 }
         }
-        if (u->tx.broken)
-                return unify_scale_commit(u); /* (a position refused) */
         rd_kafka_topic_partition_list_t *routed =
             u->route ? unify_route_positions(u) : NULL;
+        if (!u->tx.broken && routed && unify_route_log(u, routed) &&
+            !u->tx.broken) {
+                rd_kafka_topic_partition_list_destroy(routed);
+                return scale_failed(u);
+        }
+        if (u->tx.broken) {
+                if (routed)
+                        rd_kafka_topic_partition_list_destroy(routed);
+                return unify_scale_commit(u); /* (a position refused) */
+        }
         owner_result_t r = stage_txn_commit(&u->tx, routed, err, sizeof(err));
         if (routed)
                 rd_kafka_topic_partition_list_destroy(routed);

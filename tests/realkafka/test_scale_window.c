@@ -115,6 +115,43 @@ static void topic_config(rd_kafka_t *rk, const char *topic, const char *name,
         rd_kafka_ConfigResource_destroy(res);
 }
 
+/* Delete group 'group''s committed offsets of every partition of 'topic'
+ * (PARTS), as the broker does when they expire. */
+static void delete_offsets(rd_kafka_t *rk, const char *group,
+                           const char *topic) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(PARTS);
+        for (int p = 0; p < PARTS; p++)
+                rd_kafka_topic_partition_list_add(l, topic, p);
+        rd_kafka_DeleteConsumerGroupOffsets_t *d =
+            rd_kafka_DeleteConsumerGroupOffsets_new(group, l);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteConsumerGroupOffsets(rk, &d, 1, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        assert_non_null(ev);
+        assert_int_equal(rd_kafka_event_error(ev), 0);
+        size_t                          n;
+        const rd_kafka_group_result_t **gr =
+            rd_kafka_DeleteConsumerGroupOffsets_result_groups(
+                rd_kafka_event_DeleteConsumerGroupOffsets_result(ev), &n);
+        assert_int_equal(n, 1);
+        assert_null(rd_kafka_group_result_error(gr[0]));
+        rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_DeleteConsumerGroupOffsets_destroy(d);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* The unify stage's records_in in member 'g''s /status. */
+static long long unify_records_in(const struct rk_gw *g) {
+        char       *body = rk_gwn_http_get(g, "/status");
+        const char *u    = body ? strstr(body, "\"unify\"") : NULL;
+        const char *ri   = u ? strstr(u, "\"records_in\":") : NULL;
+        long long   n    = ri ? atoll(ri + strlen("\"records_in\":")) : -1;
+        free(body);
+        return n;
+}
+
 /* Create 'topic' (PARTS partitions, one replica) with the configs 'kv'
  * (NULL-terminated name, value pairs). */
 static void create_with(rd_kafka_t *rk, const char *topic,
@@ -468,6 +505,41 @@ static void test_scale_window(void **state) {
         assert_int_equal(rebuilt, 0);
         assert_int_equal(n, 60);
         assert_int_equal(rk_bag_distinct(got), 60);
+        rk_bag_destroy(got);
+        assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
+
+        /* 7. The owners' group loses its offsets of solo (as when they
+         * expire while every process is down): d's router finds its
+         * positions in the state topic instead, and reads only what is
+         * new. */
+        delete_offsets(rk, "aagw.aagw.west.unify", "solo");
+        rk_gwn_start(r, &g[0], NULL, args_d);
+        rk_gwn_expect_log(&g[0], DONE, 0, 60000);
+        rk_produce_keyed(r, "west", "solo", PARTS, "s", 60, 10);
+        deadline = harness_now_ms() + 30000;
+        while (rk_count(r, "west", "solo.unified", "read_committed", NULL) <
+                   70 &&
+               harness_now_ms() < deadline) {
+                struct timespec ts = {0, 300 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        long long read_in = unify_records_in(&g[0]);
+        int       found   = rk_log_count(
+                    g[0].log, "holds no offset of 2 input partitions it routes now; "
+                                      "2 of them found in the state topics");
+        got = rk_bag_new();
+        n   = rk_count(r, "west", "solo.unified", "read_committed", got);
+        print_message("# solo's offsets deleted: d read %lld input records "
+                      "after its restart (10 new), found its positions in "
+                      "the state topic: %s; solo.unified %" PRId64
+                      " records, %" PRId64 " distinct\n",
+                      read_in, found ? "yes" : "no", n, rk_bag_distinct(got));
+        if (!found)
+                rk_gwn_dump_log(&g[0], 30);
+        assert_true(found > 0);
+        assert_int_equal(read_in, 10);
+        assert_int_equal(n, 70);
+        assert_int_equal(rk_bag_distinct(got), 70);
         rk_bag_destroy(got);
         assert_int_equal(rk_gwn_stop(r, &g[0], SIGTERM, 30000), 0);
         rd_kafka_destroy(rk);

@@ -36,7 +36,8 @@ static void roundtrip(const struct changelog_rec *in,
                 /* A winner's id and an id's topic may be empty, so the
                  * prefix that drops only them decodes (to less). */
                 if (ok)
-                        assert_true(in->kind != CHANGELOG_POS);
+                        assert_true(in->kind != CHANGELOG_POS &&
+                                    in->kind != CHANGELOG_RPOS);
         }
 }
 
@@ -97,6 +98,33 @@ static void test_pos(void **state) {
         assert_int_equal(d.partition, 11);
         assert_true(d.offset == c.offset);
         assert_string_equal(d.topic, "clicks");
+}
+
+/* A router's position: the position's layout under its own kind, so
+ * that no restore takes it for a decision's. */
+static void test_rpos(void **state) {
+        struct changelog_rec c, d;
+        uint8_t              k1[CHANGELOG_KEY_MAX], v1[CHANGELOG_VAL_MAX],
+            k2[CHANGELOG_KEY_MAX], v2[CHANGELOG_VAL_MAX];
+        size_t kl1, vl1, kl2, vl2;
+        (void)state;
+        memset(&c, 0, sizeof(c));
+        c.kind      = CHANGELOG_RPOS;
+        c.partition = 3;
+        c.offset    = 77;
+        snprintf(c.topic, sizeof(c.topic), "east.clicks");
+        roundtrip(&c, &d);
+        assert_int_equal(d.kind, CHANGELOG_RPOS);
+        assert_int_equal(d.partition, 3);
+        assert_true(d.offset == 77);
+        assert_string_equal(d.topic, "east.clicks");
+        /* Another key than the decision position of the same input
+         * partition: compaction keeps both. */
+        changelog_encode(&c, k1, &kl1, v1, &vl1);
+        c.kind = CHANGELOG_POS;
+        changelog_encode(&c, k2, &kl2, v2, &vl2);
+        assert_int_equal(kl1, kl2);
+        assert_true(memcmp(k1, k2, kl1) != 0);
 }
 
 static void test_refused(void **state) {
@@ -194,11 +222,9 @@ static void test_ids_check(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_id),
-            cmocka_unit_test(test_winner),
-            cmocka_unit_test(test_pos),
-            cmocka_unit_test(test_refused),
-            cmocka_unit_test(test_ids_conf),
+            cmocka_unit_test(test_id),        cmocka_unit_test(test_winner),
+            cmocka_unit_test(test_pos),       cmocka_unit_test(test_rpos),
+            cmocka_unit_test(test_refused),   cmocka_unit_test(test_ids_conf),
             cmocka_unit_test(test_ids_check),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
