@@ -488,6 +488,13 @@ int unify_scale_commit(aagw_unify_t *u);
 void unify_scale_revoking(void *opaque,
                        const rd_kafka_topic_partition_list_t *parts);
 
+/* Create 'topic' ('what' it is, for the log) with 'parts' partitions
+ * and the settings 'conf' (NULL-terminated name, value pairs), logged
+ * with 'how'.  Returns 0, or -1: refused (the stage failed) or to try
+ * again at the next discovery (logged). */
+int unify_topic_create(aagw_unify_t *u, const char *what, const char *topic,
+                       int32_t parts, const char *const *conf, const char *how);
+
 /* The site's topic of 'kind' (state, ids, audit, route) for unified
  * topic 'out', aagw.<id>.<site>.<kind>.<out>, into 'dst' (AAGW_TOPIC_MAX
  * + 1 bytes).  Returns 0, or -1 (the stage failed: too long a name). */

@@ -77,7 +77,7 @@ int unify_route_make(aagw_unify_t *u, const char *out, int32_t parts,
                                            "max.message.bytes",
                                            "16777216",
                                            NULL};
-        char                     route[AAGW_TOPIC_MAX + 1], err[1024];
+        char                     route[AAGW_TOPIC_MAX + 1];
         int                      have;
 
         if (unify_route_name(u, out, route))
@@ -96,25 +96,9 @@ int unify_route_make(aagw_unify_t *u, const char *out, int32_t parts,
                       out, (int)parts, route, have, u->site, route);
                 return -1;
         }
-        if (have < 0) {
-                int made = aagw_kafka_topic_create_conf(
-                    u->admin, route, parts, conf, 30000, err, sizeof(err));
-                if (made == -1) {
-                        ufail(u, "creating the route topic %s at %s: %s", route,
-                              u->site, err);
-                        return -1;
-                }
-                if (made == -2) {
-                        aagw_log(AAGW_LOG_WARN, "UNIFY",
-                                 "unify@%s: creating the route topic %s: %s; "
-                                 "trying again",
-                                 u->site, route, err);
-                        return -1;
-                }
-                aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: route topic %s: %d partitions", u->site,
-                         route, (int)parts);
-        }
+        if (have < 0 && unify_topic_create(u, "route topic", route, parts, conf,
+                                           "decided records deleted"))
+                return -1;
         return 0;
 }
 

@@ -852,6 +852,29 @@ static void parts_mismatch(aagw_unify_t *u, const char *out, int32_t parts,
               u->site, out);
 }
 
+int unify_topic_create(aagw_unify_t *u, const char *what, const char *topic,
+                       int32_t parts, const char *const *conf,
+                       const char *how) {
+        char err[1024];
+        int  made = aagw_kafka_topic_create_conf(u->admin, topic, parts, conf,
+                                                 30000, err, sizeof(err));
+
+        if (made == -1) {
+                ufail(u, "creating the %s %s at %s: %s", what, topic, u->site,
+                      err);
+                return -1;
+        }
+        if (made == -2) {
+                aagw_log(AAGW_LOG_WARN, "UNIFY",
+                         "unify@%s: creating the %s %s: %s; trying again",
+                         u->site, what, topic, err);
+                return -1;
+        }
+        aagw_log(AAGW_LOG_INFO, "UNIFY", "unify@%s: %s %s: %d partitions, %s",
+                 u->site, what, topic, (int)parts, how);
+        return 0;
+}
+
 /* Make the changelog topics of unified topic 'out' if missing, both with
  * its 'parts' partitions: the state topic (compacted) and, for a dedup
  * topic ('dedup'), the ids topic (deleting after unify.window and a
@@ -867,7 +890,6 @@ static void parts_mismatch(aagw_unify_t *u, const char *out, int32_t parts,
 int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
                                 bool dedup) {
         static const char *const conf[] = {"cleanup.policy", "compact", NULL};
-        char                     err[1024];
         char state[AAGW_TOPIC_MAX + 1], ids[AAGW_TOPIC_MAX + 1],
             audit[AAGW_TOPIC_MAX + 1];
         const struct rd_kafka_metadata *md = NULL;
@@ -887,23 +909,9 @@ int unify_scale_changelogs_make(aagw_unify_t *u, const char *out, int32_t parts,
         }
         have = replicator_md_partitions(md, state);
         if (have < 0) {
-                int made = aagw_kafka_topic_create_conf(
-                    u->admin, state, parts, conf, 30000, err, sizeof(err));
-                if (made == -1) {
-                        ufail(u, "creating the changelog %s at %s: %s", state,
-                              u->site, err);
+                if (unify_topic_create(u, "changelog", state, parts, conf,
+                                       "compacted"))
                         goto done;
-                }
-                if (made == -2) {
-                        aagw_log(AAGW_LOG_WARN, "UNIFY",
-                                 "unify@%s: creating the changelog %s: %s; "
-                                 "trying again",
-                                 u->site, state, err);
-                        goto done;
-                }
-                aagw_log(AAGW_LOG_INFO, "UNIFY",
-                         "unify@%s: changelog %s: %d partitions, compacted",
-                         u->site, state, (int)parts);
         } else if (have != parts) {
                 parts_mismatch(u, out, parts, state, have);
                 goto done;
