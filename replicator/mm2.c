@@ -33,6 +33,8 @@
 #include <time.h>
 
 #define ADMIN_TIMEOUT_MS 5000
+#define LIST_RETRY_MIN_MS 5000
+#define LIST_RETRY_MAX_MS 300000
 #define MAX_POINTS 64 /* sync points kept per partition for checkpoints */
 #define CKPT_META_MAX 4096 /* commit metadata copied into a checkpoint */
 
@@ -66,7 +68,13 @@ struct mm2 {
         pthread_cond_t  cond;
         bool            stop;
         atomic_bool     stopping; /* read by the blocking admin calls */
-        bool            list_unsupported;
+        /* Listing groups failed: when to ask again, and the next wait
+         * (doubling, LIST_RETRY_MAX_MS at most).  A failure is often
+         * passing (a fresh cluster still loading its coordinators, a
+         * child slow to start on a busy host), so it never disables the
+         * listing for good. */
+        int64_t list_retry_at, list_backoff_ms;
+        bool    list_warned;
 
         struct mm2_part **parts;
         size_t            nparts, cap;
@@ -188,8 +196,9 @@ static bool plain_name(const char *p) {
  * when every pattern is one (nothing to list); else the source's groups
  * (ListConsumerGroups) the policy allows, asked in a child process
  * (aagw_kafka_list_groups(): librdkafka 2.0 leaks its client on clusters
- * that refuse the call, the embedded one among them); on a cluster that
- * cannot list them, the plain names again.  Returns a malloc()ed array of
+ * that refuse the call, the embedded one among them); while the cluster
+ * cannot list them (asked again with a growing wait), the plain names
+ * again.  Returns a malloc()ed array of
  * strdup()s. */
 static char **list_groups(struct mm2 *m, size_t *np) {
         char **out = NULL, **all = NULL;
@@ -200,11 +209,19 @@ static char **list_groups(struct mm2 *m, size_t *np) {
         *np = 0;
         for (size_t i = 0; i < m->conf.group_cnt; i++)
                 all_plain &= plain_name(m->conf.groups[i]);
-        if (!all_plain && !m->list_unsupported) {
+        if (!all_plain && aagw_wall_ms() >= m->list_retry_at) {
                 aagw_err_t rc = aagw_kafka_list_groups(
                     "/proc/self/exe", m->bootstraps, m->props, m->nprops,
                     ADMIN_TIMEOUT_MS, &all, &nall, err, sizeof(err));
                 if (rc == AAGW_OK) {
+                        if (m->list_warned)
+                                aagw_log(AAGW_LOG_INFO, "MM2",
+                                         "%s: %s lists its consumer groups "
+                                         "again",
+                                         aagw_flow_name(m->flow), m->source);
+                        m->list_warned     = false;
+                        m->list_backoff_ms = 0;
+                        m->list_retry_at   = 0;
                         out = calloc(nall + 1, sizeof(*out));
                         for (size_t i = 0; out && i < nall; i++)
                                 if (aagw_repl_group_allowed(m->pol, all[i]))
@@ -215,12 +232,19 @@ static char **list_groups(struct mm2 *m, size_t *np) {
                         *np = n;
                         return out;
                 }
-                m->list_unsupported = true;
-                aagw_log(AAGW_LOG_WARN, "MM2",
+                m->list_backoff_ms = m->list_backoff_ms ? m->list_backoff_ms * 2
+                                                        : LIST_RETRY_MIN_MS;
+                if (m->list_backoff_ms > LIST_RETRY_MAX_MS)
+                        m->list_backoff_ms = LIST_RETRY_MAX_MS;
+                m->list_retry_at = aagw_wall_ms() + m->list_backoff_ms;
+                aagw_log(m->list_warned ? AAGW_LOG_DEBUG : AAGW_LOG_WARN, "MM2",
                          "%s: %s cannot list consumer groups (%s); "
                          "checkpointing only the groups named literally in "
-                         "replication.groups",
-                         aagw_flow_name(m->flow), m->source, err);
+                         "replication.groups until it can (next try in "
+                         "%" PRId64 " s)",
+                         aagw_flow_name(m->flow), m->source, err,
+                         m->list_backoff_ms / 1000);
+                m->list_warned = true;
         }
         out = calloc(m->conf.group_cnt + 1, sizeof(*out));
         for (size_t i = 0; out && i < m->conf.group_cnt; i++)

@@ -298,8 +298,10 @@ static void test_aggregate(void **state) {
                          edges[e]);
                 snprintf(copy, sizeof(copy), "%s.orders", edges[e]);
                 commit(r, edges[e], "g1", "orders", COMMITTED + (int)e);
-                if (!rk_wait_size(r, "central", ckpt, 1, TIMEOUT_MS))
+                if (!rk_wait_size(r, "central", ckpt, 1, TIMEOUT_MS)) {
+                        rk_gwn_dump_log(&central, 60);
                         fail_msg("no checkpoint of %s at central", edges[e]);
+                }
                 const char *tr[] = {
                     "offsets", "translate", "--group", "g1",     "--from",
                     edges[e],  "--to",      "central", "--json", NULL};
