@@ -65,6 +65,7 @@ enum gw_mode {
         GW_MODE_AGGREGATE,
 };
 enum gw_fetch_window { GW_FETCH_WINDOW_AUTO, GW_FETCH_WINDOW_FIXED };
+enum gw_rebalance { GW_REBALANCE_EAGER, GW_REBALANCE_COOPERATIVE };
 enum gw_on_truncation { GW_TRUNCATION_RESUME, GW_TRUNCATION_FAIL };
 enum gw_unify_mode {
         GW_UNIFY_INHERIT = -1, /* unify.topics.T.mode unset: unify.mode */
@@ -140,6 +141,7 @@ struct aagw_settings {
                 int64_t     commit_interval_ms;
                 bool        standby;
                 bool        route;
+                enum gw_rebalance rebalance;
         } scale_out;
         struct aagw_cluster_settings *clusters;
         size_t                        nclusters;

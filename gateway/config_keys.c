@@ -149,6 +149,15 @@ const struct cfg_key aagw_config_keys[] = {
      "false is not a supported switch (docs/deployment.md, \"The route "
      "topic\").",
      AT(scale_out.route)},
+    {"scale_out.rebalance", CT_ENUM, "eager", NOLIMIT, "eager|cooperative",
+     NULL, 0,
+     "How the processes' groups move work partitions when a process joins "
+     "or leaves: eager stops every process's partitions at each change "
+     "and assigns them all again; cooperative (cooperative-sticky, "
+     "KIP-429) moves only the partitions that change owner, the others "
+     "keep flowing. Every process of a site must use the same: change it "
+     "with the whole site stopped (docs/deployment.md).",
+     AT(scale_out.rebalance)},
 
     /* --------------------------------------------------------- clusters */
     {"clusters.*.bootstrap_servers", CT_STR, NULL, 1, 4096, NULL,

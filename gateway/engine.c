@@ -380,6 +380,8 @@ static int scale_out_setup(struct engine *e, struct aagw_statedir *sd,
         e->scale.commit_interval_ms = (int)s->scale_out.commit_interval_ms;
         e->scale.standby            = s->scale_out.standby;
         e->scale.route              = s->scale_out.route;
+        e->scale.cooperative =
+            s->scale_out.rebalance == GW_REBALANCE_COOPERATIVE;
 
         rc = aagw_scale_out_check(c->bootstrap_servers, c->properties.kv,
                                   c->properties.n, s->gateway.id, site, why,

@@ -645,6 +645,8 @@ struct aagw_scale_out {
         bool        route;              /**< unify inputs divided among
                                              the processes and routed
                                              through a route topic */
+        bool        cooperative;        /**< cooperative-sticky owner
+                                             groups (else eager) */
 };
 
 /**

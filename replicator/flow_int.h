@@ -556,6 +556,11 @@ void flow_assign_new(aagw_flow_t *f, struct ttrack *tt);
  * delivery reports would land in the rings of a later assignment. */
 int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms);
 
+/* flow_unassign() of only the source partitions whose work partition
+ * this process no longer owns (a cooperative rebalance took it): the
+ * others go on where they are. */
+int flow_unassign_lost(aagw_flow_t *f, int drain_ms);
+
 /* The identity lease's group gave it partitions: it reads none of them
  * (an empty assignment); that it was given any tells that it holds the
  * group.instance.id. */

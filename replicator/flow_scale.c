@@ -174,14 +174,44 @@ static void scale_lost(void *opaque,
         atomic_store(&f->leads_mm2, owner_owned(f->owner, 0));
 }
 
+/* owner.c, cooperative: the assignment is about to change (the owned
+ * set is still this member's in the generation now): commit what the
+ * open transaction copied, so that the change finds none open and only
+ * the partitions that move stop. */
+static void scale_revoking(void                                  *opaque,
+                           const rd_kafka_topic_partition_list_t *parts) {
+        aagw_flow_t *f = opaque;
+
+        (void)parts;
+        if (f->tx.open && !f->tx.need_renew)
+                flow_scale_commit(f);
+}
+
 /* Give up the open transaction (aborted: its copies are never visible)
  * and every source partition with it, at once: a lost work partition is
  * no longer this process's to write, and the partitions still owned
- * resume from what the target holds, found anew (scale_gain()). */
+ * resume from what the target holds, found anew (scale_gain()).  With
+ * nothing open (a cooperative rebalance committed first: scale_revoking())
+ * only the source partitions of the lost work partitions stop. */
 void flow_scale_drop(aagw_flow_t *f) {
         char why[512];
 
         f->lost = false;
+        if (f->conf.scale_out->cooperative && !f->tx.open && !f->tx.broken &&
+            owner_partitions(f->owner)->cnt) {
+                int before = (int)atomic_load(&f->nparts_assigned);
+                if (flow_unassign_lost(f, DRAIN_MS))
+                        return;
+                aagw_log(AAGW_LOG_INFO, "FLOW",
+                         "%s: member %s let go of %d source partitions (a "
+                         "cooperative rebalance moved their work "
+                         "partitions); %d go on",
+                         f->name, f->conf.scale_out->member,
+                         before - (int)atomic_load(&f->nparts_assigned),
+                         (int)atomic_load(&f->nparts_assigned));
+                f->lost_ms = 0;
+                return;
+        }
         if (f->tx.open) {
                 /* What was sent is let come back first (nothing new is
                  * sent): librdkafka 2.0.2 aborting with records in flight
@@ -214,7 +244,9 @@ static void scale_gain(aagw_flow_t *f) {
          * eager), so nothing copies meanwhile, and the member's first
          * transaction waits for the previous owners' to end anyway.  A
          * topic found later goes to the reconciler (flow_recon_ask()). */
-        f->recon_inline = true;
+        /* Cooperative: the partitions kept go on meanwhile, so the
+         * new ones go to the reconciler instead. */
+        f->recon_inline = !f->conf.scale_out->cooperative;
         for (size_t i = 0; i < f->ntopics && !atomic_load(&f->ctl.stop); i++)
                 if (f->topics[i]->active)
                         flow_assign_new(f, f->topics[i]);
@@ -373,7 +405,10 @@ int flow_scale_start(aagw_flow_t *f) {
                                 .txn_timeout_ms     = so->txn_timeout_ms,
                                 .on_gained          = scale_gained,
                                 .on_lost            = scale_lost,
-                                .opaque             = f};
+                                .on_revoking =
+                                    so->cooperative ? scale_revoking : NULL,
+                                .cooperative = so->cooperative,
+                                .opaque      = f};
         if (stage_txn_init(&f->tx, &f->ctl, f->name, so->member)) {
                 flow_fail(f, "member %s: out of memory", so->member);
                 return -1;

@@ -714,7 +714,19 @@ void flow_reconciled(aagw_flow_t *f) {
         rd_kafka_topic_partition_list_destroy(none);
 }
 
+static int unassign_where(aagw_flow_t *f, struct ttrack *tt, int drain_ms,
+                          bool lost_only);
+
 int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
+        return unassign_where(f, tt, drain_ms, false);
+}
+
+int flow_unassign_lost(aagw_flow_t *f, int drain_ms) {
+        return unassign_where(f, NULL, drain_ms, true);
+}
+
+static int unassign_where(aagw_flow_t *f, struct ttrack *tt, int drain_ms,
+                          bool lost_only) {
         rd_kafka_topic_partition_list_t *l;
 
         flow_drain(f, drain_ms);
@@ -737,6 +749,8 @@ int flow_unassign(aagw_flow_t *f, struct ttrack *tt, int drain_ms) {
                         continue;
                 for (int32_t p = 0; p < t->partition_cnt; p++) {
                         struct ptrack *pt = t->parts[p];
+                        if (lost_only && flow_owned(f, t, p))
+                                continue;
                         /* What the reconciler finds for it now is of
                          * before (flow_reconciled()). */
                         if (pt && pt->reconciling)

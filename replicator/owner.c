@@ -21,16 +21,29 @@
  * are assigned, and any record fetched before the pause is dropped.
  * Owners read the work partition's content through another handle.
  *
- * Rebalances are eager (a rebalance revokes everything, then assigns):
- * the group metadata taken at the assignment then names the generation
- * under which every owned partition was given, and a commit with it is
- * refused as soon as the group has moved on, for whatever reason.  With
- * cooperative-sticky the generation also moves while partitions stay,
- * so the metadata would have to be taken fresh at each commit, and a
- * fresh copy from a consumer that already left the group says
- * "generation -1, no member id", which the coordinator takes as a
- * commit from outside the group when the group is empty.  Owners are
- * few and rebalances rare: the pause of an eager rebalance is cheap.
+ * Rebalances are eager by default (a rebalance revokes everything, then
+ * assigns): the group metadata taken at the assignment then names the
+ * generation under which every owned partition was given, and a commit
+ * with it is refused as soon as the group has moved on, for whatever
+ * reason.
+ *
+ * With owner_conf.cooperative (cooperative-sticky, KIP-429) a rebalance
+ * takes only the partitions that move, and the generation moves while
+ * partitions stay, so each commit takes the metadata fresh.  That still
+ * fences, because of how the protocol and librdkafka move a partition:
+ * the coordinator gives a partition to its next owner only in a
+ * generation after the one that took it from this member, and this
+ * member rejoins for that generation only after the application has
+ * answered the revocation (librdkafka waits for incremental_unassign(),
+ * also when the assignment was lost).  So whenever the fresh metadata
+ * names a live member and generation, every partition this owner still
+ * counts as its own is nobody else's in that generation.  The one fresh
+ * copy that does not fence is a consumer that left the group (max.poll.
+ * interval.ms passed, or it was told it is unknown): "generation -1, no
+ * member id", which the coordinator takes from anyone while the group is
+ * empty.  Such a commit is never sent (fresh_cgmd()).  The caller is
+ * asked to commit before every change of the assignment (on_revoking),
+ * so that a change never finds a transaction open.
  */
 #include "replicator_int.h"
 
@@ -69,6 +82,7 @@ struct owner {
         bool    abort_failed; /* the last abort timed out or failed */
         bool    changed; /* ownership changed during this owner_poll() */
         bool    name_check; /* name_free() before a producer is made */
+        bool    cooperative; /* cooperative-sticky (the top of the file) */
         /* This owner's instance, in its consumer's client.id
          * ("aagw-MEMBER-owner~INSTANCE"): tells its own membership from
          * another process's of the same name, whatever member id the
@@ -174,7 +188,160 @@ static void lose_all(struct owner *o, const char *why) {
         rd_kafka_topic_partition_list_destroy(lost);
 }
 
+/* The generation and member id in 'md' (rd_kafka_consumer_group_metadata_
+ * write()'s form: "CGMDv2:", the generation as a native int32, then the
+ * group id and the member id, each NUL-terminated).  false if the form is
+ * not that one (owner_new() refuses cooperative then) or the member id
+ * does not fit 'member'. */
+static bool cgmd_read(const rd_kafka_consumer_group_metadata_t *md,
+                      int32_t *generation, char *member, size_t member_size) {
+        void             *buf  = NULL;
+        size_t            size = 0;
+        rd_kafka_error_t *e =
+            rd_kafka_consumer_group_metadata_write(md, &buf, &size);
+        bool ok = false;
+
+        if (e) {
+                rd_kafka_error_destroy(e);
+                return false;
+        }
+        const char *b = buf;
+        if (size >= 11 && !memcmp(b, "CGMDv2:", 7)) {
+                memcpy(generation, b + 7, sizeof(*generation));
+                const char *g = b + 11, *end = b + size;
+                const char *gz = memchr(g, '\0', (size_t)(end - g));
+                const char *m  = gz ? gz + 1 : NULL;
+                const char *mz =
+                    m && m < end ? memchr(m, '\0', (size_t)(end - m)) : NULL;
+                if (mz && (size_t)(mz - m) < member_size) {
+                        memcpy(member, m, (size_t)(mz - m));
+                        member[mz - m] = '\0';
+                        ok             = true;
+                }
+        }
+        rd_kafka_mem_free(NULL, buf);
+        return ok;
+}
+
+/* Cooperative: the consumer's group metadata now, or NULL if it does not
+ * fence (the consumer is not a member of a generation: the top of the
+ * file). */
+static rd_kafka_consumer_group_metadata_t *fresh_cgmd(struct owner *o) {
+        rd_kafka_consumer_group_metadata_t *md =
+            rd_kafka_consumer_group_metadata(o->consumer);
+        int32_t gen = -1;
+        char    member[256];
+
+        if (md && (!cgmd_read(md, &gen, member, sizeof(member)) || gen < 0 ||
+                   !member[0])) {
+                rd_kafka_consumer_group_metadata_destroy(md);
+                md = NULL;
+        }
+        return md;
+}
+
+/* Whether this librdkafka writes group metadata in the form cgmd_read()
+ * reads (a generation and a member id made up here come back). */
+static bool cgmd_readable(void) {
+        rd_kafka_consumer_group_metadata_t *md =
+            rd_kafka_consumer_group_metadata_new_with_genid("g", 4711, "m-1",
+                                                            NULL);
+        int32_t gen = -1;
+        char    member[16];
+        bool    ok = md && cgmd_read(md, &gen, member, sizeof(member)) &&
+                  gen == 4711 && !strcmp(member, "m-1");
+
+        if (md)
+                rd_kafka_consumer_group_metadata_destroy(md);
+        return ok;
+}
+
 /* ---------------------------------------------------------- REBALANCE --- */
+
+/* Cooperative: the assignment grows by 'parts' (possibly none: a
+ * rebalance that left this member's partitions as they were) or loses
+ * them.  The caller commits first (on_revoking, with the whole owned
+ * set: what it holds is still its own in this generation). */
+static void rebalance_incremental(struct owner *o, rd_kafka_t *rk,
+                                  rd_kafka_resp_err_t              err,
+                                  rd_kafka_topic_partition_list_t *parts) {
+        char s[256];
+        bool lost = err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS &&
+                    rd_kafka_assignment_lost(rk);
+
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && !lost) {
+                if (o->on_revoking && o->owned->cnt)
+                        o->on_revoking(o->opaque, o->owned);
+                rd_kafka_topic_partition_list_t *gone =
+                    rd_kafka_topic_partition_list_new(parts->cnt);
+                for (int i = 0; i < parts->cnt; i++) {
+                        rd_kafka_topic_partition_t *p = &parts->elems[i];
+                        if (strcmp(p->topic, o->topic) ||
+                            !rd_kafka_topic_partition_list_del(
+                                o->owned, p->topic, p->partition))
+                                continue;
+                        rd_kafka_topic_partition_list_add(gone, p->topic,
+                                                          p->partition);
+                }
+                if (gone->cnt) {
+                        parts_str(gone, s, sizeof(s));
+                        aagw_log(AAGW_LOG_INFO, "OWNER",
+                                 "%s: gives up %s %s (a cooperative "
+                                 "rebalance moves them)",
+                                 o->member, o->topic, s);
+                        o->changed = true;
+                        if (o->on_lost)
+                                o->on_lost(o->opaque, gone);
+                }
+                rd_kafka_topic_partition_list_destroy(gone);
+                rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
+                if (e)
+                        rd_kafka_error_destroy(e);
+                return;
+        }
+        if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+                lose_all(o, lost ? "the group moved on without this member"
+                                 : rd_kafka_err2str(err));
+                rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
+                if (e)
+                        rd_kafka_error_destroy(e);
+                return;
+        }
+        rd_kafka_error_t *e = rd_kafka_incremental_assign(rk, parts);
+        if (e) {
+                aagw_log(AAGW_LOG_WARN, "OWNER", "%s: incremental assign: %s",
+                         o->member, rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+        }
+        rd_kafka_pause_partitions(rk, parts);
+        if (!parts->cnt)
+                return;
+        if (o->on_revoking && o->owned->cnt)
+                o->on_revoking(o->opaque, o->owned);
+        rd_kafka_topic_partition_list_t *got =
+            rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+                if (!strcmp(parts->elems[i].topic, o->topic) &&
+                    !owner_owned(o, parts->elems[i].partition)) {
+                        rd_kafka_topic_partition_list_add(
+                            o->owned, o->topic, parts->elems[i].partition);
+                        rd_kafka_topic_partition_list_add(
+                            got, o->topic, parts->elems[i].partition);
+                }
+        rd_kafka_topic_partition_list_sort(o->owned, NULL, NULL);
+        o->assignments++;
+        o->changed = true;
+        parts_str(got, s, sizeof(s));
+        char all[256];
+        parts_str(o->owned, all, sizeof(all));
+        aagw_log(AAGW_LOG_INFO, "OWNER",
+                 "%s: gains %s %s, owns %s (assignment %" PRId64
+                 " in group %s, cooperative)",
+                 o->member, o->topic, s, all, o->assignments, o->group);
+        if (o->on_gained && got->cnt)
+                o->on_gained(o->opaque, got);
+        rd_kafka_topic_partition_list_destroy(got);
+}
 
 /* Eager protocol (see the top of the file): an assignment replaces
  * everything, a revocation takes everything.  The assigned partitions
@@ -185,6 +352,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         struct owner *o = opaque;
         char          s[256];
 
+        if (o->cooperative) {
+                rebalance_incremental(o, rk, err, parts);
+                return;
+        }
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 rd_kafka_assign(rk, parts);
                 rd_kafka_pause_partitions(rk, parts);
@@ -237,21 +408,17 @@ static rd_kafka_t *owner_consumer(struct owner *o, const struct owner_conf *c,
         int         sess = c->session_timeout_ms > 0 ? c->session_timeout_ms
                                                      : 10000;
         const char *extra[] = {
-            "group.id", c->group,
-            "session.timeout.ms", session,
-            "max.poll.interval.ms", poll_iv,
-            "heartbeat.interval.ms", hb,
-            /* Eager (the top of the file says why). */
-            "partition.assignment.strategy", "roundrobin",
-            "enable.auto.commit", "false",
-            "enable.auto.offset.store", "false",
-            "auto.offset.reset", "latest",
-            "isolation.level", "read_committed",
+            "group.id", c->group, "session.timeout.ms", session,
+            "max.poll.interval.ms", poll_iv, "heartbeat.interval.ms", hb,
+            /* Eager unless asked (the top of the file says why). */
+            "partition.assignment.strategy",
+            c->cooperative ? "cooperative-sticky" : "roundrobin",
+            "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+            "auto.offset.reset", "latest", "isolation.level", "read_committed",
             /* Nothing is read; whatever slips in before the pause is
              * dropped: keep what could be fetched small. */
-            "queued.max.messages.kbytes", "64",
-            "max.partition.fetch.bytes", "65536",
-            NULL};
+            "queued.max.messages.kbytes", "64", "max.partition.fetch.bytes",
+            "65536", NULL};
         struct aagw_kafka_client kc = {.type         = RD_KAFKA_CONSUMER,
                                        .bootstraps   = c->bootstraps,
                                        .name         = name,
@@ -525,12 +692,21 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
                             "partition.assignment.strategy") &&
                     strstr(c->props[2 * i + 1], "cooperative")) {
                         snprintf(errstr, errstr_size,
-                                 "%s=%s: the owners' group rebalances "
-                                 "eagerly (the metadata of an assignment "
-                                 "fences its commits)",
+                                 "%s=%s: the owners' group's protocol is "
+                                 "scale_out.rebalance's to choose, not a "
+                                 "client property's",
                                  c->props[2 * i], c->props[2 * i + 1]);
                         return NULL;
                 }
+        if (c->cooperative && !cgmd_readable()) {
+                snprintf(errstr, errstr_size,
+                         "cooperative rebalancing needs to read the "
+                         "generation of the consumer group metadata, which "
+                         "this librdkafka (%s) writes in a form aagw does "
+                         "not know: use scale_out.rebalance: eager",
+                         rd_kafka_version_str());
+                return NULL;
+        }
         if (!(o = calloc(1, sizeof(*o))) || !(o->group = strdup(c->group)) ||
             !(o->topic = strdup(c->topic)) ||
             !(o->member = strdup(c->member)) ||
@@ -544,6 +720,7 @@ struct owner *owner_new(const struct owner_conf *c, char *errstr,
         o->on_gained = c->on_gained;
         o->on_lost   = c->on_lost;
         o->on_revoking = c->on_revoking;
+        o->cooperative = c->cooperative;
         o->opaque    = c->opaque;
         o->commit_timeout_ms =
             c->commit_timeout_ms > 0 ? c->commit_timeout_ms : 10000;
@@ -604,8 +781,18 @@ static void close_consumer(struct owner *o) {
                          * client whose group waits for it never finishes
                          * its destroy. */
                         if (ev && rd_kafka_event_type(ev) ==
-                                      RD_KAFKA_EVENT_REBALANCE)
-                                rd_kafka_assign(o->consumer, NULL);
+                                      RD_KAFKA_EVENT_REBALANCE) {
+                                if (o->cooperative) {
+                                        rd_kafka_error_t *ue =
+                                            rd_kafka_incremental_unassign(
+                                                o->consumer,
+                                                rd_kafka_event_topic_partition_list(
+                                                    ev));
+                                        if (ue)
+                                                rd_kafka_error_destroy(ue);
+                                } else
+                                        rd_kafka_assign(o->consumer, NULL);
+                        }
                         if (ev)
                                 rd_kafka_event_destroy(ev);
                 }
@@ -703,6 +890,20 @@ int owner_poll(struct owner *o, int timeout_ms, char *errstr,
                                          errstr_size);
                         rd_kafka_message_destroy(m);
                         lose_all(o, "the consumer failed");
+                        return AAGW_OWNER_FATAL;
+                }
+                if (m->err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL) {
+                        /* It would never be given a partition. */
+                        snprintf(errstr, errstr_size,
+                                 "group %s refuses this member: its "
+                                 "members rebalance %s, this process %s "
+                                 "(scale_out.rebalance must be the same "
+                                 "in every process of the site; change it "
+                                 "with the site stopped)",
+                                 o->group,
+                                 o->cooperative ? "eagerly" : "cooperatively",
+                                 o->cooperative ? "cooperatively" : "eagerly");
+                        rd_kafka_message_destroy(m);
                         return AAGW_OWNER_FATAL;
                 }
                 if (m->err == RD_KAFKA_RESP_ERR__MAX_POLL_EXCEEDED)
@@ -813,6 +1014,21 @@ static owner_result_t txn_failed(struct owner *o, const char *op,
                 lose_all(o, "the producer failed");
                 return AAGW_OWNER_FATAL;
         }
+        /* Cooperative: a generation that moved on between the metadata
+         * and the commit is a rebalance under way, not a fence; what this
+         * member owns stays its own unless the rebalance says it lost it
+         * (owner_poll()). */
+        if (o->cooperative && rd_kafka_error_txn_requires_abort(e) &&
+            (err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+             err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)) {
+                n = (size_t)snprintf(errstr, errstr_size,
+                                     "%s: %s (a rebalance under way); "
+                                     "transaction aborted",
+                                     op, rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                return abort_txn(o, errstr, errstr_size, n) ? AAGW_OWNER_ABORTED
+                                                            : AAGW_OWNER_FATAL;
+        }
         if (rd_kafka_error_txn_requires_abort(e) && fenced_err(err)) {
                 parts_str(o->owned, parts, sizeof(parts));
                 n = (size_t)snprintf(
@@ -921,7 +1137,8 @@ owner_result_t owner_commit(struct owner *o,
                         continue; /* the caller's: any topic but the work
                                      topic (the coordinator takes them
                                      with the fence) */
-                if (!o->cgmd || !owner_owned(o, p->partition)) {
+                if ((!o->cooperative && !o->cgmd) ||
+                    !owner_owned(o, p->partition)) {
                         n = (size_t)snprintf(
                             errstr, errstr_size,
                             "%s [%" PRId32 "] is not owned by %s in group "
@@ -934,6 +1151,19 @@ owner_result_t owner_commit(struct owner *o,
                                    : AAGW_OWNER_FATAL;
                 }
         }
+        /* Cooperative: the generation of now (the top of the file says
+         * why that fences); none while the consumer is out of the group,
+         * which the next owner_poll() reports as the partitions lost. */
+        rd_kafka_consumer_group_metadata_t *md = o->cgmd;
+        if (o->cooperative && !(md = fresh_cgmd(o))) {
+                n = (size_t)snprintf(
+                    errstr, errstr_size,
+                    "%s is not a member of group %s at the moment (it left "
+                    "or was left out); transaction aborted",
+                    o->member, o->group);
+                return abort_txn(o, errstr, errstr_size, n) ? AAGW_OWNER_ABORTED
+                                                            : AAGW_OWNER_FATAL;
+        }
         /* librdkafka retries inside each call until its timeout; a
          * retriable error it returns (a timeout among them: the call
          * then resumes where it was) is tried again while the deadline
@@ -943,14 +1173,19 @@ owner_result_t owner_commit(struct owner *o,
         for (;;) {
                 deadline = stop_bound(deadline, &stop_by);
                 e        = rd_kafka_send_offsets_to_transaction(
-                    o->producer, offsets, o->cgmd, slice_ms(deadline));
+                           o->producer, offsets, md, slice_ms(deadline));
                 if (!e)
                         break;
-                if (!rd_kafka_error_is_retriable(e) || !remains(deadline))
+                if (!rd_kafka_error_is_retriable(e) || !remains(deadline)) {
+                        if (md != o->cgmd)
+                                rd_kafka_consumer_group_metadata_destroy(md);
                         return txn_failed(o, "send_offsets_to_transaction", e,
                                           errstr, errstr_size);
+                }
                 rd_kafka_error_destroy(e);
         }
+        if (md != o->cgmd)
+                rd_kafka_consumer_group_metadata_destroy(md);
         for (;;) {
                 deadline = stop_bound(deadline, &stop_by);
                 e = rd_kafka_commit_transaction(o->producer,

@@ -573,9 +573,10 @@ struct owner_conf {
         void (*on_lost)(void *opaque,
                         const rd_kafka_topic_partition_list_t *parts);
         /* A rebalance is about to take 'parts' (every owned partition,
-         * eager): the assignment's metadata still fences, so the caller
-         * may owner_commit() its open transaction now rather than lose
-         * it.  Not called when the group already moved on without this
+         * eager; cooperative: the owned set, before any change of it,
+         * also a gain): the assignment's metadata still fences, so the
+         * caller may owner_commit() its open transaction now rather than
+         * lose it.  Not called when the group already moved on without this
          * member (nothing it commits would be accepted).  Called from
          * owner_poll(); on_lost follows.  NULL: not told. */
         void (*on_revoking)(void *opaque,
@@ -591,6 +592,11 @@ struct owner_conf {
         /* Set: owner_new() gives up waiting for the member name
          * (name_free() in owner.c).  NULL: not asked. */
         const atomic_bool *stop;
+        /* Cooperative-sticky rebalancing (owner.c's top says how it
+         * fences): a rebalance takes only what moves; false: eager
+         * (roundrobin).  Every member of a group must agree (the
+         * coordinator refuses a member whose protocol no other has). */
+        bool cooperative;
         /* true: no look for another member of this name (a cluster that
          * cannot describe groups: librdkafka 2.0.2 asserts when the
          * embedded mock is asked). */

@@ -766,10 +766,11 @@ static void scale_lost(void *opaque,
         else
                 snprintf(what, sizeof(what), "no transaction was open");
         aagw_log(AAGW_LOG_INFO, "UNIFY",
-                 "unify@%s: member %s lost %d work partitions of %s: %s; "
-                 "inputs wait for the next assignment",
-                 u->site, u->conf.scale_out->member, parts->cnt, u->work,
-                 what);
+                 "unify@%s: member %s lost %d work partitions of %s: %s; %s",
+                 u->site, u->conf.scale_out->member, parts->cnt, u->work, what,
+                 owner_partitions(u->owner)->cnt
+                     ? "the partitions it keeps go on once restored"
+                     : "inputs wait for the next assignment");
         if (scale_drain(u))
                 return;
         u->tx.broken = false;
@@ -782,6 +783,11 @@ static void scale_lost(void *opaque,
         unify_route_forget(u);
         rd_kafka_assign(u->consumer, NULL);
         u->sb_reassign = true;
+        /* A cooperative rebalance took some and left the rest: no
+         * assignment follows for those, so restore them now (what the
+         * revocation's commit noted is kept, not read again). */
+        if (owner_partitions(u->owner)->cnt)
+                u->need_restore = true;
         unify_scale_publish(u);
 }
 
@@ -1084,6 +1090,7 @@ static int scale_owner(aagw_unify_t *u) {
                                 .on_gained            = scale_gained,
                                 .on_lost              = scale_lost,
                                 .on_revoking          = unify_scale_revoking,
+                                .cooperative          = so->cooperative,
                                 .opaque               = u};
         if (!(u->owner = stage_txn_join(&u->tx, &oc, &u->delivery)))
                 return -1;

@@ -68,8 +68,9 @@
  * that got less than half the offered rate, the lowest second, and the
  * largest lag (records produced and not yet there, in seconds of
  * traffic) against the largest of the 10 s before the join.  With the
- * eager rebalance every member stops for each event.  On 2 cores
- * three processes share the same CPUs: the figures show the overhead of
+ * eager rebalance (aagw's default) every member stops for each event;
+ * --rebalance cooperative moves only the partitions that change owner.  On 2
+ * cores three processes share the same CPUs: the figures show the overhead of
  * sharing, not a speed-up (docs/benchmarks.md).
  *
  * Exit status: 0 every measurement valid, 1 one was not, 2 usage.
@@ -134,6 +135,7 @@ struct opts {
         unsigned only;
         bool     unify; /* --stage unify */
         bool     keep;
+        bool     cooperative; /* --rebalance cooperative */
 };
 
 struct res {
@@ -388,6 +390,10 @@ static harness_proc_t *aagw_spawn(struct env *e, const char *gw,
                 if (!route) {
                         argv[a++] = "--set";
                         argv[a++] = "scale_out.route=false";
+                }
+                if (e->o->cooperative) {
+                        argv[a++] = "--set";
+                        argv[a++] = "scale_out.rebalance=cooperative";
                 }
         }
         argv[a] = NULL;
@@ -1077,6 +1083,9 @@ static void usage(FILE *out) {
                 "produced (default 2000)\n"
                 "      --session S      takeover, join/leave: scale_out."
                 "session_timeout in s (default 6)\n"
+                "      --rebalance eager|cooperative  scale_out.rebalance "
+                "of every scale-out\n"
+                "                       process (default eager, aagw's)\n"
                 "  -k, --keep           keep the logs\n\n"
                 "With --stage unify and AAGW_TEST_JMX_WEST (kafka-clusters "
                 "--jmx, or\nAAGW_KAFKA_JMX=1) and AAGW_KAFKA_LIB set, also "
@@ -1095,6 +1104,7 @@ static int parse(int argc, char **argv, struct opts *o) {
             {"stage", required_argument, NULL, 'S'},
             {"rate", required_argument, NULL, 'R'},
             {"session", required_argument, NULL, 'T'},
+            {"rebalance", required_argument, NULL, 'B'},
             {"keep", no_argument, NULL, 'k'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
@@ -1144,6 +1154,12 @@ static int parse(int argc, char **argv, struct opts *o) {
                         if (!bench_parse_size(optarg, 10, 1000000, &v))
                                 goto bad;
                         o->rate = (int)v;
+                        break;
+                case 'B':
+                        if (!strcmp(optarg, "cooperative"))
+                                o->cooperative = true;
+                        else if (strcmp(optarg, "eager"))
+                                goto bad;
                         break;
                 case 'T':
                         if (!bench_parse_size(optarg, 6, 300, &v))

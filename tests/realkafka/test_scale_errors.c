@@ -29,6 +29,8 @@
  *  - the /status counters of the two members add up: dead_lettered 3,
  *    produce_errors 4 (the three refused copies and e41's dead-letter
  *    copy, as in single-process mode), oversized 2;
+ *  - a third member started with scale_out.rebalance cooperative among
+ *    these eager ones exits 1, naming the setting;
  *  - both members still run and stop with status 0.
  * Without the redo's replacement the flow fails (exit 1) at e19 and the
  * unify stage aborts and redoes its transaction forever.
@@ -565,6 +567,49 @@ static void test_scale_errors(void **state) {
         assert_int_equal(missing, 0);
         assert_int_equal(doubled, 0);
         assert_int_equal(uni.n, 2 * N - 3);
+
+        /* A third process with the other rebalance protocol: the
+         * groups refuse it, and it exits 1 naming the group and the
+         * setting rather than wait for partitions it is never given; a
+         * and b run on. */
+        {
+                const char *coop[sizeof(args) / sizeof(args[0]) + 2];
+                size_t      k = 0;
+                for (; args[k]; k++)
+                        coop[k] = args[k];
+                coop[k++] = "--set";
+                coop[k++] = "scale_out.rebalance=cooperative";
+                coop[k]   = NULL;
+                struct rk_gw c;
+                int          cst = 0;
+                int64_t      t0  = harness_now_ms();
+                memset(&c, 0, sizeof(c));
+                rk_gwn_start(r, &c, "c", coop);
+                assert_int_equal(harness_proc_wait(c.proc, 60000, &cst),
+                                 AAGW_OK);
+                harness_proc_destroy(c.proc);
+                c.proc = NULL;
+                if (harness_exit_code(cst) != 1 ||
+                    !rk_log_count(c.log, "refuses this member: its members "
+                                         "rebalance eagerly, this process "
+                                         "cooperatively") ||
+                    !rk_log_count(c.log, "scale_out.rebalance must be the "
+                                         "same in every process")) {
+                        rk_gwn_dump_log(&c, 30);
+                        fail_msg("a cooperative member among eager ones: "
+                                 "exit %d, not refused as expected",
+                                 harness_exit_code(cst));
+                }
+                print_message("# member c (cooperative) among eager a and "
+                              "b: exit 1 after %" PRId64 " ms\n",
+                              harness_now_ms() - t0);
+                for (int i = 0; i < 2; i++)
+                        if (harness_proc_wait(gw[i].proc, 0, NULL) !=
+                            AAGW_ERR_TIMEOUT)
+                                fail_msg("member %s exited when c was "
+                                         "refused",
+                                         gw[i].name);
+        }
 
         /* Both still run; clean stops. */
         assert_int_equal(rk_gwn_stop(r, &gw[0], SIGTERM, 30000), 0);

@@ -5,7 +5,8 @@
  * exactly once, in source order per partition.
  *
  * Each process (`--site west --scale-out true --unify off`, its own
- * --member and state dir) joins the owners' group of the flow at west;
+ * --member and state dir, scale_out.rebalance cooperative: kafka-scale
+ * runs the eager default) joins the owners' group of the flow at west;
  * the group's assignment of the work topic aagw.aagw.east-west.work
  * decides which source partitions each copies, in transactions that
  * only the owner can commit (replicator/flow.c, SCALE-OUT).  A
@@ -27,7 +28,10 @@
  * copy is read read_committed by aagw.kafka.ReadToEnd: every record of
  * east's `clicks` once, in source order per partition; every acked value
  * once in `clicks`.  c's log must show that it lost its partitions to
- * the group (fenced, or its assignment lost), and the copy holds more
+ * the group (fenced, or its assignment lost); a's that c's return took
+ * only some of its partitions (the rest copied on), and no member's log
+ * that a rebalance took all its partitions at once;
+ * and the copy holds more
  * records read_uncommitted than read_committed (aborted copies exist;
  * printed, and asserted).  Before the stop, the /status of a and c
  * (admin endpoints) name each partition of `clicks` as copied by exactly
@@ -75,6 +79,7 @@ static const char *const gw_args[] = {
     "--unify",     "off",
     "--topic",     "clicks|views",
     "--set",       "scale_out.session_timeout=6s",
+    "--set",       "scale_out.rebalance=cooperative",
     "--set",       "mm2.checkpoints_interval=2s",
     "--admin",     "127.0.0.1:0",
     NULL};
@@ -517,10 +522,14 @@ static void test_scale_flow(void **state) {
          * taken name; a and c copy on. */
         {
                 static const char *const dup_args[] = {
-                    "--site", "west", "--scale-out", "true", "--unify", "off",
-                    "--topic", "clicks",
-                    "--set", "scale_out.session_timeout=6s",
-                    "--member", "c", NULL};
+                    "--site",      "west",
+                    "--scale-out", "true",
+                    "--unify",     "off",
+                    "--topic",     "clicks",
+                    "--set",       "scale_out.session_timeout=6s",
+                    "--set",       "scale_out.rebalance=cooperative",
+                    "--member",    "c",
+                    NULL};
                 struct rk_gw dup;
                 int          status = 0;
                 memset(&dup, 0, sizeof(dup));
@@ -565,6 +574,24 @@ static void test_scale_flow(void **state) {
                       "%" PRId64 "); c's log: %s\n",
                       uncommitted, uncommitted - src_n,
                       c_lost ? "lost its partitions to the group" : "nothing");
+        /* Cooperative: when c came back from its stall, a (which had
+         * taken over everything) gave up only the partitions that moved
+         * to c and copied on with the rest; no member ever had all its
+         * partitions taken by a rebalance. */
+        bool a_some = file_has(gw[0].log, "a cooperative rebalance moves") &&
+                      file_has(gw[0].log, "go on");
+        bool all = false;
+        for (int i = 0; i < 3; i++)
+                all |= file_has(gw[i].log, "revoked by a rebalance") ||
+                       file_has(gw[i].log, "assignment replaced");
+        print_message("# a's log: %s; %s\n",
+                      a_some ? "gave up some partitions, copied on with "
+                               "the rest"
+                             : "never gave up only some",
+                      all ? "a member had all taken at once"
+                          : "no member had all taken at once");
+        assert_true(a_some);
+        assert_false(all);
         assert_int_equal(rk_gwn_stop(r, &gw[0], SIGTERM, 30000), 0);
         assert_int_equal(rk_gwn_stop(r, &gw[2], SIGTERM, 30000), 0);
 

@@ -355,6 +355,7 @@ static void test_scale_unify(void **state) {
             "--set",       "scale_out.route=true",
             "--set",       "scale_out.session_timeout=6s",
             "--set",       "scale_out.transaction_timeout=10s",
+            "--set",       "scale_out.rebalance=cooperative",
             "--admin",     "127.0.0.1:0",
             NULL};
         for (int i = 0; i < 3; i++)

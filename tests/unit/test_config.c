@@ -1743,6 +1743,8 @@ static void test_settings_enum_constants(void **state) {
             {"unify.topics.*.mode", "off", GW_UNIFY_OFF},
             {"mm2.offset_syncs_location", "source", GW_SYNCS_AT_SOURCE},
             {"mm2.offset_syncs_location", "target", GW_SYNCS_AT_TARGET},
+            {"scale_out.rebalance", "eager", GW_REBALANCE_EAGER},
+            {"scale_out.rebalance", "cooperative", GW_REBALANCE_COOPERATIVE},
         };
         size_t nwords = sizeof(words) / sizeof(words[0]);
 
