@@ -190,28 +190,11 @@ static void scale_revoking(void                                  *opaque,
 /* Give up the open transaction (aborted: its copies are never visible)
  * and every source partition with it, at once: a lost work partition is
  * no longer this process's to write, and the partitions still owned
- * resume from what the target holds, found anew (scale_gain()).  With
- * nothing open (a cooperative rebalance committed first: scale_revoking())
- * only the source partitions of the lost work partitions stop. */
+ * resume from what the target holds, found anew (scale_gain()). */
 void flow_scale_drop(aagw_flow_t *f) {
         char why[512];
 
         f->lost = false;
-        if (f->conf.scale_out->cooperative && !f->tx.open && !f->tx.broken &&
-            owner_partitions(f->owner)->cnt) {
-                int before = (int)atomic_load(&f->nparts_assigned);
-                if (flow_unassign_lost(f, DRAIN_MS))
-                        return;
-                aagw_log(AAGW_LOG_INFO, "FLOW",
-                         "%s: member %s let go of %d source partitions (a "
-                         "cooperative rebalance moved their work "
-                         "partitions); %d go on",
-                         f->name, f->conf.scale_out->member,
-                         before - (int)atomic_load(&f->nparts_assigned),
-                         (int)atomic_load(&f->nparts_assigned));
-                f->lost_ms = 0;
-                return;
-        }
         if (f->tx.open) {
                 /* What was sent is let come back first (nothing new is
                  * sent): librdkafka 2.0.2 aborting with records in flight
@@ -229,6 +212,31 @@ void flow_scale_drop(aagw_flow_t *f) {
                 return;
         f->tx.broken = false;
         f->gained    = true;
+}
+
+/* Work partitions were lost.  Cooperative, with nothing open (the
+ * rebalance had the open transaction committed first: scale_revoking();
+ * a commit that failed dropped everything already): only the source
+ * partitions of the lost work partitions stop, the rest copy on.
+ * Otherwise everything goes (flow_scale_drop()). */
+static void scale_lose(aagw_flow_t *f) {
+        if (!f->conf.scale_out->cooperative || f->tx.open || f->tx.broken ||
+            !owner_partitions(f->owner)->cnt) {
+                flow_scale_drop(f);
+                return;
+        }
+        f->lost    = false;
+        int before = (int)atomic_load(&f->nparts_assigned);
+        if (flow_unassign_lost(f, DRAIN_MS))
+                return;
+        aagw_log(AAGW_LOG_INFO, "FLOW",
+                 "%s: member %s let go of %d source partitions (a "
+                 "cooperative rebalance moved their work partitions); %d "
+                 "go on",
+                 f->name, f->conf.scale_out->member,
+                 before - (int)atomic_load(&f->nparts_assigned),
+                 (int)atomic_load(&f->nparts_assigned));
+        f->lost_ms = 0;
 }
 
 /* Take the owned source partitions this process does not copy yet:
@@ -346,10 +354,10 @@ bool flow_scale_poll(aagw_flow_t *f) {
         }
         if (f->tx.broken) {
                 INC(f->tx.aborted);
-                f->lost = true;
+                flow_scale_drop(f);
         }
         if (f->lost)
-                flow_scale_drop(f);
+                scale_lose(f);
         if (f->gained && !atomic_load(&f->ctl.stop))
                 scale_gain(f);
         if (f->tx.open && f->txn_dirty &&
@@ -357,7 +365,7 @@ bool flow_scale_poll(aagw_flow_t *f) {
                 f->conf.scale_out->commit_interval_ms)
                 flow_scale_commit(f);
         if (f->lost)
-                flow_scale_drop(f);
+                scale_lose(f);
         if (f->tx.open || atomic_load(&f->nparts_assigned) == 0 ||
             atomic_load(&f->ctl.stop))
                 return f->tx.open;
