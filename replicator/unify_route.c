@@ -60,6 +60,21 @@ bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
         return owner_owned(u->owner, (int32_t)(h % (uint32_t)u->work_parts));
 }
 
+/* The state partition that holds the router positions (rpos) of input
+ * partition 'i' of 'topic': one whose output partition the router of
+ * that input owns too (the work partition of both is the same; with
+ * fewer output partitions than work partitions not always), so that
+ * routers do not write into a state partition another member owns.  An
+ * owner's unchanged state partitions are what lets it keep them across
+ * a rebalance without reading them again (unify_scale_kept()). */
+static int32_t rpos_partition(const aagw_unify_t *u, const struct utopic *ut,
+                              const char *topic, int32_t i) {
+        uint32_t h = XXH32(topic, strlen(topic), 0) + (uint32_t)i;
+        uint32_t w = u->work_parts > 0 ? h % (uint32_t)u->work_parts : h;
+
+        return (int32_t)(w % (uint32_t)ut->out_parts);
+}
+
 int unify_route_name(aagw_unify_t *u, const char *out, char *route) {
         return unify_site_topic(u, "route", out, route);
 }
@@ -227,9 +242,9 @@ static bool rpos_tick(void *arg) {
  * Input partitions the group holds no offset of: a new site, or one
  * whose processes were all down longer than the brokers'
  * offsets.retention.minutes.  Their routers also wrote their positions
- * into the compacted state topic (partition PART % its count, kind
- * rpos), which does not expire: read them back from there.  Returns 0,
- * or 1 (abandoned: the ownership changed, or the stage failed).
+ * into the compacted state topic (kind rpos, in the partition
+ * rpos_partition() names), which does not expire: read them back from there.
+ * Returns 0, or 1 (abandoned: the ownership changed, or the stage failed).
  */
 static int rpos_missing(aagw_unify_t *u, rd_kafka_topic_partition_list_t *l,
                         int64_t assignments) {
@@ -247,12 +262,13 @@ static int rpos_missing(aagw_unify_t *u, rd_kafka_topic_partition_list_t *l,
                 bool                        seen = false;
                 if (!e->opaque || !ut || !ut->state[0] || ut->out_parts <= 0)
                         continue;
-                int32_t q = e->partition % ut->out_parts;
+                int32_t q = rpos_partition(u, ut, e->topic, e->partition);
                 /* One read per state partition. */
                 for (int k = 0; k < j && !seen; k++)
                         seen = l->elems[k].opaque &&
                                topic_with(u, l->elems[k].topic) == ut &&
-                               l->elems[k].partition % ut->out_parts == q;
+                               rpos_partition(u, ut, l->elems[k].topic,
+                                              l->elems[k].partition) == q;
                 if (seen)
                         continue;
                 int64_t         records = 0, bytes = 0;
@@ -588,7 +604,8 @@ int unify_route_log(aagw_unify_t *u, const rd_kafka_topic_partition_list_t *l) {
                 copy_str(c.topic, sizeof(c.topic), l->elems[j].topic);
                 c.partition = l->elems[j].partition;
                 c.offset    = l->elems[j].offset;
-                if (unify_scale_state(u, ut, c.partition % ut->out_parts, &c))
+                if (unify_scale_state(
+                        u, ut, rpos_partition(u, ut, c.topic, c.partition), &c))
                         return -1;
         }
         return 0;
