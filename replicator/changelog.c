@@ -141,6 +141,7 @@ bool changelog_decode(const void *key, size_t klen, const void *val,
 /* ----------------------------------------------------------- RESTORE --- */
 
 #define TICK_MS 200
+#define READ_WAIT_MS 5
 
 changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
                                const char *topic, int32_t partition,
@@ -233,8 +234,13 @@ changelog_end_t changelog_read(rd_kafka_t *reader, rd_kafka_t *hw,
                         end = CHANGELOG_FAILED;
                         break;
                 }
-                ssize_t n = rd_kafka_consume_batch_queue(q, TICK_MS, msgs,
-                                                         1024);
+                /* A batch call waits its whole timeout unless the batch
+                 * fills: a partition's last records (and the end-of-
+                 * partition event) would wait TICK_MS each read, which
+                 * restoring several partitions one after the other
+                 * added up to seconds.  Ask often instead. */
+                ssize_t n =
+                    rd_kafka_consume_batch_queue(q, READ_WAIT_MS, msgs, 1024);
                 for (ssize_t i = 0; i < n; i++) {
                         rd_kafka_message_t *m = msgs[i];
                         if (end != CHANGELOG_DONE || m->partition != partition) {

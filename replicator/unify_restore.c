@@ -428,6 +428,21 @@ static bool scale_restore_tick(void *arg) {
 /* Restore every ready topic not restored yet for the owned partitions,
  * then fetch the inputs from the positions restored.  Returns 0, or -1
  * if the stage failed. */
+/* Have the reader's metadata name 'topic': a partition of a topic its
+ * cache lacks is fetched only after librdkafka's own lookups with their
+ * growing backoff (0.5-1 s each on a fresh process, paid by the first
+ * read of each changelog). */
+static void reader_knows(aagw_unify_t *u, const char *topic) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(u->reader, topic, NULL);
+
+        if (!rkt)
+                return;
+        if (!aagw_kafka_metadata(u->reader, false, rkt, &md, 5000, NULL))
+                rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+}
+
 int unify_scale_restore(aagw_unify_t *u) {
         int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0, ids = 0,
                 expired = 0;
@@ -441,6 +456,11 @@ int unify_scale_restore(aagw_unify_t *u) {
                 struct utopic *ut = u->topics[t];
                 if (!ut->ready || ut->restored)
                         continue;
+                /* (Each restore: the cache forgets a topic no handle
+                 * holds, after metadata.max.age.ms.) */
+                reader_knows(u, ut->state);
+                if (ut->ids[0])
+                        reader_knows(u, ut->ids);
                 for (int32_t p = 0; p < ut->out_parts; p++) {
                         if (!unify_scale_owns(u, p))
                                 continue;
