@@ -236,6 +236,64 @@ static void test_owner_single_member(void **state) {
         assert_true(mono_ms() - t0 < 15000);
 }
 
+/* Cooperative (scale_out.rebalance): each commit takes the group's
+ * metadata fresh (read back from its written form); a generation that
+ * moved on is a rebalance under way, not a fence; an unknown member is. */
+static void test_owner_cooperative(void **state) {
+        struct mock      *m        = *state;
+        char              err[512] = "";
+        struct seen       seen     = {0, 0};
+        struct owner_conf c        = {.bootstraps         = m->bs,
+                                      .props              = quiet,
+                                      .prop_cnt           = 1,
+                                      .group              = "owners-coop",
+                                      .topic              = "work",
+                                      .member             = "m3",
+                                      .transactional_id   = "aagw.test.m3",
+                                      .session_timeout_ms = 3000,
+                                      .no_name_check      = true,
+                                      .cooperative        = true,
+                                      .on_gained          = on_gained,
+                                      .on_lost            = on_lost,
+                                      .opaque             = &seen};
+        struct owner     *o        = owner_new(&c, err, sizeof(err));
+
+        if (!o)
+                fail_msg("owner_new: %s", err);
+        int64_t t0 = mono_ms();
+        while (owner_partitions(o)->cnt < 2 && mono_ms() - t0 < 30000)
+                assert_int_equal(owner_poll(o, 200, err, sizeof(err)), 0);
+        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+        assert_int_equal(seen.gained, 2);
+
+        rd_kafka_topic_partition_list_t *offs =
+            rd_kafka_topic_partition_list_new(2);
+        rd_kafka_topic_partition_list_add(offs, "work", 0)->offset = 0;
+        rd_kafka_topic_partition_list_add(offs, "work", 1)->offset = 0;
+        owner_result_t rc = txn(o, offs, err, sizeof(err));
+        if (rc != AAGW_OWNER_OK)
+                fail_msg("cooperative commit: %d: %s", rc, err);
+
+        rd_kafka_mock_push_request_errors(m->mc, API_TXN_OFFSET_COMMIT, 1,
+                                          RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION);
+        rc = txn(o, offs, err, sizeof(err));
+        print_message("# cooperative, generation moved on: %d: %s\n", rc, err);
+        assert_int_equal(rc, AAGW_OWNER_ABORTED);
+        assert_non_null(strstr(err, "a rebalance under way"));
+        assert_int_equal(seen.lost, 0);
+        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+
+        rd_kafka_mock_push_request_errors(m->mc, API_TXN_OFFSET_COMMIT, 1,
+                                          RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
+        rc = txn(o, offs, err, sizeof(err));
+        print_message("# cooperative, unknown member: %d: %s\n", rc, err);
+        assert_int_equal(rc, AAGW_OWNER_FENCED);
+        assert_int_equal(seen.lost, 2);
+        assert_int_equal(owner_partitions(o)->cnt, 0);
+        rd_kafka_topic_partition_list_destroy(offs);
+        owner_destroy(o);
+}
+
 static void test_owner_bad_conf(void **state) {
         struct mock      *m = *state;
         char              err[512] = "";
@@ -266,13 +324,14 @@ static void test_owner_bad_conf(void **state) {
                                            "cooperative-sticky"};
         c.props = coop;
         assert_null(owner_new(&c, err, sizeof(err)));
-        assert_non_null(strstr(err, "rebalances eagerly"));
+        assert_non_null(strstr(err, "scale_out.rebalance's to choose"));
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_probe_not_enforced),
             cmocka_unit_test(test_owner_single_member),
+            cmocka_unit_test(test_owner_cooperative),
             cmocka_unit_test(test_owner_bad_conf),
         };
         return cmocka_run_group_tests_name("owner_mock", tests, setup,
