@@ -284,6 +284,10 @@ static void rebalance_incremental(struct owner *o, rd_kafka_t *rk,
                                                           p->partition);
                 }
                 if (gone->cnt) {
+                        /* A change like an assignment: what waits on the
+                         * ownership (a restore, a read of positions)
+                         * starts again. */
+                        o->assignments++;
                         parts_str(gone, s, sizeof(s));
                         aagw_log(AAGW_LOG_INFO, "OWNER",
                                  "%s: gives up %s %s (a cooperative "

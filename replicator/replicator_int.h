@@ -644,7 +644,8 @@ bool owner_owned(const struct owner *o, int32_t partition);
 const rd_kafka_topic_partition_list_t *owner_partitions(const struct owner *o);
 
 /* How many assignments this member was given so far (0: none yet): it
- * goes up at every rebalance this process took part in.  librdkafka
+ * goes up at every rebalance this process took part in (cooperative:
+ * at every one that changed its share, a loss too).  librdkafka
  * 2.0.2 does not expose the group's generation id itself (the consumer
  * group metadata is opaque). */
 int64_t owner_assignments(const struct owner *o);

@@ -425,9 +425,6 @@ static bool scale_restore_tick(void *arg) {
                unify_scale_owns(u, rc->p);
 }
 
-/* Restore every ready topic not restored yet for the owned partitions,
- * then fetch the inputs from the positions restored.  Returns 0, or -1
- * if the stage failed. */
 /* Have the reader's metadata name 'topic': a partition of a topic its
  * cache lacks is fetched only after librdkafka's own lookups with their
  * growing backoff (0.5-1 s each on a fresh process, paid by the first
@@ -443,6 +440,9 @@ static void reader_knows(aagw_unify_t *u, const char *topic) {
         rd_kafka_topic_destroy(rkt);
 }
 
+/* Restore every ready topic not restored yet for the owned partitions,
+ * then fetch the inputs from the positions restored.  Returns 0, or -1
+ * if the stage failed. */
 int unify_scale_restore(aagw_unify_t *u) {
         int64_t t0 = aagw_mono_ms(), records = 0, bytes = 0, ids = 0,
                 expired = 0;
