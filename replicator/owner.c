@@ -258,6 +258,16 @@ static bool cgmd_readable(void) {
 
 /* ---------------------------------------------------------- REBALANCE --- */
 
+/* Cooperative: let go of 'parts' in the consumer (the answer librdkafka
+ * waits for before it rejoins). */
+static void unassign_some(rd_kafka_t *rk,
+                          const rd_kafka_topic_partition_list_t *parts) {
+        rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
+
+        if (e)
+                rd_kafka_error_destroy(e);
+}
+
 /* Cooperative: the assignment grows by 'parts' (possibly none: a
  * rebalance that left this member's partitions as they were) or loses
  * them.  The caller commits first (on_revoking, with the whole owned
@@ -298,17 +308,13 @@ static void rebalance_incremental(struct owner *o, rd_kafka_t *rk,
                                 o->on_lost(o->opaque, gone);
                 }
                 rd_kafka_topic_partition_list_destroy(gone);
-                rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
-                if (e)
-                        rd_kafka_error_destroy(e);
+                unassign_some(rk, parts);
                 return;
         }
         if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 lose_all(o, lost ? "the group moved on without this member"
                                  : rd_kafka_err2str(err));
-                rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
-                if (e)
-                        rd_kafka_error_destroy(e);
+                unassign_some(rk, parts);
                 return;
         }
         rd_kafka_error_t *e = rd_kafka_incremental_assign(rk, parts);
@@ -412,17 +418,22 @@ static rd_kafka_t *owner_consumer(struct owner *o, const struct owner_conf *c,
         int         sess = c->session_timeout_ms > 0 ? c->session_timeout_ms
                                                      : 10000;
         const char *extra[] = {
-            "group.id", c->group, "session.timeout.ms", session,
-            "max.poll.interval.ms", poll_iv, "heartbeat.interval.ms", hb,
+            "group.id", c->group,
+            "session.timeout.ms", session,
+            "max.poll.interval.ms", poll_iv,
+            "heartbeat.interval.ms", hb,
             /* Eager unless asked (the top of the file says why). */
             "partition.assignment.strategy",
             c->cooperative ? "cooperative-sticky" : "roundrobin",
-            "enable.auto.commit", "false", "enable.auto.offset.store", "false",
-            "auto.offset.reset", "latest", "isolation.level", "read_committed",
+            "enable.auto.commit", "false",
+            "enable.auto.offset.store", "false",
+            "auto.offset.reset", "latest",
+            "isolation.level", "read_committed",
             /* Nothing is read; whatever slips in before the pause is
              * dropped: keep what could be fetched small. */
-            "queued.max.messages.kbytes", "64", "max.partition.fetch.bytes",
-            "65536", NULL};
+            "queued.max.messages.kbytes", "64",
+            "max.partition.fetch.bytes", "65536",
+            NULL};
         struct aagw_kafka_client kc = {.type         = RD_KAFKA_CONSUMER,
                                        .bootstraps   = c->bootstraps,
                                        .name         = name,
@@ -786,15 +797,12 @@ static void close_consumer(struct owner *o) {
                          * its destroy. */
                         if (ev && rd_kafka_event_type(ev) ==
                                       RD_KAFKA_EVENT_REBALANCE) {
-                                if (o->cooperative) {
-                                        rd_kafka_error_t *ue =
-                                            rd_kafka_incremental_unassign(
-                                                o->consumer,
-                                                rd_kafka_event_topic_partition_list(
-                                                    ev));
-                                        if (ue)
-                                                rd_kafka_error_destroy(ue);
-                                } else
+                                if (o->cooperative)
+                                        unassign_some(
+                                            o->consumer,
+                                            rd_kafka_event_topic_partition_list(
+                                                ev));
+                                else
                                         rd_kafka_assign(o->consumer, NULL);
                         }
                         if (ev)
