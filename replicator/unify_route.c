@@ -49,6 +49,15 @@
  * worth. */
 #define ROUTE_PURGE_MS 10000
 
+/* The work partition of input partition 'i' of 'topic': its router is
+ * the member that owns it (as the flows divide their source partitions).
+ * u->work_parts > 0. */
+static int32_t input_work(const aagw_unify_t *u, const char *topic, int32_t i) {
+        uint32_t h = XXH32(topic, strlen(topic), 0) + (uint32_t)i;
+
+        return (int32_t)(h % (uint32_t)u->work_parts);
+}
+
 bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
         if (!u->route)
                 return true;
@@ -56,8 +65,7 @@ bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
                 return unify_scale_owns(u, i);
         if (!u->owner || u->work_parts <= 0)
                 return false;
-        uint32_t h = XXH32(ui->topic, strlen(ui->topic), 0) + (uint32_t)i;
-        return owner_owned(u->owner, (int32_t)(h % (uint32_t)u->work_parts));
+        return owner_owned(u->owner, input_work(u, ui->topic, i));
 }
 
 /* The state partition that holds the router positions (rpos) of input
@@ -69,10 +77,8 @@ bool unify_reads(const aagw_unify_t *u, const struct uinput *ui, int32_t i) {
  * a rebalance without reading them again (unify_scale_kept()). */
 static int32_t rpos_partition(const aagw_unify_t *u, const struct utopic *ut,
                               const char *topic, int32_t i) {
-        uint32_t h = XXH32(topic, strlen(topic), 0) + (uint32_t)i;
-        uint32_t w = u->work_parts > 0 ? h % (uint32_t)u->work_parts : h;
-
-        return (int32_t)(w % (uint32_t)ut->out_parts);
+        return u->work_parts > 0 ? input_work(u, topic, i) % ut->out_parts
+                                 : i % ut->out_parts;
 }
 
 int unify_route_name(aagw_unify_t *u, const char *out, char *route) {
