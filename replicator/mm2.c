@@ -68,11 +68,11 @@ struct mm2 {
         pthread_cond_t  cond;
         bool            stop;
         atomic_bool     stopping; /* read by the blocking admin calls */
-        /* Listing groups failed: when to ask again, and the next wait
-         * (doubling, LIST_RETRY_MAX_MS at most).  A failure is often
-         * passing (a fresh cluster still loading its coordinators, a
-         * child slow to start on a busy host), so it never disables the
-         * listing for good. */
+        /* Listing groups failed: when to ask again (mono ms), and the
+         * next wait (doubling, LIST_RETRY_MAX_MS at most).  A failure is
+         * often passing (a fresh cluster still loading its coordinators,
+         * a child slow to start on a busy host), so it never disables
+         * the listing for good. */
         int64_t list_retry_at, list_backoff_ms;
         bool    list_warned;
 
@@ -198,8 +198,7 @@ static bool plain_name(const char *p) {
  * (aagw_kafka_list_groups(): librdkafka 2.0 leaks its client on clusters
  * that refuse the call, the embedded one among them); while the cluster
  * cannot list them (asked again with a growing wait), the plain names
- * again.  Returns a malloc()ed array of
- * strdup()s. */
+ * again.  Returns a malloc()ed array of strdup()s. */
 static char **list_groups(struct mm2 *m, size_t *np) {
         char **out = NULL, **all = NULL;
         size_t n = 0, nall = 0;
@@ -209,7 +208,7 @@ static char **list_groups(struct mm2 *m, size_t *np) {
         *np = 0;
         for (size_t i = 0; i < m->conf.group_cnt; i++)
                 all_plain &= plain_name(m->conf.groups[i]);
-        if (!all_plain && aagw_wall_ms() >= m->list_retry_at) {
+        if (!all_plain && aagw_mono_ms() >= m->list_retry_at) {
                 aagw_err_t rc = aagw_kafka_list_groups(
                     "/proc/self/exe", m->bootstraps, m->props, m->nprops,
                     ADMIN_TIMEOUT_MS, &all, &nall, err, sizeof(err));
@@ -236,7 +235,7 @@ static char **list_groups(struct mm2 *m, size_t *np) {
                                                         : LIST_RETRY_MIN_MS;
                 if (m->list_backoff_ms > LIST_RETRY_MAX_MS)
                         m->list_backoff_ms = LIST_RETRY_MAX_MS;
-                m->list_retry_at = aagw_wall_ms() + m->list_backoff_ms;
+                m->list_retry_at = aagw_mono_ms() + m->list_backoff_ms;
                 aagw_log(m->list_warned ? AAGW_LOG_DEBUG : AAGW_LOG_WARN, "MM2",
                          "%s: %s cannot list consumer groups (%s); "
                          "checkpointing only the groups named literally in "
