@@ -247,14 +247,14 @@ static void scale_gain(aagw_flow_t *f) {
         char    parts[1024];
 
         f->gained = false;
-        /* Reconciled here, on the flow thread, all at once: the rebalance
-         * stopped every partition of this member (the owners' group is
-         * eager), so nothing copies meanwhile, and the member's first
-         * transaction waits for the previous owners' to end anyway.  A
-         * topic found later goes to the reconciler (flow_recon_ask()). */
-        /* Cooperative: the partitions kept go on meanwhile, so the
-         * new ones go to the reconciler instead. */
-        f->recon_inline = !f->conf.scale_out->cooperative;
+        /* Eager: reconciled here, on the flow thread, all at once: the
+         * rebalance stopped every partition of this member, so nothing
+         * copies meanwhile, and the member's first transaction waits for
+         * the previous owners' to end anyway.  Cooperative: the
+         * partitions kept copy on meanwhile, so the gained ones go to the
+         * reconciler, as a topic found later does (flow_recon_ask()). */
+        bool inline_    = !f->conf.scale_out->cooperative;
+        f->recon_inline = inline_;
         for (size_t i = 0; i < f->ntopics && !atomic_load(&f->ctl.stop); i++)
                 if (f->topics[i]->active)
                         flow_assign_new(f, f->topics[i]);
@@ -263,10 +263,13 @@ static void scale_gain(aagw_flow_t *f) {
         int64_t now = aagw_mono_ms();
         aagw_log(AAGW_LOG_INFO, "FLOW",
                  "%s: member %s owns work partitions [%s] of %s: %d source "
-                 "partitions, reconciled in %" PRId64 " ms%s",
+                 "partitions copied, %s in %" PRId64 " ms%s",
                  f->name, f->conf.scale_out->member, parts, f->work_topic,
-                 (int)atomic_load(&f->nparts_assigned), now - t0,
-                 f->lost_ms ? " after a rebalance" : "");
+                 (int)atomic_load(&f->nparts_assigned),
+                 inline_ ? "reconciled"
+                         : "the gained ones handed to the "
+                           "reconciler",
+                 now - t0, f->lost_ms ? " after a rebalance" : "");
         if (f->lost_ms)
                 aagw_log(AAGW_LOG_INFO, "FLOW",
                          "%s: rebalance took %" PRId64 " ms from losing the "
