@@ -137,15 +137,18 @@ double rk_elapsed(struct rk *r) {
         return (double)(harness_now_ms() - r->t0) / 1000.0;
 }
 
-static void launcher_tail(struct rk_cluster *c) {
-        char *t = c->log ? harness_read_file(c->log, NULL) : NULL;
-
-        if (t) {
-                size_t n = strlen(t);
-                fprintf(stderr, "# ---- %s ----\n%s\n", c->log,
-                        n > 3000 ? t + n - 3000 : t);
-        }
+/* The tail (up to 'max' bytes) of file 'path' to stderr under a title. */
+static void dump_tail(const char *title, const char *path, size_t max) {
+        char  *t = harness_read_file(path, NULL);
+        size_t n = t ? strlen(t) : 0;
+        fprintf(stderr, "# ---- %s ----\n%s\n", title,
+                t ? (n > max ? t + n - max : t) : "");
         free(t);
+}
+
+static void launcher_tail(struct rk_cluster *c) {
+        if (c->log)
+                dump_tail(c->log, c->log, 3000);
 }
 
 void rk_destroy(struct rk *r) {
@@ -1009,11 +1012,7 @@ void rk_java_expect_exit0(struct rk *r, harness_proc_t *p, const char *what,
         if (harness_proc_wait(p, timeout_ms, &status) == AAGW_OK)
                 code = harness_exit_code(status);
         if (code != 0) {
-                char *t = harness_read_file(err, NULL);
-                size_t n = t ? strlen(t) : 0;
-                fprintf(stderr, "# ---- %s ----\n%s\n", err,
-                        t ? (n > 3000 ? t + n - 3000 : t) : "");
-                free(t);
+                dump_tail(err, err, 3000);
                 fail_msg("%s: %s", what,
                          code < 0 ? "did not exit in time" : "exited non-zero");
         }
@@ -1480,15 +1479,6 @@ bool rk_check_source(const char *what, const struct rk_bag *acked,
                       d.missing ? "; first lost " : "", d.first_missing,
                       d.dups ? "; first duplicated " : "", d.first_dup);
         return !d.missing && !d.dups && got->done;
-}
-
-/* The tail (up to 'max' bytes) of file 'path' to stderr under a title. */
-static void dump_tail(const char *title, const char *path, size_t max) {
-        char  *t = harness_read_file(path, NULL);
-        size_t n = t ? strlen(t) : 0;
-        fprintf(stderr, "# ---- %s ----\n%s\n", title,
-                t ? (n > max ? t + n - max : t) : "");
-        free(t);
 }
 
 void rk_producer_stop(struct rk *r, harness_proc_t *p, const char *err) {
