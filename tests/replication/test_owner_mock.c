@@ -94,6 +94,7 @@ static void on_lost(void *opaque, const rd_kafka_topic_partition_list_t *parts) 
 }
 
 /* Kafka's API keys of the requests whose errors the tests inject. */
+#define API_HEARTBEAT 12
 #define API_END_TXN           26
 #define API_TXN_OFFSET_COMMIT 28
 
@@ -121,6 +122,34 @@ static int64_t mono_ms(void) {
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* owner_new() with 'c', served until it owns both work partitions (or
+ * the test fails); '*ms' (may be NULL) gets how long that took. */
+static struct owner *owner_owning_both(const struct owner_conf *c,
+                                       int64_t                 *ms) {
+        char          err[512] = "";
+        struct owner *o        = owner_new(c, err, sizeof(err));
+
+        if (!o)
+                fail_msg("owner_new: %s", err);
+        int64_t t0 = mono_ms();
+        while (owner_partitions(o)->cnt < 2 && mono_ms() - t0 < 30000)
+                assert_int_equal(owner_poll(o, 200, err, sizeof(err)), 0);
+        if (ms)
+                *ms = mono_ms() - t0;
+        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+        return o;
+}
+
+/* The offsets of work [0] and [1], at 0: a commit's fence. */
+static rd_kafka_topic_partition_list_t *both_offsets(void) {
+        rd_kafka_topic_partition_list_t *offs =
+            rd_kafka_topic_partition_list_new(2);
+
+        rd_kafka_topic_partition_list_add(offs, "work", 0)->offset = 0;
+        rd_kafka_topic_partition_list_add(offs, "work", 1)->offset = 0;
+        return offs;
+}
+
 static void test_owner_single_member(void **state) {
         struct mock      *m = *state;
         char              err[512] = "";
@@ -139,25 +168,17 @@ static void test_owner_single_member(void **state) {
                    .on_gained          = on_gained,
                    .on_lost            = on_lost,
                    .opaque             = &seen};
-        struct owner *o = owner_new(&c, err, sizeof(err));
+        int64_t       t0;
+        struct owner *o = owner_owning_both(&c, &t0);
 
-        if (!o)
-                fail_msg("owner_new: %s", err);
-        int64_t t0 = mono_ms();
-        while (owner_partitions(o)->cnt < 2 && mono_ms() - t0 < 30000)
-                assert_int_equal(owner_poll(o, 200, err, sizeof(err)), 0);
         print_message("# the only member owns %d work partitions after "
                       "%" PRId64 " ms\n",
-                      owner_partitions(o)->cnt, mono_ms() - t0);
-        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
+                      owner_partitions(o)->cnt, t0);
         assert_int_equal(seen.gained, 2);
         assert_int_equal(owner_assignments(o), 1);
 
         /* A transaction with both offsets commits. */
-        rd_kafka_topic_partition_list_t *offs =
-            rd_kafka_topic_partition_list_new(2);
-        rd_kafka_topic_partition_list_add(offs, "work", 0)->offset = 0;
-        rd_kafka_topic_partition_list_add(offs, "work", 1)->offset = 0;
+        rd_kafka_topic_partition_list_t *offs = both_offsets();
         assert_int_equal(owner_begin(o, err, sizeof(err)), AAGW_OWNER_OK);
         assert_int_equal(
             rd_kafka_producev(owner_producer(o), RD_KAFKA_V_TOPIC("out"),
@@ -238,7 +259,8 @@ static void test_owner_single_member(void **state) {
 
 /* Cooperative (scale_out.rebalance): each commit takes the group's
  * metadata fresh (read back from its written form); a generation that
- * moved on is a rebalance under way, not a fence; an unknown member is. */
+ * moved on is a rebalance under way, not a fence; a consumer out of the
+ * group sends no commit; an unknown member is fenced. */
 static void test_owner_cooperative(void **state) {
         struct mock      *m        = *state;
         char              err[512] = "";
@@ -256,21 +278,11 @@ static void test_owner_cooperative(void **state) {
                                       .on_gained          = on_gained,
                                       .on_lost            = on_lost,
                                       .opaque             = &seen};
-        struct owner     *o        = owner_new(&c, err, sizeof(err));
+        struct owner     *o        = owner_owning_both(&c, NULL);
 
-        if (!o)
-                fail_msg("owner_new: %s", err);
-        int64_t t0 = mono_ms();
-        while (owner_partitions(o)->cnt < 2 && mono_ms() - t0 < 30000)
-                assert_int_equal(owner_poll(o, 200, err, sizeof(err)), 0);
-        assert_true(owner_owned(o, 0) && owner_owned(o, 1));
         assert_int_equal(seen.gained, 2);
-
-        rd_kafka_topic_partition_list_t *offs =
-            rd_kafka_topic_partition_list_new(2);
-        rd_kafka_topic_partition_list_add(offs, "work", 0)->offset = 0;
-        rd_kafka_topic_partition_list_add(offs, "work", 1)->offset = 0;
-        owner_result_t rc = txn(o, offs, err, sizeof(err));
+        rd_kafka_topic_partition_list_t *offs = both_offsets();
+        owner_result_t                   rc   = txn(o, offs, err, sizeof(err));
         if (rc != AAGW_OWNER_OK)
                 fail_msg("cooperative commit: %d: %s", rc, err);
 
@@ -283,12 +295,36 @@ static void test_owner_cooperative(void **state) {
         assert_int_equal(seen.lost, 0);
         assert_true(owner_owned(o, 0) && owner_owned(o, 1));
 
+        /* Out of the group (its heartbeat told it is unknown): its
+         * metadata would say generation -1 and no member id, which the
+         * coordinator takes from anyone while the group is empty.  Never
+         * sent: aborted before the offsets go out.  The next poll
+         * reports both lost, and the rejoin gives them back. */
+        rd_kafka_mock_push_request_errors(m->mc, API_HEARTBEAT, 1,
+                                          RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
+        int64_t t0 = mono_ms();
+        do
+                rc = txn(o, offs, err, sizeof(err));
+        while (rc == AAGW_OWNER_OK && mono_ms() - t0 < 15000);
+        print_message("# cooperative, out of the group: %d: %s\n", rc, err);
+        assert_int_equal(rc, AAGW_OWNER_ABORTED);
+        assert_non_null(strstr(err, "m3 is not a member of group "
+                                    "owners-coop"));
+        while ((seen.lost < 2 || owner_partitions(o)->cnt < 2) &&
+               mono_ms() - t0 < 30000)
+                assert_int_equal(owner_poll(o, 200, err, sizeof(err)), 0);
+        assert_int_equal(seen.lost, 2);
+        assert_int_equal(seen.gained, 4);
+        rc = txn(o, offs, err, sizeof(err));
+        if (rc != AAGW_OWNER_OK)
+                fail_msg("commit after the rejoin: %d: %s", rc, err);
+
         rd_kafka_mock_push_request_errors(m->mc, API_TXN_OFFSET_COMMIT, 1,
                                           RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID);
         rc = txn(o, offs, err, sizeof(err));
         print_message("# cooperative, unknown member: %d: %s\n", rc, err);
         assert_int_equal(rc, AAGW_OWNER_FENCED);
-        assert_int_equal(seen.lost, 2);
+        assert_int_equal(seen.lost, 4);
         assert_int_equal(owner_partitions(o)->cnt, 0);
         rd_kafka_topic_partition_list_destroy(offs);
         owner_destroy(o);
